@@ -1,0 +1,3 @@
+from tuidebug.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Generated protobuf/gRPC modules (run scripts/gen_proto.py to regenerate)."""
