@@ -1,0 +1,352 @@
+"""The computational graph: nodes, data edges, the scope tree and node categories.
+
+A `Graph` is built once from a graph proto (offline `.pb`, online `SendGraph`, or our own
+training clients) and never mutated afterwards, so every derived structure (networkx
+DiGraph, scope tree, categories) is computed lazily and cached.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+
+_OP_ID = re.compile(r"-op(\d+)$")
+_GRAPH_ID = re.compile(r"(\d+)$")
+
+# spec §3.2: activation op types (lower-cased)
+ACTIVATION_TYPES = frozenset(
+    {
+        "elu",
+        "fastgelu",
+        "gelu",
+        "hsigmoid",
+        "hswish",
+        "leakyrelu",
+        "logsigmoid",
+        "logsoftmax",
+        "prelu",
+        "relu",
+        "relu6",
+        "reluv2",
+        "sigmoid",
+        "softmax",
+        "tanh",
+    }
+)
+
+
+class NodeKind(str, Enum):
+    OPERATOR = "operator"
+    PARAMETER = "parameter"
+    CONSTANT = "constant"
+
+
+class Category(str, Enum):
+    """Watchpoint target categories of spec §3.2."""
+
+    TENSOR = "tensor"
+    PARAMETER = "parameter"
+    WEIGHT = "weight"
+    GRADIENT = "gradient"
+    ACTIVATION = "activation"
+
+
+@dataclass(frozen=True)
+class StackFrame:
+    """One frame of a node's Python source stack."""
+
+    file_path: str
+    line_no: int | None
+    code_line: str
+
+    def __str__(self) -> str:
+        if not self.file_path:
+            return self.code_line
+        where = f"{self.file_path}:{self.line_no}" if self.line_no is not None else self.file_path
+        return f"{where} {self.code_line}".rstrip()
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """What the graph says about one output slot: DataType number and shape, when known."""
+
+    slot: int
+    dtype: int | None = None
+    shape: tuple[int, ...] | None = None
+
+
+@dataclass
+class Node:
+    """A graph node. `name` is unique in its graph: the kernel full name for operators,
+    the parameter name (`conv1.weight`) for parameters, the constant key (`cst3`) for constants."""
+
+    name: str
+    kind: NodeKind
+    op_type: str
+    scope: str = ""
+    graph_name: str = ""
+    index: str = ""
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[TensorSpec] = field(default_factory=list)
+    attributes: dict[str, str] = field(default_factory=dict)
+    stack: list[StackFrame] = field(default_factory=list)
+    dump_name: str = ""
+    value: Any = None
+
+    @property
+    def short_name(self) -> str:
+        """Last path component: `Conv2D-op1`, `conv1.weight`, `cst3`."""
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def op_id(self) -> int | None:
+        m = _OP_ID.search(self.name)
+        return int(m.group(1)) if m else None
+
+    @property
+    def ui_name(self) -> str:
+        """Where the node sits in the scope tree. Operators: their full name. Parameters and
+        constants live under the scope of their first consumer, as MindInsight shows them."""
+        if self.kind is NodeKind.OPERATOR or not self.scope:
+            return self.name
+        return f"{self.scope}/{self.name}"
+
+    @property
+    def is_parameter(self) -> bool:
+        return self.kind is NodeKind.PARAMETER
+
+
+@dataclass(frozen=True)
+class ScopeEntry:
+    """One row of the scope tree: either a scope (folder) or a node (leaf)."""
+
+    label: str
+    path: str
+    node: str | None  # the node name for leaves, None for scopes
+    child_count: int = 0
+
+    @property
+    def is_scope(self) -> bool:
+        return self.node is None
+
+
+class Graph:
+    """An immutable graph with lookup, data-flow queries, scopes and categories."""
+
+    def __init__(self, name: str, nodes: Iterable[Node], root_name: str = "") -> None:
+        self.name = name
+        m = _GRAPH_ID.search(name)
+        self.graph_id: int = int(m.group(1)) if m else 0
+        self.root_graph_id: int = int(root_name) if root_name.isdigit() else self.graph_id
+        self.nodes: dict[str, Node] = {}
+        for node in nodes:
+            node.graph_name = name
+            self.nodes[node.name] = node
+        self._place_parameters()
+
+    # ----------------------------------------------------------------- lookup
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.nodes
+
+    def node(self, name: str) -> Node:
+        """The node called `name` (its full name, parameter name or constant key),
+        or its UI name (scope + parameter name)."""
+        found = self.nodes.get(name) or self._by_ui_name.get(name)
+        if found is None:
+            raise KeyError(f"no node named {name!r} in graph {self.name}")
+        return found
+
+    def get(self, name: str) -> Node | None:
+        return self.nodes.get(name) or self._by_ui_name.get(name)
+
+    @cached_property
+    def _by_ui_name(self) -> dict[str, Node]:
+        return {n.ui_name: n for n in self.nodes.values() if n.kind is not NodeKind.OPERATOR}
+
+    @cached_property
+    def operators(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.kind is NodeKind.OPERATOR]
+
+    @cached_property
+    def parameters(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.kind is NodeKind.PARAMETER]
+
+    @cached_property
+    def constants(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.kind is NodeKind.CONSTANT]
+
+    # -------------------------------------------------------------- data flow
+    @cached_property
+    def _consumers(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for node in self.nodes.values():
+            for src in node.inputs:
+                if src in self.nodes:
+                    lst = out.setdefault(src, [])
+                    if not lst or lst[-1] != node.name:
+                        lst.append(node.name)
+        return out
+
+    @cached_property
+    def digraph(self) -> nx.DiGraph:
+        """Data edges producer → consumer (built on first use: large graphs stay cheap to load)."""
+        g = nx.DiGraph()
+        g.add_nodes_from(self.nodes)
+        g.add_edges_from(
+            (src, node.name)
+            for node in self.nodes.values()
+            for src in node.inputs
+            if src in self.nodes
+        )
+        return g
+
+    def inputs(self, name: str) -> list[Node]:
+        """Producers of `name`'s inputs, in input order (duplicates kept once)."""
+        node = self.node(name)
+        seen: dict[str, Node] = {}
+        for src in node.inputs:
+            if src in self.nodes and src not in seen:
+                seen[src] = self.nodes[src]
+        return list(seen.values())
+
+    def consumers(self, name: str) -> list[Node]:
+        """Nodes that read an output of `name`, in graph order."""
+        node = self.node(name)
+        return [self.nodes[c] for c in self._consumers.get(node.name, [])]
+
+    def affected(self, name: str) -> list[Node]:
+        """Every node downstream of `name` (transitively), in graph order."""
+        node = self.node(name)
+        down = nx.descendants(self.digraph, node.name)
+        return [n for n in self.nodes.values() if n.name in down]
+
+    # ----------------------------------------------------------------- scopes
+    def _place_parameters(self) -> None:
+        """Parameters and constants carry no scope in the proto; give them their first
+        consumer's scope so the tree (and the weight rule of spec §3.2) sees them as
+        MindInsight does: `Default/.../conv1-Conv2d/conv1.weight`, optimizer moments under
+        `Default/optimizer-…`."""
+        pending = {
+            n.name for n in self.nodes.values() if n.kind is not NodeKind.OPERATOR and not n.scope
+        }
+        if not pending:
+            return
+        for node in self.nodes.values():
+            if node.kind is not NodeKind.OPERATOR:
+                continue
+            for src in node.inputs:
+                if src in pending:
+                    self.nodes[src].scope = node.scope
+                    pending.discard(src)
+            if not pending:
+                break
+
+    @cached_property
+    def _tree(self) -> dict[str, dict[str, str | None]]:
+        """scope path → ordered {label: node name or None for a sub-scope}."""
+        tree: dict[str, dict[str, str | None]] = {"": {}}
+        for node in self.nodes.values():
+            parts = node.ui_name.split("/")
+            path = ""
+            for part in parts[:-1]:
+                children = tree[path]
+                child_path = f"{path}/{part}" if path else part
+                if part not in children:
+                    children[part] = None
+                    tree.setdefault(child_path, {})
+                path = child_path
+            tree.setdefault(path, {})[parts[-1]] = node.name
+        return tree
+
+    def children(self, path: str = "") -> list[ScopeEntry]:
+        """Direct children of a scope path ("" = the top), scopes first then nodes, each
+        in graph order."""
+        children = self._tree.get(path)
+        if children is None:
+            raise KeyError(f"no scope {path!r} in graph {self.name}")
+        scopes: list[ScopeEntry] = []
+        leaves: list[ScopeEntry] = []
+        for label, node in children.items():
+            child_path = f"{path}/{label}" if path else label
+            if node is None:
+                scopes.append(ScopeEntry(label, child_path, None, len(self._tree[child_path])))
+            else:
+                leaves.append(ScopeEntry(label, child_path, node, 0))
+        return scopes + leaves
+
+    def is_scope(self, path: str) -> bool:
+        return path in self._tree and path not in self.nodes
+
+    @cached_property
+    def _leaf_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for node in self.nodes.values():
+            parts = node.ui_name.split("/")[:-1]
+            for i in range(len(parts) + 1):
+                key = "/".join(parts[:i])
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def leaf_count(self, path: str) -> int:
+        """Number of nodes under a scope, at any depth."""
+        return self._leaf_counts.get(path, 0)
+
+    def leaves(self, path: str) -> list[Node]:
+        """Nodes under a scope path (or the node itself when `path` names a node)."""
+        if path in self.nodes:
+            return [self.nodes[path]]
+        if path in self._by_ui_name:
+            return [self._by_ui_name[path]]
+        if path == "":
+            return list(self.nodes.values())
+        prefix = path + "/"
+        return [n for n in self.nodes.values() if n.ui_name.startswith(prefix)]
+
+    def top_scopes(self) -> list[str]:
+        return [e.path for e in self.children("") if e.is_scope]
+
+    # ------------------------------------------------------------- categories
+    def categories(self, node: Node | str) -> frozenset[Category]:
+        return self._categories[node.name if isinstance(node, Node) else node]
+
+    @cached_property
+    def _categories(self) -> dict[str, frozenset[Category]]:
+        return {n.name: node_categories(n) for n in self.nodes.values()}
+
+    def nodes_in(self, category: Category) -> list[Node]:
+        return [n for n in self.nodes.values() if category in self._categories[n.name]]
+
+
+def node_categories(node: Node) -> frozenset[Category]:
+    """Spec §3.2, applied to the node's UI name (scope + name for parameters)."""
+    cats = {Category.TENSOR}
+    full = node.ui_name.lower()
+    op_type = node.op_type.lower()
+    if node.kind is NodeKind.PARAMETER:
+        cats.add(Category.PARAMETER)
+        if (
+            full.endswith((".weight", ".bias"))
+            and "optimizer-" not in full
+            and not full.startswith("gradients/")
+        ):
+            cats.add(Category.WEIGHT)
+    is_gradient = (full == "gradients" or full.startswith("gradients/")) and node.kind is (
+        NodeKind.OPERATOR
+    )
+    if is_gradient:
+        cats.add(Category.GRADIENT)
+    elif op_type in ACTIVATION_TYPES:
+        cats.add(Category.ACTIVATION)
+    return frozenset(cats)

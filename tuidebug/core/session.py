@@ -1,0 +1,310 @@
+"""The one interface the TUI talks to: `DebugSession`, and the events it pushes.
+
+`OfflineSession` (offline/session.py) and `OnlineSession` (online/session.py) implement it.
+The TUI never asks which one it has; it reads `capabilities` instead. Sessions push events
+through one thread-safe callback (`subscribe`); the TUI turns them into Textual messages.
+Blocking calls (`tensor`, `load`) are called from TUI workers, never from the UI thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tuidebug.core.graph import Graph
+    from tuidebug.core.tensor import TensorRef
+    from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
+
+
+class SessionState(str, Enum):
+    """Spec §2.13 states, plus the ones a terminal UI needs to say what is going on."""
+
+    PENDING = "pending"  # online: waiting for a training to connect; offline: nothing loaded
+    LOADING = "loading"  # reading a dump / receiving a graph
+    WAITING = "waiting"  # suspended: ready for commands
+    SENDING = "sending"  # a command is queued but not delivered yet
+    RUNNING = "running"  # training (or offline continue) in progress
+    MISMATCH = "mismatch"  # version mismatch: only terminate is allowed
+    NODE_TOO_LARGE = "node_too_large"
+    DISCONNECTED = "disconnected"  # the client went away (heartbeat loss, exit)
+    DONE = "done"  # training finished (`training_done`) or terminated
+
+
+class SessionError(Exception):
+    """A user-facing failure of a session call; the message is one sentence."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the session can do; the TUI enables keys and panes from this alone."""
+
+    live: bool = False  # online session with a training process behind it
+    can_step: bool = True
+    can_continue: bool = True
+    can_pause: bool = False
+    can_terminate: bool = False
+    can_step_node: bool = False  # GPU-style "next node" / "run to node"
+    can_reset_step: bool = False  # offline: jump to any step
+    can_compare_previous: bool = True
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """The header line: where the data comes from and where the run stands."""
+
+    mode: str  # "offline" | "online"
+    source: str  # dump path, or client address
+    state: SessionState = SessionState.PENDING
+    step: int = (
+        0  # offline: 1-based step (iteration = step - 1; 0 = nothing loaded); online: cur_step
+    )
+    max_step: int | None = None
+    rank: int = 0
+    ranks: tuple[int, ...] = (0,)
+    backend: str = ""
+    device: str = ""
+    ms_version: str = ""
+    cur_node: str = ""
+    graph_names: tuple[str, ...] = ()
+    message: str = ""  # a banner line (e.g. version mismatch, disconnected)
+
+    def with_(self, **changes: object) -> Metadata:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class GraphRun:
+    """One row of the graph execution history (spec §5.7)."""
+
+    iteration: int
+    graph_name: str
+    has_data: bool
+    sub_graphs: tuple[str, ...] = ()
+
+
+# ------------------------------------------------------------------ events
+@dataclass(frozen=True)
+class SessionEvent:
+    """Base of everything a session pushes to its subscribers."""
+
+
+@dataclass(frozen=True)
+class GraphsLoaded(SessionEvent):
+    graphs: Mapping[str, Graph]
+    first_time: bool = True  # offer the recommended watchpoints when true
+
+
+@dataclass(frozen=True)
+class MetadataChanged(SessionEvent):
+    metadata: Metadata
+
+
+@dataclass(frozen=True)
+class WatchpointsChanged(SessionEvent):
+    watchpoints: tuple[Watchpoint, ...]
+
+
+@dataclass(frozen=True)
+class HitsArrived(SessionEvent):
+    hits: tuple[WatchpointHit, ...]  # the complete current hit list, in execution order
+    step: int = 0
+
+
+@dataclass(frozen=True)
+class TensorArrived(SessionEvent):
+    ref: TensorRef
+
+
+@dataclass(frozen=True)
+class Progress(SessionEvent):
+    label: str
+    done: int
+    total: int  # 0 = unknown
+
+
+@dataclass(frozen=True)
+class ClientDisconnected(SessionEvent):
+    reason: str
+
+
+@dataclass(frozen=True)
+class Notice(SessionEvent):
+    """A one-sentence message for the user (a bad file, a refused command)."""
+
+    message: str
+    severity: str = "information"  # "information" | "warning" | "error"
+
+
+Listener = Callable[[SessionEvent], None]
+
+
+class DebugSession(ABC):
+    """Shared behaviour: subscribers and the event fan-out. Subclasses hold the state."""
+
+    capabilities: Capabilities = Capabilities()
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+        self._listeners_lock = threading.Lock()
+
+    # ------------------------------------------------------------- events
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Register a callback (called from any thread); returns an unsubscribe function."""
+        with self._listeners_lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._listeners_lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def emit(self, event: SessionEvent) -> None:
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(event)
+
+    # -------------------------------------------------------------- state
+    @property
+    @abstractmethod
+    def metadata(self) -> Metadata: ...
+
+    @property
+    @abstractmethod
+    def graphs(self) -> Mapping[str, Graph]:
+        """Graphs of the current rank, by graph name."""
+
+    @property
+    @abstractmethod
+    def watchpoints(self) -> Sequence[Watchpoint]: ...
+
+    @property
+    @abstractmethod
+    def hits(self) -> Sequence[WatchpointHit]: ...
+
+    def graph_runs(self) -> Sequence[GraphRun]:
+        """The graph execution history; empty when the session has none."""
+        return ()
+
+    # ---------------------------------------------------------- lifecycle
+    @abstractmethod
+    def start(self) -> None:
+        """Begin (offline: load the dump; online: start listening). May block: call it from a
+        worker. Progress and results arrive as events."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def select_rank(self, rank: int) -> None:
+        raise SessionError("This session has a single rank.")
+
+    # -------------------------------------------------------- watchpoints
+    @abstractmethod
+    def create_watchpoint(
+        self,
+        condition: str,
+        params: Mapping[str, float],
+        targets: Sequence[str] = (),
+        graph_name: str | None = None,
+    ) -> Watchpoint:
+        """`condition` is an id or abbreviation (spec §3.1). `targets` are node names or scope
+        paths of `graph_name`; empty = the condition's whole category (weight, gradient,
+        activation) or every node (tensor conditions). Invalid parameters raise
+        `WatchpointError` with one sentence."""
+
+    @abstractmethod
+    def update_watchpoint(
+        self,
+        watchpoint_id: int,
+        params: Mapping[str, float] | None = None,
+        targets: Sequence[str] | None = None,
+        enabled: bool | None = None,
+    ) -> Watchpoint: ...
+
+    @abstractmethod
+    def delete_watchpoint(self, watchpoint_id: int) -> None: ...
+
+    def apply_recommended(self) -> list[Watchpoint]:
+        """Create the recommended watchpoints of spec §4 for the loaded graphs."""
+        from tuidebug.core.watchpoints import recommended_watchpoints
+
+        created = []
+        for graph in self.graphs.values():
+            for rec in recommended_watchpoints(graph, backend=self.metadata.backend):
+                created.append(
+                    self.create_watchpoint(
+                        rec.condition, rec.params, rec.targets, graph_name=graph.name
+                    )
+                )
+        return created
+
+    # ------------------------------------------------------------ control
+    @abstractmethod
+    def step(self, count: int = 1) -> None:
+        """Run `count` steps (offline: advance and check the next iteration(s))."""
+
+    @abstractmethod
+    def continue_(self) -> None:
+        """Run until a watchpoint hits (offline: or the last step)."""
+
+    def pause(self) -> None:
+        raise SessionError("Pause is only possible while a live training is running.")
+
+    def terminate(self) -> None:
+        raise SessionError("There is no training to terminate.")
+
+    def step_node(self, target: str | None = None) -> None:
+        """Next kernel (`target=None`) or run to a kernel; GPU-style node stepping."""
+        raise SessionError("Node stepping is not supported by this backend.")
+
+    def reset_step(self, step: int) -> None:
+        raise SessionError("Only offline sessions can jump to another step.")
+
+    @abstractmethod
+    def recheck(self) -> None:
+        """Evaluate every enabled watchpoint again at the current step."""
+
+    # ------------------------------------------------------------ tensors
+    @abstractmethod
+    def tensor(self, ref: TensorRef, previous: bool = False) -> np.ndarray | None:
+        """The value of a tensor (blocking; call from a worker). `previous=True` asks for the
+        previous step's value. None when the tensor has no value at that step; unreadable
+        data raises `SessionError` with one sentence."""
+
+
+@dataclass
+class EventLog:
+    """A subscriber that records events; handy for headless use and tests."""
+
+    events: list[SessionEvent] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _cond: threading.Condition = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._cond = threading.Condition(self._lock)
+
+    def __call__(self, event: SessionEvent) -> None:
+        with self._cond:
+            self.events.append(event)
+            self._cond.notify_all()
+
+    def wait_for(
+        self, kind: type[SessionEvent], timeout: float = 10.0, after: int = 0
+    ) -> SessionEvent:
+        """Block until an event of `kind` (at index ≥ `after`) has arrived."""
+        with self._cond:
+            found = self._cond.wait_for(
+                lambda: any(isinstance(e, kind) for e in self.events[after:]), timeout
+            )
+            if not found:
+                raise TimeoutError(f"no {kind.__name__} within {timeout} s")
+            return next(e for e in self.events[after:] if isinstance(e, kind))
