@@ -1,0 +1,1 @@
+"""DumpAnalyzer-compatible Python API (built by the offline issue)."""
