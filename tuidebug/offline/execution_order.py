@@ -1,0 +1,59 @@
+"""Readers for `execution_order/` (spec §5.4): the kernel execution order of a graph and the
+graph execution history (the iterations in which a root graph ran)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MAX_ORDER_BYTES = 256 << 20  # one kernel name per line; 256 MiB is millions of kernels
+EXECUTION_ORDER_HEADER = "NodeExecutionOrder-FullNameWithScope"
+
+
+class OrderFileError(ValueError):
+    """An execution-order or history file that cannot be read; the message is one sentence."""
+
+
+def _read_text(path: Path, label: str) -> str:
+    try:
+        size = path.stat().st_size
+        if size > MAX_ORDER_BYTES:
+            raise OrderFileError(
+                f"{label} is {size} bytes, larger than the {MAX_ORDER_BYTES}-byte limit."
+            )
+        data = path.read_bytes()
+    except OSError as err:
+        raise OrderFileError(f"cannot read {label}: {err.strerror or err}.") from err
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise OrderFileError(f"{label} is not UTF-8 text.") from err
+
+
+def read_execution_order(path: Path, label: str | None = None) -> list[str]:
+    """Kernel full names in execution order. The header line is optional (older versions
+    write none) and matched case-insensitively; blank lines are ignored."""
+    text = _read_text(path, label or str(path))
+    names = [line.strip() for line in text.splitlines()]
+    names = [n for n in names if n]
+    if names and names[0].lower() == EXECUTION_ORDER_HEADER.lower():
+        names = names[1:]
+    return names
+
+
+def read_graph_history(path: Path, label: str | None = None) -> tuple[list[int], int]:
+    """(iterations in file order, number of lines that are not an iteration number).
+
+    MindInsight reads column 0 of each row as an int and fails on anything else; here
+    such lines are counted so the caller can report them, and the rest is kept."""
+    text = _read_text(path, label or str(path))
+    iterations: list[int] = []
+    bad = 0
+    for line in text.splitlines():
+        first = line.split(",", 1)[0].strip()
+        if not first:
+            continue
+        if first.isdigit() and first.isascii():
+            iterations.append(int(first))
+        else:
+            bad += 1
+    return iterations, bad

@@ -1,0 +1,776 @@
+"""Dump discovery (spec §5.1, §5.5): ranks, settings, graph files, dumped iterations,
+execution order, graph history, step count, and the cached listing of tensor files.
+
+Everything a user's dump can get wrong (garbage files, names that are not UTF-8, unreadable
+folders, symbolic links leaving the dump, missing or inconsistent files) becomes one sentence
+in a `problems` list and the rest of the dump stays usable; `DumpError` is raised only when
+nothing is usable. Tensor files are never opened here: an iteration folder is listed once,
+with `os.scandir`, and each name is parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuidebug.offline.dump_error import DumpError
+from tuidebug.offline.execution_order import (
+    OrderFileError,
+    read_execution_order,
+    read_graph_history,
+)
+from tuidebug.offline.filenames import (
+    MAPPING_CSV,
+    FileKind,
+    TensorFile,
+    classify_file_name,
+    is_utf8_name,
+    parse_mapping_csv,
+    parse_tensor_file_name,
+    show_name,
+)
+from tuidebug.offline.statistic_csv import StatisticCsvError, StatisticTable, read_statistic_csv
+
+__all__ = [
+    "DumpError",
+    "DumpLayout",
+    "DumpSettings",
+    "GraphFiles",
+    "GraphRun",
+    "IterationListing",
+    "RankLayout",
+]
+
+_RANK_DIR = re.compile(r"rank_(\d+)")
+_GRAPH_FILE = re.compile(r"ms_output_trace_code_graph_(\d+)\.(pb|ir)")
+_EXEC_ORDER_FILE = re.compile(r"ms_execution_order_graph_(\d+)\.csv")
+_HISTORY_FILE = re.compile(r"ms_global_execution_order_graph_(\d+)\.csv")
+METADATA_DIR = ".dump_metadata"
+GRAPHS_DIR = "graphs"
+EXECUTION_ORDER_DIR = "execution_order"
+CONSTANTS_DIR = "constants"
+# Folders of a rank folder that are never the net folder.
+_RANK_SYSTEM_DIRS = frozenset({METADATA_DIR, GRAPHS_DIR, EXECUTION_ORDER_DIR, "debug_files"})
+MAX_JSON_BYTES = 1 << 20
+MAX_MAPPING_BYTES = 64 << 20
+# Garbage in one folder is reported name by name up to this many, then as a count.
+_MAX_NAMED_PER_FOLDER = 20
+
+
+@dataclass(frozen=True)
+class DumpSettings:
+    """What `.dump_metadata/` says about the dump (spec §5.1). Every field is None when the
+    dump has no metadata (MindSpore 2.10 on CPU, 2.4+ on Ascend write none)."""
+
+    net_name: str | None = None
+    ms_version: str | None = None
+    device_target: str | None = None
+    # MindInsight's rule: sync if device_target is GPU or e2e_dump_settings.enable.
+    is_sync: bool | None = None
+    file_format: str | None = None
+    saved_data: str | None = None
+    input_output: int | None = None
+    source: Path | None = None  # the .dump_metadata folder these settings came from
+
+
+@dataclass(frozen=True)
+class GraphFiles:
+    graph_id: int
+    pb: Path | None = None
+    ir: Path | None = None
+
+
+@dataclass(frozen=True)
+class GraphRun:
+    """One row of the graph-runs list (spec §5.7)."""
+
+    count: int  # iteration + 1, the 1-based step MindInsight shows
+    iteration: int
+    graph_id: int
+    graph_name: str
+    has_data: bool
+    sub_graph_names: tuple[str, ...] = ()
+
+
+@dataclass
+class IterationListing:
+    """One listed iteration (or constants) folder."""
+
+    path: Path
+    tensor_files: list[TensorFile] = field(default_factory=list)
+    statistic_csv: Path | None = None
+    overflow_files: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    name: str
+    path: str
+    is_dir: bool
+    is_file: bool
+
+
+class _Scanner:
+    """Lists folders inside the dump root, refusing what must not be followed, and words
+    every refusal as a problem sentence."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root  # already resolved (realpath)
+        self._root_prefix = root.rstrip(os.sep) + os.sep
+
+    def show(self, path: str | os.PathLike[str]) -> str:
+        """A path as shown in messages: relative to the dump root when inside it."""
+        text = os.fspath(path)
+        if text.startswith(self._root_prefix):
+            text = text[len(self._root_prefix) :]
+        return show_name(text)
+
+    def inside(self, real: str) -> bool:
+        return real == self.root or real.startswith(self._root_prefix)
+
+    def scan(self, folder: str, problems: list[str]) -> list[_Entry] | None:
+        """The entries of `folder`, or None (with a problem) when it cannot be listed."""
+        try:
+            iterator = os.scandir(folder)
+        except FileNotFoundError:
+            problems.append(f"{self.show(folder)} disappeared while the dump was being read.")
+            return None
+        except PermissionError:
+            problems.append(f"cannot read the folder {self.show(folder)}: permission denied.")
+            return None
+        except OSError as err:
+            problems.append(f"cannot read the folder {self.show(folder)}: {err.strerror or err}.")
+            return None
+        entries: list[_Entry] = []
+        bad_names: list[str] = []
+        with iterator:
+            for entry in iterator:
+                name = entry.name
+                if not is_utf8_name(name):
+                    bad_names.append(show_name(name))
+                    continue
+                try:
+                    if entry.is_symlink():
+                        real = os.path.realpath(entry.path)
+                        if not self.inside(real):
+                            problems.append(
+                                f"{self.show(entry.path)} is a symbolic link to {show_name(real)}, "
+                                "outside the dump folder, so it was not followed."
+                            )
+                            continue
+                        is_dir = os.path.isdir(real)
+                        is_file = not is_dir and os.path.isfile(real)
+                    else:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                        is_file = not is_dir and entry.is_file(follow_symlinks=False)
+                except OSError:
+                    is_dir = is_file = False
+                entries.append(_Entry(name, entry.path, is_dir, is_file))
+        for shown in bad_names[:_MAX_NAMED_PER_FOLDER]:
+            problems.append(
+                f"{self.show(os.path.join(folder, shown))}: the name is not valid UTF-8, "
+                "so the file was skipped."
+            )
+        if len(bad_names) > _MAX_NAMED_PER_FOLDER:
+            problems.append(
+                f"{self.show(folder)}: {len(bad_names) - _MAX_NAMED_PER_FOLDER} more names "
+                "that are not valid UTF-8 were skipped."
+            )
+        return entries
+
+
+class RankLayout:
+    """One `rank_<N>` folder: its graphs, dumped iterations, execution order and history.
+
+    Iteration folders are listed on first use (`tensor_files`) and cached; problems found
+    while listing are appended to `problems` at that time.
+    """
+
+    def __init__(
+        self,
+        rank_id: int,
+        path: Path,
+        scanner: _Scanner,
+        net_name_hint: str | None = None,
+    ) -> None:
+        self.rank_id = rank_id
+        self.path = path
+        self._scanner = scanner
+        self.problems: list[str] = []
+        self.settings = DumpSettings()
+        self.net_name: str | None = None
+        self.net_dir: Path | None = None
+        self.graph_files: dict[int, GraphFiles] = {}
+        # graph id → sorted dumped iterations ({net}/{graph_id}/{iteration} folders)
+        self.dumped_iterations: dict[int, list[int]] = {}
+        # graph id → `constants/` folder, when present
+        self.constants_dirs: dict[int, Path] = {}
+        self.execution_order_files: dict[int, Path] = {}
+        self.history_files: dict[int, Path] = {}
+        # graph id → iterations in which the root graph ran, after validation (§5.5 step 5)
+        self.history: dict[int, list[int]] = {}
+        self.history_discarded = False
+        self._exec_order: dict[int, list[str]] = {}
+        self._listings: dict[tuple[int, int | None], IterationListing] = {}
+        self._statistics: dict[tuple[int, int], StatisticTable | None] = {}
+        self._discover(net_name_hint)
+
+    def __repr__(self) -> str:
+        return f"RankLayout(rank_{self.rank_id}, graphs={sorted(self.graph_files)})"
+
+    # ------------------------------------------------------------------ discovery
+    def _show(self, path: str | os.PathLike[str]) -> str:
+        return self._scanner.show(path)
+
+    def _discover(self, net_name_hint: str | None) -> None:
+        entries = self._scanner.scan(str(self.path), self.problems)
+        if entries is None:
+            return
+        children = {e.name: e for e in entries}
+        meta = children.get(METADATA_DIR)
+        if meta is not None and meta.is_dir:
+            self.settings = _read_settings(Path(meta.path), self._scanner, self.problems)
+        self._discover_graphs(children.get(GRAPHS_DIR))
+        self._discover_execution_order(children.get(EXECUTION_ORDER_DIR))
+        self._discover_net(children, self.settings.net_name or net_name_hint)
+        self._load_history()
+
+    def _discover_graphs(self, entry: _Entry | None) -> None:
+        where = self._show(self.path / GRAPHS_DIR)
+        if entry is None or not entry.is_dir:
+            self.problems.append(
+                f"{where} is missing, so rank_{self.rank_id} has no graph to show "
+                "(its tensor files are still listed)."
+            )
+            return
+        found: dict[int, dict[str, Path]] = {}
+        for e in self._scanner.scan(entry.path, self.problems) or []:
+            m = _GRAPH_FILE.fullmatch(e.name)
+            if m and e.is_file:
+                found.setdefault(int(m.group(1)), {})[m.group(2)] = Path(e.path)
+        for gid in sorted(found):
+            self.graph_files[gid] = GraphFiles(gid, found[gid].get("pb"), found[gid].get("ir"))
+        if not any(g.pb for g in self.graph_files.values()):
+            self.problems.append(
+                f"{where} holds no ms_output_trace_code_graph_<id>.pb file, so rank_{self.rank_id} "
+                "has no graph to show."
+            )
+
+    def _discover_execution_order(self, entry: _Entry | None) -> None:
+        if entry is None or not entry.is_dir:
+            return  # reported per graph when its history is looked for
+        for e in self._scanner.scan(entry.path, self.problems) or []:
+            if not e.is_file:
+                continue
+            if m := _EXEC_ORDER_FILE.fullmatch(e.name):
+                self.execution_order_files[int(m.group(1))] = Path(e.path)
+            elif m := _HISTORY_FILE.fullmatch(e.name):
+                self.history_files[int(m.group(1))] = Path(e.path)
+
+    def _net_candidates(self, children: dict[str, _Entry]) -> list[str]:
+        out = []
+        for name, e in sorted(children.items()):
+            if not e.is_dir or name in _RANK_SYSTEM_DIRS or name.startswith("."):
+                continue
+            sub = self._scanner.scan(e.path, [])
+            if sub and any(s.is_dir and s.name.isdigit() for s in sub):
+                out.append(name)
+        return out
+
+    def _discover_net(self, children: dict[str, _Entry], hint: str | None) -> None:
+        chosen: str | None = None
+        if hint and hint in children and children[hint].is_dir:
+            chosen = hint
+        else:
+            candidates = self._net_candidates(children)
+            if hint and candidates:
+                self.problems.append(
+                    f"rank_{self.rank_id} has no folder for the net {hint!r} named in "
+                    f".dump_metadata; using {candidates[0]!r} instead."
+                )
+            if len(candidates) > 1:
+                self.problems.append(
+                    f"rank_{self.rank_id} holds several net folders ({', '.join(candidates)}); "
+                    f"only {candidates[0]!r} is read."
+                )
+            chosen = candidates[0] if candidates else None
+        if chosen is None:
+            self.problems.append(
+                f"{self._show(self.path)} holds no <net_name>/<graph_id>/<iteration> folder, "
+                "so it has no tensor data."
+            )
+            return
+        self.net_name = chosen
+        self.net_dir = Path(children[chosen].path)
+        garbage: list[str] = []
+        for g in self._scanner.scan(str(self.net_dir), self.problems) or []:
+            if not (g.is_dir and g.name.isdigit() and g.name.isascii()):
+                garbage.append(g.name)
+                continue
+            gid = int(g.name)
+            iterations: list[int] = []
+            inner: list[str] = []
+            for it in self._scanner.scan(g.path, self.problems) or []:
+                if it.is_dir and it.name.isdigit() and it.name.isascii():
+                    iterations.append(int(it.name))
+                elif it.is_dir and it.name == CONSTANTS_DIR:
+                    self.constants_dirs[gid] = Path(it.path)
+                else:
+                    inner.append(it.name)
+            self._report_garbage(Path(g.path), inner, "is not an iteration folder")
+            self.dumped_iterations[gid] = sorted(iterations)
+        self._report_garbage(self.net_dir, garbage, "is not a graph-id folder")
+
+    def _report_garbage(self, folder: Path, names: list[str], why: str) -> None:
+        for name in sorted(names)[:_MAX_NAMED_PER_FOLDER]:
+            self.problems.append(f"{self._show(folder / name)} {why}; it was skipped.")
+        if len(names) > _MAX_NAMED_PER_FOLDER:
+            self.problems.append(
+                f"{self._show(folder)}: {len(names) - _MAX_NAMED_PER_FOLDER} more entries that "
+                f"are not expected there were skipped."
+            )
+
+    def _load_history(self) -> None:
+        """Read every history file, then apply MindInsight's consistency rule (§5.5 step 5):
+        if a graph's dumped iterations are not a subset of its history, the history of the
+        whole rank is discarded, except for one extra final iteration (dataset sink mode)."""
+        raw: dict[int, list[int]] = {}
+        for gid, path in sorted(self.history_files.items()):
+            label = self._show(path)
+            try:
+                iterations, bad = read_graph_history(path, label)
+            except OrderFileError as err:
+                self.problems.append(str(err))
+                continue
+            if bad:
+                self.problems.append(
+                    f"{label}: skipped {bad} line{'s' if bad != 1 else ''} that "
+                    f"{'are' if bad != 1 else 'is'} not an iteration number."
+                )
+            raw[gid] = sorted(set(iterations))
+        for gid, dumped in sorted(self.dumped_iterations.items()):
+            if gid in raw or not dumped:
+                continue
+            expected = (
+                self.path / EXECUTION_ORDER_DIR / f"ms_global_execution_order_graph_{gid}.csv"
+            )
+            self.problems.append(
+                f"{self._show(expected)} is missing, so iterations of graph {gid} have no "
+                "previous run for change conditions."
+            )
+        for gid, dumped in sorted(self.dumped_iterations.items()):
+            history = raw.get(gid)
+            if not history or not dumped:
+                continue
+            extra = set(dumped) - set(history)
+            if not extra:
+                continue
+            last = max(dumped)
+            if extra == {last} and last - 1 in history:
+                self.problems.append(
+                    f"iteration {last} of graph {gid} on rank_{self.rank_id} is dumped but not "
+                    "in the graph history; this is normal in dataset sink mode."
+                )
+                continue
+            self.problems.append(
+                f"{self._show(self.history_files[gid])} does not list the dumped iterations "
+                f"{_ranges(sorted(extra))}, so the graph history of rank_{self.rank_id} is "
+                "ignored."
+            )
+            self.history_discarded = True
+            return
+        self.history = raw
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def graph_ids(self) -> list[int]:
+        """Every graph id with a graph file or a dump folder."""
+        return sorted(set(self.graph_files) | set(self.dumped_iterations))
+
+    @property
+    def iterations(self) -> list[int]:
+        """Union of dumped iterations over this rank's graphs."""
+        return sorted({i for its in self.dumped_iterations.values() for i in its})
+
+    @property
+    def step_count(self) -> int:
+        """§5.5 step 6: max(history) + 1, else max(dumped iteration) + 1, else 0."""
+        history = [i for its in self.history.values() for i in its]
+        if history:
+            return max(history) + 1
+        dumped = self.iterations
+        return max(dumped) + 1 if dumped else 0
+
+    def has_history(self, graph_id: int) -> bool:
+        """True when a usable history file exists for this root graph. When False, the
+        checker decides what change conditions do (MindSpore's error 16; spec §5.8)."""
+        return graph_id in self.history
+
+    def previous_iteration(self, graph_id: int, iteration: int) -> int | None:
+        """The previous iteration in which the root graph ran (spec §5.8); None for its first
+        run, for an iteration absent from the history, or without history."""
+        history = self.history.get(graph_id)
+        if not history:
+            return None
+        try:
+            at = history.index(iteration)
+        except ValueError:
+            return None
+        return history[at - 1] if at > 0 else None
+
+    def execution_order(self, graph_id: int) -> list[str]:
+        """Kernel full names in execution order (empty, with a problem, when unreadable)."""
+        if graph_id not in self._exec_order:
+            names: list[str] = []
+            path = self.execution_order_files.get(graph_id)
+            if path is not None:
+                try:
+                    names = read_execution_order(path, self._show(path))
+                except OrderFileError as err:
+                    self.problems.append(str(err))
+            self._exec_order[graph_id] = names
+        return self._exec_order[graph_id]
+
+    def iteration_dir(self, graph_id: int, iteration: int) -> Path | None:
+        if self.net_dir is None or iteration not in self.dumped_iterations.get(graph_id, ()):
+            return None
+        return self.net_dir / str(graph_id) / str(iteration)
+
+    def listing(self, graph_id: int, iteration: int | None) -> IterationListing | None:
+        """The cached listing of an iteration folder (iteration None: the `constants/`
+        folder), or None when the dump has no such folder."""
+        key = (graph_id, iteration)
+        if key not in self._listings:
+            folder = (
+                self.constants_dirs.get(graph_id)
+                if iteration is None
+                else self.iteration_dir(graph_id, iteration)
+            )
+            if folder is None:
+                return None
+            listing = self._list_folder(folder)
+            self.problems.extend(listing.problems)
+            self._listings[key] = listing
+        return self._listings[key]
+
+    def tensor_files(self, graph_id: int, iteration: int) -> list[TensorFile]:
+        """Tensor files of one dumped iteration, by name only (nothing is opened)."""
+        listing = self.listing(graph_id, iteration)
+        return listing.tensor_files if listing else []
+
+    def constant_files(self, graph_id: int) -> list[TensorFile]:
+        """Tensor files of the graph's `constants/` folder (2.x), if any."""
+        listing = self.listing(graph_id, None)
+        return listing.tensor_files if listing else []
+
+    def statistics(self, graph_id: int, iteration: int) -> StatisticTable | None:
+        """The iteration's statistic.csv, read on first use; None when absent or unreadable
+        (the reason is added to `problems`)."""
+        key = (graph_id, iteration)
+        if key not in self._statistics:
+            listing = self.listing(graph_id, iteration)
+            table = None
+            if listing is not None and listing.statistic_csv is not None:
+                path = listing.statistic_csv
+                try:
+                    table = read_statistic_csv(path, self._show(path))
+                    self.problems.extend(table.problems)
+                except StatisticCsvError as err:
+                    self.problems.append(str(err))
+            self._statistics[key] = table
+        return self._statistics[key]
+
+    def graph_runs(self, graph_names: Mapping[int, str] | None = None) -> list[GraphRun]:
+        """Spec §5.7: one row per root graph and iteration of its history, sorted by count
+        then graph id. Without any usable history the dumped iterations are listed instead
+        (MindInsight would list nothing), all with data."""
+        names = graph_names or {}
+        runs: list[GraphRun] = []
+        source = self.history or self.dumped_iterations
+        for gid, iterations in source.items():
+            dumped = set(self.dumped_iterations.get(gid, ()))
+            name = names.get(gid, f"kernel_graph_{gid}")
+            runs.extend(GraphRun(i + 1, i, gid, name, i in dumped) for i in iterations)
+        runs.sort(key=lambda r: (r.count, r.graph_id))
+        return runs
+
+    # ------------------------------------------------------------------ listing
+    def _list_folder(self, folder: Path) -> IterationListing:
+        listing = IterationListing(folder)
+        problems = listing.problems
+        entries = self._scanner.scan(str(folder), problems)
+        if entries is None:
+            return listing
+        mapping: dict[str, str] = {}
+        if any(e.name == MAPPING_CSV for e in entries):
+            mapping = self._read_mapping(folder / MAPPING_CSV, problems)
+        directory = str(folder)
+        files = listing.tensor_files
+        garbage: list[str] = []
+        async_bins = 0
+        for e in entries:
+            name = e.name
+            if not e.is_file:
+                garbage.append(name)
+                continue
+            real = mapping.get(name) or (mapping.get(name[:-4]) if name.endswith(".npy") else None)
+            if real is not None:
+                if not real.endswith(".npy") and name.endswith(".npy"):
+                    real += ".npy"
+                parsed = parse_tensor_file_name(real, directory)
+                if parsed is not None:
+                    # the name tells what the tensor is; the path stays the file on disk
+                    files.append(_with_path(parsed, Path(e.path)))
+                    continue
+            parsed = parse_tensor_file_name(name, directory)
+            if parsed is not None:
+                files.append(parsed)
+                continue
+            kind = classify_file_name(name)
+            if kind is FileKind.STATISTIC:
+                listing.statistic_csv = Path(e.path)
+            elif kind is FileKind.OVERFLOW:
+                listing.overflow_files.append(Path(e.path))
+            elif kind is FileKind.ASYNC_BIN:
+                async_bins += 1
+            elif kind in (FileKind.MAPPING, FileKind.KERNEL_ARGS):
+                pass
+            elif name not in mapping:
+                garbage.append(name)
+        if async_bins:
+            problems.append(
+                f"{self._show(folder)} holds {async_bins} Ascend async dump file"
+                f"{'s' if async_bins != 1 else ''} in bin format; tuidebug reads only .npy "
+                "(convert them with CANN's msaccucmp.py first)."
+            )
+        for name in sorted(garbage)[:_MAX_NAMED_PER_FOLDER]:
+            problems.append(
+                f"{self._show(folder / name)} is not a MindSpore tensor file name; it was skipped."
+            )
+        if len(garbage) > _MAX_NAMED_PER_FOLDER:
+            problems.append(
+                f"{self._show(folder)}: {len(garbage) - _MAX_NAMED_PER_FOLDER} more files that "
+                "are not MindSpore tensor file names were skipped."
+            )
+        return listing
+
+    def _read_mapping(self, path: Path, problems: list[str]) -> dict[str, str]:
+        try:
+            if path.stat().st_size > MAX_MAPPING_BYTES:
+                problems.append(f"{self._show(path)} is too large to be a mapping.csv; ignored.")
+                return {}
+            return parse_mapping_csv(path.read_bytes().decode("utf-8-sig"))
+        except (OSError, UnicodeDecodeError) as err:
+            problems.append(f"cannot read {self._show(path)}: {_reason(err)}.")
+            return {}
+
+
+class DumpLayout:
+    """A MindSpore dump folder: its ranks and settings. Build it with `DumpLayout.open`."""
+
+    def __init__(
+        self,
+        root: Path,
+        ranks: dict[int, RankLayout],
+        settings: DumpSettings,
+        problems: list[str],
+    ) -> None:
+        self.root = root
+        self.ranks = ranks
+        self.settings = settings
+        self._problems = problems
+
+    def __repr__(self) -> str:
+        return f"DumpLayout({str(self.root)!r}, ranks={self.rank_ids})"
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str]) -> DumpLayout:
+        """Discover the dump under `root` (the folder holding `rank_<N>/`).
+
+        Raises DumpError when nothing is usable: `root` missing or not a folder, or no rank
+        folder in it. Everything else is collected in `problems`.
+        """
+        given = os.fspath(root)
+        if not os.path.exists(given):
+            raise DumpError(f"{given} does not exist.")
+        if not os.path.isdir(given):
+            raise DumpError(
+                f"{given} is not a folder; give the MindSpore dump folder (the one holding "
+                "rank_0/)."
+            )
+        real = os.path.realpath(given)
+        scanner = _Scanner(real)
+        problems: list[str] = []
+        entries = scanner.scan(real, problems)
+        if entries is None:
+            raise DumpError(problems[0] if problems else f"cannot read the folder {given}.")
+        rank_entries: dict[int, _Entry] = {}
+        for e in entries:
+            m = _RANK_DIR.fullmatch(e.name)
+            if not m or not e.is_dir or not e.name.isascii():
+                continue
+            rid = int(m.group(1))
+            if rid in rank_entries:
+                problems.append(
+                    f"{e.name} and {rank_entries[rid].name} are the same rank {rid}; "
+                    f"only {rank_entries[rid].name} is read."
+                )
+                continue
+            rank_entries[rid] = e
+        if not rank_entries:
+            hint = ""
+            if _RANK_DIR.fullmatch(os.path.basename(real.rstrip(os.sep))):
+                hint = " (it looks like a rank folder itself: give its parent folder)"
+            raise DumpError(
+                f"{given} holds no rank_<N> folder, so it is not a MindSpore dump folder{hint}."
+            )
+        # Settings come from the first rank that has .dump_metadata (MindInsight: rank 0).
+        settings = DumpSettings()
+        ranks: dict[int, RankLayout] = {}
+        for rid in sorted(rank_entries):
+            rank = RankLayout(rid, Path(rank_entries[rid].path), scanner, settings.net_name)
+            if settings.source is None and rank.settings.source is not None:
+                settings = rank.settings
+            ranks[rid] = rank
+        if not any(r.graph_files or r.dumped_iterations for r in ranks.values()):
+            names = ", ".join(f"rank_{rid}" for rid in sorted(ranks))
+            raise DumpError(
+                f"{given} has no graph file and no tensor data in its rank folders ({names})."
+            )
+        return cls(Path(real), ranks, settings, problems)
+
+    @property
+    def rank_ids(self) -> list[int]:
+        return sorted(self.ranks)
+
+    def rank(self, rank_id: int) -> RankLayout:
+        try:
+            return self.ranks[rank_id]
+        except KeyError:
+            raise KeyError(
+                f"rank {rank_id} is not in the dump (ranks: {', '.join(map(str, self.rank_ids))})"
+            ) from None
+
+    @property
+    def problems(self) -> list[str]:
+        """Every problem found so far, dump-level first, then rank by rank. Listing iteration
+        folders (done lazily) can add more."""
+        out = list(self._problems)
+        for rid in self.rank_ids:
+            out.extend(self.ranks[rid].problems)
+        return out
+
+    @property
+    def iterations(self) -> list[int]:
+        return sorted({i for r in self.ranks.values() for i in r.iterations})
+
+    @property
+    def step_count(self) -> int:
+        return max((r.step_count for r in self.ranks.values()), default=0)
+
+
+# ---------------------------------------------------------------------- helpers
+def _read_json(path: Path, scanner: _Scanner, problems: list[str]) -> dict[str, Any] | None:
+    shown = scanner.show(path)
+    try:
+        if path.is_symlink() and not scanner.inside(os.path.realpath(path)):
+            problems.append(
+                f"{shown} is a symbolic link outside the dump folder, so it was not read."
+            )
+            return None
+        if not path.is_file():
+            return None
+        if path.stat().st_size > MAX_JSON_BYTES:
+            problems.append(f"{shown} is larger than {MAX_JSON_BYTES} bytes, so it was not read.")
+            return None
+        value = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        problems.append(f"cannot read {shown}: {_reason(err)}.")
+        return None
+    if not isinstance(value, dict):
+        problems.append(f"{shown} does not hold a JSON object, so it was ignored.")
+        return None
+    return value
+
+
+def _read_settings(meta: Path, scanner: _Scanner, problems: list[str]) -> DumpSettings:
+    dump = _read_json(meta / "data_dump.json", scanner, problems)
+    config = _read_json(meta / "config.json", scanner, problems)
+    if dump is None and config is None:
+        return DumpSettings()
+    common = _dict(dump, "common_dump_settings")
+    e2e = _dict(dump, "e2e_dump_settings")
+    device = _str(config, "device_target")
+    is_sync: bool | None = None
+    if dump is not None:
+        # MindInsight: device_target defaults to Ascend; GPU or e2e enable ⇒ sync
+        is_sync = device == "GPU" or bool(e2e.get("enable"))
+    io_setting = common.get("input_output")
+    return DumpSettings(
+        net_name=_str(common, "net_name"),
+        ms_version=_str(config, "ms_version"),
+        device_target=device,
+        is_sync=is_sync,
+        file_format=_str(common, "file_format"),
+        saved_data=_str(common, "saved_data"),
+        input_output=io_setting if isinstance(io_setting, int) else None,
+        source=meta,
+    )
+
+
+def _dict(obj: dict[str, Any] | None, key: str) -> dict[str, Any]:
+    value = obj.get(key) if obj else None
+    return value if isinstance(value, dict) else {}
+
+
+def _str(obj: dict[str, Any] | None, key: str) -> str | None:
+    value = obj.get(key) if obj else None
+    return value if isinstance(value, str) and value else None
+
+
+def _with_path(parsed: TensorFile, path: Path) -> TensorFile:
+    return TensorFile(
+        path,
+        parsed.op_type,
+        parsed.op_name,
+        parsed.task_id,
+        parsed.stream_id,
+        parsed.timestamp,
+        parsed.io,
+        parsed.slot,
+        parsed.format,
+        parsed.dtype,
+    )
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError):
+        return str(err.strerror or err)
+    if isinstance(err, UnicodeDecodeError):
+        return "it is not UTF-8 text"
+    if isinstance(err, json.JSONDecodeError):
+        return f"it is not valid JSON ({err.msg} at line {err.lineno})"
+    return str(err)
+
+
+def _ranges(values: list[int]) -> str:
+    """[0, 1, 2, 5] → '0–2, 5' (messages stay one short sentence)."""
+    parts: list[str] = []
+    start = prev = None
+    for v in values:
+        if start is None:
+            start = prev = v
+        elif v == prev + 1:  # type: ignore[operator]
+            prev = v
+        else:
+            parts.append(f"{start}" if start == prev else f"{start}–{prev}")
+            start = prev = v
+    if start is not None:
+        parts.append(f"{start}" if start == prev else f"{start}–{prev}")
+    return ", ".join(parts)
