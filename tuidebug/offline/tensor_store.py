@@ -1,0 +1,307 @@
+"""Reading one dump tensor file safely: header first, then a read-only memory map.
+
+Dump files are untrusted (DESIGN.md): pickles are refused, the header is validated before any
+data is touched (so a truncated or lying file costs nothing), paths must stay inside the dump
+root, and a size limit can refuse a tensor before it is mapped. Every failure is a
+`TensorFileError` whose message is one sentence naming the file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+from tuidebug.core.graph import TensorSpec
+from tuidebug.core.tensor import (
+    BFLOAT16,
+    UnsupportedDataTypeError,
+    dtype_label,
+    is_numeric_data_type,
+    numpy_dtype,
+)
+
+# numpy's own guard against hostile headers (it parses them with ast.literal_eval)
+MAX_HEADER_BYTES = 10_000
+
+
+class TensorFileError(Exception):
+    """A tensor file that cannot be used; `str(err)` is one sentence naming the file."""
+
+    def __init__(self, path: Path | str, sentence: str) -> None:
+        super().__init__(sentence)
+        self.path = Path(path)
+        self.sentence = sentence
+
+
+class TensorMissingError(TensorFileError):
+    """The file does not exist (or vanished between discovery and reading)."""
+
+
+class TensorOutsideRootError(TensorFileError):
+    """The path (typically through a symlink) resolves outside the dump root."""
+
+
+class TensorHeaderError(TensorFileError):
+    """Not an `.npy` file, or its header cannot be parsed."""
+
+
+class TensorPickleError(TensorFileError):
+    """The file holds Python objects, which could only be read by unpickling them."""
+
+
+class TensorDtypeError(TensorFileError):
+    """A valid `.npy` of a type the debugger does not handle (strings, records…)."""
+
+
+class TensorTruncatedError(TensorFileError):
+    """The header declares more data than the file holds."""
+
+
+class TensorTooLargeError(TensorFileError):
+    """The tensor exceeds the memory limit; the checker reports error code 8 (spec §3.6)."""
+
+    def __init__(self, path: Path | str, sentence: str, nbytes: int, limit: int) -> None:
+        super().__init__(path, sentence)
+        self.nbytes = nbytes
+        self.limit = limit
+
+
+class NpyHeader:
+    """What the `.npy` header says: shape, dtype, layout and where the data starts."""
+
+    __slots__ = ("data_offset", "dtype", "fortran_order", "shape")
+
+    def __init__(
+        self, shape: tuple[int, ...], dtype: np.dtype, fortran_order: bool, data_offset: int
+    ) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.fortran_order = fortran_order
+        self.data_offset = data_offset
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+def _name(path: Path) -> str:
+    return path.name or str(path)
+
+
+def _check_inside(path: Path, root: Path) -> Path:
+    """The resolved path, refused when it leaves the resolved root (symlinks included)."""
+    try:
+        resolved = path.resolve(strict=True)
+    except FileNotFoundError:
+        raise TensorMissingError(path, f"{_name(path)} does not exist.") from None
+    except (OSError, RuntimeError) as err:  # RuntimeError: symlink loop on older Pythons
+        raise TensorHeaderError(path, f"{_name(path)} cannot be opened: {_reason(err)}.") from None
+    if not resolved.is_relative_to(root.resolve()):
+        raise TensorOutsideRootError(
+            path, f"{_name(path)} points outside the dump folder and is refused."
+        )
+    return resolved
+
+
+def _reason(err: OSError | RuntimeError) -> str:
+    text = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+    return text.rstrip(".").lower() if text else "unknown error"
+
+
+def _read_header(fp: BinaryIO, path: Path) -> NpyHeader:
+    if os.fstat(fp.fileno()).st_size == 0:  # e.g. a dump interrupted while writing
+        raise TensorHeaderError(path, f"{_name(path)} is empty.")
+    try:
+        version = npy_format.read_magic(fp)
+        if version == (1, 0):
+            shape, fortran_order, dtype = npy_format.read_array_header_1_0(
+                fp, max_header_size=MAX_HEADER_BYTES
+            )
+        elif version == (2, 0):
+            shape, fortran_order, dtype = npy_format.read_array_header_2_0(
+                fp, max_header_size=MAX_HEADER_BYTES
+            )
+        else:
+            raise TensorHeaderError(
+                path,
+                f"{_name(path)} uses npy format version {version[0]}.{version[1]}, which is not supported.",
+            )
+    except TensorFileError:
+        raise
+    except (ValueError, SyntaxError, TypeError, EOFError, OSError) as err:
+        # numpy reports a bad magic, a short header and an unparsable dict all as ValueError
+        raise TensorHeaderError(
+            path, f"{_name(path)} is not a valid .npy file ({_header_problem(err)})."
+        ) from None
+    if any(d < 0 for d in shape):
+        raise TensorHeaderError(
+            path, f"{_name(path)} is not a valid .npy file (its header has a negative dimension)."
+        )
+    return NpyHeader(tuple(int(d) for d in shape), np.dtype(dtype), bool(fortran_order), fp.tell())
+
+
+def _header_problem(err: BaseException) -> str:
+    text = str(err)
+    if "EOF" in text:
+        return "it ends inside its header"
+    if "magic" in text:
+        return "it does not start with the npy magic string"
+    return "its header cannot be parsed"
+
+
+def _first_clause(err: BaseException) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return text.rstrip(".:")[:120]
+
+
+def read_header(path: Path) -> NpyHeader:
+    """Parse and validate an `.npy` header without reading any data."""
+    try:
+        with open(path, "rb") as fp:
+            header = _read_header(fp, path)
+            file_size = os.fstat(fp.fileno()).st_size
+    except FileNotFoundError:
+        raise TensorMissingError(path, f"{_name(path)} does not exist.") from None
+    except IsADirectoryError:
+        raise TensorHeaderError(path, f"{_name(path)} is a folder, not a tensor file.") from None
+    except OSError as err:
+        raise TensorHeaderError(path, f"{_name(path)} cannot be read: {_reason(err)}.") from None
+    _validate(header, path, file_size)
+    return header
+
+
+def _validate(header: NpyHeader, path: Path, file_size: int) -> None:
+    dt = header.dtype
+    if dt.hasobject:
+        raise TensorPickleError(
+            path, f"{_name(path)} holds Python objects (pickle) and is refused."
+        )
+    if not (dt.kind in "biufc" and dt.fields is None and dt.subdtype is None) and dt != BFLOAT16:
+        raise TensorDtypeError(
+            path, f"{_name(path)} holds data of type {dt.str!r}, which the debugger cannot read."
+        )
+    available = file_size - header.data_offset
+    if header.nbytes > available:
+        raise TensorTruncatedError(
+            path,
+            f"{_name(path)} is truncated: its header declares {header.nbytes} bytes of data "
+            f"but the file holds {max(available, 0)}.",
+        )
+
+
+def load_npy(
+    path: Path,
+    *,
+    root: Path | None = None,
+    mmap: bool = True,
+    max_bytes: int | None = None,
+) -> np.ndarray:
+    """Load an `.npy` tensor file: a read-only memory map by default, else an in-memory copy.
+
+    Validates the header before touching the data; `root` confines the path (after resolving
+    symlinks) to the dump folder; `max_bytes` refuses larger tensors with
+    `TensorTooLargeError`. Never unpickles (object arrays are refused).
+    """
+    path = Path(path)
+    target = _check_inside(path, root) if root is not None else path
+    try:
+        with open(target, "rb") as fp:
+            header = _read_header(fp, path)
+            _validate(header, path, os.fstat(fp.fileno()).st_size)
+            if max_bytes is not None and header.nbytes > max_bytes:
+                raise TensorTooLargeError(
+                    path,
+                    f"{_name(path)} holds {_size_text(header.nbytes)}, more than the memory "
+                    f"limit of {_size_text(max_bytes)}.",
+                    header.nbytes,
+                    max_bytes,
+                )
+            order = "F" if header.fortran_order else "C"
+            if header.size == 0 or not mmap:
+                # mmap cannot map zero bytes; small or explicit reads come from the open file
+                data = np.fromfile(fp, dtype=header.dtype, count=header.size)
+                if data.size != header.size:  # the file shrank since the size check
+                    raise TensorTruncatedError(path, f"{_name(path)} is truncated.")
+                return data.reshape(header.shape, order=order)
+            return np.memmap(
+                fp,
+                dtype=header.dtype,
+                mode="r",
+                offset=header.data_offset,
+                shape=header.shape,
+                order=order,
+            )
+    except TensorFileError:
+        raise
+    except FileNotFoundError:
+        raise TensorMissingError(path, f"{_name(path)} does not exist.") from None
+    except IsADirectoryError:
+        raise TensorHeaderError(path, f"{_name(path)} is a folder, not a tensor file.") from None
+    except (OSError, ValueError) as err:
+        raise TensorHeaderError(
+            path, f"{_name(path)} cannot be read: {_first_clause(err).lower()}."
+        ) from None
+
+
+def _size_text(nbytes: int) -> str:
+    value = float(nbytes)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"  # pragma: no cover - loop always returns
+
+
+def check_expected(array: np.ndarray, spec: TensorSpec | None, path: Path | str) -> str | None:
+    """Compare a loaded tensor with what the graph says about its slot.
+
+    Returns a warning sentence on a mismatch (the tensor is still usable), None when it fits
+    or when the graph says nothing. MindSpore 2.4+ stores bfloat16 as float32, so that pair
+    is accepted; unknown graph dims (-1) match anything; a graph scalar `()` matches a file of
+    shape `(1,)` and vice versa (MindSpore writes both for one-element parameters).
+    """
+    if spec is None:
+        return None
+    name = _name(Path(path))
+    if spec.dtype is not None and is_numeric_data_type(spec.dtype):
+        try:
+            expected = numpy_dtype(spec.dtype)
+        except UnsupportedDataTypeError:  # pragma: no cover - guarded by is_numeric
+            expected = None
+        actual = array.dtype.newbyteorder("=") if array.dtype.byteorder == ">" else array.dtype
+        if expected is not None and actual != expected:
+            stored_bf16 = expected == BFLOAT16 and actual == np.float32
+            if not stored_bf16:
+                return (
+                    f"{name} holds {dtype_label(actual)} data but the graph says "
+                    f"{dtype_label(expected)}."
+                )
+    if spec.shape is not None and not _shape_matches(tuple(array.shape), spec.shape):
+        return (
+            f"{name} has shape {_shape_text(tuple(array.shape))} but the graph says "
+            f"{_shape_text(spec.shape)}."
+        )
+    return None
+
+
+def _shape_matches(actual: tuple[int, ...], expected: tuple[int, ...]) -> bool:
+    # () and (1,) hold the same single value
+    one_value = len(actual) <= 1 and len(expected) <= 1 and math.prod(actual) == 1
+    if one_value and all(d in (1, -1) for d in expected):
+        return True
+    if len(actual) != len(expected):
+        return False
+    return all(e < 0 or a == e for a, e in zip(actual, expected, strict=True))
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ")"
