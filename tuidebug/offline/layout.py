@@ -510,7 +510,7 @@ class RankLayout:
         mapping: dict[str, str] = {}
         if any(e.name == MAPPING_CSV for e in entries):
             mapping = self._read_mapping(folder / MAPPING_CSV, problems)
-        directory = str(folder)
+        directory = folder
         files = listing.tensor_files
         garbage: list[str] = []
         async_bins = 0
