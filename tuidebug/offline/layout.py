@@ -213,7 +213,11 @@ class RankLayout:
         self.constants_dirs: dict[int, Path] = {}
         self.execution_order_files: dict[int, Path] = {}
         self.history_files: dict[int, Path] = {}
-        # graph id → iterations in which the root graph ran, after validation (§5.5 step 5)
+        # graph id → iterations in which the root graph ran, as the history files say; the
+        # checker's "previous iteration" comes from here, as in MindSpore's offline engine
+        self.history_raw: dict[int, list[int]] = {}
+        # the same after MindInsight's consistency rule (§5.5 step 5): empty when discarded;
+        # step count and graph runs come from here, as in MindInsight's UI
         self.history: dict[int, list[int]] = {}
         self.history_discarded = False
         self._exec_order: dict[int, list[str]] = {}
@@ -380,12 +384,14 @@ class RankLayout:
                 continue
             self.problems.append(
                 f"{self._show(self.history_files[gid])} does not list the dumped iterations "
-                f"{_ranges(sorted(extra))}, so the graph history of rank_{self.rank_id} is "
-                "ignored."
+                f"{_ranges(sorted(extra))}, so the graph runs and step count of "
+                f"rank_{self.rank_id} come from the dumped iterations instead."
             )
             self.history_discarded = True
-            return
-        self.history = raw
+            break
+        else:
+            self.history = raw
+        self.history_raw = raw
 
     # ------------------------------------------------------------------ queries
     @property
@@ -408,14 +414,16 @@ class RankLayout:
         return max(dumped) + 1 if dumped else 0
 
     def has_history(self, graph_id: int) -> bool:
-        """True when a usable history file exists for this root graph. When False, the
-        checker decides what change conditions do (MindSpore's error 16; spec §5.8)."""
-        return graph_id in self.history
+        """True when a readable history file exists for this root graph (even one that
+        MindInsight's consistency rule discards for the UI). When False, the checker decides
+        what change conditions do (MindSpore's error 16; spec §5.8)."""
+        return graph_id in self.history_raw
 
     def previous_iteration(self, graph_id: int, iteration: int) -> int | None:
-        """The previous iteration in which the root graph ran (spec §5.8); None for its first
-        run, for an iteration absent from the history, or without history."""
-        history = self.history.get(graph_id)
+        """The previous iteration in which the root graph ran according to its history file
+        (spec §5.8); None for its first run, for an iteration absent from the history, or
+        without a history file."""
+        history = self.history_raw.get(graph_id)
         if not history:
             return None
         try:
