@@ -1,0 +1,525 @@
+"""Watchpoints: user-level objects over the condition catalogue, their wire form, hits, targets
+and MindInsight's recommended set (spec §2.7, §3, §4, §6.4).
+
+A `Watchpoint` stores only what the user set; `wire_params()` expands it to the full SetCMD
+parameter list MindSpore expects. Checking goes through `conditions.evaluate`, which is shared
+by the online recheck, the offline checker, the API and the headless CLI.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tuidebug.core.conditions import (
+    CheckRequest,
+    CheckResult,
+    ConditionSpec,
+    ConditionType,
+    Param,
+    ParamResult,
+    ParamSpec,
+    WatchpointError,
+    evaluate,
+    get_condition,
+)
+from tuidebug.core.graph import Category, Graph, Node, NodeKind
+from tuidebug.core.tensor import TensorRef
+
+__all__ = [
+    "ERROR_INF",
+    "ERROR_MESSAGES",
+    "ERROR_NAN",
+    "ERROR_NO_HISTORY",
+    "ERROR_NO_PREV",
+    "ERROR_NO_VALUE",
+    "ERROR_OUT_OF_MEMORY",
+    "RecommendedWatchpoint",
+    "Watchpoint",
+    "WatchpointError",
+    "WatchpointHit",
+    "check_watchpoints",
+    "error_messages",
+    "format_value",
+    "parse_watch_spec",
+    "recommended_watchpoints",
+    "resolve_targets",
+    "validate_params",
+]
+
+# ----------------------------------------------------------------------------- error codes
+ERROR_NAN = 1
+ERROR_INF = 2
+ERROR_NO_PREV = 4
+ERROR_OUT_OF_MEMORY = 8
+ERROR_NO_HISTORY = 16
+ERROR_NO_VALUE = 32
+
+# DumpAnalyzer's `error_msg` texts, word for word (spec §3.6)
+ERROR_MESSAGES: dict[int, str] = {
+    ERROR_NAN: "Tensor contains NaN.",
+    ERROR_INF: "A tensor contains +/-INF.",
+    ERROR_NO_PREV: "The previous step value cannot be found.",
+    ERROR_OUT_OF_MEMORY: "The tensor size exceeds the memory limit.",
+    ERROR_NO_HISTORY: "Graph history file is not available.",
+    ERROR_NO_VALUE: "Tensor has no value.",
+}
+
+
+def error_messages(error_code: int) -> list[str]:
+    """One message per set bit, in ascending bit order."""
+    return [text for bit, text in sorted(ERROR_MESSAGES.items()) if error_code & bit]
+
+
+# ------------------------------------------------------------------------------ formatting
+_SYMBOL = {"gt": ">", "lt": "<", "ge": ">=", "le": "<="}
+
+
+def format_value(value: float) -> str:
+    """Short but lossless: `1e+10`, `0.1`, `100`; full precision only when `%g` would round."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
+
+
+def _format_actual(value: float) -> str:
+    return f"{value:.5g}"
+
+
+# ------------------------------------------------------------------------------ validation
+def _coerce(spec: ParamSpec, value: object) -> float:
+    if spec.is_bool:
+        if isinstance(value, (bool, np.bool_)):
+            return 1.0 if value else 0.0
+        raise WatchpointError(f"Parameter {spec.name} must be true or false, got {value!r}.")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise WatchpointError(f"Parameter {spec.name} must be a number, got {value!r}.")
+    try:
+        return float(value)
+    except OverflowError:
+        raise WatchpointError(
+            f"Parameter {spec.name} must satisfy {spec.range_text}, got {value!r}."
+        ) from None
+
+
+def _names(specs: Iterable[ParamSpec]) -> str:
+    return ", ".join(p.name for p in specs)
+
+
+def validate_params(
+    condition: ConditionSpec | str,
+    params: Mapping[str, object],
+    *,
+    ui_rules: bool = False,
+) -> dict[str, float]:
+    """Check user parameters and return them as floats in the condition's declared order.
+
+    API rules (spec §6.4): known names, numbers (not bool) within the ranges of §3.1, at
+    least one threshold (except `weight_not_changed`, whose rtol has a default), both range
+    bounds whenever a range percentage is given, start ≤ end. Several thresholds may be set.
+    `ui_rules=True` adds MindInsight's UI rules (§3.1): at most one threshold, range bounds
+    only together with a percentage, and no hidden parameter (those are sent automatically).
+    """
+    cond = get_condition(condition)
+    if params and not cond.params:
+        raise WatchpointError(f"{cond.abbr} ({cond.id}) takes no parameters.")
+    given: dict[str, float] = {}
+    for name, value in params.items():
+        spec = cond.param(name)
+        number = _coerce(spec, value)
+        problem = spec.check(number)
+        if problem:
+            raise WatchpointError(problem)
+        given[name] = number
+    values = {p.name: given[p.name] for p in cond.params if p.name in given}
+
+    thresholds = [p for p in cond.params if p.kind == "check" and p.visible]
+    checks = [cond.param(n) for n in values if cond.param(n) in thresholds]
+    if thresholds and not checks and cond.proto != ConditionType.NOT_CHANGED:
+        raise WatchpointError(
+            f"{cond.abbr} ({cond.id}) needs at least one threshold: {_names(thresholds)}."
+        )
+    for check in checks:
+        missing = [r for r in check.requires if r not in values]
+        if missing:
+            raise WatchpointError(f"Parameter {check.name} also needs {' and '.join(missing)}.")
+    start, end = values.get("range_start_inclusive"), values.get("range_end_inclusive")
+    if start is not None and end is not None and start > end:
+        raise WatchpointError(
+            f"range_start_inclusive ({format_value(start)}) must not exceed "
+            f"range_end_inclusive ({format_value(end)})."
+        )
+    if ui_rules:
+        hidden = [cond.param(n) for n in values if not cond.param(n).visible]
+        if hidden:
+            raise WatchpointError(
+                f"Parameter {hidden[0].name} of {cond.abbr} is set automatically and cannot be given."
+            )
+        if len(checks) > 1:
+            raise WatchpointError(
+                f"{cond.abbr} takes one threshold at a time, got {_names(checks)}."
+            )
+        supports = {n for n in values if cond.param(n).kind == "support"}
+        wanted = set(checks[0].requires) if checks else set()
+        if supports != wanted:
+            what = checks[0].name if checks else "no threshold"
+            raise WatchpointError(f"Range bounds go only with a range percentage, not with {what}.")
+    return values
+
+
+def parse_watch_spec(spec: str) -> tuple[ConditionSpec, dict[str, float]]:
+    """Parse the CLI form `ABBR[:name=value,...]`, e.g. `TL:abs_mean_gt=1e10`, and validate it
+    with the API rules. Raises `WatchpointError` with one sentence on any problem."""
+    text = spec.strip()
+    if not text:
+        raise WatchpointError("Empty watch spec; expected e.g. TL:abs_mean_gt=1e10.")
+    head, sep, tail = text.partition(":")
+    cond = get_condition(head)
+    params: dict[str, object] = {}
+    if sep and not tail.strip():
+        raise WatchpointError(f"Watch spec {spec!r} has a ':' but no parameters.")
+    for item in tail.split(",") if tail.strip() else []:
+        name, eq, raw = (s.strip() for s in item.partition("="))
+        if not eq or not name or not raw:
+            raise WatchpointError(
+                f"Bad parameter {item.strip()!r} in watch spec {spec!r}; expected name=value."
+            )
+        param = cond.param(name)
+        if name in params:
+            raise WatchpointError(f"Parameter {name} is given twice in watch spec {spec!r}.")
+        if param.is_bool:
+            lowered = raw.lower()
+            if lowered not in ("true", "false", "1", "0"):
+                raise WatchpointError(f"Parameter {name} must be true or false, got {raw!r}.")
+            params[name] = lowered in ("true", "1")
+            continue
+        try:
+            params[name] = float(raw)
+        except ValueError:
+            raise WatchpointError(f"Parameter {name} needs a number, got {raw!r}.") from None
+    return cond, validate_params(cond, params)
+
+
+# ------------------------------------------------------------------------------ watchpoint
+@dataclass
+class Watchpoint:
+    """A watchpoint as the user set it. `params` holds only the user-set parameters;
+    `targets` are node names or scope paths (empty = the condition's whole category)."""
+
+    id: int
+    condition: ConditionSpec
+    params: dict[str, float] = field(default_factory=dict)
+    targets: tuple[str, ...] = ()
+    graph_name: str | None = None
+    enabled: bool = True
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        # accept an id/abbreviation and any mapping; validation keeps wire_params() sound
+        self.condition = get_condition(self.condition)
+        self.params = validate_params(self.condition, self.params)
+        self.targets = tuple(self.targets)
+
+    def wire_params(self) -> tuple[Param, ...]:
+        """Every parameter in declared order (spec §2.7): user-set ones enabled, hidden ones
+        enabled with their defaults, the rest disabled with value 0."""
+        out = []
+        for spec in self.condition.params:
+            if spec.name in self.params:
+                out.append(Param(spec.name, float(self.params[spec.name]), False))
+            elif not spec.support_disable:
+                out.append(Param(spec.name, float(spec.default or 0.0), False))
+            else:
+                out.append(Param(spec.name, 0.0, True))
+        return tuple(out)
+
+    def request(self) -> CheckRequest:
+        return CheckRequest(self.condition.proto, self.wire_params())
+
+    @property
+    def spec(self) -> str:
+        """The CLI form, e.g. `TL:abs_mean_gt=1e+10`; `parse_watch_spec` reads it back."""
+        if not self.params:
+            return self.condition.abbr
+        items = ",".join(f"{k}={format_value(v)}" for k, v in self.params.items())
+        return f"{self.condition.abbr}:{items}"
+
+    def describe(self) -> str:
+        """Short human text, e.g. `TL  abs_mean > 1e+10`."""
+        parts: list[str] = []
+        bounds = ""
+        if "range_start_inclusive" in self.params or "range_end_inclusive" in self.params:
+            lo = self.params.get("range_start_inclusive", -math.inf)
+            hi = self.params.get("range_end_inclusive", math.inf)
+            bounds = f"[{format_value(lo)}, {format_value(hi)}]"
+        for name, value in self.params.items():
+            spec = self.condition.param(name)
+            if spec.kind == "support":
+                continue
+            if spec.comparison:
+                text = f"{spec.statistic} {_SYMBOL[spec.comparison]} {format_value(value)}"
+                if spec.statistic == "range_percentage" and bounds:
+                    text += f" in {bounds}"
+                    bounds = ""
+                parts.append(text)
+            elif spec.visible:
+                parts.append(f"{name}={format_value(value)}")
+        if bounds:
+            parts.append(f"range {bounds}")
+        body = ", ".join(parts) if parts else self.condition.name
+        return f"{self.condition.abbr}  {body}"
+
+
+# ------------------------------------------------------------------------------------ hits
+_VALUE_HIT_TEXT = {
+    ConditionType.GENERAL_OVERFLOW: "contains NaN or +/-Inf",
+    ConditionType.HAS_NAN: "contains NaN",
+    ConditionType.HAS_INF: "contains +/-Inf",
+    ConditionType.IS_OVERFLOW: "operator overflow",
+    ConditionType.NOT_CHANGED: "unchanged since the previous step",
+}
+
+
+@dataclass(frozen=True)
+class WatchpointHit:
+    """A reported check: the tensor hit the watchpoint, or checking it produced an error."""
+
+    watchpoint_id: int
+    condition: ConditionSpec
+    tensor: TensorRef
+    error_code: int
+    params: tuple[ParamResult, ...] = ()
+    order: int = 0  # execution-order index of the tensor's node, for sorting
+
+    @classmethod
+    def from_result(
+        cls,
+        watchpoint_id: int,
+        condition: ConditionSpec,
+        tensor: TensorRef,
+        result: CheckResult,
+        order: int = 0,
+    ) -> WatchpointHit:
+        return cls(watchpoint_id, condition, tensor, result.error_code, result.params, order)
+
+    @property
+    def is_error(self) -> bool:
+        return self.error_code != 0
+
+    @property
+    def error_messages(self) -> list[str]:
+        return error_messages(self.error_code)
+
+    @property
+    def hit_params(self) -> tuple[ParamResult, ...]:
+        return tuple(p for p in self.params if p.hit and not p.disabled)
+
+    def summary(self) -> str:
+        """One line for the hit list: `TL abs_mean_gt: 2.3025 > 1`, or the error text."""
+        abbr = self.condition.abbr
+        if self.error_code:
+            return f"{abbr} {' '.join(self.error_messages)}"
+        shown = []
+        for p in self.hit_params:
+            op = _SYMBOL.get(p.name.rsplit("_", 1)[-1], "vs")
+            actual = _format_actual(p.actual) if p.actual is not None else "?"
+            shown.append(f"{p.name}: {actual} {op} {format_value(p.value)}")
+        if shown:
+            return f"{abbr} {', '.join(shown)}"
+        text = _VALUE_HIT_TEXT.get(ConditionType(self.condition.proto), self.condition.name)
+        return f"{abbr} {text}"
+
+
+def check_watchpoints(
+    watchpoints: Sequence[Watchpoint],
+    value: np.ndarray | None,
+    previous: np.ndarray | None,
+    tensor: TensorRef,
+    order: int = 0,
+) -> list[WatchpointHit]:
+    """Check several watchpoints on one tensor in one pass; only reported results come back.
+    `value` None means the tensor has no value (no hits; callers decide about error 32)."""
+    active = [wp for wp in watchpoints if wp.enabled]
+    if value is None or not active:
+        return []
+    results = evaluate(value, [wp.request() for wp in active], previous)
+    return [
+        WatchpointHit.from_result(wp.id, wp.condition, tensor, res, order)
+        for wp, res in zip(active, results, strict=True)
+        if res.reported
+    ]
+
+
+# ---------------------------------------------------------------------------------- targets
+def _target_exists(graph: Graph, target: str) -> bool:
+    return target == "" or graph.get(target) is not None or graph.is_scope(target)
+
+
+def resolve_targets(
+    condition: ConditionSpec | str, targets: Sequence[str], graph: Graph
+) -> list[Node]:
+    """The leaf nodes a watchpoint watches, in graph order, without duplicates.
+
+    A scope expands to its leaves of the condition's category (every non-constant node for
+    tensor conditions), as MindInsight sends them (spec §2.7); a node named explicitly is
+    kept as given. No targets = the whole category: weight / gradient / activation nodes, or
+    every operator and parameter for tensor conditions.
+    """
+    cond = get_condition(condition)
+
+    def in_category(node: Node) -> bool:
+        if cond.target is Category.TENSOR:
+            return node.kind is not NodeKind.CONSTANT
+        return cond.target in graph.categories(node)
+
+    chosen: set[str] = set()
+    if not targets:
+        if cond.target is Category.TENSOR:
+            chosen = {n.name for n in graph if n.kind is not NodeKind.CONSTANT}
+        else:
+            chosen = {n.name for n in graph.nodes_in(cond.target)}
+    for target in targets:
+        if not _target_exists(graph, target):
+            raise WatchpointError(f"No node or scope named {target!r} in graph {graph.name}.")
+        node = graph.get(target)
+        if node is not None:
+            chosen.add(node.name)
+            continue
+        chosen.update(n.name for n in graph.leaves(target) if in_category(n))
+    return [n for n in graph if n.name in chosen]
+
+
+# ------------------------------------------------------------------------------ recommended
+@dataclass(frozen=True)
+class RecommendedWatchpoint:
+    """One of MindInsight's recommended watchpoints (spec §4) for one graph."""
+
+    name: str
+    condition: str
+    params: dict[str, float]
+    targets: tuple[str, ...]
+
+
+def _merge_into_scopes(graph: Graph, nodes: Sequence[Node]) -> tuple[str, ...]:
+    """Selected leaves as MindInsight's recommender sends them: a scope whose leaves are all
+    selected stands for them; other selected leaves stay named one by one. Tree order."""
+    selected = {n.ui_name for n in nodes}
+    per_scope: dict[str, int] = {}
+    for path in selected:
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            key = "/".join(parts[:i])
+            per_scope[key] = per_scope.get(key, 0) + 1
+    out: list[str] = []
+
+    def walk(path: str) -> None:
+        for entry in graph.children(path):
+            if entry.is_scope:
+                count = per_scope.get(entry.path, 0)
+                if count and count == graph.leaf_count(entry.path):
+                    out.append(entry.path)
+                elif count:
+                    walk(entry.path)
+            elif entry.path in selected and entry.node is not None:
+                out.append(entry.node)
+
+    walk("")
+    return tuple(out)
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+# Range bounds of the activation recommendations. MindInsight's own helper computes
+# 1/(1+exp(x)), i.e. sigmoid(-x), which swaps the sigmoid bounds (start > end, so its
+# watchpoint always hits); we use the bounds spec §4 states: sigmoid(∓16.2).
+_ACTIVATION_RANGES: tuple[tuple[str, frozenset[str], dict[str, float]], ...] = (
+    (
+        "tanh",
+        frozenset({"tanh"}),
+        {
+            "range_start_inclusive": math.tanh(-8.8),
+            "range_end_inclusive": math.tanh(8.8),
+            "range_percentage_lt": 0.1,
+        },
+    ),
+    (
+        "sigmoid",
+        frozenset({"sigmoid"}),
+        {
+            "range_start_inclusive": _sigmoid(-16.2),
+            "range_end_inclusive": _sigmoid(16.2),
+            "range_percentage_lt": 0.1,
+        },
+    ),
+    (
+        "relu",
+        frozenset({"relu", "reluv2"}),
+        {
+            "range_start_inclusive": -1.0,
+            "range_end_inclusive": 0.0,
+            "range_percentage_gt": 99.9,
+        },
+    ),
+)
+
+
+def recommended_watchpoints(
+    graph: Graph, backend: str = "", step: int = 0
+) -> list[RecommendedWatchpoint]:
+    """MindInsight's recommended watchpoints for `graph`, in its creation order (spec §4).
+
+    Weight initialisation only at step 0, operator overflow only on Ascend; a watchpoint
+    whose node set is empty is not created. Weight targets are merged into scopes; tensor
+    conditions watch the top-level entries; gradients and activations are listed one by one.
+    WNC and WCS are never recommended (MindInsight cannot tell trainable weights).
+    """
+    recs: list[RecommendedWatchpoint] = []
+
+    def add(name: str, condition: str, params: dict[str, float], targets: Sequence[str]) -> None:
+        if targets:
+            recs.append(RecommendedWatchpoint(name, condition, params, tuple(targets)))
+
+    weights = _merge_into_scopes(graph, graph.nodes_in(Category.WEIGHT))
+    if step == 0:
+        add(
+            "recommend_weight_initialization_watchpoint",
+            "weight_initialization",
+            {"zero_percentage_ge": 100.0},
+            weights,
+        )
+    add(
+        "recommend_weight_change_too_large_watchpoint",
+        "weight_change_too_large",
+        {"abs_mean_update_ratio_gt": 1.0},
+        weights,
+    )
+    add(
+        "recommend_gradient_vanishing_watchpoint",
+        "gradient_vanishing",
+        {"abs_mean_lt": 1e-9},
+        [n.name for n in graph.nodes_in(Category.GRADIENT)],
+    )
+    top = [entry.node or entry.path for entry in graph.children("")] if len(graph) else []
+    if backend.strip().lower().startswith("ascend"):
+        add("recommend_operator_overflow_watchpoint", "operator_overflow", {}, top)
+    add("recommend_tensor_overflow_watchpoint", "tensor_overflow", {}, top)
+    add(
+        "recommend_tensor_all_zero_watchpoint",
+        "tensor_all_zero",
+        {"zero_percentage_ge": 100.0},
+        top,
+    )
+    activations = graph.nodes_in(Category.ACTIVATION)
+    for label, op_types, params in _ACTIVATION_RANGES:
+        add(
+            f"recommend_{label}_activation_range_watchpoint",
+            "activation_range",
+            dict(params),
+            [n.name for n in activations if n.op_type.lower() in op_types],
+        )
+    return recs
