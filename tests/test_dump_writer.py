@@ -424,15 +424,31 @@ def test_format_source_address() -> None:
         [
             StackFrame("/a/b.py", 12, "    return x + 1"),
             StackFrame("/a/c.py", None, "x"),
-            StackFrame("", None, "some raw text"),
+            StackFrame("", None, "Corresponding forward node candidate:", 1),
+            StackFrame("/a/d.py", 3, "y = f(x)", 1),
         ]
     )
     lines = text.splitlines()
     assert lines[0] == "      # In file /a/b.py:12, 4~16/    return x + 1/"
     assert _NEW_LOCATION.fullmatch(lines[0])
     assert lines[1] == "      # In file /a/c.py/x/"
-    assert lines[2] == "      # In file <unknown>/some raw text/"
+    assert lines[2] == "      # Corresponding forward node candidate:"
     assert format_source_address([]) == ""
+
+
+def test_source_address_round_trips_through_the_reader() -> None:
+    from tuidebug.offline.graph_pb import parse_source_address
+
+    stack = [
+        StackFrame("/w/model.py", 30, "        x = self.fc1(x)"),
+        StackFrame("/w/train.py", 9, "loss = net(data)"),
+        StackFrame("", None, "Corresponding forward node candidate:", 1),
+        StackFrame("/w/model.py", 31, "    return self.relu(x)", 1),
+    ]
+    parsed = parse_source_address(format_source_address(stack))
+    assert [(f.file_path, f.line_no, f.code_line.strip(), f.group) for f in parsed] == [
+        (f.file_path, f.line_no, f.code_line.strip(), f.group) for f in stack
+    ]
 
 
 def test_source_address_matches_the_real_2_10_form(dump_2_10: Path) -> None:

@@ -129,16 +129,20 @@ _ENCODE = str.maketrans({"/": "_", "\\": "_", ".": "_", " ": "_"})
 
 def format_source_address(stack: Iterable[StackFrame]) -> str:
     """`NodeProto.source_address` in the newer MindSpore form (spec §5.6): per frame
-    `      # In file <path>:<line>, <col>~<end_col>/<code>/`, one frame per line."""
+    `      # In file <path>:<line>, <col>~<end_col>/<code>/`, one frame per line. A frame
+    without a file (e.g. a `Corresponding forward node candidate:` header) is written as its
+    bare text, which is how readers keep such lines."""
     lines = []
     for frame in stack:
         code = frame.code_line.rstrip("\n").replace("\n", "/")
-        if frame.file_path and frame.line_no is not None:
+        if not frame.file_path:
+            lines.append(f"      # {code}\n")
+        elif frame.line_no is None:
+            lines.append(f"      # In file {frame.file_path}/{code}/\n")
+        else:
             col = len(code) - len(code.lstrip())
             where = f"In file {frame.file_path}:{frame.line_no}, {col}~{len(code.rstrip())}"
-        else:
-            where = f"In file {frame.file_path}" if frame.file_path else "In file <unknown>"
-        lines.append(f"      # {where}/{code}/\n")
+            lines.append(f"      # {where}/{code}/\n")
     return "".join(lines)
 
 
