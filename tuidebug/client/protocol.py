@@ -1,0 +1,628 @@
+"""The *training* side of the MindSpore debugger protocol, reusable by any training loop.
+
+`ProtocolClient` does what MindSpore's `debugger.cc`/`grpc_client.cc` do (spec §2): the
+metadata handshake, graph chunking at 3 MiB (SendGraph / SendMultiGraphs), the WaitCMD
+command loop with MindSpore's failure and back-off rules (§2.5, §2.11), a heartbeat thread
+(§2.10), ViewCMD answers at the value/statistics/base levels with the §2.8 "not found"
+replies, and watchpoints applied from SetCMDs and evaluated here with the shared condition
+engine (`core.conditions.evaluate`), hits sent in execution order (§2.9).
+
+What is specific to a training — which tensors exist at a suspension point — comes from a
+`TensorProvider`; the dump simulator and a PyTorch adapter each implement one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import grpc
+import numpy as np
+
+from tuidebug._proto import debug_graph_pb2 as graph_pb
+from tuidebug._proto import debug_grpc_pb2 as pb
+from tuidebug._proto import debug_grpc_pb2_grpc as pb_grpc
+from tuidebug.core.conditions import CheckRequest, ConditionType, Param, evaluate
+from tuidebug.core.tensor import (
+    DT_BOOL,
+    UnsupportedDataTypeError,
+    data_type_of,
+    tensor_statistics,
+)
+
+log = logging.getLogger("tuidebug.client")
+
+CHUNK_SIZE = 3 * 1024 * 1024  # MindSpore's g_chunk_size (spec §8)
+HEARTBEAT_MESSAGE = "Debugger is alive"
+MAX_WAIT_FAILURES = 5  # spec §2.5: more than this many failures in a row → Exit
+HEARTBEAT_MAX_FAILURES = 5
+HEARTBEAT_RETRY = 0.5
+
+_CHANGE_CONDITIONS = frozenset(
+    {ConditionType.CHANGE_TOO_LARGE, ConditionType.CHANGE_TOO_SMALL, ConditionType.NOT_CHANGED}
+)
+_INIT = int(ConditionType.INIT)
+
+
+class ClientError(Exception):
+    """The debugger cannot be reached or refused us; the message is one sentence."""
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    """Why the command loop returned: resume with `level` "step" or "node"."""
+
+    level: str
+    node_name: str = ""
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One tensor loaded at a suspension point, offered to the watchpoint check."""
+
+    node_name: str  # kernel full name, or parameter name (`conv1.weight`)
+    slot: int
+    order: int  # execution position: hits are sent sorted by it
+    is_parameter: bool
+    load: Callable[[], np.ndarray | None]
+    load_previous: Callable[[], np.ndarray | None] | None = None
+
+
+class TensorProvider(Protocol):
+    """The tensors of the training at its current suspension point."""
+
+    def lookup(self, name: str, slot: str, iter: str) -> np.ndarray | None:
+        """The tensor `<name>:<slot>` (`iter="prev"`: a parameter's previous-step value).
+        `name` is already truncated when the request asked for it (spec §2.8)."""
+        ...
+
+    def check_items(self) -> Iterable[CheckItem]:
+        """The tensors the watchpoints may check now, in execution order."""
+        ...
+
+
+@dataclass(frozen=True)
+class ClientWatchpoint:
+    """A watchpoint as the training holds it: exactly what the SetCMD said."""
+
+    id: int
+    condition: int
+    params: tuple[Param, ...]
+    nodes: tuple[tuple[str, str], ...]  # (node_name, node_type)
+
+    @property
+    def request(self) -> CheckRequest:
+        return CheckRequest(self.condition, self.params)
+
+    def match(self, tensor_node: str) -> str | None:
+        """The watch-node name that makes `tensor_node` watched, or None (spec §2.7: exact
+        name, `*` scope, or the last path component of a scoped name). Like the 2.x client,
+        a real scope prefix does not match — servers expand scopes into leaves."""
+        for name, node_type in self.nodes:
+            if node_type == "scope":
+                if name == "*":
+                    return tensor_node
+                continue
+            if name == tensor_node:
+                return name
+            if "/" in name and name.rsplit("/", 1)[1] == tensor_node:
+                return name
+        return None
+
+
+def watchpoint_from_set_cmd(cmd: pb.SetCMD) -> ClientWatchpoint:
+    cond = cmd.watch_condition
+    return ClientWatchpoint(
+        id=cmd.id,
+        condition=int(cond.condition),
+        params=tuple(Param(p.name, p.value, p.disabled) for p in cond.params),
+        nodes=tuple((n.node_name, n.node_type) for n in cmd.watch_nodes),
+    )
+
+
+def split_chunks(data: bytes | memoryview, size: int = CHUNK_SIZE) -> Iterator[bytes]:
+    view = memoryview(data)
+    for start in range(0, len(view), size):
+        yield bytes(view[start : start + size])
+
+
+class ProtocolClient:
+    """One training process talking to one debugger (spec §2.2)."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        backend: str = "GPU",
+        ms_version: str = "2.3.0",
+        device_id: int = 0,
+        root_graph_id: int = 0,
+        heartbeat_period: int = 30,
+        heartbeat_interval: float | None = None,
+        heartbeat: bool = True,
+        retry_delay: float = 1.0,
+        max_failures: int = MAX_WAIT_FAILURES,
+        reconnect: bool = False,
+        chunk_size: int = CHUNK_SIZE,
+    ) -> None:
+        """`retry_delay` scales MindSpore's back-off (n·1 s after the n-th failure).
+        `reconnect=True` (not MindSpore behaviour) re-sends metadata and graphs when the
+        server answers WaitCMD with FAILED, so a restarted debugger picks the training up."""
+        self.target = target
+        self.backend = backend
+        self.ms_version = ms_version
+        self.device_id = device_id
+        self.root_graph_id = root_graph_id
+        self.heartbeat_period = heartbeat_period
+        self.heartbeat_interval = (
+            heartbeat_interval if heartbeat_interval is not None else float(heartbeat_period)
+        )
+        self.heartbeat_enabled = heartbeat
+        self.retry_delay = retry_delay
+        self.max_failures = max_failures
+        self.reconnect = reconnect
+        self.chunk_size = chunk_size
+
+        self.watchpoints: dict[int, ClientWatchpoint] = {}
+        self.initial_suspension = True
+        self.terminated = False
+        self.version_matched: bool | None = None
+        self.graphs: list[bytes] = []
+        self._checked: set[tuple[int, str, int, int]] = set()
+        self._checked_step: int | None = None
+        self._stop = threading.Event()
+        self._hb_stop = threading.Event()
+        self._hb_thread: threading.Thread | None = None
+        self._channel = grpc.insecure_channel(
+            target,
+            options=[
+                ("grpc.max_receive_message_length", 4 * 1024 * 1024),
+                ("grpc.max_send_message_length", chunk_size + 1024 * 1024),
+            ],
+        )
+        self._stub = pb_grpc.EventListenerStub(self._channel)
+
+    # ------------------------------------------------------------- lifecycle
+    def connect(self, cur_step: int = 0, graph_num: int = 1) -> bool | None:
+        """Start the heartbeat, then SendMetadata. Returns `version_matched` (None when the
+        reply had no such field: "MindInsight too old", the training must exit).
+        Raises `ClientError` when the debugger cannot be reached or answers FAILED."""
+        if self.heartbeat_enabled:
+            self._start_heartbeat()
+        self.version_matched = self._handshake(cur_step, graph_num)
+        if self.version_matched is None:
+            self.terminated = True
+        return self.version_matched
+
+    def _handshake(self, cur_step: int, graph_num: int) -> bool | None:
+        md = self._metadata(cur_step, "", graph_num=graph_num)
+        try:
+            reply = self._call(self._stub.SendMetadata, md)
+        except grpc.RpcError as exc:
+            raise ClientError(
+                f"Cannot reach the debugger at {self.target}: {_code(exc)}."
+            ) from None
+        if reply.status != pb.EventReply.OK:
+            raise ClientError("The debugger refused the training's metadata.")
+        if reply.WhichOneof("cmd") != "version_matched":
+            log.error("MindInsight version is too old")
+            return None
+        if not reply.version_matched:
+            log.warning("the debugger reports a version mismatch")
+        return reply.version_matched
+
+    def send_graphs(self, graphs: Sequence[graph_pb.GraphProto | bytes]) -> bool:
+        """Spec §2.4: one graph by SendGraph, several by SendMultiGraphs."""
+        self.graphs = [g if isinstance(g, bytes) else g.SerializeToString() for g in graphs]
+        return self._send_graphs()
+
+    def _send_graphs(self) -> bool:
+        if not self.graphs:
+            return True
+        try:
+            if len(self.graphs) == 1:
+                chunks = (pb.Chunk(buffer=c) for c in split_chunks(self.graphs[0], self.chunk_size))
+                reply = self._call(self._stub.SendGraph, chunks)
+            else:
+                reply = self._call(self._stub.SendMultiGraphs, self._multi_chunks())
+        except grpc.RpcError as exc:
+            log.error("sending the graph failed: %s", _code(exc))
+            return False
+        return reply.status == pb.EventReply.OK
+
+    def _multi_chunks(self) -> Iterator[pb.Chunk]:
+        for data in self.graphs:
+            pieces = list(split_chunks(data, self.chunk_size)) or [b""]
+            for i, piece in enumerate(pieces):
+                yield pb.Chunk(buffer=piece, finished=i == len(pieces) - 1)
+
+    def finish(self, cur_step: int = 0) -> None:
+        """End of training (spec §2.11): SendMetadata with `training_done`, then close."""
+        self._stop_heartbeat()
+        try:
+            self._call(self._stub.SendMetadata, self._metadata(cur_step, "", training_done=True))
+        except grpc.RpcError as exc:
+            log.info("final SendMetadata failed: %s", _code(exc))
+        self.close()
+
+    def stop(self) -> None:
+        """Interrupt a blocked command loop (from another thread); it returns as on exit."""
+        self._stop.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._stop_heartbeat()
+        self._channel.close()
+
+    # ------------------------------------------------------------ command loop
+    def command_loop(
+        self, provider: TensorProvider, cur_step: int, cur_node: str = ""
+    ) -> RunCommand | None:
+        """Suspend: serve commands until a run command (returned) or exit (None)."""
+        failures = 0
+        rehandshaken = False
+        md = self._metadata(cur_step, cur_node)
+        while not self._stop.is_set():
+            reply = self._wait_cmd(md)
+            if reply is None or reply.status != pb.EventReply.OK:
+                if (
+                    reply is not None
+                    and self.reconnect
+                    and not rehandshaken
+                    and self._rehandshake(cur_step)
+                ):
+                    rehandshaken = True
+                    continue
+                failures += 1
+                if failures > self.max_failures:
+                    log.error("Failed to connect to MindInsight debugger server")
+                    self.terminated = True
+                    self._stop_heartbeat()
+                    return None
+                if self._stop.wait(failures * self.retry_delay):
+                    break
+                continue
+            failures = 0
+            rehandshaken = False
+            kind = reply.WhichOneof("cmd")
+            if kind is None:
+                continue  # MindSpore: "unknown command", ask again at once
+            if kind == "set_cmd":
+                self._apply_set_cmd(reply.set_cmd)
+            elif kind == "view_cmd":
+                self._answer_view(reply.view_cmd, provider)
+            elif kind == "run_cmd":
+                level = reply.run_cmd.run_level
+                if level == "recheck":
+                    hits = self.check(provider, cur_step, recheck=True)
+                    if hits:
+                        self.send_hits(hits)
+                elif level in ("step", "node"):
+                    self.initial_suspension = False
+                    node = reply.run_cmd.node_name if level == "node" else ""
+                    return RunCommand(level, node)
+                else:
+                    log.error("unknown run level %r: exiting", level)
+                    return self._exit()
+            elif kind == "exit":
+                return self._exit()
+            else:  # version_matched inside the loop is an error for MindSpore (spec §2.5)
+                log.error("unexpected %s in WaitCMD reply: exiting", kind)
+                return self._exit()
+        return self._exit()
+
+    def _exit(self) -> None:
+        self.terminated = True
+        self._stop_heartbeat()
+        return None
+
+    def _wait_cmd(self, md: pb.Metadata) -> pb.EventReply | None:
+        """WaitCMD without a deadline (as MindSpore), but interruptible by `stop()`."""
+        future = self._stub.WaitCMD.future(md)
+        while not self._stop.is_set():
+            try:
+                return future.result(timeout=0.2)
+            except grpc.FutureTimeoutError:
+                continue
+            except grpc.RpcError as exc:
+                log.info("WaitCMD failed: %s", _code(exc))
+                return None
+        future.cancel()
+        return None
+
+    def _rehandshake(self, cur_step: int) -> bool:
+        """A fresh debugger has no graph: introduce ourselves again (our extension)."""
+        try:
+            matched = self._handshake(cur_step, len(self.graphs))
+        except ClientError:
+            return False
+        if matched is None:
+            return False
+        self.watchpoints.clear()
+        self._checked.clear()
+        return bool(matched) and self._send_graphs()
+
+    # ---------------------------------------------------------------- SetCMD
+    def _apply_set_cmd(self, cmd: pb.SetCMD) -> None:
+        if cmd.delete:
+            self.watchpoints.pop(cmd.id, None)
+            return
+        if cmd.id < 0:
+            log.warning("watchpoint with negative id %d ignored", cmd.id)
+            return
+        self.watchpoints[cmd.id] = watchpoint_from_set_cmd(cmd)  # same id replaces (§2.7)
+
+    # --------------------------------------------------------------- checks
+    def check(
+        self,
+        provider: TensorProvider,
+        cur_step: int,
+        *,
+        recheck: bool = False,
+        per_kernel: bool = False,
+        items: Iterable[CheckItem] | None = None,
+    ) -> list[pb.WatchpointHit]:
+        """Evaluate the watchpoints on the loaded tensors (spec §2.9, §3.5 "when").
+
+        During the initial suspension only INIT conditions run, and INIT runs only then.
+        `per_kernel` (GPU kernel-by-kernel checks) skips the change conditions. Each
+        (tensor, watchpoint) pair is checked once per step unless `recheck`."""
+        if self._checked_step != cur_step:
+            self._checked.clear()
+            self._checked_step = cur_step
+        hits: list[tuple[int, int, pb.WatchpointHit]] = []
+        wps = list(self.watchpoints.values())
+        if not wps:
+            return []
+        for item in provider.check_items() if items is None else items:
+            chosen: list[tuple[ClientWatchpoint, str]] = []
+            for wp in wps:
+                if (wp.condition == _INIT) != self.initial_suspension:
+                    continue
+                if per_kernel and wp.condition in _CHANGE_CONDITIONS:
+                    continue
+                key = (wp.id, item.node_name, item.slot, cur_step)
+                if not recheck and key in self._checked:
+                    continue
+                watch_name = wp.match(item.node_name)
+                if watch_name is None:
+                    continue
+                self._checked.add(key)
+                chosen.append((wp, watch_name))
+            if not chosen:
+                continue
+            tensor = item.load()
+            if tensor is None:
+                continue
+            previous = None
+            if item.load_previous is not None and any(
+                wp.condition in _CHANGE_CONDITIONS for wp, _ in chosen
+            ):
+                previous = item.load_previous()
+            results = evaluate(tensor, [wp.request for wp, _ in chosen], previous)
+            for (wp, watch_name), result in zip(chosen, results, strict=True):
+                if not result.reported:
+                    continue
+                hit = pb.WatchpointHit(
+                    id=wp.id,
+                    error_code=result.error_code,
+                    tensor=graph_pb.TensorProto(
+                        node_name=watch_name, slot=str(item.slot), finished=True
+                    ),
+                    watch_condition=pb.WatchCondition(
+                        condition=wp.condition,
+                        params=[
+                            pb.WatchCondition.Parameter(
+                                name=p.name,
+                                disabled=p.disabled,
+                                value=p.value,
+                                hit=p.hit,
+                                actual_value=p.actual if p.actual is not None else 0.0,
+                            )
+                            for p in result.params
+                        ],
+                    ),
+                )
+                hits.append((item.order, len(hits), hit))
+        hits.sort(key=lambda h: (h[0], h[1]))  # spec §2.9: by kernel execution order
+        return [h for _, _, h in hits]
+
+    def send_hits(self, hits: Sequence[pb.WatchpointHit]) -> bool:
+        try:
+            reply = self._call(self._stub.SendWatchpointHits, iter(hits))
+        except grpc.RpcError as exc:
+            log.info("SendWatchpointHits failed: %s", _code(exc))  # only logged (§2.11)
+            return False
+        return reply.status == pb.EventReply.OK
+
+    # --------------------------------------------------------------- ViewCMD
+    def _answer_view(self, view: pb.ViewCMD, provider: TensorProvider) -> None:
+        found: list[tuple[graph_pb.TensorProto, np.ndarray | None]] = []
+        for request in view.tensors:
+            name = request.node_name
+            if request.truncate:
+                name = name.rsplit("/", 1)[-1]
+            try:
+                array = provider.lookup(name, request.slot, request.iter)
+            except Exception as exc:  # a bad file is "not found", never a crashed training
+                log.warning("cannot load %s:%s: %s", name, request.slot, exc)
+                array = None
+            found.append((request, array))
+        try:
+            if view.level == pb.ViewCMD.value:
+                self._call(self._stub.SendTensors, self._value_pieces(found))
+            elif view.level == pb.ViewCMD.statistics:
+                self._call(self._stub.SendTensorStats, iter([_summary(a) for _, a in found]))
+            elif view.level == pb.ViewCMD.base:
+                self._call(self._stub.SendTensorBase, iter([_base(a) for _, a in found]))
+        except grpc.RpcError as exc:
+            log.info("answering a ViewCMD failed: %s", _code(exc))  # only logged (§2.11)
+
+    def _value_pieces(
+        self, found: list[tuple[graph_pb.TensorProto, np.ndarray | None]]
+    ) -> Iterator[graph_pb.TensorProto]:
+        """Spec §2.8 value level: ≤3 MiB pieces, `finished` on the last one; a tensor we do
+        not have is one message with the names and `finished=true`."""
+        for request, array in found:
+            names = {
+                "node_name": request.node_name,
+                "slot": request.slot,
+                "iter": request.iter,
+                "truncate": request.truncate,
+            }
+            encoded = _encode(array)
+            if encoded is None:
+                yield graph_pb.TensorProto(finished=True, **names)
+                continue
+            data_type, dims, flat = encoded
+            view = memoryview(flat).cast("B")
+            total = len(view)
+            start = 0
+            while True:
+                stop = min(start + self.chunk_size, total)
+                yield graph_pb.TensorProto(
+                    tensor_content=bytes(view[start:stop]),
+                    data_type=data_type,
+                    dims=dims,
+                    finished=stop >= total,
+                    **names,
+                )
+                if stop >= total:
+                    break
+                start = stop
+
+    # ------------------------------------------------------------- heartbeat
+    def _start_heartbeat(self) -> None:
+        if self._hb_thread is not None and self._hb_thread.is_alive():
+            return
+        self._hb_stop.clear()
+        self._hb_thread = threading.Thread(
+            target=self._heartbeat_loop, name="tuidebug-client-heartbeat", daemon=True
+        )
+        self._hb_thread.start()
+
+    def _stop_heartbeat(self) -> None:
+        self._hb_stop.set()
+
+    def _heartbeat_loop(self) -> None:
+        """Spec §2.10: every period; retry every 0.5 s on failure; give up after 5."""
+        failures = 0
+        beat = pb.Heartbeat(message=HEARTBEAT_MESSAGE, period=self.heartbeat_period)
+        while not self._hb_stop.is_set():
+            try:
+                reply = self._stub.SendHeartbeat(beat, timeout=10.0)
+                ok = reply.status == pb.EventReply.OK
+            except grpc.RpcError:
+                ok = False
+            if ok:
+                failures = 0
+                delay = self.heartbeat_interval
+            else:
+                failures += 1
+                if failures >= HEARTBEAT_MAX_FAILURES:
+                    log.warning("heartbeat failed %d times: stopped", failures)
+                    return
+                delay = HEARTBEAT_RETRY
+            if self._hb_stop.wait(delay):
+                return
+
+    # ----------------------------------------------------------------- helpers
+    def _metadata(
+        self, cur_step: int, cur_node: str, *, training_done: bool = False, graph_num: int = 0
+    ) -> pb.Metadata:
+        return pb.Metadata(
+            device_name=f"{self.device_id}:{self.root_graph_id}",
+            cur_step=cur_step,
+            backend=self.backend,
+            cur_node=cur_node,
+            training_done=training_done,
+            graph_num=graph_num or len(self.graphs),
+            ms_version=self.ms_version,
+        )
+
+    def _call(self, method: grpc.UnaryUnaryMultiCallable, request: object) -> pb.EventReply:
+        return method(request)
+
+
+# ---------------------------------------------------------------------------- encoding
+def _encode(array: np.ndarray | None) -> tuple[int, list[int], np.ndarray] | None:
+    """(DataType, dims, C-ordered little-endian array) or None when not sendable."""
+    if array is None:
+        return None
+    arr = np.asarray(array)
+    try:
+        data_type = data_type_of(arr.dtype)
+    except UnsupportedDataTypeError:
+        return None
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    arr = np.ascontiguousarray(arr)
+    return data_type, [int(d) for d in arr.shape], arr.reshape(-1)
+
+
+def _base(array: np.ndarray | None) -> pb.TensorBase:
+    encoded = _encode(array)
+    if encoded is None:
+        return pb.TensorBase(data_size=0, data_type=0, shape=[0])  # spec §2.8 not found
+    data_type, dims, flat = encoded
+    return pb.TensorBase(data_type=data_type, shape=dims, data_size=flat.nbytes)
+
+
+def _summary(array: np.ndarray | None) -> pb.TensorSummary:
+    """Spec §3.7 counters (the wire's `neg_zero_count`/`pos_zero_count` count negative /
+    positive elements, ±Inf included)."""
+    encoded = _encode(array)
+    if encoded is None:
+        return pb.TensorSummary(
+            tensor_base=pb.TensorBase(data_size=0, data_type=0, shape=[]),
+            statistics=pb.Statistics(max_value=float("-inf"), min_value=float("inf")),
+        )
+    data_type, dims, flat = encoded
+    try:
+        st = tensor_statistics(flat)
+    except UnsupportedDataTypeError:
+        st = None
+    stats = pb.Statistics(count=int(flat.size), is_bool=data_type == DT_BOOL)
+    if st is not None:
+        stats.nan_count = st.nan_count
+        stats.pos_inf_count = st.pos_inf_count
+        stats.neg_inf_count = st.neg_inf_count
+        stats.zero_count = st.zero_count
+        stats.neg_zero_count = st.negative_count + st.neg_inf_count
+        stats.pos_zero_count = st.positive_count + st.pos_inf_count
+        if st.is_bool:
+            stats.max_value = float(bool(st.true_count))
+            stats.min_value = float(not st.false_count)
+            stats.avg_value = st.true_count / st.count if st.count else 0.0
+        elif st.min is not None and st.max is not None:
+            stats.max_value = st.max
+            stats.min_value = st.min
+            stats.avg_value = st.mean if st.mean is not None else 0.0
+        else:
+            stats.max_value = float("nan") if st.nan_count else float("-inf")
+            stats.min_value = float("nan") if st.nan_count else float("inf")
+    return pb.TensorSummary(
+        tensor_base=pb.TensorBase(data_type=data_type, shape=dims, data_size=flat.nbytes),
+        statistics=stats,
+    )
+
+
+def _code(exc: grpc.RpcError) -> str:
+    code = exc.code() if hasattr(exc, "code") else None
+    return code.name.lower() if code is not None else str(exc)
+
+
+__all__ = [
+    "CHUNK_SIZE",
+    "CheckItem",
+    "ClientError",
+    "ClientWatchpoint",
+    "ProtocolClient",
+    "RunCommand",
+    "TensorProvider",
+    "split_chunks",
+    "watchpoint_from_set_cmd",
+]
