@@ -1,0 +1,330 @@
+"""An in-memory `DebugSession` for TUI tests and benchmarks.
+
+Real dumps (OfflineSession) cover the offline flows; this one covers what a dump cannot:
+a live session's capabilities and states, synthetic graphs of any size, and exact control
+over hits. It follows the DebugSession contract: events are emitted from the caller's
+thread, like the real sessions do from their workers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from tuidebug.core.conditions import get_condition
+from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
+from tuidebug.core.session import (
+    Capabilities,
+    DebugSession,
+    GraphRun,
+    GraphsLoaded,
+    HitsArrived,
+    Metadata,
+    MetadataChanged,
+    SessionError,
+    SessionState,
+    WatchpointsChanged,
+)
+from tuidebug.core.tensor import TensorRef
+
+
+@dataclass(frozen=True)
+class FakeParam:
+    name: str
+    value: float
+    disabled: bool = False
+    hit: bool = False
+    actual: float | None = None
+
+
+@dataclass(frozen=True)
+class FakeWatchpoint:
+    id: int
+    condition: str
+    params: Mapping[str, float]
+    targets: tuple[str, ...] = ()
+    enabled: bool = True
+    graph_name: str | None = None
+
+    def describe(self) -> str:
+        spec = get_condition(self.condition)
+        params = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
+        return f"{spec.abbr} {spec.name}" + (f" ({params})" if params else "")
+
+
+@dataclass(frozen=True)
+class FakeHit:
+    watchpoint_id: int
+    condition: str
+    tensor: TensorRef
+    error_code: int = 0
+    params: tuple[FakeParam, ...] = ()
+    error_messages: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        return f"{self.condition} on {self.tensor.name}"
+
+
+def synthetic_graph(
+    name: str = "kernel_graph_0", scopes: int = 4, per_scope: int = 5, *, wide: int = 0
+) -> Graph:
+    """`scopes` scopes under Default/network, `per_scope` operators each (Conv2D, ReLU…),
+    one weight parameter per scope, and an optional scope `Default/wide` with `wide`
+    children (for the lazy-expansion benchmark). Gradients mirror the first scope."""
+    nodes: list[Node] = []
+    op_types = ["Conv2D", "ReLU", "MatMul", "Add", "Tanh"]
+    previous = ""
+    counter = itertools.count()
+    for s in range(scopes):
+        scope = f"Default/network-Net/layer{s}-Block"
+        weight = Node(
+            name=f"layer{s}.weight",
+            kind=NodeKind.PARAMETER,
+            op_type="Parameter",
+            outputs=[TensorSpec(0, 11, (4, 4))],
+        )
+        nodes.append(weight)
+        for i in range(per_scope):
+            op = op_types[i % len(op_types)]
+            full = f"{scope}/{op}-op{next(counter)}"
+            inputs = [previous] if previous else []
+            if i == 0:
+                inputs.append(weight.name)
+            nodes.append(
+                Node(
+                    name=full,
+                    kind=NodeKind.OPERATOR,
+                    op_type=op,
+                    scope=scope,
+                    inputs=inputs,
+                    outputs=[TensorSpec(0, 11, (4, 4))],
+                    attributes={"format": "NCHW"},
+                    stack=[
+                        StackFrame("/src/train.py", 40, "model.train(epochs)"),
+                        StackFrame("/src/net.py", 10 + s, f"x = self.layer{s}(x)"),
+                    ],
+                )
+            )
+            previous = full
+    grad_scope = "Gradients/Default/network-Net/gradLayer0"
+    nodes.append(
+        Node(
+            name=f"{grad_scope}/Conv2DBackpropFilter-op{next(counter)}",
+            kind=NodeKind.OPERATOR,
+            op_type="Conv2DBackpropFilter",
+            scope=grad_scope,
+            inputs=[previous] if previous else [],
+            outputs=[TensorSpec(0, 11, (4, 4))],
+        )
+    )
+    for _ in range(wide):
+        nodes.append(
+            Node(
+                name=f"Default/wide/Add-op{next(counter)}",
+                kind=NodeKind.OPERATOR,
+                op_type="Add",
+                scope="Default/wide",
+                outputs=[TensorSpec(0, 11, (2,))],
+            )
+        )
+    return Graph(name, nodes)
+
+
+@dataclass
+class FakeSession(DebugSession):
+    """Offline-like by default; `live=True` gives an online session's capabilities."""
+
+    graph_list: Sequence[Graph] = ()
+    live: bool = False
+    max_step: int = 4
+    first_time: bool = True
+    nan_node: str | None = None  # this node's tensors contain NaN and Inf
+    calls: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        DebugSession.__init__(self)
+        self._graphs = {g.name: g for g in (self.graph_list or [synthetic_graph()])}
+        self.capabilities = Capabilities(
+            live=self.live,
+            can_pause=self.live,
+            can_terminate=self.live,
+            can_reset_step=not self.live,
+            can_step_node=False,
+        )
+        self._metadata = Metadata(
+            mode="online" if self.live else "offline",
+            source="10.0.0.7:50123" if self.live else "/dumps/fake",
+            state=SessionState.PENDING,
+            max_step=None if self.live else self.max_step,
+            backend="GPU" if self.live else "",
+            device="0" if self.live else "",
+            ms_version="2.0.0" if self.live else "",
+        )
+        self._watchpoints: list[FakeWatchpoint] = []
+        self._hits: list[FakeHit] = []
+        self._ids = itertools.count(1)
+
+    # ---------------------------------------------------------------- state
+    @property
+    def metadata(self) -> Metadata:
+        return self._metadata
+
+    @property
+    def graphs(self) -> Mapping[str, Graph]:
+        return self._graphs if self._metadata.state is not SessionState.PENDING else {}
+
+    @property
+    def watchpoints(self) -> Sequence[FakeWatchpoint]:
+        return tuple(self._watchpoints)
+
+    @property
+    def hits(self) -> Sequence[FakeHit]:
+        return tuple(self._hits)
+
+    def graph_runs(self) -> Sequence[GraphRun]:
+        name = next(iter(self._graphs))
+        return tuple(GraphRun(i, name, True) for i in range(self.max_step))
+
+    def _set(self, **changes: object) -> None:
+        self._metadata = self._metadata.with_(**changes)
+        self.emit(MetadataChanged(self._metadata))
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.calls.append("start")
+        self._set(state=SessionState.LOADING, graph_names=tuple(self._graphs))
+        self._set(state=SessionState.WAITING, step=1)
+        self.emit(GraphsLoaded(self._graphs, first_time=self.first_time))
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+    # ----------------------------------------------------------- watchpoints
+    def create_watchpoint(
+        self,
+        condition: str,
+        params: Mapping[str, float],
+        targets: Sequence[str] = (),
+        graph_name: str | None = None,
+    ) -> FakeWatchpoint:
+        spec = get_condition(condition)
+        wp = FakeWatchpoint(
+            next(self._ids), spec.id, dict(params), tuple(targets), True, graph_name
+        )
+        self._watchpoints.append(wp)
+        self.calls.append(f"create {spec.abbr} {dict(params)} {tuple(targets)}")
+        self.emit(WatchpointsChanged(tuple(self._watchpoints)))
+        return wp
+
+    def update_watchpoint(
+        self,
+        watchpoint_id: int,
+        params: Mapping[str, float] | None = None,
+        targets: Sequence[str] | None = None,
+        enabled: bool | None = None,
+    ) -> FakeWatchpoint:
+        for i, wp in enumerate(self._watchpoints):
+            if wp.id == watchpoint_id:
+                new = replace(
+                    wp,
+                    params=dict(params) if params is not None else wp.params,
+                    targets=tuple(targets) if targets is not None else wp.targets,
+                    enabled=enabled if enabled is not None else wp.enabled,
+                )
+                self._watchpoints[i] = new
+                self.calls.append(f"update {watchpoint_id}")
+                self.emit(WatchpointsChanged(tuple(self._watchpoints)))
+                return new
+        raise SessionError(f"There is no watchpoint {watchpoint_id}.")
+
+    def delete_watchpoint(self, watchpoint_id: int) -> None:
+        self._watchpoints = [w for w in self._watchpoints if w.id != watchpoint_id]
+        self._hits = [h for h in self._hits if h.watchpoint_id != watchpoint_id]
+        self.calls.append(f"delete {watchpoint_id}")
+        self.emit(WatchpointsChanged(tuple(self._watchpoints)))
+        self.emit(HitsArrived(tuple(self._hits), self._metadata.step))
+
+    def apply_recommended(self) -> list[FakeWatchpoint]:
+        return [
+            self.create_watchpoint("tensor_overflow", {}),
+            self.create_watchpoint("weight_change_too_large", {"abs_mean_update_ratio_gt": 1.0}),
+        ]
+
+    # --------------------------------------------------------------- control
+    def step(self, count: int = 1) -> None:
+        self.calls.append(f"step {count}")
+        target = self._metadata.step + count
+        if self._metadata.max_step is not None and target > self._metadata.max_step:
+            raise SessionError(f"There is no step {target}; the dump ends at step {self.max_step}.")
+        self._set(step=target)
+        self.recheck()
+
+    def continue_(self) -> None:
+        self.calls.append("continue")
+        self._set(step=self._metadata.max_step or self._metadata.step + 1)
+        self.recheck()
+
+    def pause(self) -> None:
+        self.calls.append("pause")
+        self._set(state=SessionState.WAITING)
+
+    def terminate(self) -> None:
+        self.calls.append("terminate")
+        self._set(state=SessionState.DONE)
+
+    def reset_step(self, step: int) -> None:
+        self.calls.append(f"reset {step}")
+        if self.live:
+            raise SessionError("Only offline sessions can jump to another step.")
+        self._set(step=step)
+
+    def recheck(self) -> None:
+        """Every enabled watchpoint hits its first watched node (deterministic)."""
+        self.calls.append("recheck")
+        hits: list[FakeHit] = []
+        iteration = self._metadata.step - 1
+        for wp in self._watchpoints:
+            if not wp.enabled:
+                continue
+            graph = next(iter(self._graphs.values()))
+            spec = get_condition(wp.condition)
+            nodes = (
+                [graph.node(t) for t in wp.targets if t in graph]
+                if wp.targets
+                else [n for n in graph if spec.target in graph.categories(n)]
+            )
+            for node in nodes[:2]:
+                params = tuple(
+                    FakeParam(k, v, hit=True, actual=v * 2 + 1) for k, v in wp.params.items()
+                )
+                error = 4 if spec.needs_prev and iteration == 0 else 0
+                hits.append(
+                    FakeHit(
+                        wp.id,
+                        spec.id,
+                        TensorRef(node.name, 0, iteration, 0, graph.name),
+                        error_code=error,
+                        params=params,
+                        error_messages=("The previous step value cannot be found.",)
+                        if error
+                        else (),
+                    )
+                )
+        self._hits = hits
+        self.emit(HitsArrived(tuple(hits), self._metadata.step))
+
+    # --------------------------------------------------------------- tensors
+    def tensor(self, ref: TensorRef, previous: bool = False) -> np.ndarray | None:
+        step = self._metadata.step - (1 if previous else 0)
+        if step < 1:
+            return None
+        seed = (zlib.crc32(ref.node.encode()) + ref.slot * 7 + step) % (2**32)
+        data = np.random.default_rng(seed).standard_normal((4, 4)).astype(np.float32)
+        if ref.node == self.nan_node:
+            data[0, 0] = np.nan
+            data[1, 1] = np.inf
+        return data

@@ -1,0 +1,1099 @@
+"""The debugger app: one screen of panes around a `DebugSession`.
+
+The app is the only place that talks to the session. Panes post messages (messages.py);
+the app turns them into session calls run in thread workers of named exclusive groups
+(`load`, `control`, `watchpoints`, `tensor`, `summaries`), and turns the session's events,
+which arrive on any thread, into `SessionEventMessage`s handled on the UI thread.
+Whether a key works is decided in one place, `action_state`, which feeds the footer
+(`check_action`), the control bar, the palette and the "why not" notification.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from tuidebug.core.graph import Graph, Node
+from tuidebug.core.session import (
+    ClientDisconnected,
+    DebugSession,
+    GraphsLoaded,
+    HitsArrived,
+    Metadata,
+    MetadataChanged,
+    Notice,
+    Progress,
+    SessionError,
+    SessionEvent,
+    SessionState,
+    WatchpointsChanged,
+)
+from tuidebug.core.tensor import TensorRef, tensor_statistics
+from tuidebug.tui.commands import DebuggerCommands, PaletteCommand
+from tuidebug.tui.control_bar import ControlBar
+from tuidebug.tui.dialogs import ConfirmScreen, HistoryScreen, PromptScreen, int_check
+from tuidebug.tui.header import SessionHeader
+from tuidebug.tui.help_screen import HelpScreen, KeyRow, context_help
+from tuidebug.tui.hit_list import HitList
+from tuidebug.tui.messages import (
+    ControlRequested,
+    GraphSwitched,
+    HitChosen,
+    NodeChosen,
+    NodeHighlighted,
+    SessionEventMessage,
+    TensorRequested,
+    WatchpointAction,
+)
+from tuidebug.tui.node_details import NodeDetails, OutputSummary
+from tuidebug.tui.scope_tree import ScopeTree
+from tuidebug.tui.stack_list import StackList
+from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.watchpoint_editor import WatchpointDraft, WatchpointEditor
+from tuidebug.tui.watchpoint_list import WatchpointList, watch_badges
+
+# Actions the session's capabilities or state can refuse; keys for them are greyed out in
+# the footer and explained when pressed.
+GUARDED_ACTIONS = frozenset(
+    {
+        "step",
+        "step_many",
+        "continue",
+        "step_node",
+        "pause",
+        "terminate",
+        "reset_step",
+        "recheck",
+        "history",
+        "new_watchpoint",
+    }
+)
+
+# Pane number → (tab to show or None, widget id to focus)
+PANES: dict[int, tuple[str | None, str, str]] = {
+    1: ("tree-tab", "#scope-tree", "scope tree"),
+    2: ("hits-tab", "#hit-tree", "hit list"),
+    3: ("stack-tab", "#stack-lines", "stack list"),
+    4: (None, "#io-list", "node details"),
+    5: (None, "#tensor-view", "tensor view"),
+    6: (None, "#watchpoint-table", "watchpoint list"),
+}
+
+EXTRA_KEYS: tuple[KeyRow, ...] = (
+    ("enter", "open: a node's tensor, a hit's node, a stack line's nodes, edit a watchpoint", ""),
+    ("escape", "back: clear a filter, or return to the previous pane", ""),
+    ("1 … 6", "focus tree, hits, stack, details, tensor, watchpoints", ""),
+    ("← →", "tree: collapse / expand a scope", ""),
+    ("e / d / space", "watchpoint list: edit / delete / enable-disable", ""),
+    ("ctrl+p", "command palette: state-aware commands and go to node", ""),
+)
+
+
+@dataclass(frozen=True)
+class ActionState:
+    enabled: bool
+    reason: str = ""
+
+
+class DebuggerApp(App[int]):
+    """The graph debugger. `run_app(session)` is the usual way in."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "tuidebug"
+    COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {DebuggerCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "step", "Step", id="tuidebug.step"),
+        Binding("N", "step_many", "Step N", id="tuidebug.step_many"),
+        Binding("c", "continue", "Continue", id="tuidebug.continue"),
+        Binding("x", "step_node", "Next node", id="tuidebug.step_node"),
+        Binding("p", "pause", "Pause", id="tuidebug.pause"),
+        Binding("T", "terminate", "Terminate", id="tuidebug.terminate"),
+        Binding("g", "reset_step", "Go to step", id="tuidebug.reset_step"),
+        Binding("r", "recheck", "Recheck", id="tuidebug.recheck"),
+        Binding("h", "history", "History", show=False, id="tuidebug.history"),
+        Binding("w", "new_watchpoint", "Watch", id="tuidebug.new_watchpoint"),
+        Binding("slash", "filter", "Filter", id="tuidebug.filter"),
+        Binding("escape", "back", "Back", show=False, id="tuidebug.back"),
+        Binding("question_mark,f1", "help", "Help", id="tuidebug.help"),
+        Binding("q", "quit", "Quit", id="tuidebug.quit"),
+        *(
+            Binding(str(n), f"focus_pane({n})", PANES[n][2], show=False, id=f"tuidebug.pane{n}")
+            for n in PANES
+        ),
+    ]
+
+    def __init__(
+        self,
+        session: DebugSession,
+        *,
+        start_session: bool = True,
+        source_label: str | None = None,
+    ) -> None:
+        """`source_label` replaces the dump path in the header (stable screenshots);
+        `start_session=False` when the caller already started the session."""
+        super().__init__()
+        self.session = session
+        self._start_session_on_mount = start_session
+        self._source_label = source_label
+        self._unsubscribe: Callable[[], None] | None = None
+        self.graphs: dict[str, Graph] = {}
+        self.current_graph: str | None = None
+        self.current_node: Node | None = None
+        self._metadata: Metadata = session.metadata
+        self._control_busy = False
+        self._recommendation_offered = False
+        self._focus_history: list[Widget] = []
+        self._open_tensor: tuple[str, str, int, int | None] | None = None  # graph, node, slot, it
+        self._last_step = self._metadata.step
+        self.loaded = False  # GraphsLoaded seen (tests and benchmarks wait on it)
+
+    # ------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield SessionHeader(id="header")
+        with Horizontal(id="main"):
+            with Vertical(id="left"), TabbedContent(id="left-tabs", initial="tree-tab"):
+                with TabPane("1 Tree", id="tree-tab"):
+                    yield ScopeTree(id="scope")
+                with TabPane("2 Hits", id="hits-tab"):
+                    yield HitList(id="hits")
+                with TabPane("3 Stack", id="stack-tab"):
+                    yield StackList(id="stack")
+            with Vertical(id="right"):
+                details = NodeDetails(id="details")
+                details.border_title = "4 Node"
+                yield details
+                tensor = TensorView(id="tensor-view")
+                tensor.border_title = "5 Tensor"
+                yield tensor
+        watchpoints = WatchpointList(id="watchpoints")
+        watchpoints.border_title = "6 Watchpoints"
+        yield watchpoints
+        yield ControlBar(id="controls")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        header = self.query_one(SessionHeader)
+        if self._source_label is not None:
+            header.shown_source = self._source_label
+        self._apply_metadata(self.session.metadata)
+        caps = self.session.capabilities
+        self.query_one(ControlBar).set_live(caps.live, caps.can_step_node)
+        self.query_one(WatchpointList).set_watchpoints(self.session.watchpoints)
+        self._unsubscribe = self.session.subscribe(self._on_session_event_thread)
+        if self.session.graphs:
+            self._graphs_loaded(self.session.graphs, first_time=False)
+            self._hits_changed(self.session.hits)
+        if self._start_session_on_mount:
+            self._start_session()
+        self.query_one("#scope-tree").focus()
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    # --------------------------------------------------------- session events
+    def _on_session_event_thread(self, event: SessionEvent) -> None:
+        """Called by the session on any thread: hop onto the UI thread."""
+        self.post_message(SessionEventMessage(event))
+
+    @on(SessionEventMessage)
+    def _session_event(self, message: SessionEventMessage) -> None:
+        event = message.event
+        if isinstance(event, GraphsLoaded):
+            self._graphs_loaded(event.graphs, first_time=event.first_time)
+        elif isinstance(event, MetadataChanged):
+            self._apply_metadata(event.metadata)
+        elif isinstance(event, WatchpointsChanged):
+            self.query_one(WatchpointList).set_watchpoints(event.watchpoints)
+            self._refresh_badges()
+        elif isinstance(event, HitsArrived):
+            self._hits_changed(event.hits, announce=True)
+        elif isinstance(event, Progress):
+            self.query_one(SessionHeader).set_progress(event.label, event.done, event.total)
+        elif isinstance(event, ClientDisconnected):
+            self.notify(event.reason or "The training disconnected.", severity="warning")
+        elif isinstance(event, Notice):
+            severity = event.severity if event.severity in {"warning", "error"} else "information"
+            self.notify(event.message, severity=severity)  # type: ignore[arg-type]
+
+    def _graphs_loaded(self, graphs: Mapping[str, Graph], *, first_time: bool) -> None:
+        self.graphs = dict(graphs)
+        self.loaded = True
+        self.query_one(StackList).forget_graphs()
+        scope = self.query_one(ScopeTree)
+        scope.set_graphs(self.graphs, self.current_graph)
+        self.current_graph = scope.graph.name if scope.graph else None
+        if self.current_node is not None and (
+            self.current_graph is None
+            or self.current_node.name not in self.graphs.get(self.current_graph, {})
+        ):
+            self.current_node = None
+            self.query_one(NodeDetails).clear()
+        self._graph_switched()
+        self.query_one(HitList).set_context(self.graphs, self._metadata.ranks)
+        self._refresh_badges()
+        self.refresh_bindings()
+        self._update_controls()
+        if first_time and self.graphs and not self._recommendation_offered:
+            self._recommendation_offered = True
+            self._offer_recommended()
+
+    def _apply_metadata(self, metadata: Metadata) -> None:
+        step_changed = metadata.step != self._last_step
+        self._metadata = metadata
+        self._last_step = metadata.step
+        hits_here = (
+            any(self._hit_step(hit) == metadata.step for hit in self.session.hits)
+            if metadata.state is SessionState.WAITING
+            else False
+        )
+        self.query_one(SessionHeader).set_metadata(metadata, hits_at_step=hits_here)
+        self.refresh_bindings()
+        self._update_controls()
+        if step_changed and self.current_node is not None and self.current_graph:
+            # Values differ per step: refresh what is on screen.
+            self._fetch_summaries(self.current_graph, self.current_node)
+            if self._open_tensor is not None:
+                graph, node, slot, _iteration = self._open_tensor
+                self._request_tensor(graph, node, slot, None)
+
+    def _hit_step(self, hit: Any) -> int:
+        iteration = hit.tensor.iteration
+        if iteration is None:
+            return self._metadata.step
+        return iteration + 1 if self._metadata.mode == "offline" else iteration
+
+    def _hits_changed(self, hits: Sequence[Any], *, announce: bool = False) -> None:
+        hit_list = self.query_one(HitList)
+        before = hit_list.hit_count
+        hit_list.set_hits(hits)
+        self.query_one(WatchpointList).set_hit_counts(hit_list.hit_counts())
+        tabs = self.query_one("#left-tabs", TabbedContent)
+        tabs.get_tab("hits-tab").label = f"2 Hits ({len(hits)})" if hits else "2 Hits"
+        self._refresh_badges()
+        self._apply_metadata(self._metadata)
+        if announce and hits and len(hits) != before:
+            self.notify(
+                f"{len(hits)} watchpoint hit{'s' if len(hits) != 1 else ''} — press 2 to see them.",
+                severity="warning",
+            )
+
+    def _refresh_badges(self) -> None:
+        graph = self.graphs.get(self.current_graph or "")
+        tree = self.query_one(ScopeTree).tree
+        if graph is None:
+            tree.set_badges((), (), {}, {})
+            return
+        watched_nodes, watched_scopes, node_hits, scope_hits = watch_badges(
+            graph, self.session.watchpoints, self.session.hits
+        )
+        tree.set_badges(watched_nodes, watched_scopes, node_hits, scope_hits)
+
+    # --------------------------------------------------------------- workers
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def _start_session(self) -> None:
+        try:
+            self.session.start()
+        except SessionError as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error", timeout=30)
+        except Exception as exc:  # a bug, but the user still gets a sentence, not a traceback
+            self.call_from_thread(
+                self.notify, f"Loading failed: {exc}", severity="error", timeout=30
+            )
+
+    def _run_session_call(
+        self, label: str, call: Callable[[], object], *, control: bool = True
+    ) -> None:
+        """Run a (possibly slow) session call off the UI thread; one control at a time."""
+        if control and self._control_busy:
+            self.notify("Still busy with the previous command.", severity="warning")
+            return
+        if control:
+            self._control_busy = True
+            self._update_controls()
+        self._session_call_worker(label, call, control)
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def _session_call_worker(self, label: str, call: Callable[[], object], control: bool) -> None:
+        try:
+            call()
+        except Exception as exc:  # SessionError / WatchpointError carry one sentence
+            message = str(exc) if _is_user_error(exc) else f"{label} failed: {exc}"
+            self.call_from_thread(self.notify, message, severity="error")
+        finally:
+            if control:
+                self.call_from_thread(self._control_done)
+
+    def _control_done(self) -> None:
+        self._control_busy = False
+        self._update_controls()
+        self.refresh_bindings()
+
+    @work(thread=True, exclusive=True, group="summaries", exit_on_error=False)
+    def _summaries_worker(self, graph: str, node: Node, rank: int) -> None:
+        worker = get_current_worker()
+        details = self.query_one(NodeDetails)
+        for spec in node.outputs:
+            if worker.is_cancelled:
+                return
+            ref = TensorRef(node.name, spec.slot, None, rank, graph)
+            summary = _summarize(self.session, ref)
+            if worker.is_cancelled:
+                return
+            self.call_from_thread(details.set_summary, node.name, spec.slot, summary)
+
+    def _fetch_summaries(self, graph: str, node: Node) -> None:
+        if node.outputs:
+            self._summaries_worker(graph, node, self._metadata.rank)
+
+    @work(thread=True, exclusive=True, group="tensor", exit_on_error=False)
+    def _tensor_worker(self, node: Node, ref: TensorRef, title: str, want_previous: bool) -> None:
+        worker = get_current_worker()
+        view = self.query_one(TensorView)
+        try:
+            array = self.session.tensor(ref)
+        except Exception as exc:
+            if not worker.is_cancelled:
+                message = str(exc) if _is_user_error(exc) else f"Reading the tensor failed: {exc}"
+                self.call_from_thread(view.show_error, message)
+            return
+        if worker.is_cancelled:
+            return
+        if array is None:
+            where = f"step {self._metadata.step}"
+            if ref.iteration is not None:
+                where = f"iteration {ref.iteration}"
+            self.call_from_thread(view.show_error, f"{ref.name} has no value at {where}.")
+            return
+        previous: np.ndarray | None = None
+        note = ""
+        if want_previous:
+            try:
+                previous = self.session.tensor(ref, previous=True)
+            except Exception:
+                previous = None
+            if previous is None:
+                note = "no previous step value to compare with"
+        if worker.is_cancelled:
+            return
+        self.call_from_thread(
+            view.show,
+            title,
+            array,
+            previous,
+            note=note,
+            node_type=node.op_type,
+            short_name=node.short_name,
+            slot=ref.slot,
+        )
+
+    def _request_tensor(
+        self, graph_name: str, node_name: str, slot: int, iteration: int | None
+    ) -> None:
+        graph = self.graphs.get(graph_name)
+        node = graph.get(node_name) if graph else None
+        if node is None:
+            self.notify(f"There is no node {node_name} in {graph_name}.", severity="warning")
+            return
+        if node.outputs and slot not in {spec.slot for spec in node.outputs}:
+            self.notify(f"{node.short_name} has no output slot {slot}.", severity="warning")
+            return
+        self._open_tensor = (graph_name, node.name, slot, iteration)
+        ref = TensorRef(node.name, slot, iteration, self._metadata.rank, graph_name)
+        where = f"iteration {iteration}" if iteration is not None else f"step {self._metadata.step}"
+        title = f"{node.short_name}:{slot}  ({node.op_type}, {where})"
+        self.query_one(TensorView).show_loading(title)
+        want_previous = node.is_parameter and self.session.capabilities.can_compare_previous
+        self._tensor_worker(node, ref, title, want_previous)
+
+    # ------------------------------------------------------- pane messages
+    @on(NodeHighlighted)
+    def _node_highlighted(self, message: NodeHighlighted) -> None:
+        graph = self.graphs.get(message.graph)
+        if graph is None:
+            return
+        details = self.query_one(NodeDetails)
+        if message.node is None:
+            self.current_node = None
+            details.show_scope(graph, message.scope)
+            self.query_one(StackList).set_node(None)
+            return
+        node = graph.get(message.node)
+        if node is None:
+            return
+        self._show_node(graph, node)
+
+    def _show_node(self, graph: Graph, node: Node) -> None:
+        changed = self.current_node is not node
+        self.current_node = node
+        self.query_one(NodeDetails).show_node(graph, node)
+        self.query_one(StackList).set_node(node)
+        if changed:
+            self._fetch_summaries(graph.name, node)
+
+    @on(NodeChosen)
+    def _node_chosen(self, message: NodeChosen) -> None:
+        self.go_to_node(message.graph, message.node)
+        if message.open_tensor:
+            node = self.current_node
+            if node is not None and node.outputs:
+                self._request_tensor(message.graph, node.name, message.slot, None)
+            elif node is not None:
+                self.notify(f"{node.short_name} has no tensor outputs.")
+
+    def go_to_node(self, graph_name: str, node_name: str, *, focus_tree: bool = True) -> bool:
+        """Show a node everywhere: tree (its graph, scopes expanded), details, stack."""
+        graph = self.graphs.get(graph_name)
+        if graph is None or graph.get(node_name) is None:
+            self.notify(f"There is no node {node_name} in the loaded graphs.", severity="warning")
+            return False
+        scope = self.query_one(ScopeTree)
+        if scope.graph is None or scope.graph.name != graph_name:
+            scope.show_graph(graph_name)
+            self.current_graph = graph_name
+            self._graph_switched()
+        scope.reveal(node_name)
+        node = graph.get(node_name)
+        assert node is not None
+        self._show_node(graph, node)
+        if focus_tree:
+            self._remember_focus()
+            self.query_one("#left-tabs", TabbedContent).active = "tree-tab"
+            scope.tree.focus()
+        return True
+
+    @on(TensorRequested)
+    def _tensor_requested(self, message: TensorRequested) -> None:
+        self._request_tensor(message.graph, message.node, message.slot, message.iteration)
+
+    @on(HitChosen)
+    def _hit_chosen(self, message: HitChosen) -> None:
+        ref: TensorRef = message.hit.tensor
+        if ref.rank != self._metadata.rank and len(self._metadata.ranks) > 1:
+            self.notify(
+                f"This hit is on rank {ref.rank}; switch rank from the palette (Ctrl+P) first.",
+                severity="warning",
+            )
+            return
+        graph_name = ref.graph or self.current_graph or ""
+        if graph_name not in self.graphs:
+            graph_name = next(
+                (name for name, graph in self.graphs.items() if graph.get(ref.node)), graph_name
+            )
+        if self.go_to_node(graph_name, ref.node):
+            self._request_tensor(graph_name, ref.node, ref.slot, ref.iteration)
+
+    @on(GraphSwitched)
+    def _graph_switched_message(self, message: GraphSwitched) -> None:
+        self.current_graph = message.graph
+        self._graph_switched()
+
+    def _graph_switched(self) -> None:
+        graph = self.graphs.get(self.current_graph or "")
+        self.query_one(SessionHeader).set_graph(self.current_graph or "")
+        self.query_one(StackList).set_graph(graph)
+        self._refresh_badges()
+
+    @on(WatchpointAction)
+    def _watchpoint_action(self, message: WatchpointAction) -> None:
+        wp_id = message.watchpoint_id
+        if message.action == "new":
+            self.action_new_watchpoint()
+            return
+        watchpoint = next((w for w in self.session.watchpoints if w.id == wp_id), None)
+        if watchpoint is None:
+            self.notify("Select a watchpoint first (6), or create one with w.")
+            return
+        if message.action == "edit":
+            self._edit_watchpoint(watchpoint)
+        elif message.action == "toggle":
+            enabled = not watchpoint.enabled
+            self._run_session_call(
+                "Updating the watchpoint",
+                lambda: self.session.update_watchpoint(watchpoint.id, enabled=enabled),
+                control=False,
+            )
+        elif message.action == "delete":
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self._run_session_call(
+                        "Deleting the watchpoint",
+                        lambda: self.session.delete_watchpoint(watchpoint.id),
+                        control=False,
+                    )
+
+            self.push_screen(
+                ConfirmScreen(
+                    "Delete watchpoint?",
+                    f"#{watchpoint.id} {watchpoint.describe()}",
+                    yes="Delete",
+                    no="Keep",
+                ),
+                answered,
+            )
+
+    @on(ControlRequested)
+    async def _control_requested(self, message: ControlRequested) -> None:
+        await self.run_action(message.action)
+
+    # ------------------------------------------------------- action states
+    def action_state(self, action: str) -> ActionState:
+        """Whether a guarded action can run now, and if not, why (one sentence)."""
+        caps = self.session.capabilities
+        md = self._metadata
+        state = md.state
+        live = caps.live
+        busy = self._control_busy
+        runs = {"step", "step_many", "continue", "step_node", "reset_step"}
+        if action in runs and (busy or state in {SessionState.RUNNING, SessionState.SENDING}):
+            return ActionState(False, "Wait: the previous command is still running.")
+        if action in {"step", "step_many"}:
+            if not caps.can_step:
+                return ActionState(False, "This session cannot step.")
+            return self._needs_waiting(md, live)
+        if action == "continue":
+            if not caps.can_continue:
+                return ActionState(False, "This session cannot continue.")
+            return self._needs_waiting(md, live)
+        if action == "step_node":
+            if not caps.can_step_node:
+                return ActionState(
+                    False, "Node stepping needs a live GPU training (not this session)."
+                )
+            return self._needs_waiting(md, live)
+        if action == "pause":
+            if not caps.can_pause:
+                return ActionState(False, "Pause needs a live training; offline there is none.")
+            if state not in {SessionState.RUNNING, SessionState.SENDING}:
+                return ActionState(False, "The training is not running.")
+            return ActionState(True)
+        if action == "terminate":
+            if not caps.can_terminate:
+                return ActionState(False, "Terminate needs a live training; offline there is none.")
+            if state in {SessionState.PENDING, SessionState.DONE, SessionState.DISCONNECTED}:
+                return ActionState(False, "No training is connected.")
+            return ActionState(True)
+        if action == "reset_step":
+            if not caps.can_reset_step:
+                return ActionState(False, "Only offline sessions can jump to another step.")
+            if state in {SessionState.PENDING, SessionState.LOADING}:
+                return ActionState(False, "Nothing is loaded yet.")
+            return ActionState(True)
+        if action == "recheck":
+            if not self.graphs:
+                return ActionState(False, "No graph is loaded yet.")
+            if busy:
+                return ActionState(False, "Wait: the previous command is still running.")
+            if state is not SessionState.WAITING:
+                return ActionState(False, f"Recheck needs a paused session (now: {state.value}).")
+            if not self.session.watchpoints:
+                return ActionState(False, "There are no watchpoints to check: press w to add one.")
+            if md.mode == "offline" and md.step < 1:
+                return ActionState(False, "Watchpoints are not checked at step 0: step first (n).")
+            return ActionState(True)
+        if action == "history":
+            if not self.graphs:
+                return ActionState(False, "No graph is loaded yet.")
+            return ActionState(True)
+        if action == "new_watchpoint":
+            if not self.graphs:
+                return ActionState(False, "No graph is loaded yet.")
+            if state in {SessionState.MISMATCH, SessionState.DISCONNECTED, SessionState.DONE}:
+                return ActionState(False, f"Watchpoints cannot be set now ({state.value}).")
+            if live and state in {SessionState.RUNNING, SessionState.SENDING}:
+                return ActionState(False, "Pause the training (p) before changing watchpoints.")
+            return ActionState(True)
+        return ActionState(True)
+
+    def _needs_waiting(self, md: Metadata, live: bool) -> ActionState:
+        state = md.state
+        if state is SessionState.WAITING:
+            if not live and md.max_step is not None and md.step >= md.max_step:
+                return ActionState(False, f"Already at the last step ({md.max_step}).")
+            return ActionState(True)
+        if state is SessionState.PENDING:
+            return ActionState(
+                False, "No training is connected yet." if live else "Nothing is loaded yet."
+            )
+        if state is SessionState.LOADING:
+            return ActionState(False, "Still loading.")
+        if state is SessionState.MISMATCH:
+            return ActionState(False, "Version mismatch: only terminate (T) is possible.")
+        if state is SessionState.DISCONNECTED:
+            return ActionState(False, "The training disconnected.")
+        if state is SessionState.DONE:
+            return ActionState(False, "The training has finished.")
+        return ActionState(False, f"Not possible while {state.value}.")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in GUARDED_ACTIONS:
+            # None = shown greyed out: the key exists, it just cannot run right now.
+            return True if self.action_state(action).enabled else None
+        return True
+
+    def _update_controls(self) -> None:
+        bar = self.query_one(ControlBar)
+        bar.update_enabled(lambda action: self.action_state(action).enabled)
+        watchpoints = len(self.session.watchpoints)
+        status = f"{watchpoints} watchpoints · {self.query_one(HitList).hit_count} hits"
+        if self._control_busy:
+            status = "working… · " + status
+        bar.set_status(status)
+
+    def _guard(self, action: str) -> bool:
+        """For actions reached without a key (palette, buttons): explain a refusal."""
+        state = self.action_state(action)
+        if not state.enabled:
+            self.notify(state.reason, severity="warning")
+        return state.enabled
+
+    def on_key(self, event: Any) -> None:
+        """A greyed-out key was pressed: its binding did not run, so say why."""
+        if isinstance(self.screen, ModalScreen):
+            return
+        for binding in self._bindings_for_key(event.key):
+            action = binding.action
+            if action in GUARDED_ACTIONS:
+                state = self.action_state(action)
+                if not state.enabled:
+                    self.notify(state.reason, severity="warning")
+                    event.stop()
+                return
+
+    def _bindings_for_key(self, key: str) -> list[Binding]:
+        found = []
+        for binding in self._bindings.key_to_bindings.get(key, ()):
+            found.append(binding)
+        return found
+
+    # ----------------------------------------------------------------- actions
+    def action_step(self) -> None:
+        if self._guard("step"):
+            self._run_session_call("Step", lambda: self.session.step(1))
+
+    def action_step_many(self) -> None:
+        if not self._guard("step_many"):
+            return
+        md = self._metadata
+        high = None
+        if not self.session.capabilities.live and md.max_step is not None:
+            high = max(1, md.max_step - md.step)
+
+        def answered(value: str | None) -> None:
+            if value:
+                count = int(value)
+                self._run_session_call(f"Step {count}", lambda: self.session.step(count))
+
+        self.push_screen(
+            PromptScreen(
+                "Run how many steps?",
+                value="1",
+                hint=f"1–{high}, Enter to run, Esc to cancel"
+                if high
+                else "Enter to run, Esc to cancel",
+                check=int_check(1, high, "number of steps"),
+            ),
+            answered,
+        )
+
+    def action_continue(self) -> None:
+        if self._guard("continue"):
+            self._run_session_call("Continue", self.session.continue_)
+
+    def action_step_node(self) -> None:
+        if self._guard("step_node"):
+            self._run_session_call("Next node", lambda: self.session.step_node(None))
+
+    def action_pause(self) -> None:
+        if self._guard("pause"):
+            # Pause must get through while a continue is running: not a queued control.
+            self._run_session_call("Pause", self.session.pause, control=False)
+
+    def action_terminate(self) -> None:
+        if not self._guard("terminate"):
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._run_session_call("Terminate", self.session.terminate, control=False)
+
+        self.push_screen(
+            ConfirmScreen(
+                "Terminate the training?",
+                "The training process will stop at the next step boundary. This cannot be undone.",
+                yes="Terminate",
+                no="Cancel",
+            ),
+            answered,
+        )
+
+    def action_reset_step(self) -> None:
+        if not self._guard("reset_step"):
+            return
+        md = self._metadata
+        high = md.max_step
+
+        def answered(value: str | None) -> None:
+            if value:
+                self._reset_step(int(value))
+
+        self.push_screen(
+            PromptScreen(
+                f"Go to step (1–{high})" if high else "Go to step",
+                value=str(md.step or 1),
+                hint="Watchpoints become outdated: recheck (r) afterwards. Esc cancels.",
+                check=int_check(1, high, "step"),
+            ),
+            answered,
+        )
+
+    def _reset_step(self, step: int) -> None:
+        self._run_session_call("Go to step", lambda: self.session.reset_step(step))
+
+    def action_recheck(self) -> None:
+        if self._guard("recheck"):
+            self._run_session_call("Recheck", self.session.recheck)
+
+    def action_history(self) -> None:
+        if not self._guard("history"):
+            return
+        runs = self.session.graph_runs()
+        if not runs:
+            self.notify("This session has no graph execution history.")
+            return
+        can_jump = self.session.capabilities.can_reset_step
+
+        def answered(step: int | None) -> None:
+            if step is not None and self._guard("reset_step"):
+                self._reset_step(step)
+
+        self.push_screen(HistoryScreen(runs, self._metadata.step, can_jump), answered)
+
+    def action_new_watchpoint(self) -> None:
+        if not self._guard("new_watchpoint"):
+            return
+        graph = self.graphs.get(self.current_graph or "")
+        if graph is None:
+            self.notify("No graph is shown.", severity="warning")
+            return
+        entry = self.query_one(ScopeTree).selected_entry
+        node_name = entry.node if entry and entry.node else None
+        scope_path = entry.path if entry and entry.node is None else None
+        if node_name is not None and self.current_node is not None:
+            node_name = self.current_node.name
+        editor = WatchpointEditor(
+            graph,
+            node=node_name,
+            scope=scope_path,
+            backend=self._metadata.backend,
+            step=self._metadata.step,
+            mode=self._metadata.mode,
+        )
+        self.push_screen(editor, self._watchpoint_drafted)
+
+    def _watchpoint_drafted(self, draft: WatchpointDraft | None) -> None:
+        if draft is None:
+            return
+        if draft.watchpoint_id is None:
+            self._run_session_call(
+                "Creating the watchpoint",
+                lambda: self.session.create_watchpoint(
+                    draft.condition, draft.params, draft.targets, graph_name=draft.graph_name
+                ),
+                control=False,
+            )
+        else:
+            wp_id = draft.watchpoint_id
+            self._run_session_call(
+                "Updating the watchpoint",
+                lambda: self.session.update_watchpoint(
+                    wp_id,
+                    params=draft.params,
+                    targets=None if draft.keep_targets else draft.targets,
+                ),
+                control=False,
+            )
+
+    def _edit_watchpoint(self, watchpoint: Any) -> None:
+        if not self._guard("new_watchpoint"):
+            return
+        graph = self.graphs.get(getattr(watchpoint, "graph_name", "") or self.current_graph or "")
+        if graph is None and self.graphs:
+            graph = next(iter(self.graphs.values()))
+        if graph is None:
+            return
+        editor = WatchpointEditor(
+            graph,
+            backend=self._metadata.backend,
+            step=self._metadata.step,
+            mode=self._metadata.mode,
+            editing=watchpoint,
+        )
+        self.push_screen(editor, self._watchpoint_drafted)
+
+    def _offer_recommended(self) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._run_session_call(
+                    "Creating the recommended watchpoints",
+                    self._apply_recommended,
+                    control=False,
+                )
+
+        self.push_screen(
+            ConfirmScreen(
+                "Use the recommended watchpoints?",
+                "tuidebug can watch weights, gradients, activations and every tensor with the "
+                "recommended conditions (overflow, all-zero, vanishing gradient, weight change, "
+                "activation range). You can edit or delete them later (6).",
+                yes="Use them",
+                no="Not now",
+            ),
+            answered,
+        )
+
+    def _apply_recommended(self) -> None:
+        created = self.session.apply_recommended()
+        self.call_from_thread(self.notify, f"{len(created)} recommended watchpoints created.")
+
+    def action_filter(self) -> None:
+        tabs = self.query_one("#left-tabs", TabbedContent)
+        self._remember_focus()
+        if tabs.active == "stack-tab":
+            self.query_one(StackList).focus_search()
+        elif tabs.active == "hits-tab":
+            self.query_one(HitList).focus_filters()
+        else:
+            tabs.active = "tree-tab"
+            self.query_one(ScopeTree).focus_filter()
+
+    def action_back(self) -> None:
+        focused = self.focused
+        if isinstance(focused, Input):
+            if focused.id == "name-filter":
+                self.query_one(ScopeTree).clear_filter()
+                self.query_one(ScopeTree).tree.focus()
+                return
+            if focused.id == "stack-search":
+                self.query_one(StackList).clear_search()
+                self.query_one("#stack-lines").focus()
+                return
+        if focused is self.query_one(ScopeTree).tree and self.query_one(ScopeTree).clear_filter():
+            return
+        while self._focus_history:
+            previous = self._focus_history.pop()
+            if previous.is_attached and previous is not focused:
+                self._activate_tab_of(previous)
+                previous.focus()
+                return
+
+    def _activate_tab_of(self, widget: Widget) -> None:
+        node: Any = widget
+        while node is not None:
+            if isinstance(node, TabPane) and node.id:
+                self.query_one("#left-tabs", TabbedContent).active = node.id
+                return
+            node = node.parent
+
+    def _remember_focus(self) -> None:
+        focused = self.focused
+        if focused is not None and (
+            not self._focus_history or self._focus_history[-1] is not focused
+        ):
+            self._focus_history.append(focused)
+            del self._focus_history[:-20]
+
+    def action_focus_pane(self, number: int) -> None:
+        tab, selector, _name = PANES[number]
+        self._remember_focus()
+        if tab is not None:
+            self.query_one("#left-tabs", TabbedContent).active = tab
+        if number == 4:
+            self.query_one(NodeDetails).focus_outputs()
+            return
+        self.query_one(selector).focus()
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.help_keys(), context_help(self.focused)))
+
+    def help_keys(self) -> list[KeyRow]:
+        rows: list[KeyRow] = []
+        for binding in self.BINDINGS:
+            assert isinstance(binding, Binding)
+            if binding.action.startswith("focus_pane"):
+                continue
+            keys = ", ".join(_key_display(k) for k in binding.key.split(","))
+            unavailable = ""
+            if binding.action in GUARDED_ACTIONS:
+                state = self.action_state(binding.action)
+                unavailable = "" if state.enabled else state.reason
+            rows.append((keys, _ACTION_HELP.get(binding.action, binding.description), unavailable))
+        rows.extend(EXTRA_KEYS)
+        return rows
+
+    # ----------------------------------------------------------------- palette
+    def palette_commands(self) -> list[PaletteCommand]:
+        commands: list[PaletteCommand] = []
+        offered = [
+            ("step", "Step", "Run one step and check the watchpoints"),
+            ("step_many", "Step N times…", "Run several steps"),
+            ("continue", "Continue", "Run until a watchpoint hits"),
+            ("step_node", "Next node", "Run to the next kernel (GPU)"),
+            ("pause", "Pause", "Pause the running training"),
+            ("terminate", "Terminate training…", "Stop the training process"),
+            ("reset_step", "Go to step…", "Jump to another step of the dump"),
+            ("recheck", "Recheck watchpoints", "Check every enabled watchpoint again"),
+            ("history", "Graph execution history", "Which graph ran at which step"),
+            ("new_watchpoint", "New watchpoint…", "Watch the selected node or scope"),
+        ]
+        for action, title, help_text in offered:
+            if self.action_state(action).enabled:
+                commands.append(PaletteCommand(title, help_text, _runner(self, action)))
+        if self.graphs and self.action_state("new_watchpoint").enabled:
+            commands.append(
+                PaletteCommand(
+                    "Apply the recommended watchpoints",
+                    "Create spec §4's recommended watchpoints for the loaded graphs",
+                    lambda: self._run_session_call(
+                        "Creating the recommended watchpoints",
+                        self._apply_recommended,
+                        control=False,
+                    ),
+                )
+            )
+        for name in self.graphs:
+            if name != self.current_graph:
+                commands.append(
+                    PaletteCommand(
+                        f"Show graph {name}",
+                        "Switch the tree to this graph",
+                        lambda name=name: self._switch_graph(name),
+                    )
+                )
+        md = self._metadata
+        for rank in md.ranks:
+            if rank != md.rank and len(md.ranks) > 1:
+                commands.append(
+                    PaletteCommand(
+                        f"Switch to rank {rank}",
+                        "Load this rank's graphs and hits",
+                        lambda rank=rank: self._run_session_call(
+                            f"Switching to rank {rank}",
+                            lambda: self.session.select_rank(rank),
+                        ),
+                    )
+                )
+        for number, (_tab, _sel, name) in PANES.items():
+            commands.append(
+                PaletteCommand(
+                    f"Focus {name}", f"Key {number}", lambda n=number: self.action_focus_pane(n)
+                )
+            )
+        commands.append(PaletteCommand("Help: keys", "Key ? or F1", self.action_help))
+        return commands
+
+    def palette_graph(self) -> Graph | None:
+        return self.graphs.get(self.current_graph or "")
+
+    def palette_go_to_node(self, graph: str, node: str) -> None:
+        self.go_to_node(graph, node)
+
+    def _switch_graph(self, name: str) -> None:
+        self.query_one(ScopeTree).show_graph(name)
+        self.current_graph = name
+        self._graph_switched()
+
+
+_ACTION_HELP = {
+    "step": "step: run one step (offline: load and check the next iteration)",
+    "step_many": "step N times (asks how many)",
+    "continue": "continue until a watchpoint hits (offline: or the last step)",
+    "step_node": "next node: run to the next kernel (GPU only)",
+    "pause": "pause the running training",
+    "terminate": "terminate the training (asks to confirm)",
+    "reset_step": "go to step N (offline; asks which)",
+    "recheck": "recheck every enabled watchpoint at this step",
+    "history": "graph execution history (Enter on a row goes to that step)",
+    "new_watchpoint": "new watchpoint on the selected node or scope",
+    "filter": "filter: tree name filter, stack search, hit filters",
+    "back": "back",
+    "help": "this help",
+    "quit": "quit",
+}
+
+
+def _key_display(key: str) -> str:
+    return {"slash": "/", "question_mark": "?", "escape": "Esc"}.get(key, key)
+
+
+def _runner(app: DebuggerApp, action: str) -> Callable[[], object]:
+    def run() -> None:
+        app.call_later(app.run_action, action)
+
+    return run
+
+
+def _is_user_error(exc: BaseException) -> bool:
+    """Errors whose message is meant for the user as is (one sentence)."""
+    if isinstance(exc, SessionError):
+        return True
+    try:
+        from tuidebug.core.watchpoints import WatchpointError
+    except ImportError:  # pragma: no cover - core always ships it
+        return False
+    return isinstance(exc, WatchpointError | ValueError)
+
+
+def _summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
+    try:
+        array = session.tensor(ref)
+    except Exception as exc:
+        message = str(exc) if _is_user_error(exc) else f"unreadable: {exc}"
+        return OutputSummary(message, missing=True)
+    if array is None:
+        return OutputSummary("no value at this step", missing=True)
+    try:
+        stats = tensor_statistics(array)
+    except Exception as exc:
+        return OutputSummary(f"no statistics: {exc}", missing=True)
+    return OutputSummary(
+        stats.summary_line(),
+        nan_count=stats.nan_count,
+        inf_count=stats.pos_inf_count + stats.neg_inf_count,
+    )
+
+
+def run_app(session: DebugSession, *, start_session: bool = True) -> int:
+    """Run the TUI on a session until the user quits; closes the session. Returns an exit
+    status for the CLI."""
+    app = DebuggerApp(session, start_session=start_session)
+    try:
+        result = app.run()
+    finally:
+        # closing must not turn a clean quit into a traceback
+        with contextlib.suppress(Exception):
+            session.close()
+    if app.return_code not in (None, 0):
+        return int(app.return_code)
+    return int(result or 0)
+
+
+__all__ = ["DebuggerApp", "run_app"]

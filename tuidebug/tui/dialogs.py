@@ -1,0 +1,205 @@
+"""Small modal dialogs: yes/no, a one-line prompt with inline validation, the run history."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Input, Label, Static
+
+from tuidebug.core.session import GraphRun
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A question answered with y/n (or Enter on a button; Esc = no)."""
+
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical {
+        width: 70; height: auto; border: thick $accent; background: $surface; padding: 1 2;
+    }
+    ConfirmScreen #confirm-title { text-style: bold; margin-bottom: 1; }
+    ConfirmScreen #confirm-body { margin-bottom: 1; }
+    ConfirmScreen Horizontal { height: auto; align-horizontal: right; }
+    ConfirmScreen Button { margin-left: 2; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n", "answer(False)", "No", id="confirm.no"),
+        Binding("escape", "answer(False)", "Cancel", id="confirm.cancel"),
+    ]
+
+    def __init__(self, title: str, body: str, *, yes: str = "Yes", no: str = "No") -> None:
+        super().__init__()
+        self._title = title
+        self._body = body
+        self._yes = yes
+        self._no = no
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self._title, id="confirm-title")
+            yield Static(self._body, id="confirm-body")
+            with Horizontal():
+                yield Button(f"{self._no} (n)", id="confirm-no")
+                yield Button(f"{self._yes} (y)", variant="primary", id="confirm-yes")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-yes", Button).focus()
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "confirm-yes")
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """Ask for one value. `check` returns an error sentence or None; the dialog stays open,
+    showing the sentence under the input, until the value is acceptable or Esc."""
+
+    DEFAULT_CSS = """
+    PromptScreen { align: center middle; }
+    PromptScreen > Vertical {
+        width: 64; height: auto; border: thick $accent; background: $surface; padding: 1 2;
+    }
+    PromptScreen #prompt-title { text-style: bold; margin-bottom: 1; }
+    PromptScreen #prompt-error { color: $error; height: auto; }
+    PromptScreen #prompt-hint { color: $text-muted; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="prompt.cancel")
+    ]
+
+    def __init__(
+        self,
+        title: str,
+        *,
+        value: str = "",
+        placeholder: str = "",
+        hint: str = "Enter to accept, Esc to cancel",
+        check: Callable[[str], str | None] | None = None,
+    ) -> None:
+        super().__init__()
+        self._title = title
+        self._value = value
+        self._placeholder = placeholder
+        self._hint = hint
+        self._check = check
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self._title, id="prompt-title")
+            yield Input(value=self._value, placeholder=self._placeholder, id="prompt-input")
+            yield Static("", id="prompt-error")
+            yield Static(self._hint, id="prompt-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#prompt-input", Input).focus()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Changed, "#prompt-input")
+    def _changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.query_one("#prompt-error", Static).update("")
+
+    @on(Input.Submitted, "#prompt-input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        error = self._check(value) if self._check else None
+        if error:
+            self.query_one("#prompt-error", Static).update(error)
+            return
+        self.dismiss(value)
+
+
+def int_check(low: int, high: int | None, what: str) -> Callable[[str], str | None]:
+    """A `PromptScreen` check for an integer in [low, high]."""
+
+    def check(value: str) -> str | None:
+        try:
+            number = int(value)
+        except ValueError:
+            return f"The {what} must be a whole number."
+        if high is None and number < low:
+            return f"The {what} must be at least {low}."
+        if high is not None and not low <= number <= high:
+            return f"The {what} must be between {low} and {high}."
+        return None
+
+    return check
+
+
+class HistoryScreen(ModalScreen[int | None]):
+    """The graph execution history (spec §5.7). Enter on a row answers its step number so
+    the app can offer to jump there."""
+
+    DEFAULT_CSS = """
+    HistoryScreen { align: center middle; }
+    HistoryScreen > Vertical {
+        width: 90; height: 80%; border: thick $accent; background: $surface; padding: 0 1;
+    }
+    HistoryScreen #history-title { text-style: bold; padding: 1 0; }
+    HistoryScreen DataTable { height: 1fr; }
+    HistoryScreen #history-hint { color: $text-muted; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", id="history.close"),
+        Binding("q", "close", "Close", show=False),
+    ]
+
+    def __init__(self, runs: Sequence[GraphRun], current_step: int, can_jump: bool) -> None:
+        super().__init__()
+        self._runs = list(runs)
+        self._current = current_step
+        self._can_jump = can_jump
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Graph execution history", id="history-title")
+            yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+            hint = "Enter jumps to that step, Esc closes" if self._can_jump else "Esc closes"
+            yield Static(hint, id="history-hint")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("step", "iteration", "graph", "data", "sub-graphs")
+        if not self._runs:
+            table.add_row("—", "—", "this session records no graph runs", "", "")
+        for i, run in enumerate(self._runs):
+            step = run.iteration + 1
+            mark = "▶ " if step == self._current else "  "
+            table.add_row(
+                Text(f"{mark}{step}", style="bold" if step == self._current else ""),
+                str(run.iteration),
+                run.graph_name,
+                Text("dumped", style="green") if run.has_data else Text("no data", style="dim"),
+                ", ".join(run.sub_graphs),
+                key=str(i),
+            )
+        table.focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    @on(DataTable.RowSelected)
+    def _chosen(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if not self._can_jump or not self._runs or event.row_key.value is None:
+            return
+        run = self._runs[int(event.row_key.value)]
+        self.dismiss(run.iteration + 1)

@@ -1,0 +1,280 @@
+"""The hit list: watchpoint hits grouped by watchpoint, in execution order, with filters.
+
+Each row says which tensor hit, the condition's abbreviation, and either the threshold
+against the measured value (`abs_mean_gt 1 ← 2.303`) or the error text (`previous step
+value cannot be found`). Enter on a row asks the app to jump to the node and open the
+tensor at the hit's iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Select, Static, Tree
+from textual.widgets.tree import TreeNode
+
+from tuidebug.core.conditions import get_condition
+from tuidebug.core.graph import Graph
+from tuidebug.tui.labels import number
+from tuidebug.tui.messages import HitChosen
+
+ALL = "*"
+MAX_ROWS_PER_GROUP = 2000
+
+_ERROR_TEXT = {
+    1: "tensor contains NaN",
+    2: "tensor contains ±Inf",
+    4: "previous step value cannot be found",
+    8: "tensor exceeds the memory limit",
+    16: "graph history file is not available",
+    32: "tensor has no value",
+}
+
+
+def condition_abbr(condition: Any) -> str:
+    try:
+        return get_condition(condition).abbr
+    except Exception:
+        return str(condition)
+
+
+def hit_detail(hit: Any) -> tuple[str, bool]:
+    """(text, is_error): the thresholds that hit against their actual values, or the error."""
+    code = int(getattr(hit, "error_code", 0) or 0)
+    if code:
+        messages = list(getattr(hit, "error_messages", ()) or ())
+        if not messages:
+            messages = [text for bit, text in _ERROR_TEXT.items() if code & bit]
+        return "error: " + "; ".join(m.rstrip(".") for m in messages), True
+    parts: list[str] = []
+    for param in getattr(hit, "params", ()) or ():
+        if getattr(param, "disabled", False) or not getattr(param, "hit", False):
+            continue
+        actual = getattr(param, "actual", None)
+        if actual is None:
+            actual = getattr(param, "actual_value", None)
+        shown = f"{param.name} {number(getattr(param, 'value', None))}"
+        if actual is not None:
+            shown += f" ← {number(actual)}"
+        parts.append(shown)
+    if parts:
+        return "  ".join(parts), False
+    summary = getattr(hit, "summary", None)
+    if callable(summary):
+        return str(summary()), False
+    return "hit", False
+
+
+class HitList(Vertical):
+    """Left pane, tab 2."""
+
+    DEFAULT_CSS = """
+    HitList { height: 1fr; }
+    HitList #hit-filters { height: 1; }
+    HitList #hit-filters Select { width: 1fr; }
+    HitList #hit-status { height: 1; color: $text-muted; padding: 0 1; }
+    HitList #hit-tree { height: 1fr; }
+    """
+
+    CONTEXT_TITLE = "hit list"
+    CONTEXT_HELP = (
+        "Watchpoint hits grouped by watchpoint, in execution order. Each row shows the\n"
+        "condition, the tensor, and the threshold against the actual value (or the error).\n"
+        "Enter jumps to the node in the tree and opens the tensor at the hit's iteration;\n"
+        "Esc comes back here. / moves to the filters (watchpoint, graph, rank)."
+    )
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._hits: list[Any] = []
+        self._graphs: dict[str, Graph] = {}
+        self._ranks: tuple[int, ...] = (0,)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="hit-filters"):
+            yield Select[str](
+                [("all watchpoints", ALL)],
+                value=ALL,
+                allow_blank=False,
+                compact=True,
+                id="hit-filter-watchpoint",
+            )
+            yield Select[str](
+                [("all graphs", ALL)],
+                value=ALL,
+                allow_blank=False,
+                compact=True,
+                id="hit-filter-graph",
+            )
+            yield Select[str](
+                [("all ranks", ALL)],
+                value=ALL,
+                allow_blank=False,
+                compact=True,
+                id="hit-filter-rank",
+            )
+        yield Static("no hits yet: step (n), continue (c) or recheck (r)", id="hit-status")
+        tree: Tree[Any] = Tree("hits", id="hit-tree")
+        tree.show_root = False
+        tree.guide_depth = 2
+        yield tree
+
+    # ---------------------------------------------------------------- public
+    @property
+    def hit_count(self) -> int:
+        return len(self._hits)
+
+    @property
+    def tree(self) -> Tree[Any]:
+        return self.query_one("#hit-tree", Tree)
+
+    def set_context(self, graphs: Mapping[str, Graph], ranks: Sequence[int]) -> None:
+        self._graphs = dict(graphs)
+        self._ranks = tuple(ranks)
+        self._fill_filters()
+        self._rebuild()
+
+    def set_hits(self, hits: Sequence[Any]) -> None:
+        self._hits = list(hits)
+        self._fill_filters()
+        self._rebuild()
+
+    def hit_counts(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for hit in self._hits:
+            counts[hit.watchpoint_id] = counts.get(hit.watchpoint_id, 0) + 1
+        return counts
+
+    def focus_filters(self) -> None:
+        self.query_one("#hit-filter-watchpoint", Select).focus()
+
+    # -------------------------------------------------------------- building
+    def _fill_filters(self) -> None:
+        wp_select = self.query_one("#hit-filter-watchpoint", Select)
+        seen: dict[int, str] = {}
+        for hit in self._hits:
+            if hit.watchpoint_id not in seen:
+                seen[hit.watchpoint_id] = condition_abbr(hit.condition)
+        options = [("all watchpoints", ALL)] + [
+            (f"#{wp_id} {abbr}", str(wp_id)) for wp_id, abbr in sorted(seen.items())
+        ]
+        self._set_options(wp_select, options)
+        graph_names = sorted(
+            {hit.tensor.graph for hit in self._hits if hit.tensor.graph} | set(self._graphs)
+        )
+        self._set_options(
+            self.query_one("#hit-filter-graph", Select),
+            [("all graphs", ALL)] + [(name, name) for name in graph_names],
+        )
+        ranks = sorted({hit.tensor.rank for hit in self._hits} | set(self._ranks))
+        self._set_options(
+            self.query_one("#hit-filter-rank", Select),
+            [("all ranks", ALL)] + [(f"rank {r}", str(r)) for r in ranks],
+        )
+
+    @staticmethod
+    def _set_options(select: Select[str], options: list[tuple[str, str]]) -> None:
+        keep = select.value
+        with select.prevent(Select.Changed):
+            select.set_options(options)
+            select.value = keep if any(v == keep for _, v in options) else ALL
+
+    def _filtered(self) -> list[Any]:
+        wp = self.query_one("#hit-filter-watchpoint", Select).value
+        graph = self.query_one("#hit-filter-graph", Select).value
+        rank = self.query_one("#hit-filter-rank", Select).value
+        found = []
+        for hit in self._hits:
+            if wp != ALL and str(hit.watchpoint_id) != wp:
+                continue
+            if graph != ALL and hit.tensor.graph and hit.tensor.graph != graph:
+                continue
+            if rank != ALL and str(hit.tensor.rank) != rank:
+                continue
+            found.append(hit)
+        return found
+
+    def _rebuild(self) -> None:
+        tree = self.tree
+        cursor = tree.cursor_node
+        keep = id(cursor.data) if cursor is not None and cursor.data is not None else None
+        tree.clear()
+        hits = self._filtered()
+        status = self.query_one("#hit-status", Static)
+        if not self._hits:
+            status.update("no hits yet: step (n), continue (c) or recheck (r)")
+            return
+        if not hits:
+            status.update(f"{len(self._hits)} hits, none match the filters")
+            return
+        errors = sum(1 for h in hits if getattr(h, "error_code", 0))
+        shown = f"{len(hits)} hits" + (f" ({errors} check errors)" if errors else "")
+        if len(hits) != len(self._hits):
+            shown += f" of {len(self._hits)}"
+        status.update(shown + " · Enter jumps to the node")
+        groups: dict[int, list[Any]] = {}
+        for hit in hits:  # dicts keep first-seen order: groups follow execution order
+            groups.setdefault(hit.watchpoint_id, []).append(hit)
+        multi_graph = len(self._graphs) > 1
+        multi_rank = len(set(self._ranks)) > 1
+        target: TreeNode[Any] | None = None
+        for wp_id in sorted(groups):
+            group = groups[wp_id]
+            first = group[0]
+            try:
+                spec = get_condition(first.condition)
+                title = f"{spec.abbr} {spec.name}"
+            except Exception:
+                title = str(first.condition)
+            label = Text.assemble(
+                (f"#{wp_id} ", "bold"), (title, "bold cyan"), (f"  {len(group)}", "bold red")
+            )
+            parent = tree.root.add(label, None, expand=True)
+            for hit in group[:MAX_ROWS_PER_GROUP]:
+                row = self._row(hit, multi_graph, multi_rank)
+                leaf = parent.add_leaf(row, hit)
+                if keep is not None and id(hit) == keep:
+                    target = leaf
+            if len(group) > MAX_ROWS_PER_GROUP:
+                parent.add_leaf(
+                    Text(f"… {len(group) - MAX_ROWS_PER_GROUP} more: filter to see them", "dim")
+                )
+        tree.root.expand()
+        if target is not None:
+            _ = tree._tree_lines
+            tree.move_cursor(target)
+
+    @staticmethod
+    def _row(hit: Any, multi_graph: bool, multi_rank: bool) -> Text:
+        ref = hit.tensor
+        detail, is_error = hit_detail(hit)
+        row = Text()
+        row.append(f"{condition_abbr(hit.condition):<4}", style="bold")
+        row.append(ref.node.rsplit("/", 1)[-1], style="cyan")
+        row.append(f":{ref.slot}")
+        if ref.iteration is not None:
+            row.append(f" it{ref.iteration}", style="dim")
+        if multi_rank:
+            row.append(f" r{ref.rank}", style="dim")
+        if multi_graph and ref.graph:
+            row.append(f" {ref.graph}", style="dim")
+        row.append("  ")
+        row.append(detail, style="yellow" if is_error else "red")
+        return row
+
+    # ---------------------------------------------------------------- events
+    @on(Select.Changed)
+    def _filter_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        self._rebuild()
+
+    @on(Tree.NodeSelected, "#hit-tree")
+    def _chosen(self, event: Tree.NodeSelected[Any]) -> None:
+        event.stop()
+        if event.node.data is not None:
+            self.post_message(HitChosen(event.node.data))

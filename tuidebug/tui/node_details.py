@@ -1,0 +1,239 @@
+"""Node details: what a node is, where its data comes from and goes, and its source stack.
+
+The static part (type, names, inputs, outputs with dtype/shape, attributes, stack) comes
+straight from the graph. The one-line statistics of each output need the tensor, so the app
+computes them in a worker and hands them in with `set_summary`; rows wait with "…".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.markup import escape
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from tuidebug.core.graph import Graph, Node, TensorSpec
+from tuidebug.tui.labels import dtype_label, shape_label
+from tuidebug.tui.messages import NodeChosen, TensorRequested
+
+MAX_ATTRIBUTE_CHARS = 1024  # spec §6.5: longer attribute values are hidden
+MAX_INPUT_ROWS = 200  # a Concat of 5,000 inputs should not become 5,000 rows
+
+
+@dataclass(frozen=True)
+class OutputSummary:
+    """The worker's answer for one output slot."""
+
+    line: str  # `float32<6,1,5,5> ∈[-0.19, 0.2] μ=0.003 σ=0.11`, or why there is none
+    nan_count: int = 0
+    inf_count: int = 0
+    missing: bool = False  # no value at this step
+
+
+class NodeDetails(VerticalScroll):
+    """Right pane, top: the selected node."""
+
+    DEFAULT_CSS = """
+    NodeDetails { height: 1fr; }
+    NodeDetails #details-head { height: auto; }
+    NodeDetails #io-list { height: auto; max-height: 16; border: none; padding: 0; }
+    NodeDetails #details-attrs { height: auto; color: $text-muted; }
+    NodeDetails #details-stack { height: auto; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.graph: Graph | None = None
+        self.node: Node | None = None
+        self._summaries: dict[int, OutputSummary] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("Select a node in the tree (1) to see its details.", id="details-head")
+        yield OptionList(id="io-list", compact=True)
+        yield Static("", id="details-attrs")
+        yield Static("", id="details-stack")
+
+    # ---------------------------------------------------------------- public
+    def show_node(self, graph: Graph, node: Node) -> None:
+        same = self.node is node
+        self.graph = graph
+        self.node = node
+        if not same:
+            self._summaries = {}
+        self._render_head()
+        self._render_io()
+        self._render_attrs()
+        self._render_stack()
+
+    def show_scope(self, graph: Graph, scope: str) -> None:
+        self.graph = graph
+        self.node = None
+        self._summaries = {}
+        count = graph.leaf_count(scope)
+        head = Text.assemble(
+            ("scope ", "bold"),
+            (scope or "(top)", "bold cyan"),
+            f"\n{count} node{'s' if count != 1 else ''} in graph {graph.name}",
+        )
+        self.query_one("#details-head", Static).update(head)
+        self.query_one("#io-list", OptionList).clear_options()
+        self.query_one("#details-attrs", Static).update("")
+        self.query_one("#details-stack", Static).update("")
+
+    def clear(self) -> None:
+        self.graph = None
+        self.node = None
+        self._summaries = {}
+        self.query_one("#details-head", Static).update("No node selected.")
+        self.query_one("#io-list", OptionList).clear_options()
+        self.query_one("#details-attrs", Static).update("")
+        self.query_one("#details-stack", Static).update("")
+
+    def set_summary(self, node_name: str, slot: int, summary: OutputSummary) -> None:
+        """A worker finished the statistics of one output; ignored if the node changed."""
+        if self.node is None or self.node.name != node_name:
+            return
+        self._summaries[slot] = summary
+        self._render_io()
+
+    def summary_text(self, slot: int) -> str | None:
+        found = self._summaries.get(slot)
+        return found.line if found else None
+
+    def focus_outputs(self) -> None:
+        io_list = self.query_one("#io-list", OptionList)
+        io_list.focus()
+        for index in range(io_list.option_count):
+            option = io_list.get_option_at_index(index)
+            if option.id and option.id.startswith("out:"):
+                io_list.highlighted = index
+                break
+
+    # ------------------------------------------------------------- rendering
+    def _render_head(self) -> None:
+        node = self.node
+        assert node is not None and self.graph is not None
+        cats = sorted(c.value for c in self.graph.categories(node) if c.value != "tensor")
+        head = Text()
+        head.append(node.short_name, style="bold cyan")
+        head.append(f"  {node.op_type}", style="bold")
+        head.append(f"  {node.kind.value}", style="dim")
+        if cats:
+            head.append("  [" + ", ".join(cats) + "]", style="magenta")
+        head.append("\nname  ", style="dim")
+        head.append(node.name)
+        head.append("\nscope ", style="dim")
+        head.append(node.scope or "(none)")
+        head.append("\ngraph ", style="dim")
+        head.append(self.graph.name)
+        if node.value is not None:
+            head.append("\nvalue ", style="dim")
+            head.append(str(node.value)[:200])
+        self.query_one("#details-head", Static).update(head)
+
+    def _render_io(self) -> None:
+        node = self.node
+        graph = self.graph
+        assert node is not None and graph is not None
+        io_list = self.query_one("#io-list", OptionList)
+        highlighted = io_list.highlighted
+        options: list[Option | None] = []
+        options.append(Option(Text("outputs", style="bold underline"), disabled=True))
+        if not node.outputs:
+            options.append(Option(Text("  (no tensor outputs)", style="dim"), disabled=True))
+        for spec in node.outputs:
+            options.append(Option(self._output_row(spec), id=f"out:{spec.slot}"))
+        inputs = graph.inputs(node.name)
+        options.append(
+            Option(Text(f"inputs ({len(inputs)})", style="bold underline"), disabled=True)
+        )
+        if not inputs:
+            options.append(Option(Text("  (none)", style="dim"), disabled=True))
+        for producer in inputs[:MAX_INPUT_ROWS]:
+            row = Text("  ← ")
+            row.append(producer.short_name, style="cyan")
+            row.append(f"  {producer.op_type}", style="dim")
+            options.append(Option(row, id=f"in:{producer.name}"))
+        if len(inputs) > MAX_INPUT_ROWS:
+            more = len(inputs) - MAX_INPUT_ROWS
+            options.append(Option(Text(f"  … {more} more", style="dim"), disabled=True))
+        consumers = graph.consumers(node.name)
+        options.append(
+            Option(Text(f"consumers ({len(consumers)})", style="bold underline"), disabled=True)
+        )
+        for consumer in consumers[:MAX_INPUT_ROWS]:
+            row = Text("  → ")
+            row.append(consumer.short_name, style="cyan")
+            row.append(f"  {consumer.op_type}", style="dim")
+            options.append(Option(row, id=f"in:{consumer.name}"))
+        if len(consumers) > MAX_INPUT_ROWS:
+            more = len(consumers) - MAX_INPUT_ROWS
+            options.append(Option(Text(f"  … {more} more", style="dim"), disabled=True))
+        io_list.clear_options()
+        io_list.add_options([o for o in options if o is not None])
+        if highlighted is not None and highlighted < io_list.option_count:
+            io_list.highlighted = highlighted
+
+    def _output_row(self, spec: TensorSpec) -> Text:
+        row = Text(f"  :{spec.slot} ", style="bold")
+        row.append(f"{dtype_label(spec.dtype):<8} ", style="green")
+        row.append(f"{shape_label(spec.shape):<16} ")
+        summary = self._summaries.get(spec.slot)
+        if summary is None:
+            row.append("…", style="dim")
+            return row
+        line = Text(summary.line, style="dim" if summary.missing else "")
+        # summary_line() ends with `NaN:3 +Inf:1 -Inf:2` when there are any: colour them.
+        line.highlight_regex(r"NaN:\d+", "bold red")
+        line.highlight_regex(r"[+-]Inf:\d+", "bold yellow")
+        row.append_text(line)
+        return row
+
+    def _render_attrs(self) -> None:
+        node = self.node
+        assert node is not None
+        if not node.attributes:
+            self.query_one("#details-attrs", Static).update("")
+            return
+        lines = ["[b]attributes[/b]"]
+        for key, value in node.attributes.items():
+            shown = value if len(value) <= MAX_ATTRIBUTE_CHARS else "(value too large to show)"
+            lines.append(f"  {escape(key)} = {escape(shown)}")
+        self.query_one("#details-attrs", Static).update("\n".join(lines))
+
+    def _render_stack(self) -> None:
+        node = self.node
+        assert node is not None
+        stack = self.query_one("#details-stack", Static)
+        if not node.stack:
+            stack.update(Text("stack: none recorded for this node", style="dim"))
+            return
+        text = Text("stack", style="bold")
+        for frame in node.stack:
+            text.append("\n  ")
+            if frame.file_path:
+                where = frame.file_path.rsplit("/", 1)[-1]
+                if frame.line_no is not None:
+                    where += f":{frame.line_no}"
+                text.append(where, style="cyan")
+                text.append(" ")
+            text.append(frame.code_line.strip())
+        stack.update(text)
+
+    # ---------------------------------------------------------------- events
+    @on(OptionList.OptionSelected, "#io-list")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        option_id = event.option.id or ""
+        if self.graph is None or self.node is None:
+            return
+        if option_id.startswith("out:"):
+            slot = int(option_id[4:])
+            self.post_message(TensorRequested(self.graph.name, self.node.name, slot))
+        elif option_id.startswith("in:"):
+            self.post_message(NodeChosen(self.graph.name, option_id[3:]))

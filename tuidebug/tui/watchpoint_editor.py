@@ -1,0 +1,479 @@
+"""The watchpoint editor: pick a condition, set its thresholds, choose what it watches.
+
+Conditions are listed grouped by target (tensor, weight, activation, gradient) with the
+spec's names and abbreviations. Every parameter input is checked as it is typed against
+the catalogue's range (`ParamSpec.check`), and the whole set against MindInsight's rules
+before the dialog closes, so a bad watchpoint never reaches the session.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Select, Static
+from textual.widgets.option_list import Option
+
+from tuidebug.core.conditions import (
+    ConditionSpec,
+    ParamSpec,
+    WatchpointError,
+    conditions_by_target,
+    get_condition,
+)
+from tuidebug.core.graph import Category, Graph
+
+TARGET_CATEGORY = "category"
+TARGET_ALL = "all"
+TARGET_KEEP = "keep"
+
+
+@dataclass(frozen=True)
+class WatchpointDraft:
+    """What the editor answers: enough for create_watchpoint / update_watchpoint."""
+
+    condition: str
+    params: dict[str, float]
+    targets: tuple[str, ...]
+    graph_name: str | None
+    watchpoint_id: int | None = None  # set when editing
+    keep_targets: bool = field(default=False)
+
+
+def condition_unavailable(spec: ConditionSpec, *, backend: str, step: int, mode: str) -> str:
+    """Why MindInsight would not offer this condition now (spec §3.1), or ""."""
+    if spec.ascend_only and backend.lower() != "ascend":
+        return "Ascend only"
+    if spec.id == "weight_initialization" and mode == "online" and step != 0:
+        return "only at step 0"
+    return ""
+
+
+def parse_number(text: str) -> float:
+    """A parameter value as typed: `1e-3`, `0.5`, `-2`, `inf` is refused by the range."""
+    value = float(text.strip())
+    return value
+
+
+def check_draft_params(spec: ConditionSpec, values: Mapping[str, float]) -> str | None:
+    """MindInsight's rules for a watchpoint made in its UI (spec §3.1): each value in range,
+    at most one threshold, range percentages need both bounds, start ≤ end. None = fine."""
+    for name, value in values.items():
+        error = spec.param(name).check(value)
+        if error:
+            return error
+    checks = [p for p in spec.visible_params if p.kind == "check" and p.name in values]
+    supports = {p.name for p in spec.visible_params if p.kind == "support" and p.name in values}
+    has_params = bool(spec.visible_params)
+    if has_params and not checks and any(p.kind == "check" for p in spec.visible_params):
+        names = ", ".join(p.name for p in spec.visible_params if p.kind == "check")
+        return f"Set one threshold ({names})."
+    if len(checks) > 1:
+        return "Set only one threshold; MindSpore checks one per watchpoint."
+    if checks:
+        required = set(checks[0].requires)
+        if required and required != supports:
+            return f"{checks[0].name} needs both range_start_inclusive and range_end_inclusive."
+        if not required and supports:
+            return "Range bounds only apply to range_percentage_lt / range_percentage_gt."
+    start = values.get("range_start_inclusive")
+    end = values.get("range_end_inclusive")
+    if start is not None and end is not None and start > end:
+        return "range_start_inclusive must not exceed range_end_inclusive."
+    return None
+
+
+class ParamRow(Horizontal):
+    """One parameter: its name, an input, and the inline error for what was typed."""
+
+    DEFAULT_CSS = """
+    ParamRow { height: auto; }
+    ParamRow Label { width: 28; padding: 0 1 0 0; }
+    ParamRow Input { width: 22; }
+    ParamRow .param-error { width: 1fr; color: $error; padding: 0 1; }
+    """
+
+    def __init__(self, spec: ParamSpec, value: float | None) -> None:
+        super().__init__(classes="param-row")
+        self.spec = spec
+        self._value = value
+
+    def compose(self) -> ComposeResult:
+        kind = "bound" if self.spec.kind == "support" else "threshold"
+        yield Label(Text.assemble(self.spec.name, (f" {kind}", "dim")))
+        placeholder = self.spec.range_text
+        value = "" if self._value is None else f"{self._value:g}"
+        yield Input(
+            value=value, placeholder=placeholder, compact=True, id=f"param-{self.spec.name}"
+        )
+        yield Static("", classes="param-error")
+
+    def read(self) -> tuple[float | None, str | None]:
+        """(value or None when empty, error sentence or None)."""
+        text = self.query_one(Input).value.strip()
+        if not text:
+            return None, None
+        try:
+            value = parse_number(text)
+        except ValueError:
+            return None, f"{text!r} is not a number."
+        return value, self.spec.check(value)
+
+    def show_error(self, error: str | None) -> None:
+        self.query_one(".param-error", Static).update(error or "")
+
+
+class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
+    """Create (or, with `editing`, change) a watchpoint."""
+
+    DEFAULT_CSS = """
+    WatchpointEditor { align: center middle; }
+    WatchpointEditor > Vertical {
+        width: 120; height: auto; max-height: 95%; border: thick $accent; background: $surface;
+        padding: 0 1;
+    }
+    WatchpointEditor #editor-title { text-style: bold; padding: 1 0 0 0; }
+    WatchpointEditor #editor-body { height: auto; }
+    WatchpointEditor #condition-list { width: 50; height: 26; border: round $primary; }
+    WatchpointEditor #editor-right { width: 1fr; height: 26; padding: 0 1; }
+    WatchpointEditor #condition-help { height: auto; color: $text-muted; margin-bottom: 1; }
+    WatchpointEditor #params { height: auto; max-height: 12; }
+    WatchpointEditor #target-label { margin-top: 1; }
+    WatchpointEditor #target-select { width: 1fr; }
+    WatchpointEditor #editor-error { color: $error; height: auto; margin-top: 1; }
+    WatchpointEditor #editor-buttons { height: auto; align-horizontal: right; }
+    WatchpointEditor #editor-buttons Button { margin-left: 2; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="editor.cancel"),
+        Binding("ctrl+s", "save", "Save", id="editor.save"),
+    ]
+
+    CONTEXT_TITLE = "watchpoint editor"
+    CONTEXT_HELP = (
+        "Up/Down and Enter pick a condition; Tab moves to its parameters and the target.\n"
+        "Type a threshold: it is checked as you type. Enter in a parameter or Ctrl+S saves,\n"
+        "Esc cancels."
+    )
+
+    def __init__(
+        self,
+        graph: Graph,
+        *,
+        node: str | None = None,
+        scope: str | None = None,
+        backend: str = "",
+        step: int = 0,
+        mode: str = "offline",
+        editing: Any = None,
+    ) -> None:
+        super().__init__()
+        self.graph = graph
+        self.node = node
+        self.scope = scope
+        self.backend = backend
+        self.step = step
+        self.mode = mode
+        self.editing = editing
+        self.spec: ConditionSpec | None = None
+        if editing is not None:
+            self.spec = get_condition(editing.condition)
+
+    # ---------------------------------------------------------------- layout
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            title = "New watchpoint"
+            if self.editing is not None:
+                title = f"Edit watchpoint #{self.editing.id}"
+            yield Label(title, id="editor-title")
+            with Horizontal(id="editor-body"):
+                yield OptionList(*self._condition_options(), id="condition-list")
+                with Vertical(id="editor-right"):
+                    yield Static("", id="condition-help")
+                    yield VerticalScroll(id="params")
+                    yield Label("Watch", id="target-label")
+                    yield Select[str]([], allow_blank=True, prompt="target", id="target-select")
+                    yield Static("", id="editor-error")
+            with Horizontal(id="editor-buttons"):
+                yield Button("Cancel (Esc)", id="editor-cancel")
+                yield Button(
+                    "Save (Ctrl+S)" if self.editing is not None else "Create (Ctrl+S)",
+                    variant="primary",
+                    id="editor-save",
+                )
+
+    def _condition_options(self) -> list[Option]:
+        options: list[Option] = []
+        for target, specs in conditions_by_target().items():
+            if (
+                self.editing is not None
+                and self.spec is not None
+                and self.spec.target is not target
+            ):
+                continue
+            options.append(
+                Option(Text(f"{target.value} conditions", style="bold underline"), disabled=True)
+            )
+            for spec in specs:
+                if self.editing is not None and spec is not self.spec:
+                    continue
+                why = condition_unavailable(
+                    spec, backend=self.backend, step=self.step, mode=self.mode
+                )
+                label = Text.assemble((f"{spec.abbr:<4}", "bold cyan"), spec.name)
+                if why and why.lower() not in spec.name.lower():
+                    label.append(f"  ({why})", style="dim")
+                elif why:
+                    label.stylize("dim")
+                options.append(Option(label, id=spec.id, disabled=bool(why)))
+        return options
+
+    def on_mount(self) -> None:
+        conditions = self.query_one("#condition-list", OptionList)
+        if self.spec is not None:
+            self._select_condition(self.spec, initial=True)
+            index = next(
+                i
+                for i in range(conditions.option_count)
+                if conditions.get_option_at_index(i).id == self.spec.id
+            )
+            conditions.highlighted = index
+            first_input = self.query("#params Input")
+            if first_input:
+                first_input.first().focus()
+            else:
+                conditions.focus()
+            return
+        # Start on the first available condition: tensor overflow is the usual first wish.
+        for i in range(conditions.option_count):
+            option = conditions.get_option_at_index(i)
+            if option.id == "tensor_overflow":
+                conditions.highlighted = i
+                self._select_condition(get_condition(option.id), initial=True)
+                break
+        conditions.focus()
+
+    # ------------------------------------------------------------- condition
+    def _select_condition(self, spec: ConditionSpec, *, initial: bool = False) -> None:
+        self.spec = spec
+        help_text = Text.assemble(
+            (f"{spec.abbr} ", "bold cyan"), (spec.name, "bold"), f"  {spec.id}"
+        )
+        help_text.append(f"\ntarget: {spec.target.value}")
+        if spec.needs_prev:
+            help_text.append(" · compares with the previous step", style="yellow")
+        if not spec.visible_params:
+            help_text.append("\nno parameters")
+        elif any(p.kind == "check" for p in spec.visible_params):
+            help_text.append(
+                "\nset one threshold"
+                + (
+                    " (and both bounds for a percentage)"
+                    if any(p.kind == "support" for p in spec.visible_params)
+                    else ""
+                )
+            )
+        self.query_one("#condition-help", Static).update(help_text)
+        params = self.query_one("#params", VerticalScroll)
+        params.remove_children()
+        current = self._editing_values() if (self.editing is not None and initial) else {}
+        rows = []
+        for p in spec.visible_params:
+            value = current.get(p.name)
+            if (
+                value is None
+                and self.editing is None
+                and p.default is not None
+                and p.support_disable
+            ):
+                # MindInsight pre-fills defaults (zero_percentage_ge=100, rtol=1e-5, ratios)
+                value = p.default
+            rows.append(ParamRow(p, value))
+        if rows:
+            params.mount(*rows)
+        else:
+            params.mount(Static(Text("This condition has no parameters.", style="dim")))
+        self._fill_targets(spec)
+        self.query_one("#editor-error", Static).update("")
+
+    def _editing_values(self) -> dict[str, float]:
+        params = getattr(self.editing, "params", None) or {}
+        if isinstance(params, Mapping):
+            return {str(k): float(v) for k, v in params.items() if v is not None}
+        values: dict[str, float] = {}
+        for p in params:  # a sequence of Param-like objects
+            if not getattr(p, "disabled", False):
+                values[p.name] = float(p.value)
+        return values
+
+    def _fill_targets(self, spec: ConditionSpec) -> None:
+        options: list[tuple[str, str]] = []
+        category = spec.target
+        if self.editing is not None:
+            targets = tuple(getattr(self.editing, "targets", ()) or ())
+            shown = ", ".join(t.rsplit("/", 1)[-1] for t in targets[:3]) or _category_words(
+                category
+            )
+            if len(targets) > 3:
+                shown += f" … ({len(targets)})"
+            options.append((f"keep: {shown}", TARGET_KEEP))
+        if self.node is not None:
+            node = self.graph.get(self.node)
+            if node is not None:
+                options.append((f"node {node.short_name}", f"node:{node.name}"))
+        if self.scope:
+            count = self.graph.leaf_count(self.scope)
+            options.append((f"scope {self.scope} ({count} nodes)", f"scope:{self.scope}"))
+        if category is Category.TENSOR:
+            options.append((f"every node of {self.graph.name} ({len(self.graph)})", TARGET_ALL))
+        else:
+            count = len(self.graph.nodes_in(category))
+            options.append((f"{_category_words(category)} ({count})", TARGET_CATEGORY))
+        select = self.query_one("#target-select", Select)
+        select.set_options(options)
+        default = options[0][1]
+        if self.editing is None and category is not Category.TENSOR:
+            default = TARGET_CATEGORY  # weight/gradient/activation: the category is the usual pick
+        select.value = default
+
+    # ---------------------------------------------------------------- events
+    @on(OptionList.OptionHighlighted, "#condition-list")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        if self.editing is not None or event.option.id is None:
+            return
+        spec = get_condition(event.option.id)
+        if spec is not self.spec:
+            self._select_condition(spec)
+
+    @on(OptionList.OptionSelected, "#condition-list")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        inputs = self.query("#params Input")
+        if inputs:
+            inputs.first().focus()
+        else:
+            self.query_one("#target-select", Select).focus()
+
+    @on(Input.Changed, "#params Input")
+    def _param_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        row = event.input.parent
+        if isinstance(row, ParamRow):
+            _value, error = row.read()
+            row.show_error(error)
+        self.query_one("#editor-error", Static).update("")
+
+    @on(Input.Submitted, "#params Input")
+    def _param_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_save()
+
+    @on(Button.Pressed, "#editor-cancel")
+    def _cancel_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#editor-save")
+    def _save_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_save()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    # ------------------------------------------------------------------ save
+    def action_save(self) -> None:
+        draft, error = self.build_draft()
+        error_box = self.query_one("#editor-error", Static)
+        if error:
+            error_box.update(error)
+            return
+        self.dismiss(draft)
+
+    def build_draft(self) -> tuple[WatchpointDraft | None, str | None]:
+        spec = self.spec
+        if spec is None:
+            return None, "Pick a condition first."
+        why = condition_unavailable(spec, backend=self.backend, step=self.step, mode=self.mode)
+        if why and self.editing is None:
+            return None, f"{spec.name} is not available here ({why})."
+        values: dict[str, float] = {}
+        first_error: str | None = None
+        for row in self.query(ParamRow):
+            value, error = row.read()
+            row.show_error(error)
+            if error and first_error is None:
+                first_error = error
+            if value is not None and error is None:
+                values[row.spec.name] = value
+        if first_error:
+            return None, first_error
+        if any(math.isnan(v) for v in values.values()):
+            return None, "NaN is not a threshold."
+        error = check_draft_params(spec, values)
+        if error:
+            return None, error
+        try:
+            error = _session_rules(spec, values)
+        except WatchpointError as exc:
+            error = str(exc)
+        if error:
+            return None, error
+        target = self.query_one("#target-select", Select).value
+        keep = target == TARGET_KEEP
+        targets: tuple[str, ...] = ()
+        if isinstance(target, str) and target.startswith("node:"):
+            name = target[5:]
+            node = self.graph.get(name)
+            if node is not None and spec.target not in self.graph.categories(node):
+                return None, (
+                    f"{node.short_name} is not a {spec.target.value} node; "
+                    f"watch all {_category_words(spec.target)} instead."
+                )
+            targets = (name,)
+        elif isinstance(target, str) and target.startswith("scope:"):
+            scope = target[6:]
+            if spec.target is not Category.TENSOR and not any(
+                spec.target in self.graph.categories(n) for n in self.graph.leaves(scope)
+            ):
+                return None, f"The scope {scope} holds no {spec.target.value} node."
+            targets = (scope,)
+        elif keep and self.editing is not None:
+            targets = tuple(getattr(self.editing, "targets", ()) or ())
+        wp_id = self.editing.id if self.editing is not None else None
+        return (
+            WatchpointDraft(
+                spec.id, values, targets, self.graph.name, watchpoint_id=wp_id, keep_targets=keep
+            ),
+            None,
+        )
+
+
+def _session_rules(spec: ConditionSpec, values: Mapping[str, float]) -> str | None:
+    """The core's own validation, when it offers one (it is the final word)."""
+    try:
+        from tuidebug.core.watchpoints import validate_params
+    except ImportError:  # pragma: no cover - the core ships it
+        return None
+    validate_params(spec, dict(values))
+    return None
+
+
+def _category_words(category: Category) -> str:
+    return {
+        Category.WEIGHT: "all weights",
+        Category.GRADIENT: "all gradients",
+        Category.ACTIVATION: "all activations",
+        Category.PARAMETER: "all parameters",
+        Category.TENSOR: "every node",
+    }[category]

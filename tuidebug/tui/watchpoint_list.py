@@ -1,0 +1,242 @@
+"""The watchpoint list (bottom pane) and the watched/hit badges the tree draws.
+
+Rows show the condition (abbreviation and name), its thresholds, what it watches and how
+many hits it has. Keys act on the highlighted row: Enter/e edit, d delete, space
+enable/disable; the app does the work (these only post `WatchpointAction`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable
+
+from tuidebug.core.conditions import get_condition
+from tuidebug.core.graph import Category, Graph, Node
+from tuidebug.tui.labels import number
+from tuidebug.tui.messages import WatchpointAction
+
+Badges = tuple[set[str], set[str], dict[str, int], dict[str, int]]
+
+
+def watch_params(watchpoint: Any) -> dict[str, float]:
+    """The user-set parameters of a watchpoint as name → value (hidden ones left out)."""
+    params = getattr(watchpoint, "params", None) or {}
+    try:
+        spec = get_condition(watchpoint.condition)
+        visible = {p.name for p in spec.visible_params}
+    except Exception:
+        visible = None
+    if isinstance(params, Mapping):
+        items = [(str(k), v) for k, v in params.items()]
+    else:
+        items = [(p.name, p.value) for p in params if not getattr(p, "disabled", False)]
+    return {
+        name: float(value)
+        for name, value in items
+        if value is not None and (visible is None or name in visible)
+    }
+
+
+def params_text(watchpoint: Any) -> str:
+    values = watch_params(watchpoint)
+    return ", ".join(f"{k}={number(v)}" for k, v in values.items()) or "—"
+
+
+def targets_text(watchpoint: Any) -> str:
+    targets = tuple(getattr(watchpoint, "targets", ()) or ())
+    if not targets:
+        try:
+            category = get_condition(watchpoint.condition).target
+        except Exception:
+            return "all"
+        return "every node" if category is Category.TENSOR else f"all {category.value}s"
+    shown = ", ".join(t.rsplit("/", 1)[-1] or t for t in targets[:3])
+    if len(targets) > 3:
+        shown += f" … +{len(targets) - 3}"
+    return shown
+
+
+def _strip_graph(target: str, graph: Graph) -> str:
+    prefix = graph.name + "/"
+    return target[len(prefix) :] if target.startswith(prefix) else target
+
+
+def watched_nodes(graph: Graph, watchpoint: Any) -> tuple[list[Node], list[str]]:
+    """(nodes a watchpoint watches in this graph, scope paths it names)."""
+    try:
+        category = get_condition(watchpoint.condition).target
+    except Exception:
+        return [], []
+    wp_graph = getattr(watchpoint, "graph_name", None)
+    if wp_graph and wp_graph != graph.name:
+        return [], []
+    targets = tuple(getattr(watchpoint, "targets", ()) or ())
+    if not targets:
+        nodes = list(graph) if category is Category.TENSOR else graph.nodes_in(category)
+        return nodes, []
+    nodes: list[Node] = []
+    scopes: list[str] = []
+    for raw in targets:
+        target = _strip_graph(raw, graph)
+        node = graph.get(target)
+        if node is not None:
+            nodes.append(node)
+            continue
+        if graph.is_scope(target):
+            scopes.append(target)
+            for leaf in graph.leaves(target):
+                if category is Category.TENSOR or category in graph.categories(leaf):
+                    nodes.append(leaf)
+    return nodes, scopes
+
+
+def _add_ancestors(path: str, into: set[str]) -> None:
+    scope = path.rpartition("/")[0]
+    while scope and scope not in into:
+        into.add(scope)
+        scope = scope.rpartition("/")[0]
+
+
+def watch_badges(graph: Graph, watchpoints: Sequence[Any], hits: Sequence[Any]) -> Badges:
+    """Node names and scope paths to badge as watched, and hit counts per node and scope."""
+    nodes: set[str] = set()
+    scopes: set[str] = set()
+    for watchpoint in watchpoints:
+        if not getattr(watchpoint, "enabled", True):
+            continue
+        found, named_scopes = watched_nodes(graph, watchpoint)
+        for scope in named_scopes:
+            scopes.add(scope)
+            _add_ancestors(scope, scopes)
+        for node in found:
+            if node.name not in nodes:
+                nodes.add(node.name)
+                _add_ancestors(node.ui_name, scopes)
+    node_hits: dict[str, int] = {}
+    scope_hits: dict[str, int] = {}
+    for hit in hits:
+        ref = hit.tensor
+        if ref.graph and ref.graph != graph.name:
+            continue
+        node = graph.get(ref.node)
+        if node is None:
+            continue
+        node_hits[node.name] = node_hits.get(node.name, 0) + 1
+        scope = node.ui_name.rpartition("/")[0]
+        while scope:
+            scope_hits[scope] = scope_hits.get(scope, 0) + 1
+            scope = scope.rpartition("/")[0]
+    return nodes, scopes, node_hits, scope_hits
+
+
+class WatchpointList(DataTable[Any]):
+    """Bottom pane: the session's watchpoints."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("e", "edit", "Edit", id="watchpoints.edit"),
+        Binding("d,delete", "delete", "Delete", id="watchpoints.delete"),
+        Binding("space", "toggle", "On/off", id="watchpoints.toggle"),
+    ]
+
+    CONTEXT_TITLE = "watchpoint list"
+    CONTEXT_HELP = (
+        "Every watchpoint of the session. Enter or e edits the highlighted one, d deletes it\n"
+        "(asks first), space enables or disables it; w creates a new one, r rechecks them all.\n"
+        "The hits column counts its hits in the current hit list (2 shows them)."
+    )
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self._watchpoints: list[Any] = []
+        self._hit_counts: dict[int, int] = {}
+
+    def on_mount(self) -> None:
+        self.add_column("#", key="id", width=3)
+        self.add_column("on", key="on", width=3)
+        self.add_column("cond", key="abbr", width=4)
+        self.add_column("condition", key="name", width=30)
+        self.add_column("parameters", key="params", width=40)
+        self.add_column("watches", key="targets", width=36)
+        self.add_column("hits", key="hits", width=5)
+        self._render_rows()
+
+    @property
+    def watchpoints(self) -> list[Any]:
+        return list(self._watchpoints)
+
+    def set_watchpoints(self, watchpoints: Iterable[Any]) -> None:
+        self._watchpoints = list(watchpoints)
+        if self.is_mounted and self.columns:
+            self._render_rows()
+
+    def set_hit_counts(self, counts: Mapping[int, int]) -> None:
+        self._hit_counts = dict(counts)
+        if self.is_mounted and self.columns:
+            self._render_rows()
+
+    def _render_rows(self) -> None:
+        keep = self.selected_id
+        self.clear()
+        if not self._watchpoints:
+            self.add_row(
+                "", "", "", Text("no watchpoints: press w to create one", "dim"), "", "", ""
+            )
+            return
+        for wp in self._watchpoints:
+            try:
+                spec = get_condition(wp.condition)
+                abbr, name = spec.abbr, spec.name
+            except Exception:
+                abbr, name = "?", str(wp.condition)
+            enabled = getattr(wp, "enabled", True)
+            hits = self._hit_counts.get(wp.id, 0)
+            style = "" if enabled else "dim"
+            self.add_row(
+                Text(str(wp.id), style=style),
+                Text("●" if enabled else "○", style="green" if enabled else "dim"),
+                Text(abbr, style="bold cyan" if enabled else "dim"),
+                Text(name, style=style),
+                Text(params_text(wp), style=style),
+                Text(targets_text(wp), style=style),
+                Text(str(hits) if hits else "", style="bold red"),
+                key=str(wp.id),
+            )
+        if keep is not None:
+            with contextlib.suppress(Exception):
+                self.move_cursor(row=self.get_row_index(str(keep)))
+
+    @property
+    def selected_id(self) -> int | None:
+        if not self._watchpoints or self.row_count == 0:
+            return None
+        try:
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:
+            return None
+        return int(key) if key and key.isdigit() else None
+
+    def _post(self, action: str) -> None:
+        self.post_message(WatchpointAction(action, self.selected_id))
+
+    def action_edit(self) -> None:
+        self._post("edit")
+
+    def action_delete(self) -> None:
+        self._post("delete")
+
+    def action_toggle(self) -> None:
+        self._post("toggle")
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if self._watchpoints:
+            self._post("edit")
+        else:
+            self.post_message(WatchpointAction("new"))
