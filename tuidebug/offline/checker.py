@@ -1,0 +1,481 @@
+"""The offline watchpoint checker: many watchpoints over many dump tensors, in parallel.
+
+How a check runs (spec §3.5, §3.6, §5.8):
+
+* Every tensor is read once per check, however many watchpoints watch it: all the requests of
+  one tensor go to a single `core.conditions.evaluate` call (one chunked pass).
+* Work goes to a process pool (default: every core) as *file paths*; each worker memory-maps
+  one file at a time (`tensor_store.load_npy`), so memory stays bounded by the largest tensor
+  being processed whatever the dump size. Small checks (a LeNet dump) run in-process: starting
+  a pool would cost more than the check.
+* Change conditions (`needs_prev`) read the previous value from the previous iteration in which
+  the tensor's root graph ran, per the graph execution history (`ms_global_execution_order_
+  graph_<id>.csv`). The first run of a graph has no previous value: error 4.
+
+Error codes (bits, spec §3.6): 1 NaN, 2 ±Inf (both from `evaluate`), 4 no previous value,
+8 tensor larger than the memory limit (not read), 16 no graph history, 32 no dumped value
+(only with ``error_on_no_value=True``).
+
+**Missing history (error 16), a deliberate choice.** MindSpore's engine overwrites the error
+code of *every* watchpoint with 16 when the history file of the tensor's graph is missing, which
+turns every watched tensor into an error "hit" and makes dumps without history (Ascend from
+2.4, some CPU runs) uncheckable. tuidebug treats the history as optional: without it, only the
+watchpoints whose condition needs the previous value (WNC, WCL, WCS: conditions 18, 19, 20)
+report error 16, because only they cannot tell which iteration is "previous"; every other
+condition is evaluated normally. `OfflineSession` also says so once in a Notice.
+
+Results are `CheckOutcome`s (reported when hit or error_code ≠ 0) ordered by iteration, rank,
+graph, the node's position in the kernel execution order (parameters and unlisted nodes after
+the kernels), node name, slot, then watchpoint id. Unreadable files never stop a check: each
+gives one sentence in `CheckReport.problems` and the rest is checked.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tuidebug.core.conditions import (
+    CheckRequest,
+    CheckResult,
+    ConditionType,
+    ParamResult,
+    evaluate,
+)
+from tuidebug.core.watchpoints import ERROR_NO_HISTORY, ERROR_NO_VALUE, ERROR_OUT_OF_MEMORY
+from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, load_npy
+
+if TYPE_CHECKING:
+    from tuidebug.offline.dump import OfflineDump
+
+# Change conditions: the ones that read the previous iteration's value.
+CHANGE_CONDITIONS = frozenset(
+    {ConditionType.CHANGE_TOO_LARGE, ConditionType.CHANGE_TOO_SMALL, ConditionType.NOT_CHANGED}
+)
+
+# Below these, a check runs in the calling process: a pool costs ~0.3 s to start and LeNet-
+# sized dumps check faster than that.
+INPROCESS_MAX_BYTES = 64 << 20
+INPROCESS_MAX_TASKS = 4000
+# A batch sent to one worker: big enough to amortise pickling, small enough to balance the
+# load, report progress often and stop soon after a cancel.
+BATCH_BYTES = 32 << 20
+BATCH_TASKS = 256
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TensorKey:
+    """One dumped tensor: an output slot of a graph node at an iteration on a rank."""
+
+    rank: int
+    graph: str
+    node: str
+    slot: int
+    iteration: int
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One watchpoint as the checker sees it.
+
+    `tensors` maps (rank, graph name) to the (node name, slot) pairs to check there;
+    `iterations` restricts the watch to some iterations (None = all the check covers).
+    """
+
+    watchpoint_id: int
+    request: CheckRequest
+    needs_prev: bool
+    tensors: Mapping[tuple[int, str], Sequence[tuple[str, int]]]
+    iterations: frozenset[int] | None = None
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A reported result: hit, or an error code (then `result.hit` may be False)."""
+
+    key: TensorKey
+    watchpoint_id: int
+    result: CheckResult
+    order: tuple[Any, ...] = field(compare=False, repr=False, default=())
+
+    @property
+    def error_code(self) -> int:
+        return self.result.error_code
+
+
+@dataclass
+class CheckReport:
+    outcomes: list[CheckOutcome]
+    problems: list[str]
+    tensors_checked: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+    cancelled: bool = False
+    workers: int = 0  # 0 = in-process
+
+    @property
+    def hits(self) -> list[CheckOutcome]:
+        return self.outcomes
+
+
+# ---------------------------------------------------------------------- worker side
+@dataclass(frozen=True, slots=True)
+class _Task:
+    tid: int
+    path: str
+    prev_path: str | None
+    requests: tuple[CheckRequest, ...]
+    needs_prev: tuple[bool, ...]
+    nbytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class _TaskResult:
+    tid: int
+    # (request index, result) for results worth reporting (hit or error), None if unreadable
+    reported: tuple[tuple[int, CheckResult], ...]
+    problems: tuple[str, ...]
+    nbytes: int
+
+
+def needs_previous(condition: int) -> bool:
+    """True for the wire condition numbers that compare with the previous value (18–20)."""
+    return condition in CHANGE_CONDITIONS
+
+
+def error_result(request: CheckRequest, error_code: int) -> CheckResult:
+    """A result with an error code and nothing evaluated (parameters echoed, not hit)."""
+    params = tuple(ParamResult(p.name, p.value, p.disabled, False, None) for p in request.params)
+    return CheckResult(False, error_code, params)
+
+
+def _worth_reporting(result: CheckResult | None) -> bool:
+    return result is not None and (result.hit or result.error_code != 0)
+
+
+def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
+    problems: list[str] = []
+    try:
+        tensor = load_npy(Path(task.path), root=Path(root), mmap=True, max_bytes=max_bytes)
+    except TensorTooLargeError:
+        reported = tuple(
+            (i, error_result(r, ERROR_OUT_OF_MEMORY)) for i, r in enumerate(task.requests)
+        )
+        return _TaskResult(task.tid, reported, (), 0)
+    except TensorFileError as err:
+        return _TaskResult(task.tid, (), (str(err),), 0)
+    nbytes = int(getattr(tensor, "nbytes", 0))
+    previous = None
+    prev_too_large = False
+    if task.prev_path is not None:
+        try:
+            previous = load_npy(
+                Path(task.prev_path), root=Path(root), mmap=True, max_bytes=max_bytes
+            )
+            nbytes += int(getattr(previous, "nbytes", 0))
+        except TensorTooLargeError:
+            prev_too_large = True
+        except TensorFileError as err:
+            # An unreadable previous value is reported and treated as absent (error 4).
+            problems.append(str(err))
+    requests = task.requests
+    results: list[CheckResult | None] = [None] * len(requests)
+    todo = [i for i in range(len(requests)) if not (prev_too_large and task.needs_prev[i])]
+    for i in range(len(requests)):
+        if prev_too_large and task.needs_prev[i]:
+            results[i] = error_result(requests[i], ERROR_OUT_OF_MEMORY)
+    if todo:
+        try:
+            evaluated = evaluate(tensor, [requests[i] for i in todo], previous=previous)
+        except (ValueError, TypeError, OSError) as err:
+            # evaluate refuses what it cannot compute (e.g. an unsupported dtype); the file
+            # is named and the check goes on.
+            return _TaskResult(
+                task.tid, (), (*problems, f"{task.path}: cannot be checked: {err}"), nbytes
+            )
+        for i, res in zip(todo, evaluated, strict=True):
+            results[i] = res
+    del tensor, previous
+    reported = tuple((i, r) for i, r in enumerate(results) if _worth_reporting(r))
+    return _TaskResult(task.tid, reported, tuple(problems), nbytes)  # type: ignore[arg-type]
+
+
+def _run_batch(tasks: Sequence[_Task], root: str, max_bytes: int | None) -> list[_TaskResult]:
+    return [_run_task(t, root, max_bytes) for t in tasks]
+
+
+# ---------------------------------------------------------------------- parent side
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Checker:
+    """Runs watchpoint checks over an `OfflineDump`. Keep one per dump: the process pool is
+    started on first need and reused until `close()`."""
+
+    def __init__(
+        self,
+        dump: OfflineDump,
+        workers: int | None = None,
+        inprocess_max_bytes: int = INPROCESS_MAX_BYTES,
+    ) -> None:
+        if workers is not None and workers < 1:
+            raise ValueError("The number of workers must be at least 1.")
+        self.dump = dump
+        self.workers = workers or default_workers()
+        self.inprocess_max_bytes = inprocess_max_bytes
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    # -------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Checker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _get_pool(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                import multiprocessing
+
+                # forkserver: never fork a process that may run UI or gRPC threads.
+                methods = multiprocessing.get_all_start_methods()
+                method = "forkserver" if "forkserver" in methods else "spawn"
+                self._pool = ProcessPoolExecutor(
+                    max_workers=self.workers, mp_context=multiprocessing.get_context(method)
+                )
+            return self._pool
+
+    # ------------------------------------------------------------------ check
+    def check(
+        self,
+        watches: Sequence[Watch],
+        iterations: Iterable[int],
+        error_on_no_value: bool = False,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> CheckReport:
+        """Check `watches` at each of `iterations`. `progress(done, total)` counts tensors;
+        setting `cancel` stops the check soon (the report then has `cancelled=True` and the
+        outcomes found so far)."""
+        started = time.perf_counter()
+        dump = self.dump
+        outcomes: list[CheckOutcome] = []
+        problems: list[str] = []
+        tasks: list[_Task] = []
+        task_keys: list[TensorKey] = []
+        task_wps: list[tuple[int, ...]] = []
+        seen_problem: set[str] = set()
+
+        def problem(msg: str) -> None:
+            if msg not in seen_problem:
+                seen_problem.add(msg)
+                problems.append(msg)
+
+        for iteration in sorted(set(iterations)):
+            wanted: dict[TensorKey, list[tuple[Watch, int]]] = {}
+            for watch in watches:
+                if watch.iterations is not None and iteration not in watch.iterations:
+                    continue
+                for (rank, graph), pairs in watch.tensors.items():
+                    for node, slot in pairs:
+                        key = TensorKey(rank, graph, node, slot, iteration)
+                        wanted.setdefault(key, []).append((watch, watch.watchpoint_id))
+            for key, watch_list in wanted.items():
+                # one watchpoint id once per tensor, even if listed twice
+                uniq: dict[int, Watch] = {}
+                for watch, wp_id in watch_list:
+                    uniq.setdefault(wp_id, watch)
+                tensor_file = dump.tensor_file(key.rank, key.graph, key.node, key.slot, iteration)
+                if tensor_file is None:
+                    if error_on_no_value:
+                        for wp_id, watch in uniq.items():
+                            outcomes.append(
+                                CheckOutcome(
+                                    key, wp_id, error_result(watch.request, ERROR_NO_VALUE)
+                                )
+                            )
+                    continue
+                requests: list[CheckRequest] = []
+                needs: list[bool] = []
+                wp_ids: list[int] = []
+                prev_path: str | None = None
+                prev_looked_up = False
+                for wp_id, watch in uniq.items():
+                    if watch.needs_prev:
+                        if not dump.has_history(key.rank, key.graph):
+                            outcomes.append(
+                                CheckOutcome(
+                                    key, wp_id, error_result(watch.request, ERROR_NO_HISTORY)
+                                )
+                            )
+                            continue
+                        if not prev_looked_up:
+                            prev_looked_up = True
+                            prev_it = dump.previous_iteration(key.rank, key.graph, iteration)
+                            if prev_it is not None:
+                                prev_file = dump.tensor_file(
+                                    key.rank, key.graph, key.node, key.slot, prev_it
+                                )
+                                if prev_file is not None:
+                                    prev_path = str(prev_file.path)
+                    requests.append(watch.request)
+                    needs.append(watch.needs_prev)
+                    wp_ids.append(wp_id)
+                if not requests:
+                    continue
+                path = str(tensor_file.path)
+                tasks.append(
+                    _Task(
+                        len(tasks),
+                        path,
+                        prev_path if any(needs) else None,
+                        tuple(requests),
+                        tuple(needs),
+                        _file_size(path),
+                    )
+                )
+                task_keys.append(key)
+                task_wps.append(tuple(wp_ids))
+
+        total = len(tasks)
+        total_bytes = sum(t.nbytes for t in tasks)
+        report = CheckReport(outcomes, problems, workers=0)
+        if progress:
+            progress(0, total)
+        results: list[_TaskResult] = []
+        root = str(dump.root)
+        max_bytes = dump.mem_limit
+        use_pool = self.workers > 1 and (
+            total_bytes > self.inprocess_max_bytes or total > INPROCESS_MAX_TASKS
+        )
+        if not use_pool:
+            last = time.monotonic()
+            for i, task in enumerate(tasks):
+                if cancel is not None and cancel.is_set():
+                    report.cancelled = True
+                    break
+                results.append(_run_task(task, root, max_bytes))
+                now = time.monotonic()
+                if progress and (now - last > 0.1 or i + 1 == total):
+                    last = now
+                    progress(i + 1, total)
+        else:
+            report.workers = self.workers
+            report.cancelled = self._run_in_pool(
+                tasks, root, max_bytes, results, total, progress, cancel
+            )
+
+        for res in results:
+            report.tensors_checked += 1
+            report.bytes_read += res.nbytes
+            for msg in res.problems:
+                problem(msg)
+            key = task_keys[res.tid]
+            wps = task_wps[res.tid]
+            for index, result in res.reported:
+                outcomes.append(CheckOutcome(key, wps[index], result))
+        report.outcomes = self._ordered(outcomes)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _run_in_pool(
+        self,
+        tasks: list[_Task],
+        root: str,
+        max_bytes: int | None,
+        results: list[_TaskResult],
+        total: int,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> bool:
+        """Feed batches to the pool, at most two per worker in flight so a cancel is quick.
+        Returns True when cancelled."""
+        pool = self._get_pool()
+        # Big tensors first: the slowest batches start early and the tail stays short.
+        order = sorted(tasks, key=lambda t: -t.nbytes)
+        batches: list[list[_Task]] = []
+        cur: list[_Task] = []
+        cur_bytes = 0
+        per_batch = max(
+            1 << 20, min(BATCH_BYTES, sum(t.nbytes for t in tasks) // (self.workers * 8) or 1)
+        )
+        for task in order:
+            cur.append(task)
+            cur_bytes += task.nbytes
+            if cur_bytes >= per_batch or len(cur) >= BATCH_TASKS:
+                batches.append(cur)
+                cur, cur_bytes = [], 0
+        if cur:
+            batches.append(cur)
+        pending: set[Future[list[_TaskResult]]] = set()
+        next_batch = 0
+        done_count = 0
+        cancelled = False
+        while next_batch < len(batches) or pending:
+            while not cancelled and next_batch < len(batches) and len(pending) < self.workers * 2:
+                pending.add(pool.submit(_run_batch, batches[next_batch], root, max_bytes))
+                next_batch += 1
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                batch_results = fut.result()
+                results.extend(batch_results)
+                done_count += len(batch_results)
+            if finished and progress:
+                progress(done_count, total)
+            if cancel is not None and cancel.is_set() and not cancelled:
+                cancelled = True
+                for fut in pending:
+                    fut.cancel()
+                next_batch = len(batches)
+        return cancelled
+
+    def _ordered(self, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
+        dump = self.dump
+        cache: dict[tuple[int, str, str], tuple[int, int]] = {}
+        graph_rank: dict[tuple[int, str], int] = {}
+
+        def position(o: CheckOutcome) -> tuple[Any, ...]:
+            k = o.key
+            gk = (k.rank, k.graph)
+            if gk not in graph_rank:
+                graph_rank[gk] = dump.graph_order(k.rank, k.graph)
+            nk = (k.rank, k.graph, k.node)
+            if nk not in cache:
+                pos = dump.execution_position(k.rank, k.graph, k.node)
+                cache[nk] = (0, pos) if pos is not None else (1, 0)
+            return (k.iteration, k.rank, graph_rank[gk], cache[nk], k.node, k.slot, o.watchpoint_id)
+
+        return sorted(outcomes, key=position)
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def gigabytes_per_second(report: CheckReport) -> float:
+    if report.seconds <= 0:
+        return math.inf
+    return report.bytes_read / report.seconds / 1e9

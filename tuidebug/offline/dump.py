@@ -1,0 +1,304 @@
+"""The dump model: one MindSpore dump folder, its ranks' graphs and tensor indexes.
+
+`OfflineDump` joins the pieces the other offline modules provide: discovery (`layout`), graph
+files (`graph_pb`), the file ↔ node index (`tensor_index`) and safe tensor reading
+(`tensor_store`). Graphs are loaded per rank on first use, so opening a dump with many ranks
+costs only its discovery; indexes are built per (rank, graph) on first use too.
+
+Everything that leaves part of the dump unusable (a damaged `.pb`, garbage files, names that
+are not UTF-8, symbolic links leaving the dump) is one sentence in `problems`; only a folder
+with nothing usable raises `DumpError`.
+
+Thread safety: the session calls this from worker threads while the UI reads it, so lazy
+loading is guarded by one lock. Tensor values are read without the lock (memory maps).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.session import GraphRun
+from tuidebug.offline.dump_error import DumpError
+from tuidebug.offline.graph_pb import GraphFileError, GraphTooLargeError, load_graph_file
+from tuidebug.offline.layout import DumpLayout, RankLayout
+from tuidebug.offline.tensor_index import TensorIndex
+from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, load_npy
+
+if TYPE_CHECKING:
+    from tuidebug.offline.filenames import TensorFile
+    from tuidebug.offline.statistic_csv import StatisticRow
+
+__all__ = ["DumpError", "OfflineDump", "TensorFileError", "TensorTooLargeError"]
+
+
+class OfflineDump:
+    """A MindSpore dump folder opened for reading.
+
+    `mem_limit` (bytes, None = no limit) is the checker's per-tensor memory limit: a tensor
+    larger than it is not read and its watchpoints report error code 8 (MindInsight's
+    `mem_limit` semantics, spec §3.6). Viewing a tensor (`value`) memory-maps it and is not
+    limited.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], mem_limit: int | None = None) -> None:
+        if mem_limit is not None and mem_limit <= 0:
+            raise ValueError("The memory limit must be a positive number of bytes.")
+        self.layout = DumpLayout.open(root)  # DumpError when nothing is usable
+        self.root: Path = self.layout.root
+        self.given_root = os.fspath(root)
+        self.mem_limit = mem_limit
+        self._lock = threading.RLock()
+        self._graphs: dict[int, dict[str, Graph]] = {}
+        self._graph_file_ids: dict[tuple[int, str], int] = {}
+        self._indexes: dict[tuple[int, str], TensorIndex] = {}
+        self._graph_problems: dict[int, list[str]] = {}
+        self._reported: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"OfflineDump({str(self.root)!r}, ranks={self.ranks})"
+
+    # ------------------------------------------------------------------ settings
+    @property
+    def ranks(self) -> list[int]:
+        return self.layout.rank_ids
+
+    @property
+    def backend(self) -> str:
+        """`device_target` of `.dump_metadata/config.json` (CPU, GPU, Ascend) or ""."""
+        return self.layout.settings.device_target or ""
+
+    @property
+    def ms_version(self) -> str:
+        return self.layout.settings.ms_version or ""
+
+    @property
+    def net_name(self) -> str:
+        for rid in self.ranks:
+            name = self.layout.ranks[rid].net_name
+            if name:
+                return name
+        return self.layout.settings.net_name or ""
+
+    def rank_layout(self, rank: int) -> RankLayout:
+        try:
+            return self.layout.ranks[rank]
+        except KeyError:
+            ranks = ", ".join(map(str, self.ranks))
+            raise KeyError(f"Rank {rank} is not in the dump (ranks: {ranks}).") from None
+
+    # ------------------------------------------------------------------ graphs
+    def graphs(self, rank: int) -> dict[str, Graph]:
+        """The graphs of a rank by name, loaded on first use (damaged files are problems)."""
+        with self._lock:
+            if rank not in self._graphs:
+                self._load_graphs(rank)
+            return self._graphs[rank]
+
+    def _load_graphs(self, rank: int) -> None:
+        layout = self.rank_layout(rank)
+        graphs: dict[str, Graph] = {}
+        problems: list[str] = []
+        for gid, files in sorted(layout.graph_files.items()):
+            if files.pb is None:
+                continue
+            try:
+                graph = load_graph_file(files.pb, ir_path=files.ir)
+            except (GraphFileError, GraphTooLargeError) as err:
+                problems.append(self._relative(str(err)))
+                continue
+            if graph.name in graphs:
+                problems.append(
+                    f"rank_{rank} holds two graphs named {graph.name}; only the first is used."
+                )
+                continue
+            graphs[graph.name] = graph
+            self._graph_file_ids[(rank, graph.name)] = gid
+        if not graphs and layout.dumped_iterations and layout.graph_files:
+            problems.append(
+                f"rank_{rank} has tensor data but no readable graph, so its tensors cannot be "
+                "tied to nodes."
+            )
+        self._graph_problems[rank] = problems
+        self._graphs[rank] = graphs
+
+    def graph(self, rank: int, name: str) -> Graph:
+        graphs = self.graphs(rank)
+        try:
+            return graphs[name]
+        except KeyError:
+            known = ", ".join(graphs) or "none"
+            raise KeyError(f"rank_{rank} has no graph {name!r} (graphs: {known}).") from None
+
+    def graph_order(self, rank: int, name: str) -> int:
+        """Sort key of a graph within its rank: its graph id."""
+        self.graphs(rank)
+        return self._graph_file_ids.get((rank, name), 1 << 30)
+
+    def graph_id(self, rank: int, name: str) -> int:
+        """The id of the graph's folder of tensor files (its root graph id)."""
+        return self.index(rank, name).graph_id
+
+    def node(self, rank: int, graph: str, name: str) -> Node:
+        return self.graph(rank, graph).node(name)
+
+    # ------------------------------------------------------------------ indexes
+    def index(self, rank: int, graph: str) -> TensorIndex:
+        key = (rank, graph)
+        with self._lock:
+            found = self._indexes.get(key)
+            if found is None:
+                found = TensorIndex(self.rank_layout(rank), self.graph(rank, graph))
+                self._indexes[key] = found
+            return found
+
+    def indexes(self, rank: int) -> list[TensorIndex]:
+        return [self.index(rank, name) for name in self.graphs(rank)]
+
+    def build_indexes(self, ranks: Iterable[int] | None = None) -> None:
+        """Index every graph of the given ranks now (the session does this while loading, so
+        that later steps do not pause to list folders)."""
+        for rank in self.ranks if ranks is None else ranks:
+            self.indexes(rank)
+
+    # ------------------------------------------------------------------ iterations
+    def iterations(self, rank: int | None = None, graph: str | None = None) -> list[int]:
+        """Dumped iterations: of one graph, of one rank (union over its graph folders), or of
+        the whole dump."""
+        if graph is not None and rank is not None:
+            return list(self.index(rank, graph).iterations)
+        if rank is not None:
+            return self.rank_layout(rank).iterations
+        return self.layout.iterations
+
+    def step_count(self, rank: int | None = None) -> int:
+        """Spec §5.5 step 6: max(history) + 1, else max(dumped iteration) + 1, else 0."""
+        if rank is None:
+            return self.layout.step_count
+        return self.rank_layout(rank).step_count
+
+    def has_history(self, rank: int, graph: str) -> bool:
+        return self.index(rank, graph).has_history
+
+    def previous_iteration(self, rank: int, graph: str, iteration: int) -> int | None:
+        """The previous run of the graph per its history (spec §5.8), or None."""
+        return self.index(rank, graph).previous_iteration(iteration)
+
+    def execution_position(self, rank: int, graph: str, node: str) -> int:
+        return self.index(rank, graph).execution_position(node)
+
+    def graph_runs(self, rank: int) -> list[GraphRun]:
+        """Spec §5.7 graph runs of a rank, sorted by iteration then graph id."""
+        names = {self._graph_file_ids.get((rank, n), -1): n for n in self.graphs(rank)}
+        runs = self.rank_layout(rank).graph_runs(names)
+        return [GraphRun(r.iteration, r.graph_name, r.has_data, r.sub_graph_names) for r in runs]
+
+    # ------------------------------------------------------------------ tensors
+    def tensor_file(
+        self,
+        rank: int,
+        graph: str,
+        node: str,
+        slot: int,
+        iteration: int,
+        is_output: bool = True,
+    ) -> TensorFile | None:
+        """The file holding a tensor, or None when it was not dumped. Constants are never
+        looked up here (they are not per-iteration data; see `value`)."""
+        index = self.index(rank, graph)
+        found = index.graph.get(node)
+        if found is not None and found.kind is NodeKind.CONSTANT:
+            return None
+        return index.lookup(node, slot, iteration, is_output)
+
+    def value(
+        self,
+        rank: int,
+        graph: str,
+        node: str,
+        slot: int,
+        iteration: int | None,
+        is_output: bool = True,
+    ) -> np.ndarray | None:
+        """A tensor's value (a read-only memory map for dumped files), or None when it has no
+        value at that iteration. Constants with a value in the graph file return it directly,
+        whatever the iteration; other constants come from the `constants/` folder.
+        Raises `TensorFileError` (one sentence naming the file) for unreadable files."""
+        index = self.index(rank, graph)
+        found = index.graph.node(node)
+        if found.kind is NodeKind.CONSTANT:
+            if found.value is not None and slot == 0:
+                return np.asarray(found.value)
+            iterations = index.iterations
+            if not iterations:
+                return None
+            tensor_file = index.lookup(found.name, slot, iterations[0], is_output)
+        else:
+            if iteration is None:
+                return None
+            tensor_file = index.lookup(found.name, slot, iteration, is_output)
+        if tensor_file is None:
+            return None
+        return load_npy(tensor_file.path, root=self.root, mmap=True)
+
+    def statistics(self, rank: int, iteration: int) -> dict[str, list[dict[str, str]]]:
+        """MindInsight's `select_tensor_statistics` shape for one rank and iteration: the rows of
+        every graph folder's statistic.csv keyed by `"{Op Name}:{IO}:{Slot}"`."""
+        out: dict[str, list[dict[str, str]]] = {}
+        layout = self.rank_layout(rank)
+        for gid in sorted(layout.dumped_iterations):
+            if iteration not in layout.dumped_iterations[gid]:
+                continue
+            table = layout.statistics(gid, iteration)
+            if table is None:
+                continue
+            for row in table.rows:
+                out.setdefault(row.key, []).append(dict(row.raw))
+        return out
+
+    def statistic_rows(
+        self, rank: int, graph: str, iteration: int
+    ) -> Mapping[tuple[str, str, int], StatisticRow]:
+        """statistic.csv rows of one graph and iteration by (node name, io, slot)."""
+        return self.index(rank, graph).statistics_for(iteration)
+
+    # ------------------------------------------------------------------ problems
+    @property
+    def problems(self) -> list[str]:
+        """Every problem found so far: discovery, then graphs and indexes of loaded ranks.
+        Listing iteration folders (lazily) can add more later."""
+        out = list(self.layout.problems)
+        with self._lock:
+            for rank in sorted(self._graph_problems):
+                out.extend(self._graph_problems[rank])
+            for key in sorted(self._indexes):
+                out.extend(self._indexes[key].problems)
+        seen: set[str] = set()
+        unique = []
+        for msg in out:
+            if msg not in seen:
+                seen.add(msg)
+                unique.append(msg)
+        return unique
+
+    def new_problems(self) -> list[str]:
+        """Problems not returned by an earlier call (so each is shown once)."""
+        with self._lock:
+            fresh = [p for p in self.problems if p not in self._reported]
+            self._reported.update(fresh)
+        return fresh
+
+    def notes(self, rank: int) -> list[str]:
+        """Informational sentences about name fallbacks in the rank's indexes."""
+        return [n for index in self.indexes(rank) for n in index.notes()]
+
+    def _relative(self, message: str) -> str:
+        """Messages name files relative to the dump root, like the layout's."""
+        prefix = str(self.root) + os.sep
+        return message.replace(prefix, "")
