@@ -1,0 +1,624 @@
+"""MindSpore graph protos (`ModelProto` files, `GraphProto` messages) → `core.Graph`.
+
+Spec §5.6 (building the graph, code stacks), §1.3 (the messages), §2.14 (names).
+`graph_from_proto` works on a message alone so the online server can reuse it for graphs
+received over gRPC; `load_graph_file` adds what only a dump has: a file to size-check and
+decode, and the `.ir` text beside it as a fallback source of code stacks.
+
+Dump files are untrusted: sizes are capped before reading, every decode failure becomes one
+`GraphFileError` sentence naming the file, and nothing in a message can make the reader
+recurse deeply or build unbounded strings (attribute values over 1024 bytes are hidden).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import unknown_fields
+
+from tuidebug._proto import debug_graph_pb2 as pb
+from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec, paused_gc
+
+__all__ = [
+    "MAX_ATTRIBUTE_BYTES",
+    "MAX_GRAPH_FILE_BYTES",
+    "MAX_GRAPH_NODES",
+    "MAX_IR_FILE_BYTES",
+    "GraphFileError",
+    "GraphTooLargeError",
+    "graph_from_proto",
+    "load_graph_file",
+    "parse_ir_stacks",
+    "parse_model_proto",
+    "parse_source_address",
+    "render_value",
+    "stacks_from_ir",
+]
+
+MAX_GRAPH_FILE_BYTES = 512 * 1024 * 1024
+MAX_IR_FILE_BYTES = 1024 * 1024 * 1024
+# MindInsight's MAX_GRAPH_NODE_SIZE (spec §2.13 `node_too_large`).
+MAX_GRAPH_NODES = 100_000
+# MindInsight hides node attribute values larger than this (spec §6.5).
+MAX_ATTRIBUTE_BYTES = 1024
+
+
+class GraphFileError(Exception):
+    """A graph file that cannot be read or decoded; the message is one sentence naming it."""
+
+
+class GraphTooLargeError(Exception):
+    """A graph with more nodes than the viewer accepts (spec §2.13 `node_too_large`)."""
+
+    def __init__(self, message: str, node_count: int, limit: int) -> None:
+        super().__init__(message)
+        self.node_count = node_count
+        self.limit = limit
+
+
+# ====================================================================== files
+
+
+def parse_model_proto(data: bytes, source: str) -> pb.ModelProto:
+    """Decode a serialized `ModelProto`; `source` names the file in the error sentence."""
+    model = pb.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as exc:  # DecodeError, RecursionError, … all mean "not a graph"
+        raise GraphFileError(
+            f"{source} is not a readable MindSpore graph file (it is damaged or truncated)."
+        ) from exc
+    # An empty or foreign file can decode "successfully" into an empty message: garbage
+    # bytes land in unknown fields. A graph file without a named graph is no graph file.
+    if not model.HasField("graph") or not (model.graph.name or len(model.graph.node)):
+        raise GraphFileError(f"{source} holds no MindSpore graph.")
+    return model
+
+
+def load_graph_file(
+    path: str | os.PathLike[str],
+    *,
+    ir_path: str | os.PathLike[str] | None = None,
+    use_ir: bool = True,
+    limit: int | None = MAX_GRAPH_NODES,
+) -> Graph:
+    """Read a dump's `graphs/*.pb` (a serialized `ModelProto`) into a `Graph`.
+
+    Nodes whose `source_address` is empty get their stack from the `.ir` text file beside
+    the `.pb` (same stem), or from `ir_path`; a missing or unreadable `.ir` only means no
+    fallback stacks. Raises `GraphFileError` for an unreadable, oversized or undecodable
+    file and `GraphTooLargeError` past `limit` nodes (None = no limit).
+    """
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        if size > MAX_GRAPH_FILE_BYTES:
+            raise GraphFileError(
+                f"Graph file {file} is {size / 2**20:.0f} MiB, larger than the "
+                f"{MAX_GRAPH_FILE_BYTES // 2**20} MiB limit."
+            )
+        with file.open("rb") as fh:
+            # Read one byte past the cap so a file that grew after stat() is still caught.
+            data = fh.read(MAX_GRAPH_FILE_BYTES + 1)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise GraphFileError(f"Cannot read graph file {file}: {reason}.") from exc
+    if len(data) > MAX_GRAPH_FILE_BYTES:
+        raise GraphFileError(
+            f"Graph file {file} is larger than the {MAX_GRAPH_FILE_BYTES // 2**20} MiB limit."
+        )
+    model = parse_model_proto(data, f"Graph file {file}")
+    del data  # the parsed message is all we need; free the raw bytes early
+    graph_proto = model.graph
+
+    fallback: dict[str, list[StackFrame]] | None = None
+    if use_ir and any(not n.source_address for n in graph_proto.node):
+        ir_file = Path(ir_path) if ir_path is not None else file.with_suffix(".ir")
+        if ir_file.is_file():
+            try:
+                fallback = stacks_from_ir(ir_file)
+            except GraphFileError:
+                fallback = None  # the .ir is only a convenience; the graph stands alone
+    try:
+        return graph_from_proto(graph_proto, fallback, limit=limit)
+    except GraphTooLargeError as exc:
+        raise GraphTooLargeError(
+            f"Graph file {file} has {exc.node_count:,} nodes, more than the "
+            f"{exc.limit:,} tuidebug can show.",
+            exc.node_count,
+            exc.limit,
+        ) from None
+
+
+# ====================================================================== graph
+
+
+# DataType numbers used below (spec §1.3).
+_DT_UNDEFINED = 0
+_DT_BOOL = 1
+_DT_FLOAT64 = 12
+_DT_STRING = 13
+_DT_TENSOR = 14
+_DT_TUPLE = 31
+_DT_LIST = 32
+_DT_NONE = 34
+
+
+def graph_from_proto(
+    graph_proto: pb.GraphProto,
+    stacks_fallback: Mapping[str, list[StackFrame]] | None = None,
+    *,
+    limit: int | None = MAX_GRAPH_NODES,
+) -> Graph:
+    """Build a `Graph` from a `GraphProto` (spec §5.6).
+
+    Parameters and constants come first, then operators in the proto's (topological)
+    order. `stacks_fallback` maps kernel full names to stacks for nodes whose
+    `source_address` is empty (see `stacks_from_ir`). More than `limit` nodes (parameters +
+    constants + operators) raises `GraphTooLargeError`; `limit=None` accepts any size.
+    """
+    with paused_gc():
+        return _build_graph(graph_proto, stacks_fallback or {}, limit)
+
+
+def _build_graph(
+    graph_proto: pb.GraphProto,
+    fallback: Mapping[str, list[StackFrame]],
+    limit: int | None,
+) -> Graph:
+    name = graph_proto.name
+    protos = [n for n in graph_proto.node if n.name]
+    total = len(protos) + len(graph_proto.parameters) + len(graph_proto.const_vals)
+    if limit is not None and total > limit:
+        raise GraphTooLargeError(
+            f"Graph {name or '(unnamed)'} has {total:,} nodes, more than the "
+            f"{limit:,} tuidebug can show.",
+            total,
+            limit,
+        )
+
+    nodes: list[Node] = []
+    used: set[str] = set()
+    # input name → producing Node.name. Spec §5.6 looks names up in constants, then
+    # parameters, then the other nodes' `name` index; one dict filled in the reverse order
+    # (later entries win) gives the same answer with a single lookup per input.
+    resolve: dict[str, str] = {}
+    const_nodes: list[Node] = []
+    param_nodes: list[Node] = []
+
+    for cst in graph_proto.const_vals:
+        key = cst.key
+        if not key or key in used:
+            continue
+        used.add(key)
+        const_nodes.append(_constant_node(cst))
+
+    for param in graph_proto.parameters:
+        pname = param.name
+        if not pname or pname in used:
+            continue
+        used.add(pname)
+        spec = _tensor_spec(param.type, 0) if param.HasField("type") else TensorSpec(0)
+        param_nodes.append(
+            Node(name=pname, kind=NodeKind.PARAMETER, op_type="Parameter", outputs=[spec])
+        )
+
+    # Names first (inputs may in principle point forward), then the nodes themselves.
+    heads: list[tuple[str, str, str, str]] = []  # (node name, index, op type, scope)
+    for proto in protos:
+        index = proto.name
+        op_type = proto.op_type
+        scope = proto.scope
+        full_name = proto.full_name
+        if full_name:
+            node_name = full_name
+            if not scope and "/" in full_name:
+                scope = full_name.rsplit("/", 1)[0]
+        else:
+            # spec §2.14: MindInsight's name for a node without full name
+            short = f"{op_type or 'Node'}-op{index}"
+            node_name = f"{scope}/{short}" if scope else short
+        if node_name in used:
+            node_name = _unique(node_name, index, used)
+        used.add(node_name)
+        heads.append((node_name, index, op_type, scope))
+        if index not in resolve:
+            resolve[index] = node_name
+    for node in param_nodes:
+        resolve[node.name] = node.name
+    for node in const_nodes:
+        resolve[node.name] = node.name
+    nodes.extend(param_nodes)
+    nodes.extend(const_nodes)
+
+    stacks = _StackParser()
+    # Attribute lists and output types repeat across nodes (`format: NCHW`, the same
+    # shapes layer after layer): render each distinct serialized form once.
+    attr_cache: dict[tuple[bytes, ...], dict[str, str]] = {}
+    output_cache: dict[bytes, list[TensorSpec]] = {}
+    operator = NodeKind.OPERATOR
+    for proto, (node_name, index, op_type, scope) in zip(protos, heads, strict=True):
+        attrs = proto.attribute
+        if attrs:
+            key = tuple(map(_serialize_attribute, attrs))
+            rendered = attr_cache.get(key)
+            if rendered is None:
+                rendered = attr_cache[key] = {a.name: render_value(a.value) for a in attrs}
+            attributes = dict(rendered)  # each node owns its dict
+        else:
+            attributes = {}
+        if proto.HasField("output_type"):
+            okey = proto.output_type.SerializeToString()
+            specs = output_cache.get(okey)
+            if specs is None:
+                specs = output_cache[okey] = _output_specs(proto)
+            outputs = list(specs)  # TensorSpecs are frozen, so sharing them is safe
+        else:
+            outputs = [TensorSpec(0)]
+        source = proto.source_address
+        nodes.append(
+            Node(
+                name=node_name,
+                kind=operator,
+                op_type=op_type,
+                scope=scope,
+                index=index,
+                inputs=[resolve.get(r, r) for r in map(_name_of, proto.input)],
+                outputs=outputs,
+                attributes=attributes,
+                stack=stacks.parse(source) if source else list(fallback.get(node_name, ())),
+            )
+        )
+    return Graph(name, nodes, root_name=graph_proto.root_name)
+
+
+# C-level callables for the per-node hot loop (no Python frame per attribute or input).
+_serialize_attribute = pb.AttributeProto.SerializeToString
+_name_of = attrgetter("name")
+
+
+def _unique(candidate: str, index: str, used: set[str]) -> str:
+    """A name not used yet: damaged or hand-made graphs may repeat full names, and a silent
+    overwrite would drop a node and rewire its edges."""
+    if candidate not in used:
+        return candidate
+    alt = f"{candidate}#{index}"
+    n = 1
+    while alt in used:
+        n += 1
+        alt = f"{candidate}#{index}.{n}"
+    return alt
+
+
+def _constant_node(cst: pb.NamedValueProto) -> Node:
+    value = cst.value
+    scalar = _scalar(value) if cst.HasField("value") else None
+    spec = TensorSpec(0)
+    if cst.HasField("value"):
+        dtype = _raw_enum(value, "dtype", 1)
+        if value.HasField("tensor_val"):
+            tensor = value.tensor_val
+            spec = TensorSpec(0, _raw_enum(tensor, "data_type", 5), tuple(tensor.dims))
+        elif dtype is not None and _DT_BOOL <= dtype <= _DT_FLOAT64:
+            spec = TensorSpec(0, dtype, ())
+    return Node(
+        name=cst.key,
+        kind=NodeKind.CONSTANT,
+        op_type="Const",
+        outputs=[spec],
+        dump_name=cst.full_name,
+        value=scalar,
+    )
+
+
+def _scalar(value: pb.ValueProto) -> Any:
+    """The Python scalar a ValueProto holds, or None (tensors, tuples, graphs…)."""
+    if value.HasField("bool_val"):
+        return value.bool_val
+    if value.HasField("int_val"):
+        return value.int_val
+    if value.HasField("uint_val"):
+        return value.uint_val
+    if value.HasField("float_val"):
+        return value.float_val
+    if value.HasField("double_val"):
+        return value.double_val
+    if value.HasField("str_val"):
+        return value.str_val
+    return None
+
+
+def _raw_enum(message: Any, field: str, number: int) -> int | None:
+    """A DataType field as a raw integer, None when absent.
+
+    proto2 enums are closed: a number this schema does not know (DT_BFLOAT16, DT_INT4 of
+    newer exporters, spec §9) is parked in the unknown fields and the getter says 0, so the
+    raw number is recovered from there."""
+    if message.HasField(field):
+        return int(getattr(message, field))
+    for unknown in unknown_fields.UnknownFieldSet(message):
+        if unknown.field_number == number and unknown.wire_type == 0:
+            return int(unknown.data)
+    return None
+
+
+def _shape(tensor_type: pb.TypeProto.Tensor) -> tuple[int, ...] | None:
+    if not tensor_type.HasField("shape"):
+        return None
+    return tuple(d.size for d in tensor_type.shape.dim)
+
+
+def _tensor_spec(type_proto: pb.TypeProto, slot: int) -> TensorSpec:
+    """Dtype/shape of a TypeProto that describes a tensor (or a bare scalar type)."""
+    if type_proto.HasField("tensor_type"):
+        tensor_type = type_proto.tensor_type
+        dtype = _raw_enum(tensor_type, "elem_type", 1)
+        if dtype == _DT_UNDEFINED:
+            dtype = None
+        return TensorSpec(slot, dtype, _shape(tensor_type))
+    return TensorSpec(slot)
+
+
+def _output_specs(proto: pb.NodeProto) -> list[TensorSpec]:
+    """spec §5.6: DT_TENSOR → one slot; DT_TUPLE → one slot per element of known dtype
+    (slots keep the element position); anything else → one slot without tensor info."""
+    out_type = proto.output_type
+    kind = _raw_enum(out_type, "data_type", 1)
+    if kind == _DT_TENSOR or (kind is None and out_type.HasField("tensor_type")):
+        return [_tensor_spec(out_type, 0)]
+    if kind == _DT_TUPLE and out_type.HasField("sequence_type"):
+        specs = []
+        for i, elem in enumerate(out_type.sequence_type.elem_types):
+            elem_kind = _raw_enum(elem, "data_type", 1)
+            if elem_kind == _DT_TENSOR:
+                spec = _tensor_spec(elem, i)
+                if spec.dtype is not None:
+                    specs.append(spec)
+            elif elem_kind is not None and _DT_BOOL <= elem_kind <= _DT_FLOAT64:
+                specs.append(TensorSpec(i, elem_kind, ()))
+        return specs or [TensorSpec(0)]
+    return [TensorSpec(0)]
+
+
+# ====================================================================== attributes
+
+_DTYPE_NAMES = {v.number: v.name for v in pb.DataType.DESCRIPTOR.values}
+
+
+def dtype_label(number: int | None) -> str:
+    """`Float32`-style label of a DataType number (`DT_45` for numbers we do not know)."""
+    if number is None:
+        return "?"
+    name = _DTYPE_NAMES.get(number)
+    if name is None:
+        return f"DT_{number}"
+    return name[3:].capitalize()
+
+
+def render_value(value: pb.ValueProto) -> str:
+    """A short, one-line rendering of an attribute value, as the `.ir` prints them
+    (`5`, `valid`, `(1, 1, 2, 2)`, `[x, w]`). Values over 1024 bytes are hidden (spec §6.5)."""
+    size = value.ByteSize()
+    if size > MAX_ATTRIBUTE_BYTES:
+        return f"<{size} bytes, hidden>"
+    return _render(value)
+
+
+def _render(value: pb.ValueProto) -> str:
+    if value.HasField("bool_val"):
+        return "true" if value.bool_val else "false"
+    if value.HasField("int_val"):
+        return str(value.int_val)
+    if value.HasField("uint_val"):
+        return str(value.uint_val)
+    if value.HasField("float_val"):
+        return f"{value.float_val:.7g}"
+    if value.HasField("double_val"):
+        return repr(value.double_val)
+    if value.HasField("str_val"):
+        return value.str_val
+    if value.HasField("tensor_val"):
+        t = value.tensor_val
+        return f"Tensor[{dtype_label(_raw_enum(t, 'data_type', 5))}]{tuple(t.dims)}"
+    if value.HasField("graph"):
+        return f"<graph {value.graph.name}>"
+    if value.HasField("type_val"):
+        return _render_type(value.type_val)
+    items: list[str] = []
+    items.extend("true" if b else "false" for b in value.bool_vals)
+    items.extend(str(i) for i in value.int_vals)
+    items.extend(str(i) for i in value.uint_vals)
+    items.extend(f"{f:.7g}" for f in value.float_vals)
+    items.extend(repr(d) for d in value.double_vals)
+    items.extend(value.str_vals)
+    items.extend(
+        f"Tensor[{dtype_label(_raw_enum(t, 'data_type', 5))}]{tuple(t.dims)}"
+        for t in value.tensor_vals
+    )
+    items.extend(f"<graph {g.name}>" for g in value.graphs)
+    items.extend(_render(v) for v in value.values)
+    if value.dict_val:
+        return "{" + ", ".join(f"{kv.key}: {_render(kv.value)}" for kv in value.dict_val) + "}"
+    if value.dtype == _DT_LIST:
+        return "[" + ", ".join(items) + "]"
+    if items or value.dtype == _DT_TUPLE:
+        return "(" + ", ".join(items) + ")"
+    if value.dtype == _DT_NONE:
+        return "None"
+    return ""
+
+
+def _render_type(type_proto: pb.TypeProto) -> str:
+    kind = _raw_enum(type_proto, "data_type", 1)
+    if type_proto.HasField("tensor_type"):
+        elem = _raw_enum(type_proto.tensor_type, "elem_type", 1)
+        return f"Tensor[{dtype_label(elem)}]"
+    if type_proto.HasField("sequence_type"):
+        inner = ", ".join(_render_type(t) for t in type_proto.sequence_type.elem_types)
+        return f"Tuple[{inner}]"
+    return dtype_label(kind)
+
+
+# ====================================================================== stacks
+
+# A location in any of the three forms of spec §5.6, then optionally `/<code>/`:
+#   In file p:12/code/        In file p:12~14, 4~20/code/        In file p(12)
+# The path is matched lazily up to the first `:N` (or `(N)`) that is followed by `/`, a
+# range or the end of the line: paths contain `/`, Windows paths contain `:`. The colon
+# forms are tried first so a `(1)` inside a directory name does not end the path.
+_LOC_COLON = re.compile(
+    r"In file (?P<path>.+?):(?P<line>\d+)(?:~\d+)?(?:,\s*\d+~\d+)?(?:/(?P<code>.*?)/?)?$"
+)
+_LOC_PAREN = re.compile(r"In file (?P<path>.+?)\((?P<line>\d+)\)(?:/(?P<code>.*?)/?)?$")
+# "Corresponding forward node candidate:", "Corresponding code candidate:", …
+_HEADER = re.compile(r"^Corresponding .*candidates?:?\s*$", re.IGNORECASE)
+
+
+def _split_marker(line: str) -> tuple[str, str]:
+    """(marker, rest) of one source_address line: marker "-" starts a sub-stack, " " (the
+    indented continuation) stays in it, "" is a plain frame."""
+    text = line.strip()
+    if text.startswith("#"):
+        text = text[1:]
+        if text.startswith(" "):
+            text = text[1:]
+    if text.startswith(" - ") or text.startswith("- "):
+        return "-", text.split("-", 1)[1].strip()
+    if text.startswith("  "):
+        return " ", text.strip()
+    return "", text.strip()
+
+
+def parse_location(text: str, group: int = 0) -> StackFrame:
+    """One `In file …` location (any of the three forms) → a frame; anything else → a
+    frame with only `code_line` (MindInsight keeps unparseable lines that way)."""
+    m = _LOC_COLON.match(text) or _LOC_PAREN.match(text)
+    if m is None:
+        return StackFrame("", None, text, group)
+    return StackFrame(m.group("path"), int(m.group("line")), (m.group("code") or "").strip(), group)
+
+
+def parse_source_address(text: str) -> list[StackFrame]:
+    """`NodeProto.source_address` → frames, innermost call first (as MindSpore writes it).
+
+    Header lines such as "Corresponding forward node candidate:" are kept as code-only
+    frames and open a new `group`; each ` - ` marked line starts another sub-stack."""
+    return _StackParser().parse(text)
+
+
+class _StackParser:
+    """Parses many `source_address` strings, remembering what it has seen: the same lines
+    (and often whole stacks) repeat across thousands of nodes of a big graph, and frames
+    are immutable, so each distinct line is split and matched once."""
+
+    def __init__(self) -> None:
+        self._stacks: dict[str, list[StackFrame]] = {}
+        self._lines: dict[str, tuple[str, bool, str]] = {}
+        self._frames: dict[tuple[str, int], StackFrame] = {}
+
+    def parse(self, text: str) -> list[StackFrame]:
+        known = self._stacks.get(text)
+        if known is None:
+            known = self._stacks[text] = self._parse(text)
+        return list(known)  # each node owns its list
+
+    def _parse(self, text: str) -> list[StackFrame]:
+        frames: list[StackFrame] = []
+        group = 0
+        group_has_frames = False
+        lines = self._lines
+        cache = self._frames
+        for raw in text.splitlines():
+            split = lines.get(raw)
+            if split is None:
+                marker, rest = _split_marker(raw)
+                split = lines[raw] = (marker, bool(_HEADER.match(rest)), rest)
+            marker, is_header, rest = split
+            if not rest:
+                continue
+            if is_header:
+                group += 1
+                group_has_frames = False
+                frames.append(StackFrame("", None, rest, group))
+                continue
+            if marker == "-" and (group == 0 or group_has_frames):
+                group += 1
+            group_has_frames = True
+            frame = cache.get((rest, group))
+            if frame is None:
+                frame = cache[(rest, group)] = parse_location(rest, group)
+            frames.append(frame)
+        return frames
+
+
+# `# Fullname with scope: (X)` in 2.x `.ir` files; older ones spell it `full_name_with_scope`.
+_IR_FULLNAME = re.compile(
+    r"^\s*#?\s*:?\s*(?:Fullname with scope|full_name_with_scope)\s*:\s*\((?P<name>.*)\)\s*$",
+    re.IGNORECASE,
+)
+
+
+def stacks_from_ir(path: str | os.PathLike[str]) -> dict[str, list[StackFrame]]:
+    """Code stacks per kernel full name from the `.ir` text file MindSpore writes beside
+    the graph `.pb` (fallback for nodes whose `source_address` is empty)."""
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        if size > MAX_IR_FILE_BYTES:
+            raise GraphFileError(
+                f"IR file {file} is {size / 2**20:.0f} MiB, larger than the "
+                f"{MAX_IR_FILE_BYTES // 2**20} MiB limit."
+            )
+        with file.open(encoding="utf-8", errors="replace") as fh:
+            return parse_ir_stacks(fh)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise GraphFileError(f"Cannot read IR file {file}: {reason}.") from exc
+
+
+def parse_ir_stacks(lines: Iterable[str]) -> dict[str, list[StackFrame]]:
+    """Parse `.ir` text: after each `Fullname with scope: (X)` line, the `# In file` /
+    `# inlined:In file` comment lines are X's stack. The `.ir` lists the outermost call
+    first; frames are reversed per group to match `source_address` (innermost first)."""
+    stacks: dict[str, list[StackFrame]] = {}
+    current: str | None = None
+    groups: list[list[StackFrame]] = []
+
+    def finish() -> None:
+        if current is not None and any(groups):
+            frames: list[StackFrame] = []
+            for i, g in enumerate(groups):
+                # Groups after the first open with their header line, which stays first.
+                frames.extend(g[:1] + g[:0:-1] if i else g[::-1])
+            stacks.setdefault(current, frames)
+
+    for line in lines:
+        m = _IR_FULLNAME.match(line)
+        if m:
+            finish()
+            current = m.group("name")
+            groups = [[]]
+            continue
+        if current is None:
+            continue
+        text = line.strip()
+        if not text.startswith("#"):
+            finish()
+            current = None
+            continue
+        text = text[1:].strip()
+        if text.startswith("inlined:"):
+            text = text[len("inlined:") :].strip()
+        if not text:
+            continue
+        if _HEADER.match(text):
+            groups.append([StackFrame("", None, text, len(groups))])
+            continue
+        groups[-1].append(parse_location(text, len(groups) - 1))
+    finish()
+    return stacks
