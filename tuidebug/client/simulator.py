@@ -220,7 +220,7 @@ class DumpSimulator:
 
     def __init__(
         self,
-        dump_dir: str | Path,
+        dump: str | Path | DumpReplay,
         target: str,
         *,
         backend: str = "Ascend",
@@ -231,7 +231,7 @@ class DumpSimulator:
     ) -> None:
         if backend not in ("GPU", "Ascend"):
             raise SimulatorError(f"Unknown backend {backend!r}; use GPU or Ascend.")
-        self.replay = DumpReplay(dump_dir, rank)
+        self.replay = dump if isinstance(dump, DumpReplay) else DumpReplay(dump, rank)
         self.backend = backend
         root_graph = self.replay.graphs[0].graph.root_graph_id
         self.client = ProtocolClient(
