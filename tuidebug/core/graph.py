@@ -181,8 +181,12 @@ class Graph:
     def __iter__(self) -> Iterator[Node]:
         return iter(self.nodes.values())
 
-    def __contains__(self, name: object) -> bool:
-        return name in self.nodes
+    def __contains__(self, item: object) -> bool:
+        """`name in graph` by node name; a `Node` is in the graph when it is that graph's
+        node of its name (anything else, hashable or not, is simply not in it)."""
+        if isinstance(item, Node):
+            return self.nodes.get(item.name) is item
+        return isinstance(item, str) and item in self.nodes
 
     def node(self, name: str) -> Node:
         """The node called `name` (its full name, parameter name or constant key),
