@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from tuidebug.core.conditions import get_condition
+from tuidebug.core.conditions import ParamResult, get_condition
 from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
 from tuidebug.core.session import (
     Capabilities,
@@ -30,43 +30,7 @@ from tuidebug.core.session import (
     WatchpointsChanged,
 )
 from tuidebug.core.tensor import TensorRef
-
-
-@dataclass(frozen=True)
-class FakeParam:
-    name: str
-    value: float
-    disabled: bool = False
-    hit: bool = False
-    actual: float | None = None
-
-
-@dataclass(frozen=True)
-class FakeWatchpoint:
-    id: int
-    condition: str
-    params: Mapping[str, float]
-    targets: tuple[str, ...] = ()
-    enabled: bool = True
-    graph_name: str | None = None
-
-    def describe(self) -> str:
-        spec = get_condition(self.condition)
-        params = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
-        return f"{spec.abbr} {spec.name}" + (f" ({params})" if params else "")
-
-
-@dataclass(frozen=True)
-class FakeHit:
-    watchpoint_id: int
-    condition: str
-    tensor: TensorRef
-    error_code: int = 0
-    params: tuple[FakeParam, ...] = ()
-    error_messages: tuple[str, ...] = ()
-
-    def summary(self) -> str:
-        return f"{self.condition} on {self.tensor.name}"
+from tuidebug.core.watchpoints import Watchpoint, WatchpointHit, resolve_targets
 
 
 def synthetic_graph(
@@ -164,8 +128,8 @@ class FakeSession(DebugSession):
             device="0" if self.live else "",
             ms_version="2.0.0" if self.live else "",
         )
-        self._watchpoints: list[FakeWatchpoint] = []
-        self._hits: list[FakeHit] = []
+        self._watchpoints: list[Watchpoint] = []
+        self._hits: list[WatchpointHit] = []
         self._ids = itertools.count(1)
 
     # ---------------------------------------------------------------- state
@@ -178,11 +142,11 @@ class FakeSession(DebugSession):
         return self._graphs if self._metadata.state is not SessionState.PENDING else {}
 
     @property
-    def watchpoints(self) -> Sequence[FakeWatchpoint]:
+    def watchpoints(self) -> Sequence[Watchpoint]:
         return tuple(self._watchpoints)
 
     @property
-    def hits(self) -> Sequence[FakeHit]:
+    def hits(self) -> Sequence[WatchpointHit]:
         return tuple(self._hits)
 
     def graph_runs(self) -> Sequence[GraphRun]:
@@ -210,11 +174,9 @@ class FakeSession(DebugSession):
         params: Mapping[str, float],
         targets: Sequence[str] = (),
         graph_name: str | None = None,
-    ) -> FakeWatchpoint:
+    ) -> Watchpoint:
         spec = get_condition(condition)
-        wp = FakeWatchpoint(
-            next(self._ids), spec.id, dict(params), tuple(targets), True, graph_name
-        )
+        wp = Watchpoint(next(self._ids), spec, dict(params), tuple(targets), graph_name)
         self._watchpoints.append(wp)
         self.calls.append(f"create {spec.abbr} {dict(params)} {tuple(targets)}")
         self.emit(WatchpointsChanged(tuple(self._watchpoints)))
@@ -226,12 +188,12 @@ class FakeSession(DebugSession):
         params: Mapping[str, float] | None = None,
         targets: Sequence[str] | None = None,
         enabled: bool | None = None,
-    ) -> FakeWatchpoint:
+    ) -> Watchpoint:
         for i, wp in enumerate(self._watchpoints):
             if wp.id == watchpoint_id:
                 new = replace(
                     wp,
-                    params=dict(params) if params is not None else wp.params,
+                    params=dict(params) if params is not None else dict(wp.params),
                     targets=tuple(targets) if targets is not None else wp.targets,
                     enabled=enabled if enabled is not None else wp.enabled,
                 )
@@ -248,7 +210,7 @@ class FakeSession(DebugSession):
         self.emit(WatchpointsChanged(tuple(self._watchpoints)))
         self.emit(HitsArrived(tuple(self._hits), self._metadata.step))
 
-    def apply_recommended(self) -> list[FakeWatchpoint]:
+    def apply_recommended(self) -> list[Watchpoint]:
         return [
             self.create_watchpoint("tensor_overflow", {}),
             self.create_watchpoint("weight_change_too_large", {"abs_mean_update_ratio_gt": 1.0}),
@@ -285,35 +247,21 @@ class FakeSession(DebugSession):
     def recheck(self) -> None:
         """Every enabled watchpoint hits its first watched node (deterministic)."""
         self.calls.append("recheck")
-        hits: list[FakeHit] = []
+        hits: list[WatchpointHit] = []
         iteration = self._metadata.step - 1
         for wp in self._watchpoints:
             if not wp.enabled:
                 continue
             graph = next(iter(self._graphs.values()))
-            spec = get_condition(wp.condition)
-            nodes = (
-                [graph.node(t) for t in wp.targets if t in graph]
-                if wp.targets
-                else [n for n in graph if spec.target in graph.categories(n)]
-            )
-            for node in nodes[:2]:
+            spec = wp.condition
+            for node in resolve_targets(spec, wp.targets, graph)[:2]:
                 params = tuple(
-                    FakeParam(k, v, hit=True, actual=v * 2 + 1) for k, v in wp.params.items()
+                    ParamResult(k, v, False, hit=True, actual=v * 2 + 1)
+                    for k, v in wp.params.items()
                 )
                 error = 4 if spec.needs_prev and iteration == 0 else 0
-                hits.append(
-                    FakeHit(
-                        wp.id,
-                        spec.id,
-                        TensorRef(node.name, 0, iteration, 0, graph.name),
-                        error_code=error,
-                        params=params,
-                        error_messages=("The previous step value cannot be found.",)
-                        if error
-                        else (),
-                    )
-                )
+                ref = TensorRef(node.name, 0, iteration, 0, graph.name)
+                hits.append(WatchpointHit(wp.id, spec, ref, error, () if error else params))
         self._hits = hits
         self.emit(HitsArrived(tuple(hits), self._metadata.step))
 

@@ -151,6 +151,21 @@ def _run_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_offline(args: argparse.Namespace) -> int:
+    """Open a dump in the TUI (tuidebug.tui.launch; imported here so other commands never
+    load Textual)."""
+    from tuidebug.tui.launch import run_offline
+
+    return run_offline(args)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    """Write the demo dump and open it (`--online`: the hook in tuidebug.tui.launch)."""
+    from tuidebug.tui.launch import run_demo
+
+    return run_demo(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from tuidebug import __version__
 
@@ -164,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("offline", help="open a MindSpore dump directory in the TUI")
     p.add_argument("dump", help="dump root (the folder holding rank_N/)")
     p.add_argument("--rank", type=int, default=None, help="rank to show first")
-    p.set_defaults(run=_not_built("offline"))
+    p.set_defaults(run=_run_offline)
 
     p = sub.add_parser("online", help="wait for a training process to connect")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -178,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="write a small synthetic dump and open it")
     p.add_argument("--out", default=None, help="where to write the demo dump")
     p.add_argument("--online", action="store_true", help="replay it as a live training")
-    p.set_defaults(run=_not_built("demo"))
+    p.set_defaults(run=_run_demo)
 
     p = sub.add_parser("simulate", help="replay a dump as a live training client")
     p.add_argument("dump", help="dump root (the folder holding rank_N/)")

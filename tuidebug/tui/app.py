@@ -10,7 +10,6 @@ Whether a key works is decided in one place, `action_state`, which feeds the foo
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -140,11 +139,11 @@ class DebuggerApp(App[int]):
         self,
         session: DebugSession,
         *,
-        start_session: bool = True,
+        start_session: bool = False,
         source_label: str | None = None,
     ) -> None:
-        """`source_label` replaces the dump path in the header (stable screenshots);
-        `start_session=False` when the caller already started the session."""
+        """`start_session=True`: call `session.start()` in a worker once mounted.
+        `source_label` replaces the dump path in the header (stable screenshots)."""
         super().__init__()
         self.session = session
         self._start_session_on_mount = start_session
@@ -1081,16 +1080,15 @@ def _summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
     )
 
 
-def run_app(session: DebugSession, *, start_session: bool = True) -> int:
-    """Run the TUI on a session until the user quits; closes the session. Returns an exit
-    status for the CLI."""
+def run_app(session: DebugSession, *, start_session: bool = False) -> int:
+    """Run the TUI on a session until the user quits; returns an exit status for the CLI.
+
+    The caller owns the session: it closes it afterwards. `start_session=True` lets the app
+    call `session.start()` in a worker, so a slow load shows progress in the header
+    (offline); leave it False when the session was started already (online).
+    """
     app = DebuggerApp(session, start_session=start_session)
-    try:
-        result = app.run()
-    finally:
-        # closing must not turn a clean quit into a traceback
-        with contextlib.suppress(Exception):
-            session.close()
+    result = app.run()
     if app.return_code not in (None, 0):
         return int(app.return_code)
     return int(result or 0)

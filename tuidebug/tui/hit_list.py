@@ -20,7 +20,6 @@ from textual.widgets.tree import TreeNode
 
 from tuidebug.core.conditions import get_condition
 from tuidebug.core.graph import Graph
-from tuidebug.tui.labels import number
 from tuidebug.tui.messages import HitChosen
 
 ALL = "*"
@@ -44,30 +43,18 @@ def condition_abbr(condition: Any) -> str:
 
 
 def hit_detail(hit: Any) -> tuple[str, bool]:
-    """(text, is_error): the thresholds that hit against their actual values, or the error."""
+    """(text, is_error): the statistic that hit against its threshold
+    (`abs_mean_gt: 2.3025 > 1`), or the error text."""
     code = int(getattr(hit, "error_code", 0) or 0)
-    if code:
-        messages = list(getattr(hit, "error_messages", ()) or ())
-        if not messages:
-            messages = [text for bit, text in _ERROR_TEXT.items() if code & bit]
-        return "error: " + "; ".join(m.rstrip(".") for m in messages), True
-    parts: list[str] = []
-    for param in getattr(hit, "params", ()) or ():
-        if getattr(param, "disabled", False) or not getattr(param, "hit", False):
-            continue
-        actual = getattr(param, "actual", None)
-        if actual is None:
-            actual = getattr(param, "actual_value", None)
-        shown = f"{param.name} {number(getattr(param, 'value', None))}"
-        if actual is not None:
-            shown += f" ← {number(actual)}"
-        parts.append(shown)
-    if parts:
-        return "  ".join(parts), False
     summary = getattr(hit, "summary", None)
-    if callable(summary):
-        return str(summary()), False
-    return "hit", False
+    text = str(summary()) if callable(summary) else ""
+    abbr = condition_abbr(hit.condition)
+    if text.startswith(abbr + " "):
+        text = text[len(abbr) + 1 :]  # the row shows the abbreviation in its own column
+    if code and not text:
+        messages = list(getattr(hit, "error_messages", ()) or ())
+        text = " ".join(messages) or "; ".join(t for b, t in _ERROR_TEXT.items() if code & b)
+    return text or "hit", bool(code)
 
 
 class HitList(Vertical):

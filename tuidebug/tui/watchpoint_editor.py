@@ -30,6 +30,7 @@ from tuidebug.core.conditions import (
     get_condition,
 )
 from tuidebug.core.graph import Category, Graph
+from tuidebug.core.watchpoints import validate_params
 
 TARGET_CATEGORY = "category"
 TARGET_ALL = "all"
@@ -61,34 +62,6 @@ def parse_number(text: str) -> float:
     """A parameter value as typed: `1e-3`, `0.5`, `-2`, `inf` is refused by the range."""
     value = float(text.strip())
     return value
-
-
-def check_draft_params(spec: ConditionSpec, values: Mapping[str, float]) -> str | None:
-    """MindInsight's rules for a watchpoint made in its UI (spec §3.1): each value in range,
-    at most one threshold, range percentages need both bounds, start ≤ end. None = fine."""
-    for name, value in values.items():
-        error = spec.param(name).check(value)
-        if error:
-            return error
-    checks = [p for p in spec.visible_params if p.kind == "check" and p.name in values]
-    supports = {p.name for p in spec.visible_params if p.kind == "support" and p.name in values}
-    has_params = bool(spec.visible_params)
-    if has_params and not checks and any(p.kind == "check" for p in spec.visible_params):
-        names = ", ".join(p.name for p in spec.visible_params if p.kind == "check")
-        return f"Set one threshold ({names})."
-    if len(checks) > 1:
-        return "Set only one threshold; MindSpore checks one per watchpoint."
-    if checks:
-        required = set(checks[0].requires)
-        if required and required != supports:
-            return f"{checks[0].name} needs both range_start_inclusive and range_end_inclusive."
-        if not required and supports:
-            return "Range bounds only apply to range_percentage_lt / range_percentage_gt."
-    start = values.get("range_start_inclusive")
-    end = values.get("range_end_inclusive")
-    if start is not None and end is not None and start > end:
-        return "range_start_inclusive must not exceed range_end_inclusive."
-    return None
 
 
 class ParamRow(Horizontal):
@@ -274,14 +247,10 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         if not spec.visible_params:
             help_text.append("\nno parameters")
         elif any(p.kind == "check" for p in spec.visible_params):
-            help_text.append(
-                "\nset one threshold"
-                + (
-                    " (and both bounds for a percentage)"
-                    if any(p.kind == "support" for p in spec.visible_params)
-                    else ""
-                )
-            )
+            hint = "\nset at least one threshold"
+            if any(p.kind == "support" for p in spec.visible_params):
+                hint += "; a range percentage also needs both bounds"
+            help_text.append(hint)
         self.query_one("#condition-help", Static).update(help_text)
         params = self.query_one("#params", VerticalScroll)
         params.remove_children()
@@ -420,15 +389,10 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
             return None, first_error
         if any(math.isnan(v) for v in values.values()):
             return None, "NaN is not a threshold."
-        error = check_draft_params(spec, values)
-        if error:
-            return None, error
         try:
-            error = _session_rules(spec, values)
+            values = validate_params(spec, values)
         except WatchpointError as exc:
-            error = str(exc)
-        if error:
-            return None, error
+            return None, str(exc)
         target = self.query_one("#target-select", Select).value
         keep = target == TARGET_KEEP
         targets: tuple[str, ...] = ()
@@ -457,16 +421,6 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
             ),
             None,
         )
-
-
-def _session_rules(spec: ConditionSpec, values: Mapping[str, float]) -> str | None:
-    """The core's own validation, when it offers one (it is the final word)."""
-    try:
-        from tuidebug.core.watchpoints import validate_params
-    except ImportError:  # pragma: no cover - the core ships it
-        return None
-    validate_params(spec, dict(values))
-    return None
 
 
 def _category_words(category: Category) -> str:

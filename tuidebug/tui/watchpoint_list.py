@@ -16,8 +16,9 @@ from textual import on
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
-from tuidebug.core.conditions import get_condition
+from tuidebug.core.conditions import WatchpointError, get_condition
 from tuidebug.core.graph import Category, Graph, Node
+from tuidebug.core.watchpoints import resolve_targets
 from tuidebug.tui.labels import number
 from tuidebug.tui.messages import WatchpointAction
 
@@ -69,31 +70,15 @@ def _strip_graph(target: str, graph: Graph) -> str:
 
 def watched_nodes(graph: Graph, watchpoint: Any) -> tuple[list[Node], list[str]]:
     """(nodes a watchpoint watches in this graph, scope paths it names)."""
-    try:
-        category = get_condition(watchpoint.condition).target
-    except Exception:
-        return [], []
     wp_graph = getattr(watchpoint, "graph_name", None)
     if wp_graph and wp_graph != graph.name:
         return [], []
-    targets = tuple(getattr(watchpoint, "targets", ()) or ())
-    if not targets:
-        nodes = list(graph) if category is Category.TENSOR else graph.nodes_in(category)
-        return nodes, []
-    nodes: list[Node] = []
-    scopes: list[str] = []
-    for raw in targets:
-        target = _strip_graph(raw, graph)
-        node = graph.get(target)
-        if node is not None:
-            nodes.append(node)
-            continue
-        if graph.is_scope(target):
-            scopes.append(target)
-            for leaf in graph.leaves(target):
-                if category is Category.TENSOR or category in graph.categories(leaf):
-                    nodes.append(leaf)
-    return nodes, scopes
+    targets = [_strip_graph(t, graph) for t in getattr(watchpoint, "targets", ()) or ()]
+    try:
+        nodes = resolve_targets(watchpoint.condition, targets, graph)
+    except WatchpointError:
+        return [], []  # a target of another graph: nothing to badge here
+    return nodes, [t for t in targets if graph.is_scope(t)]
 
 
 def _add_ancestors(path: str, into: set[str]) -> None:

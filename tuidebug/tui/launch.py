@@ -1,0 +1,93 @@
+"""Entry points behind `tuidebug offline` and `tuidebug demo`.
+
+The CLI imports this module only inside those subcommands, so `tuidebug check` and the
+API never load Textual. Argument mistakes are found here *before* the app starts and end
+as one sentence on stderr with exit status 2, never a traceback.
+
+Online demo hook: `tuidebug demo --online` calls `tuidebug.online.demo.run_online_demo(
+dump_dir) -> int` when that module exists (the online side owns replaying a dump as a
+live training); until then it says so and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+EXIT_USAGE = 2
+
+
+def _fail(command: str, sentence: str) -> int:
+    print(f"tuidebug {command}: {sentence}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def check_dump_dir(path: str) -> str | None:
+    """One sentence if `path` cannot be a dump root, else None."""
+    target = Path(path).expanduser()
+    if not target.exists():
+        return f"{path} does not exist."
+    if not target.is_dir():
+        return f"{path} is not a directory; give the dump root (the folder holding rank_N/)."
+    return None
+
+
+def open_offline(dump: str | Path, rank: int | None = None, *, command: str = "offline") -> int:
+    """Open a dump directory in the TUI; loading runs in the app's worker with progress."""
+    problem = check_dump_dir(str(dump))
+    if problem:
+        return _fail(command, problem)
+    if rank is not None and rank < 0:
+        return _fail(command, f"--rank must be 0 or more, not {rank}.")
+    from tuidebug.core.session import SessionError
+    from tuidebug.offline.session import OfflineSession
+
+    try:
+        session = OfflineSession(Path(dump).expanduser(), rank=rank)
+    except (SessionError, OSError, ValueError) as exc:
+        return _fail(command, str(exc))
+    from tuidebug.tui.app import run_app
+
+    try:
+        return run_app(session, start_session=True)
+    finally:
+        session.close()
+
+
+def run_offline(args: argparse.Namespace) -> int:
+    return open_offline(args.dump, getattr(args, "rank", None))
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Write the demo dump to --out (or a temporary folder) and open it."""
+    out = getattr(args, "out", None)
+    if out is not None:
+        out_dir = Path(out).expanduser()
+        if out_dir.exists() and not out_dir.is_dir():
+            return _fail("demo", f"--out {out} exists and is not a directory.")
+    else:
+        out_dir = Path(tempfile.mkdtemp(prefix="tuidebug-demo-"))
+    from tuidebug.offline.demo import write_demo_dump
+
+    try:
+        dump_root = write_demo_dump(out_dir)
+    except OSError as exc:
+        return _fail("demo", f"cannot write the demo dump to {out_dir}: {exc.strerror or exc}.")
+    if getattr(args, "online", False):
+        return _run_demo_online(dump_root)
+    print(f"tuidebug demo: demo dump written to {dump_root}", file=sys.stderr)
+    return open_offline(dump_root, command="demo")
+
+
+def _run_demo_online(dump_root: Path) -> int:
+    try:
+        from tuidebug.online.demo import run_online_demo  # type: ignore[import-not-found]
+    except ImportError:
+        return _fail(
+            "demo",
+            f"--online is not available in this build; open the dump offline instead: "
+            f"tuidebug offline {dump_root}",
+        )
+    return int(run_online_demo(dump_root) or 0)
