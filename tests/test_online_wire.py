@@ -10,7 +10,6 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
-
 from online_support import (
     MIB,
     RawClient,
@@ -20,6 +19,7 @@ from online_support import (
     wait_state,
     wait_until,
 )
+
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug.core.graph import NodeKind
@@ -280,9 +280,7 @@ def test_initial_step_sends_recheck_after_new_watchpoints(online, graph) -> None
     wait_state(session, SessionState.WAITING)
     session.create_watchpoint("WI", {"zero_percentage_ge": 100})
     session.continue_()
-    kinds = [
-        (r.WhichOneof("cmd"), r.run_cmd.run_level) for r in _collect_until_run(client, future)
-    ]
+    kinds = [(r.WhichOneof("cmd"), r.run_cmd.run_level) for r in _collect_until_run(client, future)]
     assert kinds == [("set_cmd", ""), ("run_cmd", "recheck")]
     assert client.wait(0).run_cmd.run_level == "step"
     client.close()
@@ -306,9 +304,7 @@ def test_hits_are_published_at_the_next_waitcmd(online, graph) -> None:
             condition=15,
             params=[
                 pb.WatchCondition.Parameter(name="abs_mean_gt", disabled=True),
-                pb.WatchCondition.Parameter(
-                    name="max_gt", value=0.0, hit=True, actual_value=0.25
-                ),
+                pb.WatchCondition.Parameter(name="max_gt", value=0.0, hit=True, actual_value=0.25),
             ],
         ),
     )
