@@ -580,3 +580,44 @@ def test_parse_ir_stacks_literal() -> None:
         ("/m/inner.py", 2, 1),
         ("/m/outer.py", 1, 1),
     ]
+
+
+# ============================================================== damaged but decodable
+
+
+def test_invalid_utf8_strings_are_decoded_with_replacement() -> None:
+    # NodeProto{name: "1", op_type: "Op", full_name: b"S/\xff", source_address: b"\xfe"}
+    node = b"\x12\x011" + b"\x1a\x02Op" + b"\x42\x03S/\xff" + b"\x4a\x01\xfe"
+    graph_proto = pb.GraphProto.FromString(b"\x0a" + bytes([len(node)]) + node)
+    graph = graph_from_proto(graph_proto)
+    (only,) = graph.operators
+    assert only.name == "S/\ufffd" and only.scope == "S"
+    assert only.stack == [StackFrame("", None, "\ufffd")]
+
+
+@pytest.mark.parametrize("version", ["ms2_0_0", "ms2_10_0"])
+def test_mutated_files_never_escape_as_tracebacks(
+    version: str, dump_2_0: Path, dump_2_10: Path
+) -> None:
+    """Random byte damage either decodes into some graph or gives GraphFileError."""
+    import random
+
+    root = dump_2_0 if version == "ms2_0_0" else dump_2_10
+    data = (root / f"{GRAPH_STEM}.pb").read_bytes()
+    rng = random.Random(version)
+    outcomes = {"graph": 0, "error": 0}
+    for _ in range(150):
+        damaged = bytearray(data)
+        for _ in range(rng.randint(1, 6)):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        try:
+            model = graph_pb.parse_model_proto(bytes(damaged), "damaged.pb")
+        except GraphFileError as exc:
+            assert "damaged.pb" in str(exc)
+            outcomes["error"] += 1
+            continue
+        graph = graph_from_proto(model.graph)
+        graph.children("")
+        assert graph.digraph.number_of_nodes() == len(graph)
+        outcomes["graph"] += 1
+    assert outcomes["graph"] and outcomes["error"]

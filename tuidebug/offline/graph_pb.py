@@ -171,7 +171,7 @@ def _build_graph(
     fallback: Mapping[str, list[StackFrame]],
     limit: int | None,
 ) -> Graph:
-    name = graph_proto.name
+    name = _text(graph_proto.name)
     protos = [n for n in graph_proto.node if n.name]
     total = len(protos) + len(graph_proto.parameters) + len(graph_proto.const_vals)
     if limit is not None and total > limit:
@@ -192,14 +192,14 @@ def _build_graph(
     param_nodes: list[Node] = []
 
     for cst in graph_proto.const_vals:
-        key = cst.key
+        key = _text(cst.key)
         if not key or key in used:
             continue
         used.add(key)
-        const_nodes.append(_constant_node(cst))
+        const_nodes.append(_constant_node(cst, key))
 
     for param in graph_proto.parameters:
-        pname = param.name
+        pname = _text(param.name)
         if not pname or pname in used:
             continue
         used.add(pname)
@@ -215,6 +215,10 @@ def _build_graph(
         op_type = proto.op_type
         scope = proto.scope
         full_name = proto.full_name
+        if str is not type(index) or str is not type(op_type) or str is not type(scope):
+            index, op_type, scope = _text(index), _text(op_type), _text(scope)
+        if str is not type(full_name):
+            full_name = _text(full_name)
         if full_name:
             node_name = full_name
             if not scope and "/" in full_name:
@@ -248,7 +252,7 @@ def _build_graph(
             key = tuple(map(_serialize_attribute, attrs))
             rendered = attr_cache.get(key)
             if rendered is None:
-                rendered = attr_cache[key] = {a.name: render_value(a.value) for a in attrs}
+                rendered = attr_cache[key] = {_text(a.name): render_value(a.value) for a in attrs}
             attributes = dict(rendered)  # each node owns its dict
         else:
             attributes = {}
@@ -261,6 +265,8 @@ def _build_graph(
         else:
             outputs = [TensorSpec(0)]
         source = proto.source_address
+        if str is not type(source):
+            source = _text(source)
         nodes.append(
             Node(
                 name=node_name,
@@ -268,13 +274,21 @@ def _build_graph(
                 op_type=op_type,
                 scope=scope,
                 index=index,
-                inputs=[resolve.get(r, r) for r in map(_name_of, proto.input)],
+                inputs=[resolve.get(r) or _text(r) for r in map(_name_of, proto.input)],
                 outputs=outputs,
                 attributes=attributes,
                 stack=stacks.parse(source) if source else list(fallback.get(node_name, ())),
             )
         )
-    return Graph(name, nodes, root_name=graph_proto.root_name)
+    return Graph(name, nodes, root_name=_text(graph_proto.root_name))
+
+
+def _text(value: str | bytes) -> str:
+    """A proto2 string field as text. upb hands out `bytes` for fields holding invalid
+    UTF-8; a damaged dump must still load, so those are decoded with replacement marks."""
+    if isinstance(value, str):
+        return value
+    return value.decode("utf-8", "replace")
 
 
 # C-level callables for the per-node hot loop (no Python frame per attribute or input).
@@ -295,7 +309,7 @@ def _unique(candidate: str, index: str, used: set[str]) -> str:
     return alt
 
 
-def _constant_node(cst: pb.NamedValueProto) -> Node:
+def _constant_node(cst: pb.NamedValueProto, key: str) -> Node:
     value = cst.value
     scalar = _scalar(value) if cst.HasField("value") else None
     spec = TensorSpec(0)
@@ -307,11 +321,11 @@ def _constant_node(cst: pb.NamedValueProto) -> Node:
         elif dtype is not None and _DT_BOOL <= dtype <= _DT_FLOAT64:
             spec = TensorSpec(0, dtype, ())
     return Node(
-        name=cst.key,
+        name=key,
         kind=NodeKind.CONSTANT,
         op_type="Const",
         outputs=[spec],
-        dump_name=cst.full_name,
+        dump_name=_text(cst.full_name),
         value=scalar,
     )
 
@@ -329,7 +343,7 @@ def _scalar(value: pb.ValueProto) -> Any:
     if value.HasField("double_val"):
         return value.double_val
     if value.HasField("str_val"):
-        return value.str_val
+        return _text(value.str_val)
     return None
 
 
@@ -421,12 +435,12 @@ def _render(value: pb.ValueProto) -> str:
     if value.HasField("double_val"):
         return repr(value.double_val)
     if value.HasField("str_val"):
-        return value.str_val
+        return _text(value.str_val)
     if value.HasField("tensor_val"):
         t = value.tensor_val
         return f"Tensor[{dtype_label(_raw_enum(t, 'data_type', 5))}]{tuple(t.dims)}"
     if value.HasField("graph"):
-        return f"<graph {value.graph.name}>"
+        return f"<graph {_text(value.graph.name)}>"
     if value.HasField("type_val"):
         return _render_type(value.type_val)
     items: list[str] = []
@@ -435,15 +449,17 @@ def _render(value: pb.ValueProto) -> str:
     items.extend(str(i) for i in value.uint_vals)
     items.extend(f"{f:.7g}" for f in value.float_vals)
     items.extend(repr(d) for d in value.double_vals)
-    items.extend(value.str_vals)
+    items.extend(map(_text, value.str_vals))
     items.extend(
         f"Tensor[{dtype_label(_raw_enum(t, 'data_type', 5))}]{tuple(t.dims)}"
         for t in value.tensor_vals
     )
-    items.extend(f"<graph {g.name}>" for g in value.graphs)
+    items.extend(f"<graph {_text(g.name)}>" for g in value.graphs)
     items.extend(_render(v) for v in value.values)
     if value.dict_val:
-        return "{" + ", ".join(f"{kv.key}: {_render(kv.value)}" for kv in value.dict_val) + "}"
+        return (
+            "{" + ", ".join(f"{_text(kv.key)}: {_render(kv.value)}" for kv in value.dict_val) + "}"
+        )
     if value.dtype == _DT_LIST:
         return "[" + ", ".join(items) + "]"
     if items or value.dtype == _DT_TUPLE:
