@@ -1,0 +1,181 @@
+"""Colour maps for the tensor heatmap: value → 256-entry palette index → truecolor style.
+
+Values are mapped in bulk with numpy to small integer *codes* (0–255 = palette entry,
+negative = a special value); the renderer turns pairs of codes into one half-block cell.
+Styles are cached per code pair because a screen only ever uses a few thousand pairs, and
+building rich `Style` objects is the slow part of drawing a frame.
+
+NaN, +Inf and −Inf get fixed colours *and* fixed glyphs: the glyph keeps them readable
+when the terminal maps truecolor down to 256 or 16 colours and the hues collapse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from rich.color import Color
+from rich.style import Style
+
+# Codes below 0 are not palette entries.
+CODE_NAN = -1
+CODE_POS_INF = -2
+CODE_NEG_INF = -3
+CODE_EMPTY = -4  # outside the data (an odd last row, the area right of the image)
+
+HALF_BLOCK = "▀"  # upper half: foreground = top data row, background = bottom data row
+
+
+@dataclass(frozen=True)
+class SpecialValue:
+    """How one non-finite value is drawn: a glyph on a fixed background."""
+
+    code: int
+    label: str
+    glyph: str
+    fg: tuple[int, int, int]
+    bg: tuple[int, int, int]
+
+
+# Hues chosen away from both palettes (blue–white–red and navy–sky) so they stand out.
+NAN = SpecialValue(CODE_NAN, "NaN", "?", (255, 255, 255), (200, 0, 200))
+POS_INF = SpecialValue(CODE_POS_INF, "+Inf", "+", (0, 0, 0), (255, 210, 0))
+NEG_INF = SpecialValue(CODE_NEG_INF, "−Inf", "-", (0, 0, 0), (0, 210, 90))
+SPECIALS: tuple[SpecialValue, ...] = (NAN, POS_INF, NEG_INF)
+_SPECIAL_BY_CODE = {s.code: s for s in SPECIALS}
+
+
+def _ramp(anchors: list[tuple[int, int, int]], size: int = 256) -> np.ndarray:
+    """A (size, 3) uint8 palette linearly interpolated between evenly spaced anchors."""
+    anchor_array = np.asarray(anchors, dtype=np.float64)
+    positions = np.linspace(0.0, 1.0, len(anchors))
+    samples = np.linspace(0.0, 1.0, size)
+    channels = [np.interp(samples, positions, anchor_array[:, i]) for i in range(3)]
+    return np.rint(np.stack(channels, axis=1)).astype(np.uint8)
+
+
+# ColorBrewer RdBu (reversed so negative = blue): symmetric around a near-white centre.
+DIVERGING = _ramp(
+    [
+        (5, 48, 97),
+        (33, 102, 172),
+        (146, 197, 222),
+        (247, 247, 247),
+        (244, 165, 130),
+        (178, 24, 43),
+        (103, 0, 31),
+    ]
+)
+# ColorBrewer Blues (dark → light): monotone lightness for one-signed data.
+SEQUENTIAL = _ramp([(8, 29, 88), (33, 113, 181), (107, 174, 214), (198, 219, 239), (247, 251, 255)])
+_PALETTES = {"diverging": DIVERGING, "sequential": SEQUENTIAL}
+
+
+@dataclass(frozen=True)
+class ColorScale:
+    """Maps values in [low, high] to palette codes.
+
+    Diverging scales are centred on 0 (so white means zero) and symmetric: ±max(|low|,
+    |high|) hit the two ends. Sequential scales stretch [low, high] over the palette.
+    """
+
+    low: float
+    high: float
+    diverging: bool
+
+    @property
+    def palette_name(self) -> str:
+        return "diverging" if self.diverging else "sequential"
+
+    @property
+    def palette(self) -> np.ndarray:
+        return _PALETTES[self.palette_name]
+
+    @property
+    def extent(self) -> tuple[float, float]:
+        """The values at the two ends of the palette."""
+        if self.diverging:
+            bound = max(abs(self.low), abs(self.high))
+            return -bound, bound
+        return self.low, self.high
+
+    def codes(self, values: np.ndarray) -> np.ndarray:
+        """Palette codes (int16) for any real array; NaN/±Inf get the special codes."""
+        data = np.asarray(values)
+        if data.dtype == np.bool_:
+            data = data.astype(np.float32)
+        # float64 keeps int64 extremes and float16/bfloat16 inputs on one code path.
+        data = data.astype(np.float64, copy=False)
+        start, stop = self.extent
+        span = stop - start
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            if span > 0 and np.isfinite(span):
+                position = (data - start) / span
+            else:
+                # A constant slice: everything sits mid-palette (white for diverging).
+                position = np.full(data.shape, 0.5)
+            index = np.clip(np.rint(position * 255.0), 0, 255)
+        codes = np.where(np.isfinite(data), index, 0).astype(np.int16)
+        codes[np.isnan(data)] = CODE_NAN
+        codes[data == np.inf] = CODE_POS_INF
+        codes[data == -np.inf] = CODE_NEG_INF
+        return codes
+
+
+def scale_for(finite_min: float | None, finite_max: float | None) -> ColorScale:
+    """Diverging around 0 when the data has both signs, sequential otherwise."""
+    if finite_min is None or finite_max is None:
+        return ColorScale(0.0, 1.0, diverging=False)
+    diverging = finite_min < 0.0 < finite_max
+    return ColorScale(float(finite_min), float(finite_max), diverging)
+
+
+@lru_cache(maxsize=1024)
+def _rgb(rgb: tuple[int, int, int]) -> Color:
+    return Color.from_rgb(*rgb)
+
+
+def code_rgb(palette_name: str, code: int) -> tuple[int, int, int] | None:
+    """The colour one code stands for (None for empty cells)."""
+    if code >= 0:
+        r, g, b = _PALETTES[palette_name][code]
+        return int(r), int(g), int(b)
+    special = _SPECIAL_BY_CODE.get(code)
+    return special.bg if special is not None else None
+
+
+@lru_cache(maxsize=16384)
+def half_block_cell(palette_name: str, top: int, bottom: int) -> tuple[str, Style]:
+    """The glyph and style of one terminal cell showing two data rows.
+
+    A special value in either half takes the whole cell (glyph on its fixed colour): an
+    anomaly must never be hidden by its neighbour, and a glyph needs the full cell.
+    """
+    for special in SPECIALS:
+        if special.code in (top, bottom):
+            return special.glyph, Style(color=_rgb(special.fg), bgcolor=_rgb(special.bg), bold=True)
+    top_rgb = code_rgb(palette_name, top)
+    bottom_rgb = code_rgb(palette_name, bottom)
+    if top_rgb is None and bottom_rgb is None:
+        return " ", Style()
+    if top_rgb is None:
+        # Only the lower half has data: draw it as a lower half block.
+        return "▄", Style(color=_rgb(bottom_rgb))  # type: ignore[arg-type]
+    return HALF_BLOCK, Style(
+        color=_rgb(top_rgb), bgcolor=_rgb(bottom_rgb) if bottom_rgb is not None else None
+    )
+
+
+def special_style(special: SpecialValue) -> Style:
+    """The style of a special value's legend swatch."""
+    return Style(color=_rgb(special.fg), bgcolor=_rgb(special.bg), bold=True)
+
+
+def gradient(palette_name: str, width: int) -> list[Style]:
+    """`width` background styles sampling the palette left (low) to right (high)."""
+    palette = _PALETTES[palette_name]
+    if width <= 0:
+        return []
+    picks = np.rint(np.linspace(0, len(palette) - 1, width)).astype(int)
+    return [Style(bgcolor=_rgb(tuple(int(c) for c in palette[i]))) for i in picks]  # type: ignore[arg-type]

@@ -1,0 +1,819 @@
+"""The tensor slice viewer: slice box, number table / heatmap, statistics, compare, save.
+
+The App embeds one `TensorView` and calls `show(...)`, `show_loading(...)` or
+`show_error(...)`; everything else (slicing, modes, go-to, saving, copying) happens here.
+
+Tensors may be read-only memory maps of 10⁸+ elements. Nothing on the UI thread touches
+more than a bounded sample plus the cells on screen; whole-tensor passes (statistics,
+histogram, compare, block-extreme heatmap, saving) run in thread workers whose results
+are dropped if the user has moved on to another tensor meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, Label, Static
+from textual.worker import get_current_worker
+
+from tuidebug.core.tensor import (
+    BFLOAT16,
+    CompareError,
+    Comparison,
+    Histogram,
+    Index,
+    SliceError,
+    TensorStatistics,
+    compare,
+    default_slice,
+    dtype_label,
+    format_slice,
+    histogram,
+    parse_slice,
+    tensor_statistics,
+)
+from tuidebug.tui.colormap import SPECIALS, gradient, scale_for, special_style
+from tuidebug.tui.tensor_canvas import GridData, TensorCanvas, TensorHeatmap, TensorTable
+from tuidebug.tui.tensor_format import (
+    SliceGeometry,
+    choose_format,
+    download_name,
+    finite_range,
+    format_index,
+    full_value,
+    is_exact,
+    parse_index_tuple,
+    sample,
+    short_name_of,
+    short_number,
+    sparkline,
+)
+
+Mode = Literal["current", "previous", "diff"]
+MODES: tuple[Mode, ...] = ("current", "diff", "previous")
+HISTOGRAM_BINS = 40
+# Block-extreme heatmaps read the whole slice; above this the heatmap stays strided
+# (the legend says so) rather than streaming hundreds of MB for one picture.
+REFINE_LIMIT = 32 << 20
+
+
+def _viewable(dtype: np.dtype) -> bool:
+    return dtype.kind in "biuf" or dtype == BFLOAT16
+
+
+class _GotoInput(Input):
+    """The go-to box: Escape closes it (only while it has focus, so the App keeps Esc)."""
+
+    BINDINGS: list[BindingType] = [  # noqa: RUF012
+        Binding("escape", "close", "Close", show=False, id="tensor.goto_close"),
+    ]
+
+    def action_close(self) -> None:
+        view = next((a for a in self.ancestors if isinstance(a, TensorView)), None)
+        if view is not None:
+            view.close_goto()
+
+
+class TensorView(Vertical):
+    """Shows one tensor: a slice of it as numbers or as a heatmap, plus its statistics."""
+
+    DEFAULT_CSS = """
+    TensorView {
+        height: 1fr;
+        width: 1fr;
+    }
+    TensorView #tv-title { height: 1; text-style: bold; }
+    TensorView #tv-bar { height: 1; }
+    TensorView #tv-bar Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
+    TensorView #tv-slice { width: 1fr; }
+    TensorView #tv-tolerance-label { padding: 0 1; }
+    TensorView #tv-tolerance { width: 10; }
+    TensorView #tv-mode { width: auto; padding: 0 1; color: $accent; }
+    TensorView #tv-error { height: auto; color: $error; }
+    TensorView #tv-goto { height: 1; display: none; }
+    TensorView #tv-message { height: 1fr; content-align: center middle; color: $text-muted; }
+    TensorView #tv-message.-error { color: $error; }
+    TensorView #tv-legend { height: 1; }
+    TensorView #tv-status { height: 1; background: $panel; }
+    TensorView #tv-stats { height: auto; max-height: 4; color: $text-muted; }
+    """
+
+    BINDINGS: list[BindingType] = [  # noqa: RUF012
+        Binding("h", "toggle_heatmap", "Heatmap", id="tensor.heatmap"),
+        Binding("d", "cycle_mode", "Compare", id="tensor.compare"),
+        Binding("g", "goto", "Go to", id="tensor.goto"),
+        Binding("s", "save(False)", "Save slice", id="tensor.save_slice"),
+        Binding("S", "save(True)", "Save tensor", id="tensor.save_tensor"),
+        Binding("y", "copy_value", "Copy value", id="tensor.copy"),
+        Binding("plus,equals_sign", "zoom(1)", "Zoom in", show=False, id="tensor.zoom_in"),
+        Binding("minus", "zoom(-1)", "Zoom out", show=False, id="tensor.zoom_out"),
+        Binding("e", "edit_slice", "Slice", show=False, id="tensor.edit_slice"),
+        Binding("t", "edit_tolerance", "Tolerance", show=False, id="tensor.tolerance"),
+    ]
+
+    def __init__(
+        self, *, id: str | None = None, classes: str | None = None, name: str | None = None
+    ) -> None:
+        super().__init__(id=id, classes=classes, name=name)
+        self._state: Literal["empty", "loading", "error", "tensor"] = "empty"
+        self._title = ""
+        self._message = "No tensor selected."
+        self._array: np.ndarray | None = None
+        self._previous: np.ndarray | None = None
+        self._node_type = ""
+        self._short_name = ""
+        self._slot = 0
+        self._index: Index = ()
+        self._geometry: SliceGeometry | None = None
+        self._mode: Mode = "current"
+        self._heatmap = False
+        self._tolerance = 0.0
+        self._comparison: Comparison | None = None
+        self._compare_problem = ""  # why compare is unavailable ("" = available)
+        self._stats: TensorStatistics | None = None
+        self._histogram: Histogram | None = None
+        self._stats_problem = ""
+        self._cursor = (0, 0)  # slice coordinates; survives the diff being recomputed
+        self._generation = 0  # bumps on every show(); stale worker results are dropped
+        self._token = 0  # bumps on every new GridData
+
+    # ----------------------------------------------------------------- composition
+    def compose(self) -> ComposeResult:
+        yield Static("", id="tv-title", markup=False)
+        with Horizontal(id="tv-bar"):
+            yield Label("slice", id="tv-slice-label")
+            yield Input(placeholder="[0, :, :]", id="tv-slice", compact=True)
+            yield Label("tolerance", id="tv-tolerance-label")
+            yield Input("0", placeholder="0–1", id="tv-tolerance", compact=True)
+            yield Static("", id="tv-mode", markup=False)
+        yield Static("", id="tv-error", markup=False)
+        yield _GotoInput(
+            placeholder="go to element: row, col (or a full index)", id="tv-goto", compact=True
+        )
+        yield Static("", id="tv-message", markup=False)
+        yield TensorTable(id="tv-table")
+        yield TensorHeatmap(id="tv-heatmap")
+        yield Static("", id="tv-legend")
+        yield Static("", id="tv-status", markup=False)
+        yield Static("", id="tv-stats", markup=False)
+
+    def on_mount(self) -> None:
+        self._refresh_all()
+
+    @property
+    def table(self) -> TensorTable:
+        return self.query_one("#tv-table", TensorTable)
+
+    @property
+    def heatmap(self) -> TensorHeatmap:
+        return self.query_one("#tv-heatmap", TensorHeatmap)
+
+    @property
+    def canvas(self) -> TensorCanvas:
+        """The surface currently shown."""
+        return self.heatmap if self._heatmap else self.table
+
+    # ------------------------------------------------------------------ public API
+    def show(
+        self,
+        title: str,
+        array: np.ndarray | None,
+        previous: np.ndarray | None = None,
+        *,
+        note: str = "",
+        node_type: str = "",
+        short_name: str = "",
+        slot: int = 0,
+    ) -> None:
+        """Display a tensor (None → an empty state saying `note`).
+
+        `previous` enables compare mode (`d`). `node_type`, `short_name` and `slot` only
+        name saved files (spec §6.5 download naming). The array is never copied whole.
+        """
+        self._generation += 1
+        self._title = title
+        self._node_type = node_type
+        self._short_name = short_name or short_name_of(title)
+        self._slot = slot
+        self._array = None
+        self._previous = None
+        self._comparison = None
+        self._stats = None
+        self._histogram = None
+        self._stats_problem = ""
+        self._mode = "current"
+        self._geometry = None
+        if array is None:
+            self._state = "empty"
+            self._message = note or "No value to show."
+            self._refresh_all()
+            return
+        if not _viewable(array.dtype):
+            self.show_error(f"Tensors of type {dtype_label(array.dtype)} cannot be shown.")
+            return
+        self._state = "tensor"
+        self._message = note
+        self._array = array
+        self._previous = previous
+        self._compare_problem = self._check_previous(array, previous)
+        self._index = default_slice(tuple(array.shape))
+        self._set_error("")
+        if self.is_mounted:
+            self.query_one("#tv-slice", Input).value = format_slice(self._index)
+        self._apply(cursor=(0, 0))
+        self._start_statistics()
+
+    def show_loading(self, title: str) -> None:
+        """Say that `title` is being fetched (the previous tensor is released)."""
+        self._generation += 1
+        self._title = title
+        self._array = self._previous = None
+        self._comparison = None
+        self._state = "loading"
+        self._message = f"Loading {title}…" if title else "Loading…"
+        self._refresh_all()
+
+    def show_error(self, sentence: str) -> None:
+        """Replace the tensor by one error sentence (e.g. the tensor could not be read)."""
+        self._generation += 1
+        self._array = self._previous = None
+        self._comparison = None
+        self._state = "error"
+        self._message = sentence
+        self._refresh_all()
+
+    # ---------------------------------------------------------------- data → grid
+    @staticmethod
+    def _check_previous(array: np.ndarray, previous: np.ndarray | None) -> str:
+        if previous is None:
+            return "There is no previous step to compare with."
+        if previous.shape != array.shape:
+            return (
+                f"The previous step has shape {tuple(previous.shape)}, not "
+                f"{tuple(array.shape)}, so it cannot be compared."
+            )
+        if previous.dtype != array.dtype:
+            return (
+                f"The previous step is {dtype_label(previous.dtype)}, not "
+                f"{dtype_label(array.dtype)}, so it cannot be compared."
+            )
+        return ""
+
+    def _displayed(self) -> np.ndarray | None:
+        """The tensor the current mode shows (None while the diff is being computed)."""
+        if self._mode == "previous":
+            return self._previous
+        if self._mode == "diff":
+            return self._comparison.diff if self._comparison is not None else None
+        return self._array
+
+    def _displayed_stats(self) -> TensorStatistics | None:
+        if self._comparison is not None:
+            return {
+                "current": self._comparison.current_stats,
+                "previous": self._comparison.previous_stats,
+                "diff": self._comparison.diff_stats,
+            }[self._mode]
+        return self._stats if self._mode == "current" else None
+
+    def _apply(self, cursor: tuple[int, int] | None = None) -> None:
+        """Rebuild the grid data for the current tensor, slice and mode."""
+        array = self._displayed()
+        if array is None or self._state != "tensor":
+            self._geometry = None
+            if self.is_mounted:
+                self.table.set_data(None)
+                self.heatmap.set_data(None)
+            self._refresh_all()
+            return
+        geometry = SliceGeometry.of(tuple(array.shape), self._index)
+        view = geometry.view(array)
+        low, high = finite_range(sample(view))
+        format_low, format_high = low, high
+        stats = self._displayed_stats()
+        if not is_exact(view) and stats is not None and stats.min is not None:
+            # A sample can miss the extremes; the whole tensor's range bounds the slice's.
+            format_low = min(stats.min, low) if low is not None else stats.min
+            format_high = max(stats.max, high) if high is not None else stats.max  # type: ignore[type-var]
+        self._token += 1
+        data = GridData(
+            view=view,
+            geometry=geometry,
+            fmt=choose_format(view.dtype, format_low, format_high),
+            scale=scale_for(low, high),
+            token=self._token,
+        )
+        if cursor is None:
+            cursor = self._cursor
+        self._cursor = cursor
+        self._geometry = geometry
+        if self.is_mounted:
+            self.table.set_data(data, cursor)
+            self.heatmap.set_data(data, cursor)
+            self._start_refine()
+        self._refresh_all()
+
+    # ------------------------------------------------------------------ rendering
+    def _refresh_all(self) -> None:
+        if not self.is_mounted:
+            return
+        has_tensor = self._state == "tensor"
+        message = self.query_one("#tv-message", Static)
+        message.display = not has_tensor
+        message.set_class(self._state == "error", "-error")
+        message.update(self._message)
+        self.query_one("#tv-bar").display = has_tensor
+        compare_ok = has_tensor and not self._compare_problem
+        self.query_one("#tv-tolerance-label").display = compare_ok
+        self.query_one("#tv-tolerance").display = compare_ok
+        # While the diff is computed the surfaces stay mounted (blank) so they keep focus.
+        self.table.display = has_tensor and not self._heatmap
+        self.heatmap.display = has_tensor and self._heatmap
+        self.query_one("#tv-legend").display = has_tensor and self._heatmap
+        self.query_one("#tv-status").display = has_tensor
+        self.query_one("#tv-stats").display = has_tensor
+        goto = self.query_one("#tv-goto")
+        goto.display = goto.display and has_tensor
+        if not has_tensor:
+            self._set_error("")
+        self._update_title()
+        self._update_legend()
+        self._update_status()
+        self._update_stats()
+
+    def _update_title(self) -> None:
+        title = self.query_one("#tv-title", Static)
+        if self._array is None:
+            title.update(self._title)
+            return
+        shape = "×".join(str(d) for d in self._array.shape) or "scalar"
+        parts = [self._title, f"{dtype_label(self._array.dtype)} [{shape}]"]
+        if self._geometry is not None:
+            parts.append(f"slice {self._geometry.text}")
+        if self._message:
+            parts.append(self._message)
+        title.update("  ".join(p for p in parts if p))
+        mode = self.query_one("#tv-mode", Static)
+        mode.update("" if self._compare_problem else f"[{self._mode}]")
+
+    def _update_legend(self) -> None:
+        legend = self.query_one("#tv-legend", Static)
+        heatmap = self.heatmap
+        data = heatmap.data
+        if data is None or not self._heatmap:
+            legend.update("")
+            return
+        scale = data.scale
+        start, stop = scale.extent
+        text = Text()
+        text.append(f"{short_number(start)} ")
+        for style in gradient(scale.palette_name, 16):
+            text.append(" ", style)
+        text.append(f" {short_number(stop)}")
+        text.append("  centred on 0" if scale.diverging else "  sequential")
+        for special in SPECIALS:
+            text.append("  ")
+            text.append(special.glyph, special_style(special))
+            text.append(f" {special.label}")
+        text.append(f"  zoom {heatmap.zoom.label} ({heatmap.method})  +/- zoom")
+        legend.update(text)
+
+    def _update_status(self) -> None:
+        status = self.query_one("#tv-status", Static)
+        geometry = self._geometry
+        if self._array is not None and self._mode == "diff" and self._comparison is None:
+            status.update("Computing the difference with the previous step…")
+            return
+        if geometry is None or self._array is None:
+            status.update("")
+            return
+        if geometry.size == 0:
+            status.update(f"The selection {geometry.text} is empty.")
+            return
+        canvas = self.canvas
+        row, col = canvas.cursor_row, canvas.cursor_col
+        index = geometry.tensor_index(row, col)
+        where = f"row {row}/{geometry.rows} col {col}/{geometry.cols}"
+        if self._comparison is not None:
+            values = "  ".join(
+                f"{name} {full_value(array[index])}"
+                for name, array in (
+                    ("previous", self._comparison.previous),
+                    ("current", self._comparison.current),
+                    ("diff", self._comparison.diff),
+                )
+            )
+            status.update(f"{format_index(index)}  {values}   {where}")
+            return
+        displayed = self._displayed()
+        value = full_value(displayed[index]) if displayed is not None else "–"
+        status.update(f"{format_index(index)} = {value}   {where}")
+
+    def _update_stats(self) -> None:
+        panel = self.query_one("#tv-stats", Static)
+        if self._array is None:
+            panel.update("")
+            return
+        if self._stats_problem:
+            panel.update(f"statistics  {self._stats_problem}")
+            return
+        stats = self._displayed_stats()
+        if stats is None:
+            busy = self._mode != "current" and self._comparison is None
+            panel.update("statistics  computing…" if not busy else "statistics  (after compare)")
+            return
+        lines = [f"{self._mode:>8}  {stats.summary_line()}"]
+        if not stats.is_bool:
+            lines.append(
+                f"{'counts':>8}  n={stats.count} zero={stats.zero_count} "
+                f"<0={stats.negative_count} >0={stats.positive_count} NaN={stats.nan_count} "
+                f"+Inf={stats.pos_inf_count} -Inf={stats.neg_inf_count}"
+            )
+        hist = self._histogram if self._mode == "current" else None
+        if hist is not None and hist.counts.size:
+            lo, hi = float(hist.edges[0]), float(hist.edges[-1])
+            lines.append(
+                f"{'hist':>8}  {short_number(lo)} {sparkline(hist.counts)} {short_number(hi)}"
+                f"  ({hist.total} finite)"
+            )
+        panel.update("\n".join(lines))
+
+    def _set_error(self, sentence: str) -> None:
+        if not self.is_mounted:
+            return
+        error = self.query_one("#tv-error", Static)
+        error.update(sentence)
+        error.display = bool(sentence)
+
+    @property
+    def error_text(self) -> str:
+        """The inline error sentence shown under the slice box ("" when none)."""
+        error = self.query_one("#tv-error", Static)
+        return str(error.content) if error.display else ""
+
+    @property
+    def status_text(self) -> str:
+        return str(self.query_one("#tv-status", Static).content)
+
+    @property
+    def slice_text(self) -> str:
+        """The slice being shown (the last good one)."""
+        return self._geometry.text if self._geometry is not None else format_slice(self._index)
+
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    # ------------------------------------------------------------------- workers
+    def _post_back(self, generation: int, callback: Callable[[], None]) -> None:
+        """Run `callback` on the UI thread if the tensor is still the one shown."""
+
+        def guarded() -> None:
+            if generation == self._generation:
+                callback()
+
+        # RuntimeError: the app is shutting down; nobody is waiting for the result.
+        with contextlib.suppress(RuntimeError):
+            self.app.call_from_thread(guarded)
+
+    def _start_statistics(self) -> None:
+        array = self._array
+        if array is None or not self.is_mounted:
+            return
+        self.run_worker(
+            partial(self._statistics_work, self._generation, array),
+            thread=True,
+            group="tensor-statistics",
+            exclusive=True,
+            exit_on_error=False,
+        )
+        self._update_stats()
+
+    def _statistics_work(self, generation: int, array: np.ndarray) -> None:
+        try:
+            stats = tensor_statistics(array)
+            hist = histogram(array, HISTOGRAM_BINS, stats=stats)
+        except (ValueError, OSError, MemoryError) as exc:
+            problem = f"could not be computed: {exc}"
+            self._post_back(generation, partial(self._statistics_failed, problem))
+            return
+        self._post_back(generation, partial(self._statistics_ready, stats, hist))
+
+    def _statistics_ready(self, stats: TensorStatistics, hist: Histogram) -> None:
+        self._stats = stats
+        self._histogram = hist
+        if self._mode == "current" and self._geometry is not None:
+            view = self._geometry.view(self._array) if self._array is not None else None
+            if view is not None and not is_exact(view):
+                self._apply()  # widen the column format to the exact whole-tensor range
+                return
+        self._update_stats()
+
+    def _statistics_failed(self, problem: str) -> None:
+        self._stats_problem = problem
+        self._update_stats()
+
+    def _start_compare(self) -> None:
+        if self._array is None or self._previous is None or self._compare_problem:
+            return
+        self._comparison = None
+        self.run_worker(
+            partial(
+                self._compare_work, self._generation, self._array, self._previous, self._tolerance
+            ),
+            thread=True,
+            group="tensor-compare",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def _compare_work(
+        self, generation: int, current: np.ndarray, previous: np.ndarray, tolerance: float
+    ) -> None:
+        try:
+            result = compare(current, previous, tolerance)
+        except (CompareError, ValueError, OSError, MemoryError) as exc:
+            self._post_back(generation, partial(self._compare_failed, str(exc)))
+            return
+        self._post_back(generation, partial(self._compare_ready, result, tolerance))
+
+    def _compare_ready(self, result: Comparison, tolerance: float) -> None:
+        if tolerance != self._tolerance:
+            return  # a newer tolerance is being computed
+        self._comparison = result
+        self._apply()
+
+    def _compare_failed(self, sentence: str) -> None:
+        self._compare_problem = sentence
+        self._mode = "current"
+        self._set_error(sentence)
+        self._apply()
+
+    def _start_refine(self) -> None:
+        """Compute a block-extreme heatmap image for the current zoom in a worker."""
+        heatmap = self.heatmap
+        data = heatmap.data
+        if not self._heatmap or data is None or heatmap.factor <= 1:
+            return
+        if data.view.size > REFINE_LIMIT:
+            return
+        self.run_worker(
+            partial(self._refine_work, self._generation, data, heatmap.factor),
+            thread=True,
+            group="tensor-heatmap",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def _refine_work(self, generation: int, data: GridData, factor: int) -> None:
+        from tuidebug.tui.tensor_format import block_extreme
+
+        worker = get_current_worker()
+        try:
+            image = block_extreme(data.view, factor, lambda: worker.is_cancelled)
+        except (ValueError, OSError, MemoryError):
+            return  # the strided picture stays; it is already on screen
+        if image is not None:
+            self._post_back(generation, partial(self._refine_ready, image, factor, data.token))
+
+    def _refine_ready(self, image: np.ndarray, factor: int, token: int) -> None:
+        self.heatmap.set_image(image, factor, token)
+        self._update_legend()
+
+    @on(TensorHeatmap.ZoomChanged)
+    def _zoom_changed(self, event: TensorHeatmap.ZoomChanged) -> None:
+        event.stop()
+        self._update_legend()
+        self._start_refine()
+
+    @on(TensorCanvas.CursorMoved)
+    def _cursor_moved(self, event: TensorCanvas.CursorMoved) -> None:
+        event.stop()
+        other = self.table if event.canvas is self.heatmap else self.heatmap
+        other.set_cursor(event.row, event.col, notify=False)
+        self._cursor = (event.row, event.col)
+        self._update_status()
+
+    # ------------------------------------------------------------------- inputs
+    @on(Input.Submitted, "#tv-slice")
+    def _slice_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.apply_slice(event.value)
+
+    def apply_slice(self, text: str) -> bool:
+        """Show the slice `text`; on a mistake keep the last good slice and say why."""
+        if self._array is None:
+            return False
+        try:
+            index = parse_slice(text, tuple(self._array.shape))
+        except SliceError as exc:
+            self._set_error(str(exc))
+            return False
+        self._set_error("")
+        self._index = index
+        self.query_one("#tv-slice", Input).value = format_slice(index)
+        self._apply(cursor=(0, 0))
+        self.canvas.focus()
+        return True
+
+    @on(Input.Submitted, "#tv-tolerance")
+    def _tolerance_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.apply_tolerance(event.value)
+
+    def apply_tolerance(self, text: str) -> bool:
+        """Set the compare tolerance t ∈ [0, 1] (spec §6.5) and recompute the diff."""
+        try:
+            value = float(text.strip() or "0")
+        except ValueError:
+            value = math.nan
+        if not 0.0 <= value <= 1.0:
+            self._set_error(
+                f"The tolerance must be a number between 0 and 1, not {text.strip()!r}."
+            )
+            return False
+        self._set_error("")
+        self._tolerance = value
+        if self._mode == "diff" or self._comparison is not None:
+            self._start_compare()
+            if self._mode == "diff":
+                self._apply()
+        return True
+
+    @on(Input.Submitted, "#tv-goto")
+    def _goto_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.goto(event.value):
+            self.close_goto()
+
+    def goto(self, text: str) -> bool:
+        """Move the cursor to `row, col` of the slice, or to a full tensor index that the
+        slice contains. Negative numbers count from the end."""
+        geometry = self._geometry
+        if geometry is None:
+            return False
+        numbers = parse_index_tuple(text)
+        sliced = sum(isinstance(item, slice) for item in geometry.index)
+        if numbers is None:
+            self._set_error(f"{text.strip()!r} is not an index like 3, 17.")
+            return False
+        if len(numbers) == len(geometry.shape) and len(numbers) != sliced:
+            cell = geometry.locate(numbers)
+            if cell is None:
+                self._set_error(
+                    f"Element {format_index(numbers)} is not in the slice {geometry.text}."
+                )
+                return False
+        elif len(numbers) == sliced:
+            padded = [*numbers, 0, 0][:2]
+            limits = (geometry.rows, geometry.cols)
+            for axis, (value, limit) in enumerate(zip(padded, limits, strict=True)):
+                if not -limit <= value < limit:
+                    what = "row" if axis == 0 else "column"
+                    self._set_error(
+                        f"The {what} {value} is out of range; the slice has {limit} {what}s."
+                    )
+                    return False
+            cell = (padded[0] % geometry.rows, padded[1] % geometry.cols)
+        else:
+            self._set_error(
+                f"Give {sliced} numbers for the slice or {len(geometry.shape)} for the tensor, "
+                f"not {len(numbers)}."
+            )
+            return False
+        self._set_error("")
+        self.canvas.set_cursor(*cell)
+        return True
+
+    def close_goto(self) -> None:
+        self.query_one("#tv-goto").display = False
+        self.canvas.focus()
+
+    # ------------------------------------------------------------------ actions
+    def _require_tensor(self) -> bool:
+        return self._state == "tensor" and self._array is not None
+
+    def action_toggle_heatmap(self) -> None:
+        if not self._require_tensor():
+            return
+        had_focus = self.canvas.has_focus
+        self._heatmap = not self._heatmap
+        self._refresh_all()
+        if had_focus:
+            self.canvas.focus()
+        self.canvas.set_cursor(
+            self.table.cursor_row if self._heatmap else self.heatmap.cursor_row,
+            self.table.cursor_col if self._heatmap else self.heatmap.cursor_col,
+            notify=False,
+        )
+        self._start_refine()
+
+    def action_cycle_mode(self) -> None:
+        """current → diff → previous → current (only with a comparable previous step)."""
+        if not self._require_tensor():
+            return
+        if self._compare_problem:
+            self._set_error(self._compare_problem)
+            return
+        self._mode = MODES[(MODES.index(self._mode) + 1) % len(MODES)]
+        if self._mode == "diff" and self._comparison is None:
+            self._start_compare()
+        self._apply()
+
+    def set_mode(self, mode: Mode) -> None:
+        """Show the current tensor, the previous step's or their difference."""
+        if mode != "current" and self._compare_problem:
+            self._set_error(self._compare_problem)
+            return
+        self._mode = mode
+        if mode == "diff" and self._comparison is None:
+            self._start_compare()
+        self._apply()
+
+    def action_goto(self) -> None:
+        if not self._require_tensor() or self._geometry is None:
+            return
+        goto = self.query_one("#tv-goto", Input)
+        goto.display = True
+        goto.value = ""
+        goto.focus()
+
+    def action_edit_slice(self) -> None:
+        if self._require_tensor():
+            self.query_one("#tv-slice", Input).focus()
+
+    def action_edit_tolerance(self) -> None:
+        if self._require_tensor() and not self._compare_problem:
+            self.query_one("#tv-tolerance", Input).focus()
+
+    def action_zoom(self, direction: int) -> None:
+        if not self._heatmap or self.heatmap.data is None:
+            return
+        if direction > 0:
+            self.heatmap.zoom_in()
+        else:
+            self.heatmap.zoom_out()
+
+    def action_copy_value(self) -> None:
+        geometry = self._geometry
+        displayed = self._displayed()
+        if geometry is None or displayed is None or geometry.size == 0:
+            return
+        canvas = self.canvas
+        index = geometry.tensor_index(canvas.cursor_row, canvas.cursor_col)
+        text = full_value(displayed[index])
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied {format_index(index)} = {text}", timeout=3)
+
+    def action_save(self, whole: bool) -> None:
+        """Save the slice (or the whole tensor) of the current mode to `.npy` in the cwd."""
+        geometry = self._geometry
+        displayed = self._displayed()
+        if geometry is None or displayed is None:
+            return
+        target = displayed if whole else geometry.view(displayed)
+        what = "tensor" if whole else f"slice {geometry.text}"
+        if self._mode != "current":
+            what = f"{self._mode} {what}"
+        self.run_worker(
+            partial(self._save_work, target, what),
+            thread=True,
+            group="tensor-save",
+            exit_on_error=False,
+        )
+
+    def _save_work(self, target: np.ndarray, what: str) -> None:
+        node_type = self._node_type or "Tensor"
+        when = None
+        for attempt in range(100):
+            name = download_name(node_type, self._short_name, self._slot, when)
+            path = Path.cwd() / name
+            try:
+                # "x": never overwrite an earlier download made in the same centisecond.
+                with open(path, "xb") as handle:
+                    np.save(handle, target, allow_pickle=False)
+            except FileExistsError:
+                when = (int(name.split(".")[4]) + attempt + 1) / 100
+                continue
+            except (OSError, ValueError) as exc:
+                reason = getattr(exc, "strerror", None) or str(exc)
+                self._notify_from_thread(f"Could not save {name}: {reason}.", "error")
+                return
+            self._notify_from_thread(f"Saved {what} to {path}", "information")
+            return
+        self._notify_from_thread("Could not find a free file name to save to.", "error")
+
+    def _notify_from_thread(self, text: str, severity: Literal["information", "error"]) -> None:
+        with contextlib.suppress(RuntimeError):
+            self.app.call_from_thread(self.notify, text, severity=severity, timeout=6)
