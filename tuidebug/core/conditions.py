@@ -766,7 +766,7 @@ class _Gatherer:
                 s_abs.append(float(np.dot(a, one)))
             if need_prev:
                 pn = _block(self.prev, self.prev_contig, start, stop)
-                if pd is not None:
+                if pd.size:
                     pf = pd[:m]
                     np.copyto(pf, pn, casting="unsafe")
                 else:
@@ -841,6 +841,10 @@ def _untouched(req: CheckRequest) -> tuple[ParamResult, ...]:
 def _decide(req: CheckRequest, st: _Stats, prev: np.ndarray | None) -> CheckResult:
     """MindSpore's `IsWatchpointHit` (spec §3.5, decision procedure)."""
     cond = req.condition
+    if cond == _CT.IS_OVERFLOW:
+        # decided from Ascend's overflow records by the caller, never from values; MindSpore
+        # does not run the tensor summary for it, so there are no error bits either
+        return CheckResult(False, 0, _untouched(req))
     error = (ERROR_NAN_BIT if st.has_nan else 0) | (ERROR_INF_BIT if st.has_inf else 0)
     hit = False
     if cond == _CT.HAS_NAN:
@@ -854,8 +858,6 @@ def _decide(req: CheckRequest, st: _Stats, prev: np.ndarray | None) -> CheckResu
         hit = prev.size == st.n and st.all_close.get(_close_key(req), False)
     elif cond in _CHANGE_TYPES and prev is None:
         error |= ERROR_NO_PREV_BIT
-    # IS_OVERFLOW (2) is decided from Ascend's overflow files, never from values: the
-    # caller reports it; here it neither hits nor errs.
     if error:
         return CheckResult(hit, error, _untouched(req))
     inequality = "gt" if cond in _LEGACY_GT else "lt" if cond in _LEGACY_LT else ""
