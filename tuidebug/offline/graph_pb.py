@@ -115,6 +115,10 @@ def load_graph_file(
     model = parse_model_proto(data, f"Graph file {file}")
     del data  # the parsed message is all we need; free the raw bytes early
     graph_proto = model.graph
+    # Refuse an oversized graph before spending time on its .ir.
+    too_large = _too_large(graph_proto, limit, f"Graph file {file}")
+    if too_large is not None:
+        raise too_large
 
     fallback: dict[str, list[StackFrame]] | None = None
     if use_ir and any(not n.source_address for n in graph_proto.node):
@@ -124,15 +128,7 @@ def load_graph_file(
                 fallback = stacks_from_ir(ir_file)
             except GraphFileError:
                 fallback = None  # the .ir is only a convenience; the graph stands alone
-    try:
-        return graph_from_proto(graph_proto, fallback, limit=limit)
-    except GraphTooLargeError as exc:
-        raise GraphTooLargeError(
-            f"Graph file {file} has {exc.node_count:,} nodes, more than the "
-            f"{exc.limit:,} tuidebug can show.",
-            exc.node_count,
-            exc.limit,
-        ) from None
+    return graph_from_proto(graph_proto, fallback, limit=None)
 
 
 # ====================================================================== graph
@@ -142,7 +138,6 @@ def load_graph_file(
 _DT_UNDEFINED = 0
 _DT_BOOL = 1
 _DT_FLOAT64 = 12
-_DT_STRING = 13
 _DT_TENSOR = 14
 _DT_TUPLE = 31
 _DT_LIST = 32
@@ -162,25 +157,34 @@ def graph_from_proto(
     `source_address` is empty (see `stacks_from_ir`). More than `limit` nodes (parameters +
     constants + operators) raises `GraphTooLargeError`; `limit=None` accepts any size.
     """
+    too_large = _too_large(graph_proto, limit, f"Graph {_text(graph_proto.name) or '(unnamed)'}")
+    if too_large is not None:
+        raise too_large
     with paused_gc():
-        return _build_graph(graph_proto, stacks_fallback or {}, limit)
+        return _build_graph(graph_proto, stacks_fallback or {})
 
 
-def _build_graph(
-    graph_proto: pb.GraphProto,
-    fallback: Mapping[str, list[StackFrame]],
-    limit: int | None,
-) -> Graph:
+def _too_large(
+    graph_proto: pb.GraphProto, limit: int | None, what: str
+) -> GraphTooLargeError | None:
+    """The error for a graph over `limit` nodes (parameters + constants + operators)."""
+    if limit is None:
+        return None
+    total = (
+        sum(1 for n in graph_proto.node if n.name)
+        + len(graph_proto.parameters)
+        + len(graph_proto.const_vals)
+    )
+    if total <= limit:
+        return None
+    return GraphTooLargeError(
+        f"{what} has {total:,} nodes, more than the {limit:,} tuidebug can show.", total, limit
+    )
+
+
+def _build_graph(graph_proto: pb.GraphProto, fallback: Mapping[str, list[StackFrame]]) -> Graph:
     name = _text(graph_proto.name)
     protos = [n for n in graph_proto.node if n.name]
-    total = len(protos) + len(graph_proto.parameters) + len(graph_proto.const_vals)
-    if limit is not None and total > limit:
-        raise GraphTooLargeError(
-            f"Graph {name or '(unnamed)'} has {total:,} nodes, more than the "
-            f"{limit:,} tuidebug can show.",
-            total,
-            limit,
-        )
 
     nodes: list[Node] = []
     used: set[str] = set()
@@ -215,9 +219,11 @@ def _build_graph(
         op_type = proto.op_type
         scope = proto.scope
         full_name = proto.full_name
-        if str is not type(index) or str is not type(op_type) or str is not type(scope):
+        # Exact type checks: cheaper than calling _text on every field of every node, and
+        # only damaged files (invalid UTF-8 → bytes, see _text) take the slow path.
+        if type(index) is not str or type(op_type) is not str or type(scope) is not str:
             index, op_type, scope = _text(index), _text(op_type), _text(scope)
-        if str is not type(full_name):
+        if type(full_name) is not str:
             full_name = _text(full_name)
         if full_name:
             node_name = full_name
@@ -265,7 +271,7 @@ def _build_graph(
         else:
             outputs = [TensorSpec(0)]
         source = proto.source_address
-        if str is not type(source):
+        if type(source) is not str:
             source = _text(source)
         nodes.append(
             Node(
