@@ -187,8 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_run_online)
 
     p = sub.add_parser("check", help="headless watchpoint check of a dump")
-    p.add_argument("dump", help="dump root (the folder holding rank_N/)")
-    p.set_defaults(run=_not_built("check"))
+    from tuidebug import check_cli  # argparse only; the checker itself loads on run
+
+    check_cli.add_arguments(p)
+    p.set_defaults(run=check_cli.run)
 
     p = sub.add_parser("demo", help="write a small synthetic dump and open it")
     p.add_argument("--out", default=None, help="where to write the demo dump")

@@ -1,0 +1,402 @@
+"""`tuidebug check DUMP`: the headless watchpoint check, for CI and scripts.
+
+    tuidebug check ./dump --watch TO --watch TL:abs_mean_gt=1e10 --iteration 2-5 --json
+
+A watch SPEC is a condition abbreviation or id with optional parameters (`TO`,
+`TL:abs_mean_gt=1e10`, `tensor_range:range_start_inclusive=-1e6,range_end_inclusive=1e6,
+range_percentage_lt=100`). Weight, gradient and activation conditions (W*, G*, AR) watch the
+nodes of that category; tensor conditions watch every output tensor of every operator and
+parameter (spec §3.2). `--node REGEX` narrows the nodes; `--recommended` adds MindInsight's
+recommended watchpoints (spec §4).
+
+Output: a table (default) or ONE JSON array of hits (`--json`) on stdout; warnings about the
+dump on stderr, one sentence each; a progress bar on stderr only when it is a terminal.
+Exit status: 0 = no hit, 1 = hits, 2 = usage or data error (including tensors that could not
+be read, when nothing hit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from tuidebug.cli import EXIT_HITS, EXIT_OK, EXIT_USAGE, UsageError
+
+if TYPE_CHECKING:
+    from tuidebug.core.conditions import ConditionSpec
+    from tuidebug.offline.checker import CheckOutcome, CheckReport, Watch
+    from tuidebug.offline.dump import OfflineDump
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dump", help="dump root (the folder holding rank_N/)")
+    p.add_argument(
+        "--watch",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a watchpoint, e.g. TO or TL:abs_mean_gt=1e10 (repeatable)",
+    )
+    p.add_argument(
+        "--recommended", action="store_true", help="add MindInsight's recommended watchpoints"
+    )
+    p.add_argument(
+        "--rank", action="append", type=int, default=None, metavar="R", help="rank(s) to check"
+    )
+    p.add_argument(
+        "--iteration",
+        default=None,
+        metavar="N|A-B",
+        help="iteration(s) to check: 3, 2-5 or 0,2,4-6 (default: all dumped)",
+    )
+    p.add_argument("--node", default=None, metavar="REGEX", help="only nodes matching REGEX")
+    p.add_argument("--json", action="store_true", help="print one JSON array of hits")
+    p.add_argument(
+        "--workers", type=int, default=None, metavar="N", help="worker processes (default: cores)"
+    )
+    p.add_argument(
+        "--mem-limit",
+        type=int,
+        default=None,
+        metavar="MB",
+        help="skip tensors larger than MB megabytes (reported with error code 8)",
+    )
+    p.add_argument(
+        "--error-on-no-value",
+        action="store_true",
+        help="report watched tensors that have no dumped file (error code 32)",
+    )
+
+
+@dataclass
+class _WatchDef:
+    spec: str  # as the user wrote it (or the recommended watchpoint's spec)
+    condition: ConditionSpec
+    params: dict[str, float]
+    targets: dict[str, tuple[str, ...]] | None = None  # graph name → targets (recommended)
+
+
+def parse_iterations(text: str) -> list[int]:
+    """`3`, `2-5`, `0,2,4-6` → sorted iterations. Raises UsageError on anything else."""
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)\s*(?:-\s*(\d+))?", part)
+        if not m:
+            raise UsageError(
+                f"--iteration {text!r} is not an iteration, a range like 2-5, or a list of them."
+            )
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        if hi < lo:
+            raise UsageError(f"--iteration range {part!r} ends before it starts.")
+        out.update(range(lo, hi + 1))
+    return sorted(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuidebug.core.watchpoints import WatchpointError, parse_watch_spec
+    from tuidebug.offline.dump import DumpError, OfflineDump
+
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1.")
+    if args.mem_limit is not None and args.mem_limit < 1:
+        raise UsageError("--mem-limit must be a positive number of megabytes.")
+    if not args.watch and not args.recommended:
+        raise UsageError("give at least one --watch SPEC (e.g. --watch TO) or --recommended.")
+    watches: list[_WatchDef] = []
+    for spec in args.watch:
+        try:
+            cond, params = parse_watch_spec(spec)
+        except WatchpointError as err:
+            raise UsageError(f"--watch {spec}: {err}") from None
+        watches.append(_WatchDef(spec, cond, params))
+    node_filter = None
+    if args.node is not None:
+        try:
+            node_filter = re.compile(args.node)
+        except re.error as err:
+            raise UsageError(
+                f"--node {args.node!r} is not a valid regular expression: {err}."
+            ) from None
+    wanted_iterations = parse_iterations(args.iteration) if args.iteration is not None else None
+
+    try:
+        dump = OfflineDump(
+            args.dump, mem_limit=args.mem_limit << 20 if args.mem_limit is not None else None
+        )
+    except DumpError as err:
+        raise UsageError(str(err)) from None
+    ranks = dump.ranks
+    if args.rank:
+        unknown = [r for r in args.rank if r not in ranks]
+        if unknown:
+            raise UsageError(
+                f"rank {unknown[0]} is not in the dump (ranks: {', '.join(map(str, ranks))})."
+            )
+        ranks = sorted(set(args.rank))
+
+    err = sys.stderr
+    usable_ranks = []
+    for rank in ranks:
+        if dump.graphs(rank):
+            usable_ranks.append(rank)
+    for problem in dump.new_problems():
+        print(f"warning: {problem}", file=err)
+    if not usable_ranks:
+        which = ", ".join(f"rank_{r}" for r in ranks)
+        raise UsageError(
+            f"{which} ha{'s' if len(ranks) == 1 else 've'} no readable graph, so nothing can be checked."
+        )
+    skipped = [r for r in ranks if r not in usable_ranks]
+    for rank in skipped:
+        print(f"warning: rank_{rank} has no readable graph and was not checked.", file=err)
+
+    dumped = sorted({i for r in usable_ranks for i in dump.iterations(r)})
+    if not dumped:
+        raise UsageError(f"{args.dump} has no dumped iteration, so there is nothing to check.")
+    if wanted_iterations is None:
+        iterations = dumped
+    else:
+        iterations = [i for i in wanted_iterations if i in dumped]
+        missing = [i for i in wanted_iterations if i not in dumped]
+        if not iterations or (args.iteration.strip().isdigit() and missing):
+            raise UsageError(
+                f"iteration {args.iteration} is not in the dump (iterations: {_ranges(dumped)})."
+            )
+
+    if args.recommended:
+        watches.extend(_recommended(dump, usable_ranks))
+
+    from tuidebug.offline.checker import Checker
+
+    plan = _plan(dump, usable_ranks, watches, node_filter)
+    if not any(w.tensors for w in plan):
+        raise UsageError("no node matches the watchpoints' targets, so nothing was checked.")
+
+    bar = _ProgressBar(err) if err.isatty() and not args.json else None
+    cancel = threading.Event()
+    try:
+        with Checker(dump, workers=args.workers) as checker:
+            report = checker.check(
+                plan,
+                iterations,
+                error_on_no_value=args.error_on_no_value,
+                progress=bar.update if bar else None,
+                cancel=cancel,
+            )
+    except KeyboardInterrupt:
+        cancel.set()
+        raise
+    finally:
+        if bar:
+            bar.close()
+    for problem in report.problems:
+        print(f"warning: {problem}", file=err)
+    for problem in dump.new_problems():
+        print(f"warning: {problem}", file=err)
+
+    if args.json:
+        json.dump([_hit_json(o, watches) for o in report.outcomes], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        _print_table(report, watches, sys.stdout)
+        _print_summary(report, iterations, usable_ranks, sys.stdout)
+    if report.outcomes:
+        return EXIT_HITS
+    if report.problems:
+        print(
+            f"tuidebug check: {len(report.problems)} tensor file"
+            f"{'s' if len(report.problems) != 1 else ''} could not be read, so the check is "
+            "incomplete.",
+            file=err,
+        )
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------ planning
+def _recommended(dump: OfflineDump, ranks: Sequence[int]) -> list[_WatchDef]:
+    """MindInsight's recommended watchpoints, one per name, targets per graph. Offline there
+    is no initial suspension, so weight initialisation is never recommended (spec §5.7)."""
+    from tuidebug.core.conditions import get_condition
+    from tuidebug.core.watchpoints import Watchpoint, recommended_watchpoints
+
+    by_name: dict[str, _WatchDef] = {}
+    for rank in ranks:
+        for graph in dump.graphs(rank).values():
+            for rec in recommended_watchpoints(graph, backend=dump.backend, step=1):
+                cond = get_condition(rec.condition)
+                wdef = by_name.get(rec.name)
+                if wdef is None:
+                    spec = Watchpoint(0, cond, dict(rec.params)).spec
+                    wdef = _WatchDef(spec, cond, dict(rec.params), {})
+                    by_name[rec.name] = wdef
+                assert wdef.targets is not None
+                wdef.targets[graph.name] = tuple(rec.targets)
+    return list(by_name.values())
+
+
+def _plan(
+    dump: OfflineDump,
+    ranks: Sequence[int],
+    watches: Sequence[_WatchDef],
+    node_filter: re.Pattern[str] | None,
+) -> list[Watch]:
+    from tuidebug.core.conditions import CheckRequest
+    from tuidebug.core.watchpoints import Watchpoint, resolve_targets
+    from tuidebug.offline.checker import Watch
+
+    plan = []
+    for wp_id, wdef in enumerate(watches):
+        wp = Watchpoint(wp_id, wdef.condition, dict(wdef.params))
+        request: CheckRequest = wp.request()
+        tensors: dict[tuple[int, str], list[tuple[str, int]]] = {}
+        for rank in ranks:
+            for graph in dump.graphs(rank).values():
+                if wdef.targets is not None:
+                    targets = wdef.targets.get(graph.name)
+                    if not targets:
+                        continue
+                else:
+                    targets = ()
+                nodes = resolve_targets(wdef.condition, targets, graph)
+                pairs = [
+                    (n.name, slot)
+                    for n in nodes
+                    if node_filter is None or node_filter.search(n.name)
+                    for slot in range(max(1, len(n.outputs)))
+                ]
+                if pairs:
+                    tensors[(rank, graph.name)] = pairs
+        plan.append(Watch(wp_id, request, wdef.condition.needs_prev, tensors))
+    return plan
+
+
+# ------------------------------------------------------------------ output
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _hit_json(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> dict[str, Any]:
+    from tuidebug.core.watchpoints import error_messages
+
+    wdef = watches[outcome.watchpoint_id]
+    k = outcome.key
+    return {
+        "watchpoint": wdef.spec,
+        "condition": wdef.condition.id,
+        "rank": k.rank,
+        "graph": k.graph,
+        "iteration": k.iteration,
+        "node": k.node,
+        "slot": k.slot,
+        "error_code": outcome.error_code,
+        "error_messages": error_messages(outcome.error_code),
+        "params": [
+            {"name": p.name, "value": p.value, "actual": _finite(p.actual), "hit": p.hit}
+            for p in outcome.result.params
+            if not p.disabled and wdef.condition.param(p.name).visible
+        ],
+    }
+
+
+def _result_text(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> str:
+    from tuidebug.core.tensor import TensorRef
+    from tuidebug.core.watchpoints import WatchpointHit
+
+    k = outcome.key
+    hit = WatchpointHit.from_result(
+        outcome.watchpoint_id,
+        watches[outcome.watchpoint_id].condition,
+        TensorRef(k.node, k.slot, k.iteration, k.rank, k.graph),
+        outcome.result,
+    )
+    return hit.summary()
+
+
+def _print_table(report: CheckReport, watches: Sequence[_WatchDef], out: TextIO) -> None:
+    if not report.outcomes:
+        return
+    rows = [("ITER", "RANK", "NODE", "SLOT", "WATCH", "RESULT")]
+    for o in report.outcomes:
+        k = o.key
+        rows.append(
+            (
+                str(k.iteration),
+                str(k.rank),
+                k.node,
+                str(k.slot),
+                watches[o.watchpoint_id].spec,
+                _result_text(o, watches),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for r in rows:
+        cells = [r[i].ljust(widths[i]) for i in range(5)]
+        out.write("  ".join(cells) + "  " + r[5] + "\n")
+
+
+def _print_summary(
+    report: CheckReport, iterations: Sequence[int], ranks: Sequence[int], out: TextIO
+) -> None:
+    hits = len(report.outcomes)
+    errors = sum(1 for o in report.outcomes if o.error_code)
+    what = f"{hits} hit{'s' if hits != 1 else ''}"
+    if errors:
+        what += f" ({errors} with an error code)"
+    rank_text = ", ".join(f"rank_{r}" for r in ranks)
+    out.write(
+        f"{what}; {report.tensors_checked} tensor{'s' if report.tensors_checked != 1 else ''} "
+        f"checked, iteration{'s' if len(iterations) != 1 else ''} {_ranges(list(iterations))} "
+        f"of {rank_text}, {report.seconds:.2f} s.\n"
+    )
+
+
+def _ranges(values: list[int]) -> str:
+    parts: list[str] = []
+    start = prev = None
+    for v in sorted(values):
+        if start is None:
+            start = prev = v
+        elif prev is not None and v == prev + 1:
+            prev = v
+        else:
+            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = v
+    if start is not None:
+        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ",".join(parts)
+
+
+class _ProgressBar:
+    """A one-line bar on a terminal; redrawn at most ten times a second."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._last = 0.0
+        self._drawn = False
+
+    def update(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self._last < 0.1 and done < total:
+            return
+        self._last = now
+        width = 30
+        filled = int(width * done / total) if total else width
+        self.stream.write(f"\rchecking [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            self.stream.write("\r\033[K")
+            self.stream.flush()

@@ -1,0 +1,478 @@
+"""`OfflineSession`: the `DebugSession` over a MindSpore dump folder (spec §5.7).
+
+Steps are MindInsight's offline steps: 1-based, step `s` shows dump iteration `s − 1`, and
+step 0 means no iteration is loaded (only constants can be read; watchpoints are not checked,
+as MindInsight does not support initial weights offline). `step(n)` and `continue_()` advance
+one iteration at a time and check it; both stop as soon as a step has hits, and `continue_()`
+also at the last step. `reset_step(s)` jumps to any step without checking (the watchpoints
+are then outdated until `recheck()`).
+
+Only one rank is shown at a time (`select_rank`). Everything that goes wrong with the dump is
+a `Notice` event with one sentence; `start()` raises `SessionError` only when the folder is
+not a dump at all. Checks run through the shared `Checker` (process pool for big steps,
+in-process for small ones); `close()` cancels a running check.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from tuidebug.core.graph import Graph, NodeKind
+from tuidebug.core.session import (
+    Capabilities,
+    DebugSession,
+    GraphRun,
+    GraphsLoaded,
+    HitsArrived,
+    Metadata,
+    MetadataChanged,
+    Notice,
+    Progress,
+    SessionError,
+    SessionState,
+    WatchpointsChanged,
+)
+from tuidebug.core.tensor import TensorRef
+from tuidebug.core.watchpoints import (
+    Watchpoint,
+    WatchpointError,
+    WatchpointHit,
+    resolve_targets,
+    validate_params,
+)
+from tuidebug.offline.checker import Checker, CheckReport, Watch
+from tuidebug.offline.dump import DumpError, OfflineDump
+from tuidebug.offline.tensor_store import TensorFileError
+
+__all__ = ["OfflineSession"]
+
+
+class OfflineSession(DebugSession):
+    """A dump folder as a debug session. Build it cheaply, then call `start()` (blocking,
+    from a worker) to read the dump."""
+
+    capabilities = Capabilities(
+        live=False,
+        can_step=True,
+        can_continue=True,
+        can_pause=False,
+        can_terminate=False,
+        can_step_node=False,
+        can_reset_step=True,
+        can_compare_previous=True,
+    )
+
+    def __init__(
+        self,
+        dump_dir: str | os.PathLike[str],
+        rank: int | None = None,
+        *,
+        workers: int | None = None,
+        mem_limit: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.dump_dir = os.fspath(dump_dir)
+        self._wanted_rank = rank
+        self._workers = workers
+        self._mem_limit = mem_limit
+        self._dump: OfflineDump | None = None
+        self._checker: Checker | None = None
+        self._metadata = Metadata(mode="offline", source=self.dump_dir)
+        self._graphs: dict[str, Graph] = {}
+        self._watchpoints: list[Watchpoint] = []
+        self._hits: tuple[WatchpointHit, ...] = ()
+        self._next_id = 1
+        self._rank = 0
+        # One control action at a time (the TUI runs them in workers); state reads are lock-free
+        # because every published value is an immutable object swapped in whole.
+        self._control = threading.RLock()
+        self._cancel = threading.Event()
+        self._loaded_once = False
+        self._noticed: set[str] = set()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def metadata(self) -> Metadata:
+        return self._metadata
+
+    @property
+    def graphs(self) -> Mapping[str, Graph]:
+        return dict(self._graphs)
+
+    @property
+    def watchpoints(self) -> Sequence[Watchpoint]:
+        return tuple(self._watchpoints)
+
+    @property
+    def hits(self) -> Sequence[WatchpointHit]:
+        return self._hits
+
+    @property
+    def dump(self) -> OfflineDump:
+        if self._dump is None:
+            raise SessionError("The dump is not loaded yet.")
+        return self._dump
+
+    def graph_runs(self) -> Sequence[GraphRun]:
+        if self._dump is None:
+            return ()
+        return tuple(self._dump.graph_runs(self._rank))
+
+    def _set(self, **changes: object) -> None:
+        self._metadata = self._metadata.with_(**changes)
+        self.emit(MetadataChanged(self._metadata))
+
+    def _notice(self, message: str, severity: str = "warning") -> None:
+        self.emit(Notice(message, severity))
+
+    def _flush_problems(self, extra: Sequence[str] = ()) -> None:
+        """A Notice for every problem not shown yet (discovery, graphs, listing, reading)."""
+        fresh = list(self._dump.new_problems()) if self._dump is not None else []
+        for message in [*fresh, *extra]:
+            if message not in self._noticed:
+                self._noticed.add(message)
+                self._notice(message[:1].upper() + message[1:])
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Read the dump: discovery, the chosen rank's graphs, its tensor indexes. Blocks."""
+        with self._control:
+            self._set(state=SessionState.LOADING, message="")
+            self.emit(Progress("Reading the dump folder", 0, 0))
+            try:
+                dump = OfflineDump(self.dump_dir, mem_limit=self._mem_limit)
+            except DumpError as err:
+                message = str(err)
+                self._notice(message, "error")
+                self._set(state=SessionState.PENDING, message=message)
+                raise SessionError(message) from None
+            self._dump = dump
+            self._checker = Checker(dump, workers=self._workers)
+            ranks = dump.ranks
+            rank = self._wanted_rank if self._wanted_rank is not None else ranks[0]
+            if rank not in ranks:
+                self._notice(
+                    f"Rank {rank} is not in the dump (ranks: {', '.join(map(str, ranks))}); "
+                    f"showing rank {ranks[0]}.",
+                    "warning",
+                )
+                rank = ranks[0]
+            self._load_rank(rank)
+            self._set(
+                state=SessionState.WAITING,
+                step=0,
+                max_step=dump.step_count(rank),
+                rank=rank,
+                ranks=tuple(ranks),
+                backend=dump.backend,
+                ms_version=dump.ms_version,
+                graph_names=tuple(self._graphs),
+                message="",
+            )
+            self.emit(GraphsLoaded(dict(self._graphs), first_time=not self._loaded_once))
+            self._loaded_once = True
+            if not dump.iterations(rank):
+                self._notice(
+                    f"Rank {rank} of {self.dump_dir} has no dumped iteration, so only its graphs "
+                    "can be shown.",
+                    "warning",
+                )
+
+    def _load_rank(self, rank: int) -> None:
+        dump = self.dump
+        self.emit(Progress(f"Loading the graphs of rank {rank}", 0, 0))
+        graphs = dump.graphs(rank)
+        total = len(graphs)
+        for i, name in enumerate(graphs):
+            self.emit(Progress(f"Indexing tensor files of {name}", i, total))
+            dump.index(rank, name)
+        self.emit(Progress("Dump loaded", total, total))
+        self._rank = rank
+        self._graphs = dict(graphs)
+        self._hits = ()
+        self._flush_problems()
+        for note in dump.notes(rank):
+            if note not in self._noticed:
+                self._noticed.add(note)
+                self._notice(note[:1].upper() + note[1:], "information")
+        if not graphs:
+            self._notice(
+                f"rank_{rank} has no readable graph, so its tensors cannot be shown or checked.",
+                "error",
+            )
+
+    def close(self) -> None:
+        self._cancel.set()
+        checker, self._checker = self._checker, None
+        if checker is not None:
+            checker.close()
+
+    def select_rank(self, rank: int) -> None:
+        with self._control:
+            dump = self.dump
+            if rank not in dump.ranks:
+                raise SessionError(
+                    f"Rank {rank} is not in the dump (ranks: {', '.join(map(str, dump.ranks))})."
+                )
+            self._set(state=SessionState.LOADING)
+            self._load_rank(rank)
+            max_step = dump.step_count(rank)
+            self._set(
+                state=SessionState.WAITING,
+                rank=rank,
+                step=min(self._metadata.step, max_step),
+                max_step=max_step,
+                graph_names=tuple(self._graphs),
+            )
+            self.emit(GraphsLoaded(dict(self._graphs), first_time=False))
+            self.emit(HitsArrived((), self._metadata.step))
+
+    # ------------------------------------------------------------------ watchpoints
+    def _resolve(self, wp: Watchpoint) -> dict[tuple[int, str], list[tuple[str, int]]]:
+        """(rank, graph) → (node, slot) pairs the watchpoint watches on the current rank."""
+        out: dict[tuple[int, str], list[tuple[str, int]]] = {}
+        names = [wp.graph_name] if wp.graph_name else list(self._graphs)
+        errors: list[str] = []
+        for name in names:
+            graph = self._graphs.get(name)
+            if graph is None:
+                continue
+            try:
+                nodes = resolve_targets(wp.condition, wp.targets, graph)
+            except WatchpointError as err:
+                errors.append(str(err))
+                continue
+            pairs = [
+                (n.name, slot)
+                for n in nodes
+                if n.kind is not NodeKind.CONSTANT
+                for slot in range(max(1, len(n.outputs)))
+            ]
+            if pairs:
+                out[(self._rank, name)] = pairs
+        if errors and len(errors) == len(names):
+            raise WatchpointError(errors[0])
+        return out
+
+    def create_watchpoint(
+        self,
+        condition: str,
+        params: Mapping[str, float],
+        targets: Sequence[str] = (),
+        graph_name: str | None = None,
+    ) -> Watchpoint:
+        if graph_name is not None and self._graphs and graph_name not in self._graphs:
+            raise WatchpointError(f"There is no graph {graph_name!r} on rank {self._rank}.")
+        wp = Watchpoint(self._next_id, condition, dict(params), tuple(targets), graph_name)
+        if self._graphs:
+            self._resolve(wp)  # unknown targets raise here, not at the next step
+        self._next_id += 1
+        self._watchpoints = [*self._watchpoints, wp]
+        self.emit(WatchpointsChanged(tuple(self._watchpoints)))
+        return wp
+
+    def update_watchpoint(
+        self,
+        watchpoint_id: int,
+        params: Mapping[str, float] | None = None,
+        targets: Sequence[str] | None = None,
+        enabled: bool | None = None,
+    ) -> Watchpoint:
+        old = self._find(watchpoint_id)
+        new_params = dict(params) if params is not None else dict(old.params)
+        validate_params(old.condition, new_params)
+        new = Watchpoint(
+            old.id,
+            old.condition,
+            new_params,
+            tuple(targets) if targets is not None else old.targets,
+            old.graph_name,
+            old.enabled if enabled is None else enabled,
+            old.name,
+        )
+        if self._graphs:
+            self._resolve(new)
+        self._watchpoints = [new if w.id == watchpoint_id else w for w in self._watchpoints]
+        self.emit(WatchpointsChanged(tuple(self._watchpoints)))
+        return new
+
+    def delete_watchpoint(self, watchpoint_id: int) -> None:
+        self._find(watchpoint_id)
+        self._watchpoints = [w for w in self._watchpoints if w.id != watchpoint_id]
+        self.emit(WatchpointsChanged(tuple(self._watchpoints)))
+        if any(h.watchpoint_id == watchpoint_id for h in self._hits):
+            self._hits = tuple(h for h in self._hits if h.watchpoint_id != watchpoint_id)
+            self.emit(HitsArrived(self._hits, self._metadata.step))
+
+    def _find(self, watchpoint_id: int) -> Watchpoint:
+        for wp in self._watchpoints:
+            if wp.id == watchpoint_id:
+                return wp
+        raise SessionError(f"There is no watchpoint {watchpoint_id}.")
+
+    # ------------------------------------------------------------------ control
+    def _require_loaded(self) -> OfflineDump:
+        if self._dump is None or self._metadata.state is SessionState.LOADING:
+            raise SessionError("The dump is not loaded yet.")
+        return self._dump
+
+    def step(self, count: int = 1) -> None:
+        """Advance `count` steps, checking each; stops early at a step with hits."""
+        if count < 1:
+            raise SessionError("The number of steps must be at least 1.")
+        with self._control:
+            self._require_loaded()
+            self._advance(count, until_hit=True)
+
+    def continue_(self) -> None:
+        """Advance step by step until a step has hits or the last step is reached."""
+        with self._control:
+            self._require_loaded()
+            max_step = self._metadata.max_step or 0
+            self._advance(max(0, max_step - self._metadata.step), until_hit=True)
+
+    def _advance(self, count: int, until_hit: bool) -> None:
+        max_step = self._metadata.max_step or 0
+        if self._metadata.step >= max_step:
+            raise SessionError(
+                f"Already at the last step ({max_step}); reset to an earlier step to go on."
+                if max_step
+                else "The dump has no dumped iteration to step to."
+            )
+        target = self._metadata.step + count
+        if target > max_step:
+            self._notice(
+                f"The dump ends at step {max_step}; stepping to it instead of {target}.",
+                "information",
+            )
+            target = max_step
+        self._cancel.clear()
+        self._set(state=SessionState.RUNNING)
+        try:
+            while self._metadata.step < target and not self._cancel.is_set():
+                self._metadata = self._metadata.with_(step=self._metadata.step + 1)
+                self._check_current()
+                if until_hit and self._hits:
+                    break
+        finally:
+            self._set(state=SessionState.WAITING)
+
+    def reset_step(self, step: int) -> None:
+        """Jump to step `step` (0 ≤ step ≤ max step) without checking; hits are cleared and the
+        watchpoints are outdated until `recheck()`."""
+        with self._control:
+            self._require_loaded()
+            max_step = self._metadata.max_step or 0
+            if not 0 <= step <= max_step:
+                raise SessionError(
+                    f"Step {step} is out of range; the dump has steps 0 to {max_step}."
+                )
+            self._hits = ()
+            self._set(step=step)
+            self.emit(HitsArrived((), step))
+
+    def recheck(self) -> None:
+        """Check every enabled watchpoint again at the current step."""
+        with self._control:
+            self._require_loaded()
+            if self._metadata.step <= 0:
+                self._hits = ()
+                self._notice(
+                    "Step 0 holds no tensors (initial weights are not dumped); step to 1 to check.",
+                    "information",
+                )
+                self.emit(HitsArrived((), 0))
+                return
+            self._cancel.clear()
+            self._set(state=SessionState.RUNNING)
+            try:
+                self._check_current()
+            finally:
+                self._set(state=SessionState.WAITING)
+
+    def _check_current(self) -> None:
+        """Check the iteration of the current step and publish its hits (emits the step)."""
+        step = self._metadata.step
+        iteration = step - 1
+        self.emit(MetadataChanged(self._metadata))
+        active = [wp for wp in self._watchpoints if wp.enabled]
+        hits: tuple[WatchpointHit, ...] = ()
+        if active and self._graphs and self._checker is not None:
+            watches = []
+            for wp in active:
+                try:
+                    tensors = self._resolve(wp)
+                except WatchpointError as err:
+                    self._notice(f"Watchpoint {wp.id} was skipped: {err}", "warning")
+                    continue
+                watches.append(Watch(wp.id, wp.request(), wp.condition.needs_prev, tensors))
+            label = f"Checking step {step} (iteration {iteration})"
+
+            def progress(done: int, total: int) -> None:
+                self.emit(Progress(label, done, total))
+
+            report = self._checker.check(
+                watches, [iteration], progress=progress, cancel=self._cancel
+            )
+            hits = self._to_hits(report)
+            self._flush_problems(report.problems)
+            if report.cancelled:
+                self._notice(f"The check of step {step} was cancelled.", "information")
+        else:
+            self._flush_problems()
+        self._hits = hits
+        self.emit(HitsArrived(hits, step))
+
+    def _to_hits(self, report: CheckReport) -> tuple[WatchpointHit, ...]:
+        by_id = {wp.id: wp for wp in self._watchpoints}
+        dump = self.dump
+        out = []
+        for outcome in report.outcomes:
+            wp = by_id.get(outcome.watchpoint_id)
+            if wp is None:
+                continue
+            k = outcome.key
+            ref = TensorRef(k.node, k.slot, k.iteration, k.rank, k.graph)
+            order = dump.execution_position(k.rank, k.graph, k.node)
+            out.append(WatchpointHit.from_result(wp.id, wp.condition, ref, outcome.result, order))
+        return tuple(out)
+
+    # ------------------------------------------------------------------ tensors
+    def tensor(self, ref: TensorRef, previous: bool = False) -> np.ndarray | None:
+        """The tensor's value: `ref.iteration`, or the current step's iteration when None;
+        `previous=True` gives the previous run of its graph (per the graph history, else the
+        iteration before). Constants can be read at any step."""
+        dump = self.dump
+        rank = ref.rank if ref.rank in dump.ranks else self._rank
+        graph_name = ref.graph or self._graph_of(ref.node)
+        try:
+            graph = dump.graph(rank, graph_name)
+            node = graph.node(ref.node)
+        except KeyError as err:
+            raise SessionError(str(err.args[0]) if err.args else str(err)) from None
+        iteration = ref.iteration if ref.iteration is not None else self._metadata.step - 1
+        if previous:
+            prev = dump.previous_iteration(rank, graph.name, iteration)
+            if prev is None and not dump.has_history(rank, graph.name):
+                dumped = dump.iterations(rank, graph.name)
+                earlier = [i for i in dumped if i < iteration]
+                prev = earlier[-1] if earlier else None
+            if prev is None:
+                return None
+            iteration = prev
+        if node.kind is not NodeKind.CONSTANT and iteration < 0:
+            return None
+        try:
+            return dump.value(rank, graph.name, node.name, ref.slot, iteration, ref.is_output)
+        except TensorFileError as err:
+            raise SessionError(str(err)) from None
+
+    def _graph_of(self, node: str) -> str:
+        for name, graph in self._graphs.items():
+            if graph.get(node) is not None:
+                return name
+        raise SessionError(f"No graph of rank {self._rank} has a node named {node!r}.")
