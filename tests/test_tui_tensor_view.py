@@ -16,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 import tuidebug.tui.tensor_view as tensor_view_module
-from tuidebug.core.tensor import Histogram, TensorStatistics, parse_slice
+from tuidebug.core.tensor import BFLOAT16, Histogram, TensorStatistics, parse_slice
 from tuidebug.tui.colormap import CODE_NAN, CODE_NEG_INF, CODE_POS_INF, ColorScale, scale_for
 from tuidebug.tui.tensor_canvas import TensorCanvas
 from tuidebug.tui.tensor_format import (
@@ -164,6 +164,34 @@ async def test_scalar_and_bool_and_int_tensors() -> None:
         assert lines(view.table)[1].split("│")[1].split() == ["-70000", "5"]
 
 
+async def test_bfloat16_and_empty_selection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = ViewApp()
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(TensorView)
+        array = np.array([[1.5, -2.25], [np.nan, 4.0]], dtype=np.float32).astype(BFLOAT16)
+        view.show("Default/fc1/bf:0", array, node_type="MatMul", short_name="fc1")
+        await settle(app, pilot)
+        assert lines(view.table)[1].split("│")[1].split() == ["1.5000", "-2.2500"]
+        assert view.status_text.startswith("[0, 0] = 1.5")
+        assert "bfloat16<2,2>" in str(view.query_one("#tv-stats").content)
+        view.table.focus()
+        await pilot.press("S")
+        await settle(app, pilot)
+        (saved,) = tmp_path.glob("*.npy")
+        loaded = np.load(saved)
+        assert loaded.dtype == np.float32  # no .npy code for bfloat16: stored as float32
+        np.testing.assert_array_equal(loaded, array.astype(np.float32))
+
+        view.show("empty", np.zeros((0, 5), np.float32))
+        await settle(app, pilot)
+        assert view.status_text == "The selection [:, :] is empty."
+        await pilot.press("h", "g", "y")
+        await pilot.pause()
+
+
 async def test_empty_loading_and_error_states() -> None:
     app = ViewApp()
     async with app.run_test(size=SIZE) as pilot:
@@ -273,6 +301,7 @@ async def test_compare_mode_shows_diff_with_tolerance() -> None:
         await settle(app, pilot)
         assert view.mode == "previous"
         assert numbers(lines(view.table)[1]) == [1.0, 2.0, 3.0, 4.0]
+        assert "previous  float32<1,4> ∈[1, 4]" in str(view.query_one("#tv-stats").content)
         await pilot.press("d")
         assert view.mode == "current"
 
@@ -424,7 +453,7 @@ async def test_huge_memmap_opens_and_scrolls_without_reading_it(
 
     # The whole-tensor statistics worker legitimately reads everything; stub it so the
     # measurement shows what the viewer itself touches.
-    def fake_statistics(a: np.ndarray) -> TensorStatistics:
+    def fake_statistics(a: np.ndarray, **_: object) -> TensorStatistics:
         return TensorStatistics(shape=tuple(a.shape), dtype="float32", count=int(a.size))
 
     def fake_histogram(a: np.ndarray, bins: int, **_: object) -> Histogram:

@@ -14,11 +14,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import BinaryIO, Generic, TypeVar
 
 import numpy as np
 
-from tuidebug.core.tensor import BFLOAT16, Index, format_slice
+from tuidebug.core.tensor import BFLOAT16, Index, format_slice, iter_chunks
 
 # Cell classes: how a table cell is styled.
 CELL_PLAIN = 0
@@ -384,6 +384,22 @@ def short_name_of(title: str) -> str:
     """A node's short name from a tensor title like `Default/conv1-Conv2d/Conv2D-op1:0`."""
     tail = title.rsplit("/", 1)[-1]
     return tail.split(":", 1)[0].strip()
+
+
+def write_npy(handle: BinaryIO, array: np.ndarray) -> None:
+    """Write `array` as `.npy` without holding a converted copy of it in memory.
+
+    bfloat16 has no `.npy` type code (numpy would write an opaque `|V2`), so it is stored
+    as float32 like MindSpore's own dumps do, converted one chunk at a time.
+    """
+    if array.dtype != BFLOAT16:
+        # np.save streams non-contiguous views through a small buffer, never a full copy.
+        np.save(handle, array, allow_pickle=False)
+        return
+    header = {"descr": "<f4", "fortran_order": False, "shape": tuple(array.shape)}
+    np.lib.format.write_array_header_2_0(handle, header)
+    for piece in iter_chunks(array, by_rows=True):
+        handle.write(piece.astype("<f4").tobytes())
 
 
 # ===================================================================== go-to text

@@ -58,11 +58,15 @@ from tuidebug.tui.tensor_format import (
     short_name_of,
     short_number,
     sparkline,
+    write_npy,
 )
 
 Mode = Literal["current", "previous", "diff"]
 MODES: tuple[Mode, ...] = ("current", "diff", "previous")
 HISTOGRAM_BINS = 40
+# Smaller than core's default chunk: each numpy call on a chunk may hold the GIL for its
+# whole duration, and the UI thread must get it back within a frame (16 ms).
+STATISTICS_CHUNK = 1 << 20
 # Block-extreme heatmaps read the whole slice; above this the heatmap stays strided
 # (the legend says so) rather than streaming hundreds of MB for one picture.
 REFINE_LIMIT = 32 << 20
@@ -232,7 +236,9 @@ class TensorView(Vertical):
         if self.is_mounted:
             self.query_one("#tv-slice", Input).value = format_slice(self._index)
         self._apply(cursor=(0, 0))
-        self._start_statistics()
+        # After the first paint: the worker's first numpy calls would otherwise compete
+        # with it for the GIL.
+        self.call_after_refresh(self._start_statistics, self._generation)
 
     def show_loading(self, title: str) -> None:
         """Say that `title` is being fetched (the previous tensor is released)."""
@@ -487,9 +493,9 @@ class TensorView(Vertical):
         with contextlib.suppress(RuntimeError):
             self.app.call_from_thread(guarded)
 
-    def _start_statistics(self) -> None:
+    def _start_statistics(self, generation: int) -> None:
         array = self._array
-        if array is None or not self.is_mounted:
+        if array is None or not self.is_mounted or generation != self._generation:
             return
         self.run_worker(
             partial(self._statistics_work, self._generation, array),
@@ -502,8 +508,8 @@ class TensorView(Vertical):
 
     def _statistics_work(self, generation: int, array: np.ndarray) -> None:
         try:
-            stats = tensor_statistics(array)
-            hist = histogram(array, HISTOGRAM_BINS, stats=stats)
+            stats = tensor_statistics(array, chunk=STATISTICS_CHUNK)
+            hist = histogram(array, HISTOGRAM_BINS, stats=stats, chunk=STATISTICS_CHUNK)
         except (ValueError, OSError, MemoryError) as exc:
             problem = f"could not be computed: {exc}"
             self._post_back(generation, partial(self._statistics_failed, problem))
@@ -542,7 +548,7 @@ class TensorView(Vertical):
         self, generation: int, current: np.ndarray, previous: np.ndarray, tolerance: float
     ) -> None:
         try:
-            result = compare(current, previous, tolerance)
+            result = compare(current, previous, tolerance, chunk=STATISTICS_CHUNK)
         except (CompareError, ValueError, OSError, MemoryError) as exc:
             self._post_back(generation, partial(self._compare_failed, str(exc)))
             return
@@ -581,7 +587,9 @@ class TensorView(Vertical):
 
         worker = get_current_worker()
         try:
-            image = block_extreme(data.view, factor, lambda: worker.is_cancelled)
+            image = block_extreme(
+                data.view, factor, lambda: worker.is_cancelled, band_elements=STATISTICS_CHUNK
+            )
         except (ValueError, OSError, MemoryError):
             return  # the strided picture stays; it is already on screen
         if image is not None:
@@ -727,7 +735,7 @@ class TensorView(Vertical):
             self._set_error(self._compare_problem)
             return
         self._mode = MODES[(MODES.index(self._mode) + 1) % len(MODES)]
-        if self._mode == "diff" and self._comparison is None:
+        if self._mode != "current" and self._comparison is None:
             self._start_compare()
         self._apply()
 
@@ -737,7 +745,7 @@ class TensorView(Vertical):
             self._set_error(self._compare_problem)
             return
         self._mode = mode
-        if mode == "diff" and self._comparison is None:
+        if mode != "current" and self._comparison is None:
             self._start_compare()
         self._apply()
 
@@ -802,7 +810,7 @@ class TensorView(Vertical):
             try:
                 # "x": never overwrite an earlier download made in the same centisecond.
                 with open(path, "xb") as handle:
-                    np.save(handle, target, allow_pickle=False)
+                    write_npy(handle, target)
             except FileExistsError:
                 when = (int(name.split(".")[4]) + attempt + 1) / 100
                 continue
@@ -810,7 +818,8 @@ class TensorView(Vertical):
                 reason = getattr(exc, "strerror", None) or str(exc)
                 self._notify_from_thread(f"Could not save {name}: {reason}.", "error")
                 return
-            self._notify_from_thread(f"Saved {what} to {path}", "information")
+            note = " (bfloat16 stored as float32)" if target.dtype == BFLOAT16 else ""
+            self._notify_from_thread(f"Saved {what} to {path}{note}", "information")
             return
         self._notify_from_thread("Could not find a free file name to save to.", "error")
 
