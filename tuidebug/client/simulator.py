@@ -93,7 +93,10 @@ class DumpReplay:
             return None
 
     def initial_parameter(self, g: _GraphReplay, node: Node) -> np.ndarray | None:
-        """The value before the first step (see the module docstring)."""
+        """The value before the first step (see the module docstring): an input file at the
+        first iteration that reads the parameter, directly or through `Load`/`Depend`.
+        In-place optimizer kernels dump their input equal to the updated value, so a
+        reader whose value differs from the first iteration's parameter file is preferred."""
         key = (g.graph.name, node.name)
         if key in self._initial_cache:
             return self._initial_cache[key]
@@ -101,20 +104,34 @@ class DumpReplay:
         if self.iterations:
             first = self.iterations[0]
             after = self.load(g, node.name, 0, first)
-            for consumer in g.graph.consumers(node.name):
-                for i, src in enumerate(consumer.inputs):
-                    if src != node.name:
-                        continue
-                    candidate = self.load(g, consumer.name, i, first, output=False)
-                    if candidate is not None and (after is None or candidate.shape == after.shape):
-                        value = candidate
-                        break
-                if value is not None:
+            fallback = None
+            for reader, slot in _readers(g.graph, node.name):
+                candidate = self.load(g, reader, slot, first, output=False)
+                if candidate is None or (after is not None and candidate.shape != after.shape):
+                    continue
+                if after is None or not np.array_equal(candidate, after):
+                    value = candidate
                     break
+                if fallback is None:
+                    fallback = candidate
             if value is None:
-                value = after
+                value = fallback if fallback is not None else after
         self._initial_cache[key] = value
         return value
+
+
+_PASS_THROUGH = frozenset({"Load", "Depend"})
+
+
+def _readers(graph: Graph, name: str, depth: int = 3) -> Iterable[tuple[str, int]]:
+    """(kernel, input slot) pairs that read `name`'s value, looking through the
+    pass-through kernels MindSpore inserts before a parameter's real consumers."""
+    for consumer in graph.consumers(name):
+        for slot, src in enumerate(consumer.inputs):
+            if src == name:
+                yield consumer.name, slot
+        if consumer.op_type in _PASS_THROUGH and depth > 0:
+            yield from _readers(graph, consumer.name, depth - 1)
 
 
 class StepTensors:
