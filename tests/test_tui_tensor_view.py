@@ -367,8 +367,11 @@ async def test_cursor_keys_and_mouse() -> None:
         view = app.query_one(TensorView)
         view.show("t", grid(300, 40))
         await settle(app, pilot)
+        assert view.state == "tensor" and view.title == "t"
         table = view.table
-        table.focus()
+        view.focus()  # the App's pane key focuses the view: it hands focus to the table
+        await pilot.pause()
+        assert table.has_focus
         await pilot.press("down", "j", "right", "right", "k")
         assert (table.cursor_row, table.cursor_col) == (1, 2)
         await pilot.press("end")

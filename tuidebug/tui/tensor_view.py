@@ -26,6 +26,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Label, Static
 from textual.worker import get_current_worker
+from typing_extensions import Self
 
 from tuidebug.core.tensor import (
     BFLOAT16,
@@ -91,6 +92,25 @@ class _GotoInput(Input):
 
 class TensorView(Vertical):
     """Shows one tensor: a slice of it as numbers or as a heatmap, plus its statistics."""
+
+    # Read by the App's help screen (help_screen.context_help) when focus is in here.
+    CONTEXT_TITLE = "Tensor view"
+    CONTEXT_HELP = """\
+The tensor pane shows one slice of the selected tensor (numpy syntax, e.g. [0, :, 1:10]).
+Only the cells on screen are read, so tensors of any size open at once.
+
+  arrows, j k       move the cursor (PageUp/PageDown, Home/End: rows; Shift+Home/End: columns)
+  click             select a cell
+  e                 edit the slice (Enter applies; a mistake keeps the last good slice)
+  h                 table ⇄ heatmap (▀ two rows per line; ? NaN, + +Inf, - −Inf)
+  + / -             heatmap zoom in / out (out stops at the whole slice)
+  g                 go to an element: "row, col" of the slice or a full tensor index
+  d                 current → diff → previous step (Parameters with a previous step)
+  t                 compare tolerance t ∈ [0, 1]: |diff| ≤ t × max|diff| shows as 0
+  y                 copy the value under the cursor (OSC 52 clipboard)
+  s / S             save the slice / the whole tensor as .npy in the current directory
+
+Statistics are over the whole tensor (min/max/mean over finite values)."""
 
     DEFAULT_CSS = """
     TensorView {
@@ -189,6 +209,22 @@ class TensorView(Vertical):
         return self.heatmap if self._heatmap else self.table
 
     # ------------------------------------------------------------------ public API
+    @property
+    def state(self) -> Literal["empty", "loading", "error", "tensor"]:
+        """What the pane shows: nothing, a loading note, an error sentence or a tensor."""
+        return self._state
+
+    @property
+    def title(self) -> str:
+        """The title of the tensor shown (or being loaded)."""
+        return self._title
+
+    def focus(self, scroll_visible: bool = True) -> Self:
+        """Focus the table or heatmap (the App's pane key focuses the view itself)."""
+        if self.is_mounted and self._state == "tensor":
+            self.canvas.focus(scroll_visible)
+        return self
+
     def show(
         self,
         title: str,
