@@ -606,9 +606,12 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         """Compute a block-extreme heatmap image for the current zoom in a worker."""
         heatmap = self.heatmap
         data = heatmap.data
-        if not self._heatmap or data is None or heatmap.factor <= 1:
+        if not self._heatmap or data is None:
             return
-        if data.view.size > REFINE_LIMIT:
+        if heatmap.fitted and heatmap.zoom != heatmap.fit:
+            heatmap.set_zoom(heatmap.fit, fitted=True)  # posts ZoomChanged → back here
+            return
+        if heatmap.factor <= 1 or data.view.size > REFINE_LIMIT:
             return
         self.run_worker(
             partial(self._refine_work, self._generation, data, heatmap.factor),
@@ -761,7 +764,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             self.table.cursor_col if self._heatmap else self.heatmap.cursor_col,
             notify=False,
         )
-        self._start_refine()
+        # The heatmap only knows its size (hence its fitted zoom) after the next layout.
+        self.call_after_refresh(self._start_refine)
 
     def action_cycle_mode(self) -> None:
         """current → diff → previous → current (only with a comparable previous step)."""
