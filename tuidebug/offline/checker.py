@@ -145,6 +145,7 @@ class _TaskResult:
     reported: tuple[tuple[int, CheckResult], ...]
     problems: tuple[str, ...]
     nbytes: int
+    readable: bool = True
 
 
 def needs_previous(condition: int) -> bool:
@@ -172,7 +173,7 @@ def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
         )
         return _TaskResult(task.tid, reported, (), 0)
     except TensorFileError as err:
-        return _TaskResult(task.tid, (), (str(err),), 0)
+        return _TaskResult(task.tid, (), (_located(err, task.path, root),), 0, False)
     nbytes = int(getattr(tensor, "nbytes", 0))
     previous = None
     prev_too_large = False
@@ -186,7 +187,7 @@ def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
             prev_too_large = True
         except TensorFileError as err:
             # An unreadable previous value is reported and treated as absent (error 4).
-            problems.append(str(err))
+            problems.append(_located(err, task.prev_path, root))
     requests = task.requests
     results: list[CheckResult | None] = [None] * len(requests)
     todo = [i for i in range(len(requests)) if not (prev_too_large and task.needs_prev[i])]
@@ -200,13 +201,41 @@ def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
             # evaluate refuses what it cannot compute (e.g. an unsupported dtype); the file
             # is named and the check goes on.
             return _TaskResult(
-                task.tid, (), (*problems, f"{task.path}: cannot be checked: {err}"), nbytes
+                task.tid,
+                (),
+                (*problems, f"{_relative(task.path, root)} cannot be checked: {_clause(err)}."),
+                nbytes,
+                False,
             )
         for i, res in zip(todo, evaluated, strict=True):
             results[i] = res
     del tensor, previous
     reported = tuple((i, r) for i, r in enumerate(results) if _worth_reporting(r))
     return _TaskResult(task.tid, reported, tuple(problems), nbytes)  # type: ignore[arg-type]
+
+
+def _clause(err: Exception) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return text.rstrip(".")
+
+
+def _relative(path: str, root: str) -> str:
+    """A path as messages show it: relative to the dump root (like the layout's problems)."""
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _located(err: Exception, path: str, root: str) -> str:
+    """The reader's sentence names the file by its base name; name its folder too, since
+    every iteration folder holds a file of that name."""
+    text = str(err)
+    name = os.path.basename(path)
+    if text.startswith(name):
+        return _relative(path, root) + text[len(name) :]
+    return text
 
 
 def _run_batch(tasks: Sequence[_Task], root: str, max_bytes: int | None) -> list[_TaskResult]:
@@ -386,7 +415,7 @@ class Checker:
             )
 
         for res in results:
-            report.tensors_checked += 1
+            report.tensors_checked += res.readable
             report.bytes_read += res.nbytes
             for msg in res.problems:
                 problem(msg)
