@@ -87,7 +87,7 @@ PANES: dict[int, tuple[str | None, str, str]] = {
     3: ("stack-tab", "#stack-lines", "stack list"),
     4: (None, "#io-list", "node details"),
     5: (None, "#tensor-view", "tensor view"),
-    6: (None, "#watchpoint-table", "watchpoint list"),
+    6: (None, "#watchpoints", "watchpoint list"),
 }
 
 EXTRA_KEYS: tuple[KeyRow, ...] = (
@@ -194,7 +194,10 @@ class DebuggerApp(App[int]):
         self.query_one(WatchpointList).set_watchpoints(self.session.watchpoints)
         self._unsubscribe = self.session.subscribe(self._on_session_event_thread)
         if self.session.graphs:
-            self._graphs_loaded(self.session.graphs, first_time=False)
+            # The session was started before the app (online): its first GraphsLoaded has
+            # gone by, so offer the recommended watchpoints now if none exist yet.
+            fresh = not self.session.watchpoints
+            self._graphs_loaded(self.session.graphs, first_time=fresh)
             self._hits_changed(self.session.hits)
         if self._start_session_on_mount:
             self._start_session()

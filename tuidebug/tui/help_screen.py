@@ -54,14 +54,14 @@ class HelpScreen(ModalScreen[None]):
     def __init__(self, keys: Sequence[KeyRow], context: tuple[str, str] | None) -> None:
         super().__init__()
         self._keys = list(keys)
-        self._context = context
+        self._pane_help = context
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("tuidebug — keys", id="help-title")
             with VerticalScroll():
-                if self._context is not None:
-                    title, text = self._context
+                if self._pane_help is not None:
+                    title, text = self._pane_help
                     yield Static(Text.assemble(("Here: ", "bold"), (title, "bold cyan")))
                     yield Static(text, id="help-context", markup=False)
                     yield Static("")

@@ -4,9 +4,8 @@ The CLI imports this module only inside those subcommands, so `tuidebug check` a
 API never load Textual. Argument mistakes are found here *before* the app starts and end
 as one sentence on stderr with exit status 2, never a traceback.
 
-Online demo hook: `tuidebug demo --online` calls `tuidebug.online.demo.run_online_demo(
-dump_dir) -> int` when that module exists (the online side owns replaying a dump as a
-live training); until then it says so and exits 2.
+`tuidebug demo --online` asks `tuidebug.online.demo.run_demo_online(dump_dir)` for a
+started `OnlineSession` replaying the demo dump as a live training, and shows that.
 """
 
 from __future__ import annotations
@@ -82,12 +81,16 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_demo_online(dump_root: Path) -> int:
+    """Serve the demo dump as a live training (the online side's simulator) and open it."""
+    from tuidebug.online.demo import run_demo_online
+
     try:
-        from tuidebug.online.demo import run_online_demo  # type: ignore[import-not-found]
-    except ImportError:
-        return _fail(
-            "demo",
-            f"--online is not available in this build; open the dump offline instead: "
-            f"tuidebug offline {dump_root}",
-        )
-    return int(run_online_demo(dump_root) or 0)
+        session = run_demo_online(dump_root)
+    except Exception as exc:  # SimulatorError / ServerStartError carry one sentence
+        return _fail("demo", str(exc))
+    from tuidebug.tui.app import run_app
+
+    try:
+        return run_app(session)
+    finally:
+        session.close()

@@ -7,7 +7,7 @@ render time from sets the app hands in, so a new hit list never rebuilds the tre
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -37,6 +37,13 @@ class TreeEntry:
     path: str
     node: str | None
     loaded: bool = False
+
+
+def walk(node: TreeNode[TreeEntry]) -> Iterator[TreeNode[TreeEntry]]:
+    """Every loaded row under `node`, depth first, in display order."""
+    for child in node.children:
+        yield child
+        yield from walk(child)
 
 
 def move_cursor(tree: Tree[TreeEntry], node: TreeNode[TreeEntry]) -> None:
@@ -306,9 +313,7 @@ class ScopeTree(Vertical):
         else:
             status.update(f"{total} matching node{'s' if total != 1 else ''}")
         status.add_class("-shown")
-        first = next(
-            (n for n in tree._tree_nodes.values() if n.data and n.data.node is not None), None
-        )
+        first = next((n for n in walk(tree.root) if n.data and n.data.node is not None), None)
         if first is not None:
             move_cursor(tree, first)
 

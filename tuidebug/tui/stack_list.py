@@ -223,6 +223,8 @@ class StackList(Vertical):
                 label.append(f"  {node.scope}", style="dim")
             options.append(Option(label, id=name))
         nodes_list.add_options(options)
+        if options:
+            nodes_list.highlighted = 0
 
     # ---------------------------------------------------------------- events
     @on(Input.Changed, "#stack-search")
