@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input, OptionList, Select, TabbedContent, Tree
-
 from tui_support import FakeSession, synthetic_graph
+
 from tuidebug.core.session import SessionState
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.dialogs import ConfirmScreen, HistoryScreen, PromptScreen
