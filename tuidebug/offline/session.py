@@ -135,7 +135,7 @@ class OfflineSession(DebugSession):
         for message in [*fresh, *extra]:
             if message not in self._noticed:
                 self._noticed.add(message)
-                self._notice(message[:1].upper() + message[1:])
+                self._notice(message)  # as written: many start with a file path
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -198,7 +198,7 @@ class OfflineSession(DebugSession):
         for note in dump.notes(rank):
             if note not in self._noticed:
                 self._noticed.add(note)
-                self._notice(note[:1].upper() + note[1:], "information")
+                self._notice(note, "information")
         if not graphs:
             self._notice(
                 f"rank_{rank} has no readable graph, so its tensors cannot be shown or checked.",
