@@ -17,6 +17,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import grpc
@@ -25,7 +26,7 @@ import numpy as np
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug._proto import debug_grpc_pb2_grpc as pb_grpc
-from tuidebug.core.conditions import CheckRequest, ConditionType, Param, evaluate
+from tuidebug.core.conditions import CheckRequest, CheckResult, ConditionType, Param, evaluate
 from tuidebug.core.tensor import (
     DT_BOOL,
     UnsupportedDataTypeError,
@@ -69,6 +70,10 @@ class CheckItem:
     is_parameter: bool
     load: Callable[[], np.ndarray | None]
     load_previous: Callable[[], np.ndarray | None] | None = None
+    # Optional own evaluation (e.g. statistics on a GPU without copying the tensor to the
+    # host): called with the requests and whether a change condition wants the previous
+    # value; returns one result per request, or None when the tensor is not available.
+    evaluate: Callable[[Sequence[CheckRequest], bool], Sequence[CheckResult] | None] | None = None
 
 
 class TensorProvider(Protocol):
@@ -100,17 +105,35 @@ class ClientWatchpoint:
     def match(self, tensor_node: str) -> str | None:
         """The watch-node name that makes `tensor_node` watched, or None (spec §2.7: exact
         name, `*` scope, or the last path component of a scoped name). Like the 2.x client,
-        a real scope prefix does not match — servers expand scopes into leaves."""
-        for name, node_type in self.nodes:
+        a real scope prefix does not match — servers expand scopes into leaves. The first
+        watch node (in SetCMD order) that matches gives the name."""
+        star, exact, tails = self._index
+        best: tuple[int, str] | None = None
+        if star is not None:
+            best = (star, tensor_node)
+        for candidate in (exact.get(tensor_node), tails.get(tensor_node)):
+            if candidate is not None and (best is None or candidate[0] < best[0]):
+                best = candidate
+        return best[1] if best is not None else None
+
+    @cached_property
+    def _index(self) -> tuple[int | None, dict[str, tuple[int, str]], dict[str, tuple[int, str]]]:
+        """(position of a `*` scope, exact names, last path components) → (first position,
+        watch-node name): `match` is called per tensor and watchpoint, and a recommended
+        watchpoint lists every gradient node, so a scan of the node list each time would
+        make a step-end check quadratic in the graph size."""
+        star: int | None = None
+        exact: dict[str, tuple[int, str]] = {}
+        tails: dict[str, tuple[int, str]] = {}
+        for pos, (name, node_type) in enumerate(self.nodes):
             if node_type == "scope":
-                if name == "*":
-                    return tensor_node
+                if name == "*" and star is None:
+                    star = pos
                 continue
-            if name == tensor_node:
-                return name
-            if "/" in name and name.rsplit("/", 1)[1] == tensor_node:
-                return name
-        return None
+            exact.setdefault(name, (pos, name))
+            if "/" in name:
+                tails.setdefault(name.rsplit("/", 1)[1], (pos, name))
+        return star, exact, tails
 
 
 def watchpoint_from_set_cmd(cmd: pb.SetCMD) -> ClientWatchpoint:
@@ -169,6 +192,9 @@ class ProtocolClient:
         self.watchpoints: dict[int, ClientWatchpoint] = {}
         self.initial_suspension = True
         self.terminated = False
+        # True when the command loop gave up on an unreachable debugger (as opposed to an
+        # exit command): adapters may then keep training instead of stopping
+        self.connection_lost = False
         self.version_matched: bool | None = None
         self.graphs: list[bytes] = []
         self._checked: set[tuple[int, str, int, int]] = set()
@@ -263,23 +289,21 @@ class ProtocolClient:
     ) -> RunCommand | None:
         """Suspend: serve commands until a run command (returned) or exit (None)."""
         failures = 0
-        rehandshaken = False
+        rehandshaken = False  # a FAILED right after a new handshake counts as a failure
         md = self._metadata(cur_step, cur_node)
         while not self._stop.is_set():
             reply = self._wait_cmd(md)
             if reply is None or reply.status != pb.EventReply.OK:
-                if (
-                    reply is not None
-                    and self.reconnect
-                    and not rehandshaken
-                    and self._rehandshake(cur_step)
-                ):
+                if reply is not None and self.reconnect and not rehandshaken:
                     rehandshaken = True
-                    continue
+                    if self._rehandshake(cur_step):
+                        continue
+                rehandshaken = False
                 failures += 1
                 if failures > self.max_failures:
                     log.error("Failed to connect to MindInsight debugger server")
                     self.terminated = True
+                    self.connection_lost = True
                     self._stop_heartbeat()
                     return None
                 if self._stop.wait(failures * self.retry_delay):
@@ -394,15 +418,21 @@ class ProtocolClient:
                 chosen.append((wp, watch_name))
             if not chosen:
                 continue
-            tensor = item.load()
-            if tensor is None:
-                continue
-            previous = None
-            if item.load_previous is not None and any(
-                wp.condition in _CHANGE_CONDITIONS for wp, _ in chosen
-            ):
-                previous = item.load_previous()
-            results = evaluate(tensor, [wp.request for wp, _ in chosen], previous)
+            requests = [wp.request for wp, _ in chosen]
+            wants_previous = any(wp.condition in _CHANGE_CONDITIONS for wp, _ in chosen)
+            if item.evaluate is not None:
+                evaluated = item.evaluate(requests, wants_previous)
+                if evaluated is None:
+                    continue
+                results = list(evaluated)
+            else:
+                tensor = item.load()
+                if tensor is None:
+                    continue
+                previous = None
+                if item.load_previous is not None and wants_previous:
+                    previous = item.load_previous()
+                results = evaluate(tensor, requests, previous)
             for (wp, watch_name), result in zip(chosen, results, strict=True):
                 if not result.reported:
                     continue

@@ -150,12 +150,16 @@ class EventListener:
     def SendGraph(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Any:
         """Spec §2.4: all buffers of the stream concatenated form one GraphProto."""
         buf = bytearray()
-        for chunk in request_iterator:
-            if isinstance(chunk, _Garbage):
-                return self._garbage("SendGraph", chunk, context)
-            if len(buf) + len(chunk.buffer) > self.options.max_graph_bytes:
-                return self._too_large("graph", self.options.max_graph_bytes)
-            buf += chunk.buffer
+        try:
+            for chunk in request_iterator:
+                if isinstance(chunk, _Garbage):
+                    return self._garbage("SendGraph", chunk, context)
+                if len(buf) + len(chunk.buffer) > self.options.max_graph_bytes:
+                    return self._too_large("graph", self.options.max_graph_bytes)
+                buf += chunk.buffer
+        except Exception as exc:  # the client vanished mid-stream
+            log.warning("SendGraph broke off: %s", _short(exc))
+            return failed_reply()
         return self._graphs("SendGraph", [bytes(buf)])
 
     def SendMultiGraphs(
@@ -165,16 +169,20 @@ class EventListener:
         pieces: list[bytes] = []
         buf = bytearray()
         total = 0
-        for chunk in request_iterator:
-            if isinstance(chunk, _Garbage):
-                return self._garbage("SendMultiGraphs", chunk, context)
-            total += len(chunk.buffer)
-            if total > self.options.max_graph_bytes:
-                return self._too_large("graph set", self.options.max_graph_bytes)
-            buf += chunk.buffer
-            if chunk.finished:
-                pieces.append(bytes(buf))
-                buf = bytearray()
+        try:
+            for chunk in request_iterator:
+                if isinstance(chunk, _Garbage):
+                    return self._garbage("SendMultiGraphs", chunk, context)
+                total += len(chunk.buffer)
+                if total > self.options.max_graph_bytes:
+                    return self._too_large("graph set", self.options.max_graph_bytes)
+                buf += chunk.buffer
+                if chunk.finished:
+                    pieces.append(bytes(buf))
+                    buf = bytearray()
+        except Exception as exc:  # the client vanished mid-stream
+            log.warning("SendMultiGraphs broke off: %s", _short(exc))
+            return failed_reply()
         if buf:  # a sender that forgot the last `finished`: keep what it sent
             pieces.append(bytes(buf))
         return self._graphs("SendMultiGraphs", pieces)
@@ -204,44 +212,52 @@ class EventListener:
         cap = self.options.max_tensor_bytes
         partial: dict[tuple[str, str, str], ReceivedTensor] = {}
         done: list[ReceivedTensor] = []
-        for piece in request_iterator:
-            if isinstance(piece, _Garbage):
-                return self._garbage("SendTensors", piece, context)
-            key = (piece.node_name, piece.slot, piece.iter)
-            if key not in expected:
-                continue
-            tensor = partial.get(key)
-            if tensor is None:
-                tensor = partial[key] = ReceivedTensor(
-                    piece.node_name, piece.slot, piece.iter, piece.truncate
-                )
-            if piece.HasField("data_type"):
-                tensor.data_type = piece.data_type
-            if piece.dims:
-                tensor.dims = tuple(piece.dims)
-            content = piece.tensor_content
-            if content and not tensor.oversize:
-                if len(tensor.content) + len(content) > cap:
-                    tensor.oversize = True
-                    tensor.content = bytearray()  # MindInsight drops it too ("oversize")
-                else:
-                    tensor.content += content
-            if piece.finished:
-                tensor.finished = True
-                done.append(partial.pop(key))
+        broken = ""
+        try:
+            for piece in request_iterator:
+                if isinstance(piece, _Garbage):
+                    self._garbage("SendTensors", piece, context)
+                    broken = "The training sent a tensor message that does not parse."
+                    break
+                key = (piece.node_name, piece.slot, piece.iter)
+                if key not in expected:
+                    continue
+                tensor = partial.get(key)
+                if tensor is None:
+                    tensor = partial[key] = ReceivedTensor(
+                        piece.node_name, piece.slot, piece.iter, piece.truncate
+                    )
+                if piece.HasField("data_type"):
+                    tensor.data_type = piece.data_type
+                if piece.dims:
+                    tensor.dims = tuple(piece.dims)
+                content = piece.tensor_content
+                if content and not tensor.oversize:
+                    if len(tensor.content) + len(content) > cap:
+                        tensor.oversize = True
+                        tensor.content = bytearray()  # MindInsight drops it too ("oversize")
+                    else:
+                        tensor.content += content
+                if piece.finished:
+                    tensor.finished = True
+                    done.append(partial.pop(key))
+        except Exception as exc:  # the client vanished mid-stream (cancelled, connection lost)
+            log.warning("SendTensors broke off: %s", _short(exc))
+            broken = "The training's tensor stream broke off."
         done.extend(partial.values())  # unfinished: the session reports them as incomplete
         try:
-            self.session.wire_tensors(done)
+            self.session.wire_tensors(done, broken)
         except Exception as exc:
             log.warning("SendTensors failed: %s: %s", type(exc).__name__, exc)
             return failed_reply()
-        return _reply()
+        return failed_reply() if broken else _reply()
 
     def SendTensorStats(
         self, request_iterator: Iterator[Any], context: grpc.ServicerContext
     ) -> pb.EventReply:
         items = self._collect("SendTensorStats", request_iterator, self.options.max_summaries)
         if isinstance(items, pb.EventReply):
+            self.session.wire_tensor_stats([], "The training's statistics stream broke off.")
             return items
         try:
             self.session.wire_tensor_stats(items)
@@ -255,6 +271,7 @@ class EventListener:
     ) -> pb.EventReply:
         items = self._collect("SendTensorBase", request_iterator, self.options.max_summaries)
         if isinstance(items, pb.EventReply):
+            self.session.wire_tensor_base([], "The training's tensor-base stream broke off.")
             return items
         try:
             self.session.wire_tensor_base(items)
@@ -278,15 +295,21 @@ class EventListener:
 
     # ---------------------------------------------------------------- helpers
     def _collect(self, rpc: str, items: Iterable[Any], cap: int) -> list[Any] | pb.EventReply:
+        """All messages of a stream (at most `cap` kept), or a FAILED reply when the stream
+        holds garbage or breaks off."""
         out: list[Any] = []
         dropped = 0
-        for item in items:
-            if isinstance(item, _Garbage):
-                return self._garbage(rpc, item, None)
-            if len(out) < cap:
-                out.append(item)
-            else:
-                dropped += 1
+        try:
+            for item in items:
+                if isinstance(item, _Garbage):
+                    return self._garbage(rpc, item, None)
+                if len(out) < cap:
+                    out.append(item)
+                else:
+                    dropped += 1
+        except Exception as exc:  # the client vanished mid-stream
+            log.warning("%s broke off: %s", rpc, _short(exc))
+            return failed_reply()
         if dropped:
             log.warning("%s: kept the first %d messages, dropped %d", rpc, cap, dropped)
         return out
@@ -303,6 +326,11 @@ class EventListener:
         log.warning(message)
         self.session.wire_notice(message)
         return failed_reply()
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text[:200]}"
 
 
 def _handlers(servicer: EventListener) -> grpc.GenericRpcHandler:

@@ -571,6 +571,8 @@ class OnlineSession(DebugSession):
     # ====================================================================== wire side
     def wire_metadata(self, md: pb.Metadata, peer: str) -> pb.EventReply:
         with self._cond:
+            if self._closed:
+                return pb.EventReply(status=_FAILED)
             if md.training_done:
                 # spec §2.3: the goodbye message, no version handling
                 if self._active:
@@ -650,6 +652,8 @@ class OnlineSession(DebugSession):
         from tuidebug.offline.graph_pb import GraphTooLargeError, graph_from_proto
 
         with self._lock:
+            if self._closed:
+                return pb.EventReply(status=_FAILED)
             if self._meta.state is SessionState.MISMATCH:
                 return pb.EventReply(status=_OK)  # spec §2.3: ignored until terminate
             generation = self._generation
@@ -778,28 +782,34 @@ class OnlineSession(DebugSession):
                 return set()
             return {(t.node_name, t.slot, t.iter) for t in view.requests}
 
-    def wire_tensors(self, tensors: list[ReceivedTensor]) -> None:
+    def wire_tensors(self, tensors: list[ReceivedTensor], broken: str = "") -> None:
         with self._cond:
             view = self._view
             if view is None or view.level != pb.ViewCMD.value or view.done:
                 log.info("SendTensors without a pending request: ignored")
                 return
+            if broken:
+                self._finish_view(view, broken)
+                return
             by_key = {t.key: t for t in tensors}
             view.results = [by_key.get((r.node_name, r.slot, r.iter)) for r in view.requests]
             self._finish_view(view, "")
 
-    def wire_tensor_stats(self, summaries: list[pb.TensorSummary]) -> None:
-        self._paired(pb.ViewCMD.statistics, summaries, "SendTensorStats")
+    def wire_tensor_stats(self, summaries: list[pb.TensorSummary], broken: str = "") -> None:
+        self._paired(pb.ViewCMD.statistics, summaries, "SendTensorStats", broken)
 
-    def wire_tensor_base(self, bases: list[pb.TensorBase]) -> None:
-        self._paired(pb.ViewCMD.base, bases, "SendTensorBase")
+    def wire_tensor_base(self, bases: list[pb.TensorBase], broken: str = "") -> None:
+        self._paired(pb.ViewCMD.base, bases, "SendTensorBase", broken)
 
-    def _paired(self, level: int, items: list[Any], rpc: str) -> None:
+    def _paired(self, level: int, items: list[Any], rpc: str, broken: str) -> None:
         """Spec §2.8: these answers carry no names; they pair with the request by position."""
         with self._cond:
             view = self._view
             if view is None or view.level != level or view.done:
                 log.info("%s without a pending request: ignored", rpc)
+                return
+            if broken:
+                self._finish_view(view, broken)
                 return
             n = len(view.requests)
             view.results = list(items[:n]) + [None] * (n - len(items))
