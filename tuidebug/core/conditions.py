@@ -6,13 +6,27 @@ Two halves live here:
   MindInsight r2.3 declares them (ids, abbreviations, wire numbers, parameter order, ranges).
 * The engine — `evaluate(tensor, requests, previous)`, which checks any number of wire-level
   `CheckRequest`s (condition number + full parameter list, as a SetCMD carries them) against
-  one tensor in a single chunked pass, reproducing `tensor_summary.cc` bit for bit where it
-  matters: the same statistics, inclusive range bounds, error bits, and the same rules for
-  which parameters get evaluated.
+  one tensor in a single pass, reproducing `tensor_summary.cc`: the same statistics over the
+  float64 conversion of every element, inclusive range bounds, error bits 1/2/4, parameters
+  evaluated only without error bits, a NaN statistic leaving its parameter untouched.
 
-The engine works block by block on cache-sized slices of the flattened tensor, so its extra
-memory is a few small float64 buffers whatever the tensor size (a memory-mapped `.npy` is
-never read in full), and it computes only the statistics the requests need.
+The pass runs over cache-sized blocks of the flattened tensor (C order), so its extra memory
+is a few small float64 buffers whatever the tensor size (a memory-mapped `.npy` is read once,
+block by block), and it computes only the statistics the requests read.
+
+Where the result cannot differ from MindSpore's it takes cheaper routes: min/max, zero and
+range counts on the raw dtype when that is exact (float32 bounds rounded inwards, integer
+bounds to integers); a block's max/min settling a range count or Σ|x| without a pass; sums
+per block merged with `math.fsum` instead of MindSpore's running means (they agree to
+rounding, ~1e-16 relative); NaN/Inf presence instead of counts (only presence is read);
+the standard deviation only when a legacy SD condition asks for it. Deliberate differences:
+
+* IS_OVERFLOW (2) never hits here: MindSpore decides it from Ascend overflow files.
+* A previous tensor is converted from its own dtype (MindSpore reinterprets its bytes as the
+  current dtype, which only matters if the two dtypes differ).
+* HAS_NAN / HAS_INF / GENERAL_OVERFLOW clear the error bits and then evaluate any parameters
+  they carry (MindInsight never sends any); on a tensor with NaN/Inf their statistics follow
+  plain IEEE arithmetic rather than the artefacts of MindSpore's running updates.
 """
 
 from __future__ import annotations
@@ -21,6 +35,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -73,7 +88,7 @@ class ConditionType(IntEnum):
 
 _CT = ConditionType
 # legacy single-`param` conditions: which statistic they read and which way they compare
-_LEGACY_STAT = {
+_LEGACY_STAT: dict[int, str] = {
     _CT.MAX_GT: "max",
     _CT.MAX_LT: "max",
     _CT.MIN_GT: "min",
@@ -432,10 +447,10 @@ _COMPARE = {
 }
 
 # ------------------------------------------------------------------------------ the engine
-# Elements per block. Small enough that the handful of float64 scratch buffers (5 x 512 KiB)
+# Elements per block. Small enough that the few float64 scratch buffers (≤ 4 x 256 KiB)
 # stay in the L2 cache, which matters more for speed than the per-call numpy overhead; any
 # tensor size costs only these buffers (the spec's "≤ 64 MB of float64 temporaries").
-CHUNK_ELEMENTS = 1 << 16
+CHUNK_ELEMENTS = 1 << 15
 
 ERROR_NAN_BIT = 1
 ERROR_INF_BIT = 2
@@ -484,7 +499,7 @@ def _enabled_stats(req: CheckRequest) -> set[str]:
         if p.disabled:
             continue
         if p.name == "param":
-            names.add(_LEGACY_STAT.get(req.condition, ""))  # type: ignore[call-overload]
+            names.add(_LEGACY_STAT.get(req.condition, ""))
         elif "_" in p.name:
             names.add(p.name.rsplit("_", 1)[0])
     return names
@@ -496,7 +511,8 @@ class _Plan:
 
     extrema: bool = False
     zeros: bool = False
-    moments: bool = False
+    mean: bool = False
+    sd: bool = False  # only legacy SD_GT/SD_LT read it; MindSpore's Welford pass makes both
     abs_sum: bool = False
     ranges: list[tuple[float, float]] = field(default_factory=list)
     ratio: bool = False
@@ -507,7 +523,7 @@ class _Plan:
 
     @property
     def needs_f64(self) -> bool:
-        return self.moments or self.abs_sum or self.ratio or bool(self.closes)
+        return self.mean or self.abs_sum or self.ratio or bool(self.closes)
 
     @property
     def needs_params(self) -> bool:
@@ -536,7 +552,8 @@ def _plan(requests: Sequence[CheckRequest], has_prev: bool) -> _Plan:
             or (cond in (_CT.TOO_LARGE, _CT.TOO_SMALL) and fourth is not None)
             or stats & {"mean", "sd"}
         ):
-            plan.moments = True
+            plan.mean = True
+            plan.sd = plan.sd or "sd" in stats
         if (cond in (_CT.TOO_LARGE, _CT.TOO_SMALL) and first is not None) or "abs_mean" in stats:
             plan.abs_sum = True
         if cond == _CT.RANGE and "range_percentage" in stats:
@@ -650,24 +667,30 @@ class _Gatherer:
         st = _Stats(n)
         f64 = np.float64
         b = min(chunk, n)
-        need_prev = self.prev is not None
+        use_prev = self.prev is not None
+        convert_x = not self.x_is_f64 and (plan.needs_f64 or not self.native)
+        convert_prev = use_prev and self.prev_dtype != f64
 
         def buf(needed: bool, dtype: type = f64) -> np.ndarray:
             # unused scratch stays empty so that every name is an array (no Optional juggling)
             return np.empty(b if needed else 0, dtype)
 
-        xd = buf((plan.needs_f64 or not self.native) and not self.x_is_f64)
-        pd = buf(need_prev and self.prev_dtype != f64)
-        t1 = buf(plan.needs_f64)
-        t2 = buf(need_prev)
-        t3 = buf(need_prev and bool(plan.closes))
+        xd = buf(convert_x)  # the block as float64
+        # scratch rows: [0] |x|, x - mean, then |x - p|; [1] p, then |p|; [2] atol + rtol·|p|.
+        # Few buffers keep the working set in L2, and rows 0-1 take abs and sums in one call.
+        rows = 3 if use_prev and plan.closes else 2 if use_prev else 1 if plan.needs_f64 else 0
+        scratch = np.empty((rows, b), f64)
         bb = buf(plan.zeros or bool(plan.ranges) or bool(plan.closes), np.bool_)
-        ones = np.ones(b if plan.needs_f64 else 0, f64)
+        count = np.count_nonzero
+        total = partial(np.einsum, "i->")  # a plain SIMD sum; np.dot would wake BLAS threads
 
         gather = plan.needs_params  # still collecting parameter statistics
-        s_abs: list[float] = []
-        s_diff: list[float] = []
-        s_prev: list[float] = []
+        block_extrema = plan.extrema or plan.zeros or bool(plan.ranges) or plan.abs_sum
+        bmax = bmin = math.nan  # per-block max/min; NaN = unknown (disables the shortcuts)
+        sums_x: list[float] = []
+        sums_abs: list[float] = []
+        sums_diff: list[float] = []
+        sums_prev: list[float] = []
         m_n, m_mean, m_m2 = 0, 0.0, 0.0  # Chan et al.'s parallel merge of (count, mean, M2)
         in_range = [0] * len(plan.ranges)
         closes = dict.fromkeys(plan.closes, True)
@@ -677,23 +700,17 @@ class _Gatherer:
             stop = min(start + chunk, n)
             m = stop - start
             xn = _block(self.x, self.x_contig, start, stop)
-            if not self.native:
-                # float16, bfloat16, 64-bit integers: work on the float64 conversion
-                np.copyto(xd[:m], xn, casting="unsafe")
-                xv = xd[:m]
-            else:
+            if self.native:
                 xv = xn
-            block_nan = block_inf = False
+            else:  # float16, bfloat16, 64-bit integers: everything on the float64 conversion
+                xv = xd[:m]
+                np.copyto(xv, xn, casting="unsafe")
             if self.is_float:
                 bmax, bmin = xv.max(), xv.min()  # NaN propagates through max/min
-                if bmax != bmax:
-                    block_nan = True
-                    block_inf = bool(np.isinf(xv).any())
-                else:
-                    block_inf = bool(bmax == _INF or bmin == -_INF)
-                if block_nan or block_inf:
+                block_nan = bool(bmax != bmax)
+                if block_nan or bmax == _INF or bmin == -_INF:
                     st.has_nan |= block_nan
-                    st.has_inf |= block_inf
+                    st.has_inf |= bool(np.isinf(xv).any()) if block_nan else True
                     if not plan.through_errors:
                         # no parameter will be evaluated: only the other error bit matters now
                         gather = False
@@ -701,105 +718,125 @@ class _Gatherer:
                             break
                 if not gather:
                     continue
+                if plan.extrema and block_nan:  # NaN never replaces MindSpore's running max
+                    fmax, fmin = np.fmax.reduce(xv), np.fmin.reduce(xv)
+                    if fmax == fmax:
+                        mx, mn = max(mx, float(fmax)), min(mn, float(fmin))
+                elif plan.extrema:
+                    mx, mn = max(mx, float(bmax)), min(mn, float(bmin))
+            elif not gather:
+                break
+            elif block_extrema:
+                bmax, bmin = xv.max(), xv.min()
                 if plan.extrema:
-                    if block_nan:  # NaN never replaces MindSpore's running max/min
-                        bmax, bmin = np.fmax.reduce(xv), np.fmin.reduce(xv)
-                    if bmax == bmax:
-                        mx, mn = max(mx, float(bmax)), min(mn, float(bmin))
-            else:
-                if not gather:
-                    break
-                if plan.extrema:
-                    mx, mn = max(mx, float(xv.max())), min(mn, float(xv.min()))
+                    mx, mn = max(mx, float(bmax)), min(mn, float(bmin))
+            # Below, the block's max/min skip whole passes when they settle a statistic
+            # (a block of one sign, a block inside or outside a range). With NaN in the
+            # block both are NaN, every shortcut test is false and the full pass runs.
 
-            if plan.zeros:
-                np.equal(xv, 0, out=bb[:m])
-                st.zero_count += int(np.count_nonzero(bb[:m]))
+            if plan.zeros and not (bmin > 0 or bmax < 0):
+                st.zero_count += int(count(np.equal(xv, 0, out=bb[:m])))
             for i, (lo, hi, empty) in enumerate(self.bounds):
                 if empty:
                     continue
-                if lo is None and hi is None:
+                above_lo = lo is None or bmin >= lo
+                below_hi = hi is None or bmax <= hi
+                if above_lo and below_hi:
                     in_range[i] += m
-                    continue
-                cnt = 0
-                if lo is not None:
-                    np.greater_equal(xv, lo, out=bb[:m])
-                    cnt = int(np.count_nonzero(bb[:m]))
-                    if hi is not None:
-                        # {x > hi} is inside {x >= lo} because lo <= hi
-                        np.greater(xv, hi, out=bb[:m])
-                        cnt -= int(np.count_nonzero(bb[:m]))
+                elif (lo is not None and bmax < lo) or (hi is not None and bmin > hi):
+                    pass
+                elif lo is None:
+                    in_range[i] += int(count(np.less_equal(xv, hi, out=bb[:m])))
                 else:
-                    np.less_equal(xv, hi, out=bb[:m])
-                    cnt = int(np.count_nonzero(bb[:m]))
-                in_range[i] += cnt
+                    inside = int(count(np.greater_equal(xv, lo, out=bb[:m])))
+                    if hi is not None:  # {x > hi} lies inside {x >= lo} because lo <= hi
+                        inside -= int(count(np.greater(xv, hi, out=bb[:m])))
+                    in_range[i] += inside
 
-            if not plan.needs_f64:
+            if not (plan.mean or plan.abs_sum or use_prev):
                 continue
-            if self.x_is_f64:
-                xf = xn
-            elif self.native:
+            one_signed = bool(bmin >= 0 or bmax <= 0)
+            if (
+                self.native
+                and not self.x_is_f64
+                and not use_prev
+                and not plan.sd
+                and (one_signed or not plan.abs_sum)
+            ):
+                # only sums wanted: let einsum cast as it goes, no float64 copy of the block
+                s1 = float(np.einsum("i->", xn, dtype=f64))
+                if plan.mean:
+                    sums_x.append(s1)
+                if plan.abs_sum:
+                    sums_abs.append(s1 if bmin >= 0 else -s1)
+                continue
+            if self.x_is_f64 or not self.native:
+                xf = xv
+            else:
                 xf = xd[:m]
                 np.copyto(xf, xn, casting="unsafe")
-            else:
-                xf = xv
-            one = ones[:m]
-            if plan.moments:
-                s1 = float(np.dot(xf, one))
-                s2 = float(np.dot(xf, xf))
-                bmean = s1 / m
-                m2 = s2 - s1 * bmean
-                # s2 - s1²/m cancels when |mean| >> sd; then take the centred second pass
-                if not (m2 >= 0.0 and s2 <= 16.0 * m2):
-                    d = np.subtract(xf, bmean, out=t1[:m])
-                    m2 = float(np.dot(d, d))
-                if m_n == 0:
-                    m_n, m_mean, m_m2 = m, bmean, m2
-                else:
-                    tot = m_n + m
-                    delta = bmean - m_mean
-                    m_mean += delta * m / tot
-                    m_m2 += m2 + delta * delta * (m_n * m / tot)
-                    m_n = tot
+            s1 = float(total(xf)) if plan.mean or (plan.abs_sum and one_signed) else 0.0
+            if plan.mean:
+                sums_x.append(s1)
+                if plan.sd:
+                    bmean = s1 / m
+                    s2 = float(np.einsum("i,i->", xf, xf))
+                    m2 = s2 - s1 * bmean
+                    # s2 - s1²/m cancels when |mean| >> sd: then a centred second pass
+                    if not (m2 >= 0.0 and s2 <= 16.0 * m2):
+                        d = np.subtract(xf, bmean, out=scratch[0, :m])
+                        m2 = float(np.einsum("i,i->", d, d))
+                    if m_n == 0:
+                        m_n, m_mean, m_m2 = m, bmean, m2
+                    else:
+                        tot = m_n + m
+                        delta = bmean - m_mean
+                        m_mean += delta * m / tot
+                        m_m2 += m2 + delta * delta * (m_n * m / tot)
+                        m_n = tot
             if plan.abs_sum:
-                a = np.abs(xf, out=t1[:m])
-                s_abs.append(float(np.dot(a, one)))
-            if need_prev:
-                pn = _block(self.prev, self.prev_contig, start, stop)
-                if pd.size:
-                    pf = pd[:m]
-                    np.copyto(pf, pn, casting="unsafe")
+                if one_signed:  # Σ|x| = ±Σx
+                    sums_abs.append(s1 if bmin >= 0 else -s1)
                 else:
-                    pf = pn
-                diff = np.subtract(xf, pf, out=t2[:m])
-                np.abs(diff, out=diff)
-                ap = np.abs(pf, out=t1[:m])
+                    sums_abs.append(float(total(np.abs(xf, out=scratch[0, :m]))))
+            if use_prev:
+                pn = _block(self.prev, self.prev_contig, start, stop)  # type: ignore[arg-type]
+                pair = scratch[:2, :m]
+                diff, ap = pair
+                if convert_prev:
+                    np.copyto(ap, pn, casting="unsafe")
+                    np.subtract(xf, ap, out=diff)
+                    np.abs(pair, out=pair)
+                else:
+                    np.subtract(xf, pn, out=diff)
+                    np.abs(diff, out=diff)
+                    np.abs(pn, out=ap)
                 if plan.ratio:
-                    s_diff.append(float(np.dot(diff, one)))
-                    s_prev.append(float(np.dot(ap, one)))
+                    s_diff, s_prev = np.einsum("ij->i", pair)
+                    sums_diff.append(float(s_diff))
+                    sums_prev.append(float(s_prev))
                 for key, alive in closes.items():
-                    if not alive:
-                        continue
-                    rtol, atol = key
-                    # |x - p| <= atol + rtol·|p|, in MindSpore's operation order
-                    tol = np.multiply(ap, rtol, out=t3[:m])
-                    np.add(atol, tol, out=tol)
-                    np.less_equal(diff, tol, out=bb[:m])
-                    if not bb[:m].all():
-                        closes[key] = False
+                    if alive:
+                        rtol, atol = key
+                        # |x - p| <= atol + rtol·|p|, in MindSpore's operation order
+                        tol = np.multiply(ap, rtol, out=scratch[2, :m])
+                        np.add(atol, tol, out=tol)
+                        closes[key] = bool(np.less_equal(diff, tol, out=bb[:m]).all())
                 if not plan.ratio and not any(closes.values()):
-                    need_prev = False  # nothing left to learn from the previous tensor
+                    use_prev = False  # nothing left to learn from the previous tensor
 
         st.max, st.min = mx, mn
-        if plan.moments and m_n:
-            st.mean = m_mean
+        if plan.mean and sums_x:
+            st.mean = math.fsum(sums_x) / n
+        if plan.sd and m_n:
             st.sd = math.sqrt(m_m2 / (m_n - 1)) if m_n > 1 else 0.0
-        if plan.abs_sum and s_abs:
-            st.abs_mean = math.fsum(s_abs) / n
+        if plan.abs_sum and sums_abs:
+            st.abs_mean = math.fsum(sums_abs) / n
         for key, cnt in zip(plan.ranges, in_range, strict=True):
             st.range_percentage[key] = 100.0 * cnt / n
-        if plan.ratio and s_diff:
-            st.ratio = (math.fsum(s_diff) / n) / (math.fsum(s_prev) / n + UPDATE_RATIO_EPSILON)
+        if plan.ratio and sums_diff:
+            mean_diff = math.fsum(sums_diff) / n
+            st.ratio = mean_diff / (math.fsum(sums_prev) / n + UPDATE_RATIO_EPSILON)
         st.all_close = closes
         return st
 
@@ -807,7 +844,7 @@ class _Gatherer:
 def _statistic(name: str, req: CheckRequest, st: _Stats, has_prev: bool) -> float:
     """MindSpore's `StatLookup`: NaN when the statistic is unknown or was not computed."""
     if name == "param":
-        name = _LEGACY_STAT.get(req.condition, "")  # type: ignore[call-overload]
+        name = _LEGACY_STAT.get(req.condition, "")
     elif "_" in name:
         name = name.rsplit("_", 1)[0]
     else:

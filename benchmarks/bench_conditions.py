@@ -1,0 +1,146 @@
+"""Benchmark the watchpoint condition engine against the floor of one `numpy.max` pass.
+
+    python benchmarks/bench_conditions.py [--mb 256] [--repeat 5] [--dtypes float32,float16,int32]
+
+For each dtype it builds a tensor of `--mb` MiB and a previous-step tensor of the same size,
+then times ONE `evaluate()` call that checks all 17 catalogue conditions with every threshold
+enabled (the change conditions against the previous tensor), and the 14 conditions that need
+no previous tensor alone. Each line shows the best of `--repeat` runs in seconds, the input
+throughput in GB/s, the ratio to one `numpy.max` over the same tensor (timed right before, so
+both see the same machine load), and the peak extra memory of the call (tracemalloc; numpy
+reports its buffers to it). Targets: ≤ 4x the floor and ≤ 64 MB extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+
+import numpy as np
+
+from tuidebug.core import conditions
+from tuidebug.core.conditions import CONDITIONS, evaluate
+from tuidebug.core.watchpoints import Watchpoint
+
+# every visible threshold of every condition, with values that keep all statistics live
+_THRESHOLDS: dict[str, float] = {
+    "zero_percentage_ge": 100.0,
+    "max_gt": 1e30,
+    "min_gt": 1e30,
+    "mean_gt": 1e30,
+    "abs_mean_gt": 1e30,
+    "max_lt": -1e30,
+    "min_lt": -1e30,
+    "mean_lt": -1e30,
+    "abs_mean_lt": 0.0,
+    "rtol": 1e-5,
+    "abs_mean_update_ratio_gt": 1e9,
+    "abs_mean_update_ratio_lt": 0.0,
+    "range_percentage_lt": 0.0,
+    "range_percentage_gt": 100.0,
+    "max_min_lt": 1e-30,
+    "max_min_gt": 1e30,
+}
+# TR and AR get different ranges, so the engine has two range counts to keep
+_RANGES = {"TR": (-1e6, 1e6), "AR": (-1.0, 0.0)}
+
+
+def all_watchpoints() -> list[Watchpoint]:
+    wps = []
+    for i, cond in enumerate(CONDITIONS.values(), start=1):
+        params = {p.name: _THRESHOLDS[p.name] for p in cond.visible_params if p.kind == "check"}
+        if cond.abbr in _RANGES:
+            lo, hi = _RANGES[cond.abbr]
+            params |= {"range_start_inclusive": lo, "range_end_inclusive": hi}
+        wps.append(Watchpoint(i, cond, params))
+    return wps
+
+
+def make_tensors(dtype: np.dtype, mb: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    n = int(mb * 2**20) // dtype.itemsize
+    rng = np.random.default_rng(seed)
+    if dtype.kind == "f":
+        x = rng.standard_normal(n, dtype=np.float32).astype(dtype)
+        prev = (x.astype(np.float32) + np.float32(1e-3)).astype(dtype)
+    else:
+        x = rng.integers(-1000, 1000, n, dtype=dtype)
+        prev = x + dtype.type(1)
+    return x, prev
+
+
+def best_ratio(
+    run: Callable[[], object], floor: Callable[[], object], repeat: int
+) -> tuple[float, float]:
+    """Best time of `run` and of `floor`, interleaved so both see the same machine load."""
+    best_run = best_floor = math.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        floor()
+        t1 = time.perf_counter()
+        run()
+        t2 = time.perf_counter()
+        best_floor = min(best_floor, t1 - t0)
+        best_run = min(best_run, t2 - t1)
+    return best_run, best_floor
+
+
+def peak_extra_mb(run: Callable[[], object]) -> float:
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    run()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return (peak - base) / 2**20
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=256.0, help="tensor size in MiB")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--dtypes", default="float32,float16,int32")
+    parser.add_argument("--chunk", type=int, default=0, help="override CHUNK_ELEMENTS")
+    args = parser.parse_args(argv)
+    if args.chunk:
+        conditions.CHUNK_ELEMENTS = args.chunk
+
+    wps = all_watchpoints()
+    requests = [wp.request() for wp in wps]
+    no_prev = [wp.request() for wp in wps if not wp.condition.needs_prev]
+    print(
+        f"{len(requests)} conditions, {args.mb:g} MiB tensors, best of {args.repeat}, "
+        f"blocks of {conditions.CHUNK_ELEMENTS} elements"
+    )
+    print(f"{'case':34s} {'seconds':>8s} {'GB/s':>6s} {'x floor':>8s} {'extra MB':>9s}")
+    worst = 0.0
+    for name in args.dtypes.split(","):
+        dtype = np.dtype(name.strip())
+        x, prev = make_tensors(dtype, args.mb)
+
+        def floor(x: np.ndarray = x) -> object:
+            return np.max(x)
+
+        cases = {
+            f"{dtype.name}: all 17 + previous": (lambda x=x, p=prev: evaluate(x, requests, p)),
+            f"{dtype.name}: 14 without previous": (lambda x=x: evaluate(x, no_prev)),
+        }
+        for label, run in cases.items():
+            seconds, floor_s = best_ratio(run, floor, args.repeat)
+            extra = peak_extra_mb(run)
+            read = x.nbytes * (2 if "previous" in label and "without" not in label else 1)
+            ratio = seconds / floor_s
+            worst = max(worst, ratio)
+            print(
+                f"{label:34s} {seconds:8.3f} {read / seconds / 1e9:6.2f} {ratio:8.2f} {extra:9.1f}"
+            )
+        print(f"{'  floor: numpy.max':34s} {floor_s:8.3f} {x.nbytes / floor_s / 1e9:6.2f}")
+        del x, prev
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
