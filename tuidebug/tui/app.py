@@ -929,6 +929,13 @@ class DebuggerApp(App[int]):
         if number == 4:
             self.query_one(NodeDetails).focus_outputs()
             return
+        if number == 5:
+            view = self.query_one(TensorView)
+            canvas = view.canvas
+            # With no tensor shown the grid is hidden: the slice box is what can take focus.
+            target: Widget = canvas if canvas.display else view.query_one("#tv-slice")
+            target.focus()
+            return
         self.query_one(selector).focus()
 
     def action_help(self) -> None:

@@ -232,8 +232,10 @@ class HitList(Vertical):
                     Text(f"… {len(group) - MAX_ROWS_PER_GROUP} more: filter to see them", "dim")
                 )
         tree.root.expand()
+        if target is None and tree.root.children and tree.root.children[0].children:
+            target = tree.root.children[0].children[0]  # the first hit, ready for Enter
         if target is not None:
-            _ = tree._tree_lines
+            _ = tree._tree_lines  # line numbers are assigned by this (lazy) rebuild
             tree.move_cursor(target)
 
     @staticmethod

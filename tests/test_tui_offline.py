@@ -1,0 +1,215 @@
+"""The TUI over real dumps: MindSpore's LeNet fixtures (2.0.0 and 2.10.0) and the demo dump.
+
+These drive `DebuggerApp` on an `OfflineSession`, as `tuidebug offline DIR` does: open,
+expand, select, create a watchpoint in the editor, recheck, jump from a hit to its node,
+open its tensor, enter a bad slice, switch to the heatmap, reset the step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from textual.widgets import Input, OptionList
+
+from tuidebug.core.tensor import TensorRef, tensor_statistics
+from tuidebug.offline.demo import write_demo_dump
+from tuidebug.offline.session import OfflineSession
+from tuidebug.tui.app import DebuggerApp
+from tuidebug.tui.dialogs import ConfirmScreen, PromptScreen
+from tuidebug.tui.header import SessionHeader
+from tuidebug.tui.hit_list import HitList
+from tuidebug.tui.messages import HitChosen
+from tuidebug.tui.node_details import NodeDetails
+from tuidebug.tui.scope_tree import GraphTree
+from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.watchpoint_editor import WatchpointEditor
+
+SIZE = (160, 48)
+
+
+async def settle(pilot: Any, rounds: int = 4) -> None:
+    for _ in range(rounds):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+@pytest.fixture(scope="module")
+def demo_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_demo_dump(tmp_path_factory.mktemp("demo"))
+
+
+async def open_dump(pilot: Any) -> None:
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, ConfirmScreen)  # the recommended-watchpoint offer
+    await pilot.press("n")
+    await settle(pilot)
+
+
+def choose_condition(editor: WatchpointEditor, condition_id: str) -> None:
+    conditions = editor.query_one("#condition-list", OptionList)
+    conditions.highlighted = next(
+        i
+        for i in range(conditions.option_count)
+        if conditions.get_option_at_index(i).id == condition_id
+    )
+
+
+async def test_lenet_open_step_select_and_summary(lenet_dump: Path) -> None:
+    session = OfflineSession(lenet_dump)
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_dump(pilot)
+        header = str(app.query_one(SessionHeader).render())
+        assert str(lenet_dump) in header and "step 0/4" in header and "ready" in header
+        tree = app.query_one(GraphTree)
+        assert [str(n.label).split()[0] for n in tree.root.children] == ["Default", "Gradients"]
+        await pilot.press("n")
+        await settle(pilot)
+        assert session.metadata.step == 1
+        graph = next(iter(session.graphs.values()))
+        conv = next(n for n in graph.operators if n.op_type == "Conv2D")
+        assert app.go_to_node(graph.name, conv.name)
+        await settle(pilot)
+        assert tree.cursor_node is not None and tree.cursor_node.data.node == conv.name
+        details = app.query_one(NodeDetails)
+        expected = tensor_statistics(
+            session.tensor(TensorRef(conv.name, 0, None, 0, graph.name))
+        ).summary_line()
+        assert details.summary_text(0) == expected
+        await pilot.press("enter")
+        await settle(pilot)
+        view = app.query_one(TensorView)
+        assert view._state == "tensor" and view._array is not None
+        assert view._array.shape == tuple(conv.outputs[0].shape or ())
+
+
+async def test_lenet_watchpoint_recheck_and_jump_to_hit(lenet_dump: Path) -> None:
+    session = OfflineSession(lenet_dump)
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_dump(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        await pilot.press("w")
+        await settle(pilot)
+        editor = app.screen
+        assert isinstance(editor, WatchpointEditor)
+        choose_condition(editor, "tensor_too_large")
+        await settle(pilot)
+        editor.query_one("#target-select").value = "all"
+        field = editor.query_one("#param-abs_mean_gt", Input)
+        field.focus()
+        await pilot.press("1", "enter")
+        await settle(pilot)
+        assert len(session.watchpoints) == 1
+        await pilot.press("r")
+        await settle(pilot)
+        hits = app.query_one(HitList)
+        assert hits.hit_count >= 1
+        rows = [str(leaf.label) for group in hits.tree.root.children for leaf in group.children]
+        softmax = [r for r in rows if "SparseSoftmaxCrossEntropyWithLogits" in r]
+        assert softmax and "abs_mean_gt: 2.3" in softmax[0] and "it0" in softmax[0]
+        await pilot.press("2")
+        leaf = next(
+            leaf
+            for group in hits.tree.root.children
+            for leaf in group.children
+            if "SparseSoftmax" in str(leaf.label)
+        )
+        hits.tree.move_cursor(leaf)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.current_node is not None
+        assert "SparseSoftmaxCrossEntropyWithLogits" in app.current_node.name
+        view = app.query_one(TensorView)
+        assert view._state == "tensor" and "iteration 0" in view._title
+
+
+async def test_lenet_bad_slice_heatmap_and_reset_step(dump_2_0: Path) -> None:
+    session = OfflineSession(dump_2_0)
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_dump(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        graph = next(iter(session.graphs.values()))
+        weight = graph.node("conv2.weight")  # 16×6×5×5
+        app.go_to_node(graph.name, weight.name)
+        await pilot.press("enter")
+        await settle(pilot)
+        view = app.query_one(TensorView)
+        assert view._array is not None and view._array.ndim == 4
+        await pilot.press("5")
+        assert view.canvas.has_focus
+        await pilot.press("e")  # edit the slice
+        slice_box = view.query_one("#tv-slice", Input)
+        assert slice_box.has_focus
+        slice_box.value = "[0, 9, :, :]"  # conv2.weight has 6 input channels
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "9" in view.error_text
+        slice_box.value = "[0, :, :, :, :]"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert view.error_text  # too many entries: one sentence, no crash
+        view.canvas.focus()
+        await pilot.press("h")  # the tensor pane's own key: heatmap
+        await settle(pilot)
+        assert view._heatmap is True and view.canvas is view.heatmap
+        await pilot.press("h")
+        assert view._heatmap is False
+        await pilot.press("1", "g")
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press("backspace", "9", "enter")
+        assert "between" in str(app.screen.query_one("#prompt-error").render())
+        await pilot.press("backspace", "3", "enter")
+        await settle(pilot)
+        assert session.metadata.step == 3
+        assert "step 3/4 (iteration 2)" in str(app.query_one(SessionHeader).render())
+        # the open tensor follows the step
+        assert "step 3" in view._title
+        expected = session.tensor(TensorRef(weight.name, 0, 2, 0, graph.name))
+        assert view._array is not None and np.array_equal(view._array, expected)
+
+
+async def test_demo_continue_finds_the_overflow(demo_dump: Path) -> None:
+    session = OfflineSession(demo_dump)
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("y")  # recommended watchpoints
+        await settle(pilot)
+        assert len(session.watchpoints) >= 3
+        # Continue until the tensor-overflow watchpoint fires (the demo's Inf arrives at
+        # iteration 3); each continue stops at the first step with hits.
+        for _ in range(session.metadata.max_step or 0):
+            if any(h.condition.abbr == "TO" for h in session.hits):
+                break
+            await pilot.press("c")
+            await settle(pilot)
+        overflow = [h for h in session.hits if h.condition.abbr == "TO"]
+        assert overflow, "the demo's overflow was not found"
+        hits = app.query_one(HitList)
+        rows = [str(leaf.label) for group in hits.tree.root.children for leaf in group.children]
+        assert any(r.startswith("TO ") and "NaN or +/-Inf" in r for r in rows)
+        first = overflow[0]
+        app.post_message(HitChosen(first))
+        await settle(pilot)
+        assert app.current_node is not None and app.current_node.name == first.tensor.node
+        summary = app.query_one(NodeDetails).summary_text(first.tensor.slot) or ""
+        assert "Inf" in summary or "NaN" in summary
+
+
+async def test_not_a_dump_is_a_notice_not_a_crash(tmp_path: Path) -> None:
+    session = OfflineSession(tmp_path)  # an empty folder
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        messages = [n.message for n in app._notifications]
+        assert messages and all("Traceback" not in m for m in messages)
+        assert app.is_running
+        await pilot.press("n", "w", "r", "g")  # everything refuses politely
+        assert app.is_running
