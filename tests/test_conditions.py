@@ -227,6 +227,31 @@ def test_legacy_has_nan_and_has_inf_clear_errors() -> None:
     assert one([-np.inf, 1.0], inf_req) == CheckResult(True, 0, ())
 
 
+def test_error_clearing_conditions_evaluate_their_parameters() -> None:
+    """HAS_NAN/HAS_INF/GENERAL_OVERFLOW clear the error bits, so parameters they carry are
+    evaluated on the NaN tensor: NaN never replaces the running max/min, NaN means stay NaN."""
+    x = np.array([1.0, np.nan, 5.0, 0.0, -2.0, np.nan, 0.0, 3.0], np.float32)
+    req = CheckRequest(
+        CT.HAS_NAN,
+        (
+            Param("max_gt", 4.0, False),
+            Param("min_lt", -1.0, False),
+            Param("zero_percentage_ge", 25.0, False),
+            Param("mean_gt", 0.0, False),
+            Param("abs_mean_gt", 0.0, False),
+        ),
+    )
+    for chunk in (1, 2, 3, 100):
+        res, other = evaluate(x, [req, request("TL", max_gt=0.0)], chunk_elements=chunk)
+        assert res.hit and res.error_code == 0
+        assert [p.actual for p in res.params] == [5.0, -2.0, 25.0, None, None]
+        assert [p.hit for p in res.params] == [True, True, True, False, False]
+        assert other.error_code == 1 and not other.hit
+    only_nan = CheckRequest(CT.GENERAL_OVERFLOW, (Param("max_gt", 0.0, False),))
+    res = one(np.array([np.nan, np.nan]), only_nan)
+    assert res.hit and res.params[0].actual == -np.finfo(np.float64).max  # never replaced
+
+
 def test_operator_overflow_never_hits_from_values() -> None:
     res = one([np.nan, np.inf], CheckRequest(CT.IS_OVERFLOW))
     assert not res.reported
