@@ -248,7 +248,8 @@ class FakeSession(DebugSession):
         """Every enabled watchpoint hits its first watched node (deterministic)."""
         self.calls.append("recheck")
         hits: list[WatchpointHit] = []
-        iteration = self._metadata.step - 1
+        # offline refs carry the dump iteration (step - 1), online ones the step itself
+        iteration = self._metadata.step - (0 if self.live else 1)
         for wp in self._watchpoints:
             if not wp.enabled:
                 continue
