@@ -465,3 +465,7 @@ def test_recommended_sigmoid_and_empty_sets() -> None:
     assert params["range_start_inclusive"] < params["range_end_inclusive"]
     assert recs[-1].targets == (sig,)
     assert recommended_watchpoints(Graph("empty", [])) == []
+    flat = Graph("flat", [Node("c", CONST, "Const"), Node("Add-op1", OP, "Add", inputs=["c"])])
+    assert flat.nodes["c"].scope == ""  # its consumer sits at the top level too
+    overflow = recommended_watchpoints(flat)[0]
+    assert overflow.condition == "tensor_overflow" and overflow.targets == ("Add-op1",)

@@ -504,7 +504,12 @@ def recommended_watchpoints(
         {"abs_mean_lt": 1e-9},
         [n.name for n in graph.nodes_in(Category.GRADIENT)],
     )
-    top = [entry.node or entry.path for entry in graph.children("")] if len(graph) else []
+    # every node merges into the top-level entries (constants are never watched)
+    top = [
+        entry.node or entry.path
+        for entry in (graph.children("") if len(graph) else [])
+        if entry.node is None or graph.nodes[entry.node].kind is not NodeKind.CONSTANT
+    ]
     if backend.strip().lower().startswith("ascend"):
         add("recommend_operator_overflow_watchpoint", "operator_overflow", {}, top)
     add("recommend_tensor_overflow_watchpoint", "tensor_overflow", {}, top)
