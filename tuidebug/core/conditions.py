@@ -522,6 +522,11 @@ class _Plan:
     through_errors: bool = False
 
     @property
+    def moments(self) -> bool:
+        """Mean (and standard deviation) wanted; kept for the torch twin of this engine."""
+        return self.mean
+
+    @property
     def needs_f64(self) -> bool:
         return self.mean or self.abs_sum or self.ratio or bool(self.closes)
 
