@@ -74,7 +74,7 @@ def test_snapshot_watchpoint_editor(snap_compare: Any) -> None:
         app.go_to_node("kernel_graph_0", CONV)
         await pilot.press("w")
         await settle(pilot)
-        await pilot.press("down", "down", "down")  # onto "TL Tensor above threshold"
+        await pilot.press("down", "down")  # from TO onto "TL Tensor above threshold"
         await pilot.press("enter", "1", "0", "0")
         await finish(pilot)
 
