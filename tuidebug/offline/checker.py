@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import math
 import os
+import queue
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -163,10 +165,19 @@ def _worth_reporting(result: CheckResult | None) -> bool:
     return result is not None and (result.hit or result.error_code != 0)
 
 
+def _confine(path: str, root: str) -> Path | None:
+    """The root to confine `path` to, or None when it needs no check: discovery already
+    refused symbolic links leaving the dump, so only a file that is (now) a link is resolved
+    again — resolving every path costs more than reading a small tensor."""
+    return Path(root) if os.path.islink(path) else None
+
+
 def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
     problems: list[str] = []
     try:
-        tensor = load_npy(Path(task.path), root=Path(root), mmap=True, max_bytes=max_bytes)
+        tensor = load_npy(
+            Path(task.path), root=_confine(task.path, root), mmap=True, max_bytes=max_bytes
+        )
     except TensorTooLargeError:
         reported = tuple(
             (i, error_result(r, ERROR_OUT_OF_MEMORY)) for i, r in enumerate(task.requests)
@@ -180,7 +191,10 @@ def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
     if task.prev_path is not None:
         try:
             previous = load_npy(
-                Path(task.prev_path), root=Path(root), mmap=True, max_bytes=max_bytes
+                Path(task.prev_path),
+                root=_confine(task.prev_path, root),
+                mmap=True,
+                max_bytes=max_bytes,
             )
             nbytes += int(getattr(previous, "nbytes", 0))
         except TensorTooLargeError:
@@ -238,8 +252,71 @@ def _located(err: Exception, path: str, root: str) -> str:
     return text
 
 
-def _run_batch(tasks: Sequence[_Task], root: str, max_bytes: int | None) -> list[_TaskResult]:
+def run_batch(tasks: Sequence[_Task], root: str, max_bytes: int | None) -> list[_TaskResult]:
+    """Check a batch of tensors (what a worker process runs)."""
     return [_run_task(t, root, max_bytes) for t in tasks]
+
+
+class WorkerError(Exception):
+    """A worker process died or failed; its batch is rerun in the calling process."""
+
+
+class _WorkerProcess:
+    """One `python -m tuidebug.offline.check_worker` child and its two pipes."""
+
+    def __init__(self) -> None:
+        import tuidebug
+
+        env = dict(os.environ)
+        # The child must import this very tuidebug, installed or not.
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(tuidebug.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_root, env.get("PYTHONPATH", "")) if p
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tuidebug.offline.check_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            close_fds=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def run(self, batch: Sequence[_Task], root: str, max_bytes: int | None) -> list[_TaskResult]:
+        from tuidebug.offline.check_worker import read_message, write_message
+
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            write_message(self.proc.stdin, (list(batch), root, max_bytes))
+            reply = read_message(self.proc.stdout)
+        except (OSError, EOFError, ValueError) as err:
+            raise WorkerError(f"a checker worker failed: {err}") from None
+        if reply is None:
+            code = self.proc.poll()
+            raise WorkerError(f"a checker worker stopped unexpectedly (exit status {code})")
+        status, payload = reply  # type: ignore[misc]
+        if status != "ok":
+            raise WorkerError(f"a checker worker failed: {payload}")
+        return payload  # type: ignore[no-any-return]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
 
 
 # ---------------------------------------------------------------------- parent side
@@ -265,15 +342,21 @@ class Checker:
         self.dump = dump
         self.workers = workers or default_workers()
         self.inprocess_max_bytes = inprocess_max_bytes
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: list[_WorkerProcess] | None = None
         self._lock = threading.Lock()
+        self._failures: list[str] = []
 
     # -------------------------------------------------------------- lifecycle
     def close(self) -> None:
+        """Stop the worker processes (they also stop by themselves if this process dies)."""
         with self._lock:
             pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        for worker in pool or ():
+            worker.close()
+
+    @property
+    def worker_pids(self) -> list[int]:
+        return [w.pid for w in self._pool or ()]
 
     def __enter__(self) -> Checker:
         return self
@@ -281,18 +364,14 @@ class Checker:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _get_pool(self) -> ProcessPoolExecutor:
+    def _get_pool(self) -> list[_WorkerProcess]:
         with self._lock:
             if self._pool is None:
-                import multiprocessing
-
-                # forkserver: never fork a process that may run UI or gRPC threads.
-                methods = multiprocessing.get_all_start_methods()
-                method = "forkserver" if "forkserver" in methods else "spawn"
-                self._pool = ProcessPoolExecutor(
-                    max_workers=self.workers, mp_context=multiprocessing.get_context(method)
-                )
-            return self._pool
+                self._pool = [_WorkerProcess() for _ in range(self.workers)]
+            else:
+                # replace workers that died since the last check
+                self._pool = [w if w.alive() else _WorkerProcess() for w in self._pool]
+            return list(self._pool)
 
     # ------------------------------------------------------------------ check
     def check(
@@ -410,9 +489,12 @@ class Checker:
                     progress(i + 1, total)
         else:
             report.workers = self.workers
+            self._failures = []
             report.cancelled = self._run_in_pool(
                 tasks, root, max_bytes, results, total, progress, cancel
             )
+            for failure in self._failures:
+                problem(failure[:1].upper() + failure[1:])
 
         for res in results:
             report.tensors_checked += res.readable
@@ -437,8 +519,8 @@ class Checker:
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> bool:
-        """Feed batches to the pool, at most two per worker in flight so a cancel is quick.
-        Returns True when cancelled."""
+        """Feed batches to the worker processes, one in flight per worker so a cancel is
+        quick and no pipe fills up. Returns True when cancelled."""
         pool = self._get_pool()
         # Big tensors first: the slowest batches start early and the tail stays short.
         order = sorted(tasks, key=lambda t: -t.nbytes)
@@ -456,26 +538,63 @@ class Checker:
                 cur, cur_bytes = [], 0
         if cur:
             batches.append(cur)
-        pending: set[Future[list[_TaskResult]]] = set()
-        next_batch = 0
+        todo: queue.Queue[list[_Task]] = queue.Queue()
+        for batch in batches:
+            todo.put(batch)
+        done: queue.Queue[tuple[list[_TaskResult], str | None]] = queue.Queue()
+        stop = threading.Event()
+
+        def feed(worker: _WorkerProcess) -> None:
+            """One thread per worker: one batch in flight each, so pipes never fill up."""
+            broken = False
+            while not stop.is_set():
+                try:
+                    batch = todo.get_nowait()
+                except queue.Empty:
+                    return
+                if broken:
+                    done.put((run_batch(batch, root, max_bytes), None))
+                    continue
+                try:
+                    done.put((worker.run(batch, root, max_bytes), None))
+                except WorkerError as err:
+                    broken = True
+                    done.put(
+                        (
+                            run_batch(batch, root, max_bytes),
+                            str(err) + "; its tensors were checked in-process.",
+                        )
+                    )
+
+        threads = [threading.Thread(target=feed, args=(w,), daemon=True) for w in pool]
+        for thread in threads:
+            thread.start()
+        received = 0
         done_count = 0
         cancelled = False
-        while next_batch < len(batches) or pending:
-            while not cancelled and next_batch < len(batches) and len(pending) < self.workers * 2:
-                pending.add(pool.submit(_run_batch, batches[next_batch], root, max_bytes))
-                next_batch += 1
-            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                batch_results = fut.result()
-                results.extend(batch_results)
-                done_count += len(batch_results)
-            if finished and progress:
-                progress(done_count, total)
+        while received < len(batches):
             if cancel is not None and cancel.is_set() and not cancelled:
                 cancelled = True
-                for fut in pending:
-                    fut.cancel()
-                next_batch = len(batches)
+                stop.set()
+            if cancelled and not any(t.is_alive() for t in threads) and done.empty():
+                break
+            try:
+                batch_results, failure = done.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            received += 1
+            results.extend(batch_results)
+            done_count += len(batch_results)
+            if failure:
+                self._failures.append(failure)
+            if progress:
+                progress(done_count, total)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        while not done.empty():  # batches finished while stopping still count
+            batch_results, _failure = done.get_nowait()
+            results.extend(batch_results)
         return cancelled
 
     def _ordered(self, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:

@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""The offline engine end to end on a synthetic MindSpore 2.10-grammar dump.
+
+    python benchmarks/bench_offline.py [--gb 2] [--ranks 2] [--iterations 4] [--layers 40]
+                                       [--workers N] [--tmp DIR] [--keep]
+
+Writes (with `offline.dump_writer`, in a child process so its buffers do not count) a dump of
+about `--gb` GB: `--ranks` ranks × `--iterations` iterations of an MLP with `--layers` dense
+layers (8 kernels each: MatMul, BiasAdd, ReLU, ReluGrad, weight-gradient MatMul, BiasAddGrad
+and two ApplyMomentum) plus an embedding table that is the largest tensor (~1/32 of the dump);
+outputs and parameters only (`input_output: 2`). Then measures, in one run:
+
+    index   OfflineDump + every rank's graphs + TensorIndex (per 10,000 files)
+    check   the ten reference watchpoints W1–W10 of fixtures/expected (W1–W7 on every output
+            tensor, W8–W10 on the weights) over every rank and iteration, default workers
+    rss     peak RSS (VmHWM) of the parent and of each pool worker during the check
+    floor   one `numpy.load(mmap_mode="r")` + `numpy.max` pass over every file, one process
+
+and prints the ratios against the targets: index ≤ 1 s / 10k files, check ≤ 3× floor,
+peak RSS ≤ 300 MB + the largest tensor (per process). The dump is deleted afterwards
+unless `--keep`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+MB = 1 << 20
+# W1–W10 of fixtures/README.md, as `tuidebug check` specs
+REFERENCE_WATCHPOINTS = [
+    ("TO", {}),
+    ("TL", {"abs_mean_gt": 1e10}),
+    ("TL", {"max_gt": 1e30}),
+    ("TL", {"abs_mean_gt": 1.0}),
+    ("TS", {"abs_mean_lt": 1e-9}),
+    ("TZ", {"zero_percentage_ge": 100.0}),
+    (
+        "TR",
+        {"range_start_inclusive": -1e6, "range_end_inclusive": 1e6, "range_percentage_lt": 100.0},
+    ),
+    ("WCL", {"abs_mean_update_ratio_gt": 1.0}),
+    ("WCS", {"abs_mean_update_ratio_lt": 1e-3}),
+    ("WNC", {"rtol": 1e-5, "atol": 1e-8}),
+]
+
+
+# ---------------------------------------------------------------------- writing
+def _sizes(gb: float, ranks: int, iterations: int, layers: int) -> tuple[int, int, int]:
+    """(hidden size H, batch B, embedding rows V) so the dump is about `gb` GB.
+
+    Per layer and iteration: 4 activations B×H, 3 matrices H×H (weight, its moment, its
+    gradient) and the ApplyMomentum output H×H, i.e. 4·(4BH + 4H²) bytes with B = H/4:
+    20·H² bytes. The embedding table (V×H; dumped as the parameter, its moment and the
+    ApplyMomentum output) takes 3/32 of the budget."""
+    per_iteration = gb * 1e9 / (ranks * iterations)
+    body = per_iteration * (1 - 3 / 32)
+    hidden = max(8, int(math.sqrt(body / (20 * layers))) // 8 * 8)
+    embed_rows = max(8, int(per_iteration / 32 / (hidden * 4)))
+    return hidden, max(1, hidden // 4), embed_rows
+
+
+def write_dump(
+    root: Path, gb: float, ranks: int, iterations: int, layers: int, seed: int = 0
+) -> None:
+    from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+
+    hidden, batch, vocab = _sizes(gb, ranks, iterations, layers)
+    f32 = np.float32
+    params = [
+        ParamDef("inputs0", f32, (batch, hidden)),
+        ParamDef("learning_rate", f32, ()),
+        ParamDef("embedding.weight", f32, (vocab, hidden)),
+        ParamDef("moments.embedding.weight", f32, (vocab, hidden)),
+    ]
+    net = "Default/network-WithLossCell/_backbone-Net"
+    opt = "Default/optimizer-Momentum"
+    embed = f"{net}/embed-Embedding/Gather-op0"
+    nodes: list[NodeDef] = [
+        NodeDef(embed, "Gather", ("embedding.weight", "inputs0"), f32, (batch, hidden))
+    ]
+    prev = embed
+    fwd: list[tuple[int, str, str]] = []
+    for i in range(layers):
+        w, b = f"layer{i}.weight", f"layer{i}.bias"
+        params += [
+            ParamDef(w, f32, (hidden, hidden)),
+            ParamDef(b, f32, (hidden,)),
+            ParamDef(f"moments.{w}", f32, (hidden, hidden)),
+            ParamDef(f"moments.{b}", f32, (hidden,)),
+        ]
+        scope = f"{net}/layer{i}-Dense"
+        mm, ba, relu = f"{scope}/MatMul-op0", f"{scope}/BiasAdd-op0", f"{scope}/ReLU-op0"
+        nodes += [
+            NodeDef(mm, "MatMul", (prev, w), f32, (batch, hidden)),
+            NodeDef(ba, "BiasAdd", (mm, b), f32, (batch, hidden)),
+            NodeDef(relu, "ReLU", (ba,), f32, (batch, hidden)),
+        ]
+        fwd.append((i, relu, scope))
+        prev = relu
+    grad = prev
+    for i, relu, scope in reversed(fwd):
+        gscope = f"Gradients/{scope}"
+        rg = f"{gscope}/Grad_ReLU/ReluGrad-op0"
+        wg = f"{gscope}/Grad_MatMul/MatMul-op0"
+        bg = f"{gscope}/Grad_BiasAdd/BiasAddGrad-op0"
+        nodes += [
+            NodeDef(rg, "ReluGrad", (grad, relu), f32, (batch, hidden)),
+            NodeDef(wg, "MatMul", (rg, relu), f32, (hidden, hidden)),
+            NodeDef(bg, "BiasAddGrad", (rg,), f32, (hidden,)),
+            NodeDef(
+                f"{opt}/ApplyMomentum-op{2 * i}",
+                "ApplyMomentum",
+                (f"layer{i}.weight", f"moments.layer{i}.weight", "learning_rate", wg),
+                f32,
+                (hidden, hidden),
+            ),
+            NodeDef(
+                f"{opt}/ApplyMomentum-op{2 * i + 1}",
+                "ApplyMomentum",
+                (f"layer{i}.bias", f"moments.layer{i}.bias", "learning_rate", bg),
+                f32,
+                (hidden,),
+            ),
+        ]
+        grad = rg
+    nodes.append(
+        NodeDef(
+            f"{opt}/ApplyMomentum-op{2 * layers}",
+            "ApplyMomentum",
+            ("embedding.weight", "moments.embedding.weight", "learning_rate", grad),
+            f32,
+            (vocab, hidden),
+        )
+    )
+    rng = np.random.default_rng(seed)
+    # A pool of random values sliced at random offsets: generating 2 GB of fresh random
+    # numbers would take longer than the whole benchmark.
+    pool = rng.standard_normal(max(vocab * hidden, 4 * hidden * hidden) * 2, dtype=f32)
+
+    def sample(shape: tuple[int, ...], scale: float) -> np.ndarray:
+        n = math.prod(shape)
+        start = int(rng.integers(0, pool.size - n + 1))
+        return (pool[start : start + n] * f32(scale)).reshape(shape)
+
+    shapes = {p.name: p.shape for p in params}
+    for rank in range(ranks):
+        with DumpWriter(root, net_name="Net", rank=rank, start_timestamp=1795310821150000) as w:
+            w.add_graph(0, nodes, params)
+            trained = [n.inputs[0] for n in nodes if n.op_type == "ApplyMomentum"]
+            weights = {name: sample(shapes[name], 0.05) for name in trained}
+            for it in range(iterations):
+                w.write_iteration(
+                    0,
+                    it,
+                    {
+                        ("inputs0", "output", 0): sample((batch, hidden), 1.0),
+                        ("learning_rate", "output", 0): np.asarray(0.01, f32),
+                    },
+                )
+                # one node at a time keeps the writer's memory at a few tensors
+                for node in nodes:
+                    if node.op_type == "ApplyMomentum":
+                        name = node.inputs[0]
+                        weights[name] = weights[name] + sample(shapes[name], 1e-4)
+                        tensors = {
+                            (node.full_name, "output", 0): weights[name],  # in-place update
+                            (name, "output", 0): weights[name],
+                            (f"moments.{name}", "output", 0): sample(shapes[name], 1e-3),
+                        }
+                    else:
+                        out = sample(node.shape, 1.0)
+                        if node.op_type == "ReLU":
+                            np.maximum(out, 0, out=out)
+                        tensors = {(node.full_name, "output", 0): out}
+                    w.write_iteration(0, it, tensors)
+
+
+# ---------------------------------------------------------------------- measuring
+def _vm_hwm(pid: int | str = "self") -> int:
+    """Peak resident set size of a process in bytes (Linux), 0 when unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _reset_peak() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")  # reset VmHWM to the current RSS (Linux ≥ 4.0)
+    except OSError:
+        pass
+
+
+def measure(root: Path, workers: int | None) -> dict[str, float]:
+    from tuidebug.core.watchpoints import Watchpoint, resolve_targets
+    from tuidebug.offline.checker import Checker, Watch
+    from tuidebug.offline.dump import OfflineDump
+
+    _reset_peak()
+    started = time.perf_counter()
+    dump = OfflineDump(root)
+    for rank in dump.ranks:
+        for graph in dump.graphs(rank):
+            dump.index(rank, graph)
+    index_s = time.perf_counter() - started
+    files = [
+        f
+        for rank in dump.ranks
+        for gid, its in dump.rank_layout(rank).dumped_iterations.items()
+        for it in its
+        for f in dump.rank_layout(rank).tensor_files(gid, it)
+    ]
+    problems = dump.problems
+    if problems:
+        print("problems:", *problems[:5], sep="\n  ", file=sys.stderr)
+
+    watches = []
+    for wp_id, (cond, params) in enumerate(REFERENCE_WATCHPOINTS):
+        wp = Watchpoint(wp_id, cond, params)
+        tensors = {}
+        for rank in dump.ranks:
+            for name, graph in dump.graphs(rank).items():
+                nodes = resolve_targets(wp.condition, (), graph)
+                tensors[(rank, name)] = [
+                    (n.name, s) for n in nodes for s in range(len(n.outputs) or 1)
+                ]
+        watches.append(Watch(wp_id, wp.request(), wp.condition.needs_prev, tensors))
+
+    checker = Checker(dump, workers=workers)
+    started = time.perf_counter()
+    report = checker.check(watches, dump.iterations())
+    check_s = time.perf_counter() - started
+    pool = checker._pool
+    worker_peaks = [_vm_hwm(pid) for pid in (pool._processes or {})] if pool is not None else []
+    parent_peak = _vm_hwm()
+    checker.close()
+
+    largest = max(os.path.getsize(f.path) for f in files)
+    total_bytes = sum(os.path.getsize(f.path) for f in files)
+    started = time.perf_counter()
+    floor_bytes = 0
+    for f in files:
+        array = np.load(f.path, mmap_mode="r")
+        if array.size:
+            np.max(array)
+        floor_bytes += array.nbytes
+        del array
+    floor_s = time.perf_counter() - started
+    return {
+        "files": len(files),
+        "dump_gb": total_bytes / 1e9,
+        "index_s": index_s,
+        "check_s": check_s,
+        "check_bytes": report.bytes_read,
+        "tensors": report.tensors_checked,
+        "hits": len(report.outcomes),
+        "workers": report.workers,
+        "floor_s": floor_s,
+        "floor_bytes": floor_bytes,
+        "largest": largest,
+        "parent_peak": parent_peak,
+        "worker_peak": max(worker_peaks, default=0),
+        "check_problems": len(report.problems),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--gb", type=float, default=2.0, help="dump size in GB (default 2)")
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--iterations", type=int, default=4)
+    p.add_argument("--layers", type=int, default=40, help="dense layers (8 kernels each)")
+    p.add_argument("--workers", type=int, default=None, help="checker workers (default: cores)")
+    p.add_argument("--tmp", default=None, help="where to write the dump (default: system temp)")
+    p.add_argument("--keep", action="store_true", help="keep the dump and print its path")
+    p.add_argument("--write-only", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.write_only:
+        write_dump(Path(args.write_only), args.gb, args.ranks, args.iterations, args.layers)
+        return 0
+
+    root = Path(tempfile.mkdtemp(prefix="tuidebug-bench-", dir=args.tmp)) / "dump"
+    try:
+        started = time.perf_counter()
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--write-only",
+                str(root),
+                "--gb",
+                str(args.gb),
+                "--ranks",
+                str(args.ranks),
+                "--iterations",
+                str(args.iterations),
+                "--layers",
+                str(args.layers),
+            ],
+            check=True,
+        )
+        write_s = time.perf_counter() - started
+        r = measure(root, args.workers)
+    finally:
+        if args.keep:
+            print(f"dump kept at {root}")
+        else:
+            shutil.rmtree(root.parent, ignore_errors=True)
+
+    per10k = r["index_s"] / r["files"] * 10_000
+    gbps = r["check_bytes"] / r["check_s"] / 1e9
+    floor_gbps = r["floor_bytes"] / r["floor_s"] / 1e9
+    ratio = r["check_s"] / r["floor_s"]
+    budget = 300 * MB + r["largest"]
+    print(
+        f"dump        {r['dump_gb']:.2f} GB, {r['files']} files, {args.ranks} ranks x "
+        f"{args.iterations} iterations, largest tensor {r['largest'] / MB:.1f} MiB "
+        f"(written in {write_s:.1f} s)"
+    )
+    print(
+        f"index       {r['index_s']:.3f} s = {per10k:.3f} s per 10k files "
+        f"(target <= 1 s: {'ok' if per10k <= 1 else 'MISSED'})"
+    )
+    print(
+        f"check       {r['check_s']:.2f} s, {r['tensors']} tensors, {r['check_bytes'] / 1e9:.2f} GB "
+        f"read, {gbps:.2f} GB/s, {r['hits']} hits, workers={r['workers'] or 'in-process'}"
+    )
+    print(
+        f"floor       {r['floor_s']:.2f} s, {floor_gbps:.2f} GB/s (np.load mmap + np.max, 1 process)"
+    )
+    print(
+        f"ratio       check / floor = {ratio:.2f} (target <= 3: {'ok' if ratio <= 3 else 'MISSED'})"
+    )
+    print(
+        f"peak RSS    parent {r['parent_peak'] / MB:.0f} MiB, largest worker "
+        f"{r['worker_peak'] / MB:.0f} MiB; budget 300 MiB + largest tensor = "
+        f"{budget / MB:.0f} MiB ({'ok' if max(r['parent_peak'], r['worker_peak']) <= budget else 'MISSED'})"
+    )
+    if r["check_problems"]:
+        print(f"warning: {r['check_problems']} tensor files could not be read", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
