@@ -816,13 +816,20 @@ class _Gatherer:
                     np.subtract(xf, pn, out=diff)
                     np.abs(diff, out=diff)
                     np.abs(pn, out=ap)
+                s_diff = -1.0
                 if plan.ratio:
-                    s_diff, s_prev = np.einsum("ij->i", pair)
-                    sums_diff.append(float(s_diff))
-                    sums_prev.append(float(s_prev))
+                    s_diff, s_prev = (float(v) for v in np.einsum("ij->i", pair))
+                    sums_diff.append(s_diff)
+                    sums_prev.append(s_prev)
+                elif any(closes.values()):
+                    s_diff = float(total(diff))
                 for key, alive in closes.items():
                     if alive:
                         rtol, atol = key
+                        if s_diff == 0.0 and rtol >= 0.0 and atol >= 0.0:
+                            # unchanged block: every |x - p| is 0 and p is finite, so the
+                            # tolerance is >= 0 and the comparison holds for every element
+                            continue
                         # |x - p| <= atol + rtol·|p|, in MindSpore's operation order
                         tol = np.multiply(ap, rtol, out=scratch[2, :m])
                         np.add(atol, tol, out=tol)
