@@ -436,12 +436,17 @@ def test_check_order_and_skipped_iterations(a20: DumpAnalyzer) -> None:
     assert a20.check_watchpoints([Watchpoint([orphan], TensorOverflowCondition())]) == []
 
 
-def test_check_in_a_process_pool_matches_in_process(a20: DumpAnalyzer) -> None:
+def test_check_in_a_process_pool_matches_in_process(
+    a20: DumpAnalyzer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     wps = [
         Watchpoint(a20.select_tensors(""), TensorTooLargeCondition(abs_mean_gt=1.0)),
         Watchpoint(a20.select_tensors("weight"), TensorChangeBelowThresholdCondition(1e-3)),
     ]
     inproc = a20.check_watchpoints(wps)
+    from tuidebug.offline import checker
+
+    monkeypatch.setattr(checker, "INPROCESS_MAX_BYTES", 0)  # LeNet is small: force the pool
     seen: list[tuple[int, int]] = []
     pooled = a20.check_watchpoints(wps, workers=2, progress=lambda d, t: seen.append((d, t)))
     assert [str(h) for h in pooled] == [str(h) for h in inproc]
@@ -517,6 +522,29 @@ def test_export_graphs(a20: DumpAnalyzer, tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ a MindInsight script
+def test_a_script_without_a_main_guard_can_use_the_pool(dump_2_10: Path, tmp_path: Path) -> None:
+    """Unlike MindInsight, no ``if __name__ == "__main__"`` is needed: workers are plain child
+    processes that never re-run the user's script."""
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            from tuidebug.offline import checker
+            checker.INPROCESS_MAX_BYTES = 0
+            from tuidebug.api import DumpAnalyzer, Watchpoint, TensorTooLargeCondition
+            run = DumpAnalyzer({str(dump_2_10)!r})
+            wp = Watchpoint(run.select_tensors(""), TensorTooLargeCondition(abs_mean_gt=1.0))
+            print("hits", len(run.check_watchpoints([wp], workers=2)))
+            """
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["hits 14"]
+
+
 def test_a_mindinsight_script_runs_with_only_the_import_changed(
     dump_2_0: Path, tmp_path: Path
 ) -> None:

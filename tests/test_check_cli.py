@@ -303,3 +303,18 @@ def test_rank_without_graphs_selected(capsys, dump_2_10: Path, tmp_path: Path) -
     code, out, err = run(capsys, str(root), "--watch", "TO", "--rank", "1")
     assert code == 2 and out == ""
     assert "rank_1 has no readable graph" in assert_sentences(err)[-1]
+
+
+def test_python_dash_m_with_worker_processes(dump_2_10: Path) -> None:
+    """`python -m tuidebug check` with the worker pool (forced: LeNet is small)."""
+    code = (
+        "import runpy, sys\n"
+        "from tuidebug.offline import checker\n"
+        "checker.INPROCESS_MAX_BYTES = 0\n"
+        f"sys.argv = ['tuidebug', 'check', {str(dump_2_10)!r}, '--watch', 'TL:abs_mean_gt=1',"
+        " '--workers', '2', '--json']\n"
+        "runpy.run_module('tuidebug', run_name='__main__')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert len(json.loads(proc.stdout)) == 14

@@ -335,13 +335,16 @@ class Checker:
         self,
         dump: OfflineDump,
         workers: int | None = None,
-        inprocess_max_bytes: int = INPROCESS_MAX_BYTES,
+        inprocess_max_bytes: int | None = None,
     ) -> None:
         if workers is not None and workers < 1:
             raise ValueError("The number of workers must be at least 1.")
         self.dump = dump
         self.workers = workers or default_workers()
-        self.inprocess_max_bytes = inprocess_max_bytes
+        # read at run time, not import time, so tests and tools can lower the threshold
+        self.inprocess_max_bytes = (
+            INPROCESS_MAX_BYTES if inprocess_max_bytes is None else inprocess_max_bytes
+        )
         self._pool: list[_WorkerProcess] | None = None
         self._lock = threading.Lock()
         self._failures: list[str] = []
