@@ -492,6 +492,12 @@ def test_not_changed_bound_is_inclusive() -> None:
     x = np.array([1.5, -2.25, 0.0], np.float32)
     assert one(x, zero_tol, x.copy()).hit
     assert not one(x, zero_tol, x + np.float32(2**-20)).hit
+    negative_atol = CheckRequest(
+        CT.NOT_CHANGED,
+        (Param("rtol", 0.0, False), Param("atol", -1.0, False), Param("equal_nan", 0.0, False)),
+    )
+    assert not one(x, negative_atol, x.copy(), chunk_elements=2).hit
+    assert one(x, zero_tol, x.copy(), chunk_elements=2).hit
 
 
 def test_not_changed_with_nan_or_other_size_previous() -> None:
