@@ -170,6 +170,7 @@ class ProtocolClient:
         max_failures: int = MAX_WAIT_FAILURES,
         reconnect: bool = False,
         chunk_size: int = CHUNK_SIZE,
+        interruptible: bool = True,
     ) -> None:
         """`retry_delay` scales MindSpore's back-off (n·1 s after the n-th failure).
         `reconnect=True` (not MindSpore behaviour) re-sends metadata and graphs when the
@@ -188,6 +189,10 @@ class ProtocolClient:
         self.max_failures = max_failures
         self.reconnect = reconnect
         self.chunk_size = chunk_size
+        # False: WaitCMD is a plain blocking call, which `stop()` cannot interrupt but which
+        # answers in about a third of the time of a polled future (no thread hand-off): a
+        # training that suspends at every step end pays this round trip every step.
+        self.interruptible = interruptible
 
         self.watchpoints: dict[int, ClientWatchpoint] = {}
         self.initial_suspension = True
@@ -344,7 +349,14 @@ class ProtocolClient:
         return None
 
     def _wait_cmd(self, md: pb.Metadata) -> pb.EventReply | None:
-        """WaitCMD without a deadline (as MindSpore), but interruptible by `stop()`."""
+        """WaitCMD without a deadline (as MindSpore), interruptible by `stop()` unless the
+        client was made with `interruptible=False`."""
+        if not self.interruptible:
+            try:
+                return self._stub.WaitCMD(md)
+            except grpc.RpcError as exc:
+                log.info("WaitCMD failed: %s", _code(exc))
+                return None
         future = self._stub.WaitCMD.future(md)
         while not self._stop.is_set():
             try:
