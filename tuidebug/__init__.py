@@ -6,6 +6,7 @@ DumpAnalyzer`); it loads on first use so that `import tuidebug` stays light.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __version__ = "0.1.0"
@@ -33,8 +34,9 @@ _API_NAMES = frozenset(
 
 def __getattr__(name: str) -> Any:
     if name in _API_NAMES:
-        from tuidebug import api
-
+        # by name, not `from tuidebug import api`: every `tuidebug.x` import passes through
+        # this package, and a static import here would make core depend on the API layer
+        api = importlib.import_module("tuidebug.api")
         return getattr(api, name)
     raise AttributeError(f"module 'tuidebug' has no attribute {name!r}")
 
