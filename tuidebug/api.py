@@ -644,16 +644,6 @@ class Watchpoint:
         return self._condition
 
 
-_ERROR_TEXTS = (
-    "Tensor contains NaN.",
-    "A tensor contains +/-INF.",
-    "The previous step value cannot be found.",
-    "The tensor size exceeds the memory limit.",
-    "Graph history file is not available.",
-    "Tensor has no value.",
-)
-
-
 class WatchpointHit:
     """A watchpoint that triggered on a tensor, or whose check failed (error_code ≠ 0).
     Immutable; not built by users."""
@@ -678,7 +668,9 @@ class WatchpointHit:
 
     @property
     def error_msg(self) -> list[str]:
-        return [text for bit, text in enumerate(_ERROR_TEXTS) if (self._error_code >> bit) & 1]
+        from tuidebug.core.watchpoints import error_messages
+
+        return error_messages(self._error_code)
 
     @property
     def tensor(self) -> DebuggerTensor:
