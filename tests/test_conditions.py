@@ -673,6 +673,23 @@ def test_bfloat16() -> None:
     assert res.hit
 
 
+def test_big_endian_and_strided_inputs() -> None:
+    x = np.array([0.0, 1.5, -2.0, 0.1], dtype=">f4")
+    res = one(x, request("TL", max_gt=0, mean_gt=0, abs_mean_gt=0), chunk_elements=3)
+    assert actual(res, "max_gt") == 1.5
+    assert actual(res, "mean_gt") == pytest.approx((float(np.float32(0.1)) - 0.5) / 4, rel=1e-12)
+    res = one(
+        x, request("TR", range_start_inclusive=0.0, range_end_inclusive=0.1, range_percentage_gt=0)
+    )
+    assert actual(res, "range_percentage_gt") == 25.0  # float32(0.1) > 0.1
+    grid = np.arange(20.0).reshape(4, 5)[:, ::2]  # not contiguous
+    res = one(grid, request("TZ", zero_percentage_ge=0), chunk_elements=4)
+    assert actual(res, "zero_percentage_ge") == pytest.approx(100 / 12)
+    flags = np.array([[True, False], [False, True]])
+    assert one(flags.T, request("WNC"), flags.T.copy()).hit
+    assert not one(flags.T, request("WNC"), flags).hit
+
+
 def test_moments_are_numerically_sound_across_chunks() -> None:
     rng = np.random.default_rng(1)
     x = 1e8 + rng.standard_normal(10_000)  # large mean, unit variance
