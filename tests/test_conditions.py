@@ -685,7 +685,7 @@ def test_big_endian_and_strided_inputs() -> None:
     grid = np.arange(20.0).reshape(4, 5)[:, ::2]  # not contiguous
     res = one(grid, request("TZ", zero_percentage_ge=0), chunk_elements=4)
     assert actual(res, "zero_percentage_ge") == pytest.approx(100 / 12)
-    flags = np.array([[True, False], [False, True]])
+    flags = np.array([[True, True], [False, True]])
     assert one(flags.T, request("WNC"), flags.T.copy()).hit
     assert not one(flags.T, request("WNC"), flags).hit
 
