@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 import threading
@@ -204,12 +205,18 @@ def run(args: argparse.Namespace) -> int:
     for problem in dump.new_problems():
         print(f"warning: {problem}", file=err)
 
-    if args.json:
-        json.dump([_hit_json(o, watches) for o in report.outcomes], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        _print_table(report, watches, sys.stdout)
-        _print_summary(report, iterations, usable_ranks, sys.stdout)
+    try:
+        if args.json:
+            json.dump([_hit_json(o, watches) for o in report.outcomes], sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            _print_table(report, watches, sys.stdout)
+            _print_summary(report, iterations, usable_ranks, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `tuidebug check … | head`: the reader left; the exit status still tells the result
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     if report.outcomes:
         return EXIT_HITS
     if report.problems:

@@ -42,8 +42,13 @@ def write_message(stream: BinaryIO, message: object) -> None:
 
 
 def main() -> int:
+    import signal
+
     from tuidebug.offline.checker import run_batch
 
+    # Ctrl-C in a terminal reaches the whole process group: let the parent decide (it stops
+    # sending work and closes our stdin, which ends this loop).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     inp = sys.stdin.buffer
     out = sys.stdout.buffer
     # Anything printed by accident must not corrupt the protocol on stdout.

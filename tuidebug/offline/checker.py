@@ -575,26 +575,29 @@ class Checker:
         received = 0
         done_count = 0
         cancelled = False
-        while received < len(batches):
-            if cancel is not None and cancel.is_set() and not cancelled:
-                cancelled = True
-                stop.set()
-            if cancelled and not any(t.is_alive() for t in threads) and done.empty():
-                break
-            try:
-                batch_results, failure = done.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            received += 1
-            results.extend(batch_results)
-            done_count += len(batch_results)
-            if failure:
-                self._failures.append(failure)
-            if progress:
-                progress(done_count, total)
-        stop.set()
-        for thread in threads:
-            thread.join()
+        try:
+            while received < len(batches):
+                if cancel is not None and cancel.is_set() and not cancelled:
+                    cancelled = True
+                    stop.set()
+                if cancelled and not any(t.is_alive() for t in threads) and done.empty():
+                    break
+                try:
+                    batch_results, failure = done.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                received += 1
+                results.extend(batch_results)
+                done_count += len(batch_results)
+                if failure:
+                    self._failures.append(failure)
+                if progress:
+                    progress(done_count, total)
+        finally:
+            # also on KeyboardInterrupt: no thread may start another batch
+            stop.set()
+            for thread in threads:
+                thread.join()
         while not done.empty():  # batches finished while stopping still count
             batch_results, _failure = done.get_nowait()
             results.extend(batch_results)
