@@ -177,6 +177,17 @@ def test_conditions_by_target_groups_in_rest_order_sorted_by_id() -> None:
     assert sum(len(v) for v in groups.values()) == 17
 
 
+def test_availability_by_backend_and_step() -> None:
+    ids = lambda groups: {c.abbr for v in groups.values() for c in v}  # noqa: E731
+    assert ids(conditions_by_target()) == {c.abbr for c in CONDITIONS.values()}
+    gpu_later = ids(conditions_by_target(backend="GPU", step=2))
+    assert "OO" not in gpu_later and "WI" not in gpu_later and len(gpu_later) == 15
+    assert {"OO", "WI"} <= ids(conditions_by_target(backend="Ascend", step=0))
+    assert "OO" in ids(conditions_by_target(step=5)) and "WI" not in ids(
+        conditions_by_target(step=5)
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "good", "bad"),
     [

@@ -388,10 +388,28 @@ def get_condition(key: str | ConditionSpec) -> ConditionSpec:
 _TARGET_ORDER = (Category.TENSOR, Category.WEIGHT, Category.ACTIVATION, Category.GRADIENT)
 
 
-def conditions_by_target() -> dict[Category, list[ConditionSpec]]:
-    """Conditions grouped for a picker: tensor, weight, activation, gradient; each by id."""
+def condition_available(cond: ConditionSpec, backend: str | None, step: int | None) -> bool:
+    """MindInsight's availability rules (spec §3.1): weight_initialization only at step 0,
+    operator_overflow only on Ascend. None = that rule is not applied."""
+    if step is not None and cond.proto == _CT.INIT and step != 0:
+        return False
+    return not (
+        backend is not None
+        and cond.ascend_only
+        and not backend.strip().lower().startswith("ascend")
+    )
+
+
+def conditions_by_target(
+    backend: str | None = None, step: int | None = None
+) -> dict[Category, list[ConditionSpec]]:
+    """Conditions grouped for a picker: tensor, weight, activation, gradient; each by id.
+    With `backend` / `step`, only the conditions available there."""
     return {
-        target: sorted((c for c in _CATALOGUE if c.target is target), key=lambda c: c.id)
+        target: sorted(
+            (c for c in _CATALOGUE if c.target is target and condition_available(c, backend, step)),
+            key=lambda c: c.id,
+        )
         for target in _TARGET_ORDER
     }
 

@@ -24,6 +24,7 @@ from tuidebug.core.conditions import (
     ParamResult,
     ParamSpec,
     WatchpointError,
+    condition_available,
     evaluate,
     get_condition,
 )
@@ -481,17 +482,16 @@ def recommended_watchpoints(
     recs: list[RecommendedWatchpoint] = []
 
     def add(name: str, condition: str, params: dict[str, float], targets: Sequence[str]) -> None:
-        if targets:
+        if targets and condition_available(get_condition(condition), backend, step):
             recs.append(RecommendedWatchpoint(name, condition, params, tuple(targets)))
 
     weights = _merge_into_scopes(graph, graph.nodes_in(Category.WEIGHT))
-    if step == 0:
-        add(
-            "recommend_weight_initialization_watchpoint",
-            "weight_initialization",
-            {"zero_percentage_ge": 100.0},
-            weights,
-        )
+    add(
+        "recommend_weight_initialization_watchpoint",
+        "weight_initialization",
+        {"zero_percentage_ge": 100.0},
+        weights,
+    )
     add(
         "recommend_weight_change_too_large_watchpoint",
         "weight_change_too_large",
@@ -510,8 +510,7 @@ def recommended_watchpoints(
         for entry in (graph.children("") if len(graph) else [])
         if entry.node is None or graph.nodes[entry.node].kind is not NodeKind.CONSTANT
     ]
-    if backend.strip().lower().startswith("ascend"):
-        add("recommend_operator_overflow_watchpoint", "operator_overflow", {}, top)
+    add("recommend_operator_overflow_watchpoint", "operator_overflow", {}, top)
     add("recommend_tensor_overflow_watchpoint", "tensor_overflow", {}, top)
     add(
         "recommend_tensor_all_zero_watchpoint",
