@@ -223,6 +223,9 @@ def test_close_cancels_a_running_check(dump_2_10: Path) -> None:
     session.step()
     assert any("was cancelled" in m for m in notices(log))
     session.close()
+    with pytest.raises(SessionError) as info:
+        session.step()
+    assert str(info.value) == "The session is closed."
 
 
 # ------------------------------------------------------------------ tensors and runs

@@ -92,6 +92,7 @@ class OfflineSession(DebugSession):
         self._control = threading.RLock()
         self._cancel = threading.Event()
         self._loaded_once = False
+        self._closed = False
         self._noticed: set[str] = set()
 
     # ------------------------------------------------------------------ state
@@ -151,7 +152,10 @@ class OfflineSession(DebugSession):
                 self._set(state=SessionState.PENDING, message=message)
                 raise SessionError(message) from None
             self._dump = dump
+            if self._checker is not None:  # started again: the old workers are of no use
+                self._checker.close()
             self._checker = Checker(dump, workers=self._workers)
+            self._closed = False
             ranks = dump.ranks
             rank = self._wanted_rank if self._wanted_rank is not None else ranks[0]
             if rank not in ranks:
@@ -206,6 +210,7 @@ class OfflineSession(DebugSession):
             )
 
     def close(self) -> None:
+        self._closed = True
         self._cancel.set()
         checker, self._checker = self._checker, None
         if checker is not None:
@@ -316,6 +321,8 @@ class OfflineSession(DebugSession):
 
     # ------------------------------------------------------------------ control
     def _require_loaded(self) -> OfflineDump:
+        if self._closed:
+            raise SessionError("The session is closed.")
         if self._dump is None or self._metadata.state is SessionState.LOADING:
             raise SessionError("The dump is not loaded yet.")
         return self._dump
