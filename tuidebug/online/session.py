@@ -615,7 +615,9 @@ class OnlineSession(DebugSession):
         self._fail_view("A new training connected.")
         self._generation += 1
         self._active = True
-        self._stop_watchdog()
+        # MindSpore's heartbeat thread starts before SendMetadata: a running watchdog keeps
+        # watching (its next beat may be a full period away) with a fresh allowance
+        self._hb_last = time.monotonic()
         self._graphs = {}
         self._graphs_pending = False
         self._published_once = False
@@ -989,7 +991,7 @@ class OnlineSession(DebugSession):
         self._hb_last = time.monotonic()
         threading.Thread(
             target=self._watchdog,
-            args=(stop, interval, self._generation),
+            args=(stop, interval),
             name="tuidebug-heartbeat-watchdog",
             daemon=True,
         ).start()
@@ -999,7 +1001,7 @@ class OnlineSession(DebugSession):
             self._hb_stop.set()
             self._hb_stop = None
 
-    def _watchdog(self, stop: threading.Event, interval: float, generation: int) -> None:
+    def _watchdog(self, stop: threading.Event, interval: float) -> None:
         """Spec §2.10: a heartbeat is expected every `period + 0.5` s; three missed in a row
         mean the client is gone and the session is reset."""
         misses = 0
@@ -1017,7 +1019,7 @@ class OnlineSession(DebugSession):
                     continue
                 if self._hb_stop is stop:
                     self._hb_stop = None
-                if self._active and generation == self._generation:
+                if self._active:
                     self._client_gone("The training stopped sending heartbeats.")
                 return
 
