@@ -381,6 +381,8 @@ class OnlineSession(DebugSession):
 
     def pause(self) -> None:
         with self._cond:
+            if self._closed:
+                raise SessionError("The session is closed.")
             if self._meta.state not in (SessionState.RUNNING, SessionState.SENDING):
                 raise SessionError("Pause is only possible while the training is running.")
             # spec §2.6: never forwarded; the training stops at its next suspension point
@@ -392,6 +394,8 @@ class OnlineSession(DebugSession):
 
     def terminate(self) -> None:
         with self._cond:
+            if self._closed:
+                raise SessionError("The session is closed.")
             if not self._active:
                 raise SessionError("There is no training to terminate.")
             self._commands.clear()
@@ -430,6 +434,8 @@ class OnlineSession(DebugSession):
             self._cond.notify_all()
 
     def _require_waiting(self, what: str) -> None:
+        if self._closed:
+            raise SessionError("The session is closed.")
         state = self._meta.state
         if state is SessionState.MISMATCH:
             raise SessionError("The MindSpore version does not match; only terminate is possible.")
@@ -520,6 +526,8 @@ class OnlineSession(DebugSession):
     def _request_view(self, requests: list[graph_pb.TensorProto], level: int) -> list[Any]:
         """Queue one ViewCMD and block until its answer stream arrived."""
         with self._view_lock, self._cond:
+            if self._closed:
+                raise SessionError("The session is closed.")
             if self._meta.state is not SessionState.WAITING:
                 raise SessionError(
                     "Tensor values can only be read while the training is suspended."
