@@ -576,3 +576,21 @@ async def test_palette_commands_follow_capabilities(live: bool) -> None:
         titles = {c.title for c in app.palette_commands()}
         assert ("Pause" in titles) is live
         assert "Step" not in titles
+
+
+async def test_a_burst_of_notices_is_one_toast_and_kept_for_the_dialog() -> None:
+    from tuidebug.core.session import Notice
+
+    app, session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await start(pilot)
+        for i in range(3):
+            session.emit(Notice(f"file {i} matches no node", "warning"))
+        await settle(pilot)
+        toasts = [m for m in notifications(app) if "matches no node" in m]
+        assert toasts == ["file 0 matches no node\n(+2 more: Ctrl+P → Session messages)"]
+        assert "Session messages" in [c.title for c in app.palette_commands()]
+        app.action_messages()
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "file 2 matches no node" in str(app.screen.query_one("#confirm-body").render())

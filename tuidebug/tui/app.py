@@ -10,6 +10,8 @@ Whether a key works is decided in one place, `action_state`, which feeds the foo
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -19,6 +21,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, TabbedContent, TabPane
@@ -100,6 +103,20 @@ EXTRA_KEYS: tuple[KeyRow, ...] = (
 )
 
 
+def _tolerate_teardown(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Messages can still arrive while the app shuts down and its panes are already gone
+    (quitting right after a load): such a late message is dropped, not a traceback."""
+
+    @functools.wraps(method)
+    def handler(self: DebuggerApp, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except NoMatches:
+            return None
+
+    return handler
+
+
 @dataclass(frozen=True)
 class ActionState:
     enabled: bool
@@ -159,6 +176,8 @@ class DebuggerApp(App[int]):
         self._open_tensor: tuple[str, str, int, int | None] | None = None  # graph, node, slot, it
         self._last_step = self._metadata.step
         self.loaded = False  # GraphsLoaded seen (tests and benchmarks wait on it)
+        self.messages: list[Notice] = []  # every Notice of the session, for the dialog
+        self._pending_notices: list[Notice] = []
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -214,6 +233,7 @@ class DebuggerApp(App[int]):
         self.post_message(SessionEventMessage(event))
 
     @on(SessionEventMessage)
+    @_tolerate_teardown
     def _session_event(self, message: SessionEventMessage) -> None:
         event = message.event
         if isinstance(event, GraphsLoaded):
@@ -230,8 +250,34 @@ class DebuggerApp(App[int]):
         elif isinstance(event, ClientDisconnected):
             self.notify(event.reason or "The training disconnected.", severity="warning")
         elif isinstance(event, Notice):
-            severity = event.severity if event.severity in {"warning", "error"} else "information"
-            self.notify(event.message, severity=severity)  # type: ignore[arg-type]
+            self._queue_notice(event)
+
+    def _queue_notice(self, notice: Notice) -> None:
+        """Notices often come in bursts (one per odd file of a dump): keep them all for the
+        messages dialog, but toast a burst once, after the events queued with it."""
+        self.messages.append(notice)
+        self._pending_notices.append(notice)
+        if len(self._pending_notices) == 1:
+            self.call_later(self._flush_notices)
+
+    def _flush_notices(self) -> None:
+        pending, self._pending_notices = self._pending_notices, []
+        if not pending:
+            return
+        order = {"information": 0, "warning": 1, "error": 2}
+        worst = max(pending, key=lambda n: order.get(n.severity, 0))
+        severity = worst.severity if worst.severity in order else "information"
+        text = pending[0].message
+        if len(pending) > 1:
+            text += f"\n(+{len(pending) - 1} more: Ctrl+P → Session messages)"
+        self.notify(text, severity=severity)  # type: ignore[arg-type]
+
+    def action_messages(self) -> None:
+        if not self.messages:
+            self.notify("The session has sent no messages.")
+            return
+        body = "\n".join(f"• {n.message}" for n in self.messages[-200:])
+        self.push_screen(ConfirmScreen("Session messages", body, yes="Close", no="Close"))
 
     def _graphs_loaded(self, graphs: Mapping[str, Graph], *, first_time: bool) -> None:
         self.graphs = dict(graphs)
@@ -253,7 +299,8 @@ class DebuggerApp(App[int]):
         self._update_controls()
         if first_time and self.graphs and not self._recommendation_offered:
             self._recommendation_offered = True
-            self._offer_recommended()
+            # after the first frame: the user sees the graph, then the question
+            self.call_after_refresh(self._offer_recommended)
 
     def _apply_metadata(self, metadata: Metadata) -> None:
         step_changed = metadata.step != self._last_step
@@ -312,11 +359,9 @@ class DebuggerApp(App[int]):
         try:
             self.session.start()
         except SessionError as exc:
-            self.call_from_thread(self.notify, str(exc), severity="error", timeout=30)
+            self._from_worker(self.notify, str(exc), severity="error", timeout=30)
         except Exception as exc:  # a bug, but the user still gets a sentence, not a traceback
-            self.call_from_thread(
-                self.notify, f"Loading failed: {exc}", severity="error", timeout=30
-            )
+            self._from_worker(self.notify, f"Loading failed: {exc}", severity="error", timeout=30)
 
     def _run_session_call(
         self, label: str, call: Callable[[], object], *, control: bool = True
@@ -336,10 +381,20 @@ class DebuggerApp(App[int]):
             call()
         except Exception as exc:  # SessionError / WatchpointError carry one sentence
             message = str(exc) if _is_user_error(exc) else f"{label} failed: {exc}"
-            self.call_from_thread(self.notify, message, severity="error")
+            self._from_worker(self.notify, message, severity="error")
         finally:
             if control:
-                self.call_from_thread(self._control_done)
+                self._from_worker(self._control_done)
+
+    def _from_worker(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """`call_from_thread` for worker results, dropped once the app is gone."""
+
+        def deliver() -> None:
+            with contextlib.suppress(NoMatches):
+                callback(*args, **kwargs)
+
+        with contextlib.suppress(RuntimeError):  # the app stopped while the worker ran
+            self.call_from_thread(deliver)
 
     def _control_done(self) -> None:
         self._control_busy = False
@@ -357,7 +412,7 @@ class DebuggerApp(App[int]):
             summary = _summarize(self.session, ref)
             if worker.is_cancelled:
                 return
-            self.call_from_thread(details.set_summary, node.name, spec.slot, summary)
+            self._from_worker(details.set_summary, node.name, spec.slot, summary)
 
     def _fetch_summaries(self, graph: str, node: Node) -> None:
         if node.outputs:
@@ -372,7 +427,7 @@ class DebuggerApp(App[int]):
         except Exception as exc:
             if not worker.is_cancelled:
                 message = str(exc) if _is_user_error(exc) else f"Reading the tensor failed: {exc}"
-                self.call_from_thread(view.show_error, message)
+                self._from_worker(view.show_error, message)
             return
         if worker.is_cancelled:
             return
@@ -380,7 +435,7 @@ class DebuggerApp(App[int]):
             where = f"step {self._metadata.step}"
             if ref.iteration is not None:
                 where = f"iteration {ref.iteration}"
-            self.call_from_thread(view.show_error, f"{ref.name} has no value at {where}.")
+            self._from_worker(view.show_error, f"{ref.name} has no value at {where}.")
             return
         previous: np.ndarray | None = None
         note = ""
@@ -393,7 +448,7 @@ class DebuggerApp(App[int]):
                 note = "no previous step value to compare with"
         if worker.is_cancelled:
             return
-        self.call_from_thread(
+        self._from_worker(
             view.show,
             title,
             array,
@@ -425,6 +480,7 @@ class DebuggerApp(App[int]):
 
     # ------------------------------------------------------- pane messages
     @on(NodeHighlighted)
+    @_tolerate_teardown
     def _node_highlighted(self, message: NodeHighlighted) -> None:
         graph = self.graphs.get(message.graph)
         if graph is None:
@@ -449,6 +505,7 @@ class DebuggerApp(App[int]):
             self._fetch_summaries(graph.name, node)
 
     @on(NodeChosen)
+    @_tolerate_teardown
     def _node_chosen(self, message: NodeChosen) -> None:
         self.go_to_node(message.graph, message.node)
         if message.open_tensor:
@@ -480,10 +537,12 @@ class DebuggerApp(App[int]):
         return True
 
     @on(TensorRequested)
+    @_tolerate_teardown
     def _tensor_requested(self, message: TensorRequested) -> None:
         self._request_tensor(message.graph, message.node, message.slot, message.iteration)
 
     @on(HitChosen)
+    @_tolerate_teardown
     def _hit_chosen(self, message: HitChosen) -> None:
         ref: TensorRef = message.hit.tensor
         if ref.rank != self._metadata.rank and len(self._metadata.ranks) > 1:
@@ -501,6 +560,7 @@ class DebuggerApp(App[int]):
             self._request_tensor(graph_name, ref.node, ref.slot, ref.iteration)
 
     @on(GraphSwitched)
+    @_tolerate_teardown
     def _graph_switched_message(self, message: GraphSwitched) -> None:
         self.current_graph = message.graph
         self._graph_switched()
@@ -512,6 +572,7 @@ class DebuggerApp(App[int]):
         self._refresh_badges()
 
     @on(WatchpointAction)
+    @_tolerate_teardown
     def _watchpoint_action(self, message: WatchpointAction) -> None:
         wp_id = message.watchpoint_id
         if message.action == "new":
@@ -872,7 +933,7 @@ class DebuggerApp(App[int]):
 
     def _apply_recommended(self) -> None:
         created = self.session.apply_recommended()
-        self.call_from_thread(self.notify, f"{len(created)} recommended watchpoints created.")
+        self._from_worker(self.notify, f"{len(created)} recommended watchpoints created.")
 
     def action_filter(self) -> None:
         tabs = self.query_one("#left-tabs", TabbedContent)
@@ -1017,6 +1078,14 @@ class DebuggerApp(App[int]):
                 )
             )
         commands.append(PaletteCommand("Help: keys", "Key ? or F1", self.action_help))
+        if self.messages:
+            commands.append(
+                PaletteCommand(
+                    "Session messages",
+                    f"{len(self.messages)} notices from the session (files skipped, …)",
+                    self.action_messages,
+                )
+            )
         return commands
 
     def palette_graph(self) -> Graph | None:

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
@@ -25,7 +25,7 @@ class ConfirmScreen(ModalScreen[bool]):
         width: 70; height: auto; border: thick $accent; background: $surface; padding: 1 2;
     }
     ConfirmScreen #confirm-title { text-style: bold; margin-bottom: 1; }
-    ConfirmScreen #confirm-body { margin-bottom: 1; }
+    ConfirmScreen #confirm-scroll { height: auto; max-height: 24; margin-bottom: 1; }
     ConfirmScreen Horizontal { height: auto; align-horizontal: right; }
     ConfirmScreen Button { margin-left: 2; }
     """
@@ -46,7 +46,8 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self._title, id="confirm-title")
-            yield Static(self._body, id="confirm-body")
+            with VerticalScroll(id="confirm-scroll"):
+                yield Static(self._body, id="confirm-body", markup=False)
             with Horizontal():
                 yield Button(f"{self._no} (n)", id="confirm-no")
                 yield Button(f"{self._yes} (y)", variant="primary", id="confirm-yes")

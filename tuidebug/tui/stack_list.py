@@ -7,12 +7,14 @@ worker the first time the pane needs it for a graph, and cached per graph.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
@@ -144,12 +146,14 @@ class StackList(Vertical):
         lines = index_source_lines(graph)
         if get_current_worker().is_cancelled:
             return
-        self.app.call_from_thread(self._index_ready, graph, lines)
+        with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
+            self.app.call_from_thread(self._index_ready, graph, lines)
 
     def _index_ready(self, graph: Graph, lines: list[SourceLine]) -> None:
         self._index[graph.name] = lines
-        if self.graph is graph:
-            self._refresh_lines()
+        if self.graph is graph and self.is_attached:
+            with contextlib.suppress(NoMatches):  # shutting down: the lists are gone
+                self._refresh_lines()
 
     def _refresh_lines(self) -> None:
         option_list = self.query_one("#stack-lines", OptionList)
