@@ -75,8 +75,6 @@ def _tui_runner() -> Callable[..., object] | None:
 
 def _headless_online(session: object) -> int:
     """No TUI: print every session event on stdout until Ctrl+C."""
-    import threading
-
     from tuidebug.core.session import DebugSession, SessionEvent
 
     assert isinstance(session, DebugSession)
@@ -91,8 +89,15 @@ def _headless_online(session: object) -> int:
         flush=True,
     )
     with contextlib.suppress(KeyboardInterrupt):
-        threading.Event().wait()
+        _wait_forever()
     return EXIT_OK
+
+
+def _wait_forever() -> None:
+    """Block until Ctrl+C (a function of its own so tests can replace it)."""
+    import threading
+
+    threading.Event().wait()
 
 
 def _describe(event: object) -> str:
