@@ -599,10 +599,10 @@ def _encode(array: np.ndarray | None) -> tuple[int, list[int], np.ndarray] | Non
         data_type = data_type_of(arr.dtype)
     except UnsupportedDataTypeError:
         return None
+    dims = [int(d) for d in arr.shape]  # before ascontiguousarray, which makes 0-d 1-d
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    arr = np.ascontiguousarray(arr)
-    return data_type, [int(d) for d in arr.shape], arr.reshape(-1)
+    return data_type, dims, np.ascontiguousarray(arr).reshape(-1)
 
 
 def _base(array: np.ndarray | None) -> pb.TensorBase:
