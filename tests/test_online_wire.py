@@ -592,3 +592,37 @@ def test_busy_port_is_one_sentence(online) -> None:
     message = str(info.value)
     assert "already in use" in message and message.count(".") == 4  # "127.0.0.1" + end
     other.close()
+
+
+def test_garbage_is_one_log_line(online, caplog: pytest.LogCaptureFixture) -> None:
+    session, _ = online
+    client = RawClient(session.address)
+    with caplog.at_level("DEBUG"):
+        client.raw_unary("WaitCMD", GARBAGE)
+        client.raw_stream("SendWatchpointHits", iter([GARBAGE]))
+    ours = [r for r in caplog.records if r.levelname in ("WARNING", "ERROR", "CRITICAL")]
+    assert len(ours) == 2, [r.getMessage() for r in ours]
+    assert all(r.name == "tuidebug.online" and not r.exc_info for r in ours)
+    assert all("\n" not in r.getMessage() for r in ours)
+    client.close()
+
+
+def test_unanswered_tensor_request_times_out(graph) -> None:
+    session, _ = make_session(tensor_timeout=0.5)
+    try:
+        client = connect_raw(session, graph)
+        future = client.wait_future()
+        wait_state(session, SessionState.WAITING)
+        kernel = session.graphs[graph.name].operators[0].name
+        with pytest.raises(SessionError, match="did not send"):
+            session.tensor(TensorRef(kernel))  # the client gets the ViewCMD but never answers
+        assert future.result(timeout=20).WhichOneof("cmd") == "view_cmd"
+        # a late answer is ignored; the next suspension is ordinary
+        client.stub.SendTensors(iter([graph_pb.TensorProto(node_name=kernel, slot="0")]))
+        future = client.wait_future()
+        wait_state(session, SessionState.WAITING)
+        session.terminate()
+        assert future.result(timeout=20).exit
+        client.close()
+    finally:
+        session.close()
