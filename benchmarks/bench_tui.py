@@ -112,8 +112,10 @@ async def expand_and_keys(repeat: int) -> tuple[list[float], list[float]]:
             assert wide.data is not None
             wide.data.loaded = False
             await pilot.pause()
+            tree.move_cursor(wide)
+            await pilot.pause()
             t0 = time.perf_counter()
-            wide.expand()
+            app.simulate_key("right")  # as a user opens it
             await _wait(pilot, lambda: len(wide.children) == 5000)
             await _wait(pilot, lambda t0=t0: frames.first_after(t0) is not None)
             painted = frames.first_after(t0)
