@@ -1,0 +1,843 @@
+"""The PyTorch training client: `attach` a model to a running tuidebug (or MindInsight-style)
+debugger, or `dump` its tensors in the MindSpore layout.
+
+Behaviour follows MindSpore's GPU client (spec §2), through the shared `ProtocolClient`:
+
+* `attach` sends the metadata (`ms_version = "torch-<version>"`, `backend = "GPU"`), the
+  graph (see `graph.py`), and suspends once before training (the initial suspension, where
+  watchpoints are set and `weight_initialization` is checked by the recheck that follows).
+* `step_end()` is the per-step suspension point: the watchpoints are checked on what the
+  step produced, hits are sent, and the client waits for the next command. Step, continue
+  and pause are the server's business (it answers one step at a time); terminate makes
+  `step_end()` raise `Terminated`.
+* Inside a step each leaf-module call, each output gradient and each parameter gradient is
+  a "kernel" in the GPU sense: watched tensors are checked right when they are produced
+  (in the hook), a hit is sent at once and the training suspends there — so "continue"
+  stops on the module that produced the first NaN/Inf, before anything downstream runs —
+  and "next node" / "run to node" suspend there too.
+
+Why backend "GPU" whatever the device: the server decides from `backend` whether node
+stepping is offered (spec §2.12), and this client implements GPU semantics (per-kernel
+checks and suspension); "Ascend" would also offer `operator_overflow`, which needs Ascend's
+overflow records that a PyTorch training does not have.
+
+Tensors are held by reference (no copies): forward outputs from forward hooks, output
+gradients from tensor hooks, parameter gradients from post-accumulate hooks (so
+`optimizer.zero_grad()` before `step_end()` does not lose them), parameters live (their
+values after the optimizer step at `step_end`). A held tensor that was later modified in
+place (an in-place ReLU after a convolution, `zero_grad(set_to_none=False)`) is reported as
+unavailable rather than shown with the wrong values. Previous-step copies are kept only for
+parameters watched by a change condition. Nothing is computed when nothing is watched; a
+watched tensor costs one statistics pass (on its own device) when it is produced.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from tuidebug.client.protocol import (
+    CheckItem,
+    ClientError,
+    ClientWatchpoint,
+    ProtocolClient,
+    RunCommand,
+)
+from tuidebug.core.conditions import CheckRequest, CheckResult, ConditionType
+from tuidebug.torch.dump import DumpSink, StepSelection
+from tuidebug.torch.graph import (
+    ForwardRecorder,
+    ModelGraph,
+    eval_no_grad,
+    fill_types,
+    flatten_tensors,
+    leaf_modules,
+    record_forward,
+    trace_model,
+)
+from tuidebug.torch.stats import evaluate_tensor, to_numpy
+
+__all__ = [
+    "Debugger",
+    "DebuggerUnavailable",
+    "DebuggerWarning",
+    "OnDisconnect",
+    "Terminated",
+    "attach",
+    "dump",
+]
+
+log = logging.getLogger("tuidebug.torch")
+
+OnDisconnect = Literal["continue", "wait", "raise"]
+Keep = Literal["auto", "all", "watched"]
+
+BACKEND = "GPU"  # see the module docstring
+_CHANGE_CONDITIONS = frozenset(
+    {
+        int(ConditionType.CHANGE_TOO_LARGE),
+        int(ConditionType.CHANGE_TOO_SMALL),
+        int(ConditionType.NOT_CHANGED),
+    }
+)
+_RUN_STEP = RunCommand("step")
+_WAIT_DELAYS = (1.0, 2.0, 5.0, 10.0)  # "wait" policy: reconnect attempts, then every 10 s
+_WAIT_NOTICE_EVERY = 60.0
+# keep="auto": a suspension the debugger ended faster than this was "continue" (nobody
+# looking); a longer one means a person is stepping and will want to see every tensor
+INTERACTIVE_SECONDS = 0.25
+
+
+class Terminated(Exception):
+    """The debugger terminated the training (raised by `Debugger.step_end`)."""
+
+
+class DebuggerUnavailable(ConnectionError):
+    """The debugger cannot be reached (only with `on_disconnect="raise"`)."""
+
+
+class DebuggerWarning(UserWarning):
+    """The debugger is gone and the training goes on without it (`on_disconnect="continue"`)."""
+
+
+# ================================================================================ capture
+class _Held:
+    """A captured tensor and its version: an in-place change after capture makes it stale."""
+
+    __slots__ = ("tensor", "version")
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor.detach()
+        self.version = tensor._version
+
+    def get(self) -> torch.Tensor | None:
+        return self.tensor if self.tensor._version == self.version else None
+
+
+class _StepStore:
+    """What the current step produced: node name → output slots, and execution order."""
+
+    def __init__(self) -> None:
+        self.slots: dict[str, list[_Held | None]] = {}
+        self.order: dict[str, int] = {}
+        self.seq = 0
+
+    def put_all(self, name: str, tensors: Sequence[torch.Tensor]) -> None:
+        self.slots[name] = [_Held(t) for t in tensors]
+        self.order[name] = self.seq
+        self.seq += 1
+
+    def put(self, name: str, slot: int, tensor: torch.Tensor) -> None:
+        held = self.slots.get(name)
+        if held is None:
+            held = self.slots[name] = []
+            self.order[name] = self.seq
+            self.seq += 1
+        while len(held) <= slot:
+            held.append(None)
+        held[slot] = _Held(tensor)
+
+    def get(self, name: str, slot: int) -> torch.Tensor | None:
+        held = self.slots.get(name)
+        if held is None or slot >= len(held) or held[slot] is None:
+            return None
+        return held[slot].get()  # type: ignore[union-attr]
+
+    def clear(self) -> None:
+        self.slots.clear()
+        self.order.clear()
+        self.seq = 0
+
+
+# =============================================================================== debugger
+class Debugger:
+    """One model attached to a debugger and/or a dump. Create with `attach` or `dump`."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer | None = None,
+        *,
+        host: str | None = "127.0.0.1",
+        port: int = 50051,
+        on_disconnect: OnDisconnect = "continue",
+        dump_dir: str | Path | None = None,
+        dump_steps: StepSelection = None,
+        example_inputs: Any = None,
+        trace: str = "auto",
+        keep: Keep = "auto",
+        keep_output_grads: bool = False,
+        heartbeat_period: int = 30,
+        retry_delay: float = 1.0,
+    ) -> None:
+        if on_disconnect not in ("continue", "wait", "raise"):
+            raise ValueError(
+                f"on_disconnect must be continue, wait or raise, not {on_disconnect!r}."
+            )
+        if keep not in ("auto", "all", "watched"):
+            raise ValueError(f"keep must be auto, all or watched, not {keep!r}.")
+        if trace not in ("auto", "fx", "hooks"):
+            raise ValueError(f"trace must be auto, fx or hooks, not {trace!r}.")
+        self.model = model
+        self.optimizer = optimizer
+        self.host = host
+        self.port = port
+        self.target = f"{host}:{port}" if host is not None else ""
+        self.on_disconnect: OnDisconnect = on_disconnect
+        self.keep: Keep = keep
+        # hold a reference to every tensor of the running step (not only watched ones)
+        self._hold_all = keep != "watched"
+        self.keep_output_grads = keep_output_grads
+        self.heartbeat_period = heartbeat_period
+        self.retry_delay = retry_delay
+        self.example_inputs = example_inputs
+        self.trace = trace
+        self.step = 0  # completed steps (= MindSpore's cur_step at step-end suspensions)
+        self.graph: ModelGraph | None = None
+
+        self._dump: DumpSink | None = None
+        self._dump_dir = dump_dir
+        self._dump_steps = dump_steps
+        self._client: ProtocolClient | None = None
+        self._online = False
+        self._closed = False
+        self._suspended = False
+        self._cmd: RunCommand = _RUN_STEP
+        self._pending: BaseException | None = None
+        self._store = _StepStore()
+        self._counts: dict[str, int] = {}
+        self._params: dict[str, nn.Parameter] = {}
+        self._prev: dict[str, torch.Tensor] = {}
+        self._names: list[str] = []
+        self._watch_key: tuple[tuple[int, ClientWatchpoint], ...] | None = None
+        self._watched: frozenset[str] = frozenset()
+        self._change_params: frozenset[str] = frozenset()
+        self._grad_name: dict[str, str] = {}
+        self._param_grad_name: dict[str, str] = {}
+        self._by_call: dict[tuple[str, int], str] = {}
+        self._handles: list[Any] = []
+        self._recorder: ForwardRecorder | None = None
+        self._recorder_handles: list[Any] = []
+        self._warned: set[str] = set()
+
+    # ============================================================== lifecycle
+    def start(self) -> Debugger:
+        """Build the graph, install the hooks, connect and suspend (initial suspension).
+        Models that `torch.fx` cannot trace (and that came without `example_inputs`) are
+        recorded during their first forward pass; the graph is sent right after it."""
+        graph: ModelGraph | None = None
+        if self.trace in ("auto", "fx"):
+            graph = trace_model(self.model, method=self.trace)
+        if self.example_inputs is not None:
+            args = self.example_inputs
+            args = args if isinstance(args, (tuple, list)) else (args,)
+            with eval_no_grad(self.model):
+                if graph is None:
+                    graph = record_forward(self.model, lambda: self.model(*args))
+                else:
+                    fill_types(graph, self.model, lambda: self.model(*args))
+        if graph is None:
+            self._start_recording()
+            return self
+        self._graph_ready(graph)
+        return self
+
+    def _graph_ready(self, graph: ModelGraph) -> None:
+        self.graph = graph
+        self._params = dict(graph.parameters)
+        self._names = [*graph.inputs, *graph.by_name]
+        self._by_call = {key: node.name for key, node in graph.by_call.items()}
+        self._grad_name = {fwd: g.name for fwd, g in graph.output_grad_of.items()}
+        self._param_grad_name = {p: g.name for p, g in graph.param_grad_of.items()}
+        if self._dump_dir is not None:
+            device = "GPU" if any(p.is_cuda for p in self._params.values()) else "CPU"
+            self._dump = DumpSink(
+                self._dump_dir, graph.root_class, self._dump_steps, device_target=device
+            )
+        self._install_hooks()
+        if self.host is not None:
+            self._connect_first()
+        self._update_hooks()
+
+    def _start_recording(self) -> None:
+        """Untraceable model: record its first forward, then carry on as if traced."""
+        recorder = ForwardRecorder(self.model)
+        recorder.__enter__()
+        self._recorder = recorder
+        self._recorder_handles.append(self.model.register_forward_hook(self._recorded))
+
+    def _recorded(self, module: nn.Module, args: Any, output: Any) -> None:
+        recorder = self._recorder
+        if recorder is None:
+            return
+        self._recorder = None
+        for handle in self._recorder_handles:
+            handle.remove()
+        self._recorder_handles.clear()
+        recorder.__exit__(None, None, None)
+        self._graph_ready(recorder.graph())
+
+    def close(self) -> None:
+        """Remove the hooks, finish the dump and tell the debugger the training is done."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._recorder is not None:
+            self._recorder.__exit__(None, None, None)
+            self._recorder = None
+        for handle in self._recorder_handles:
+            handle.remove()
+        self._remove_hooks()
+        if self._dump is not None:
+            self._dump.finish()
+        self._close_client(goodbye=True)
+        self._online = False
+        self._store.clear()
+        self._prev.clear()
+
+    def __enter__(self) -> Debugger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def connected(self) -> bool:
+        """True while a debugger session is active."""
+        return self._online
+
+    @property
+    def dump_root(self) -> Path | None:
+        return self._dump.root if self._dump is not None else None
+
+    def core_graph(self) -> Any:
+        """The `core.Graph` the debugger shows (None before the graph is known)."""
+        return self.graph.graph() if self.graph is not None else None
+
+    # ================================================================ the step
+    def step_end(self) -> None:
+        """The end of one training step (call it after `optimizer.step()`): dump, check the
+        watchpoints, suspend and obey the debugger. Raises `Terminated` when the debugger
+        terminated the training, `DebuggerUnavailable` when it is gone and
+        `on_disconnect="raise"`."""
+        self._raise_pending()
+        if self._closed:
+            return
+        iteration = self.step
+        if self._dump is not None and self.graph is not None and self._dump.wants(iteration):
+            self._write_dump(iteration)
+        if self._online and self._client is not None:
+            running = self.step + 1
+            if self._client.watchpoints:
+                hits = self._client.check(self, running)
+                if hits:
+                    self._client.send_hits(hits)
+            self.step = running
+            self._suspend("", boundary=True)
+        else:
+            self.step += 1
+        self._store.clear()
+        if not self._online:
+            self._choose_holding(0.0)
+            if self._dump is not None and self._dump.done(self.step):
+                self._update_hooks()
+        self._raise_pending()
+
+    def _raise_pending(self) -> None:
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        self.close()
+        raise pending
+
+    # =============================================================== connection
+    def _new_client(self) -> ProtocolClient:
+        return ProtocolClient(
+            self.target,
+            backend=BACKEND,
+            ms_version=f"torch-{torch.__version__}",
+            heartbeat_period=self.heartbeat_period,
+            retry_delay=self.retry_delay,
+            reconnect=True,
+            # the training thread is the only one that ever waits; the plain blocking call
+            # costs a third of a polled one, and it is paid at every step end
+            interruptible=False,
+        )
+
+    def _open_session(self) -> str:
+        """Handshake and graph; "" on success, else one sentence saying why not."""
+        assert self.graph is not None
+        client = self._new_client()
+        try:
+            matched = client.connect(self.step, graph_num=1)
+        except ClientError as exc:
+            client.close()
+            return str(exc)
+        if not matched:
+            client.close()
+            return f"The debugger at {self.target} refused this training (version check)."
+        if not client.send_graphs([self.graph.graph_proto()]):
+            client.close()
+            return f"The debugger at {self.target} did not accept the graph."
+        self._client = client
+        self._online = True
+        self._cmd = _RUN_STEP
+        self._watch_key = None
+        self._refresh_watch()
+        return ""
+
+    def _connect_first(self) -> None:
+        error = self._open_session()
+        if error:
+            if self.on_disconnect == "raise":
+                raise DebuggerUnavailable(error)
+            if self.on_disconnect == "continue":
+                self._warn(f"{error.rstrip('.')}; the training runs without the debugger.")
+                return
+            if not self._wait_for_debugger(error):
+                return
+        self._suspend("", boundary=True)
+
+    def _wait_for_debugger(self, error: str) -> bool:
+        """`on_disconnect="wait"`: block until a debugger answers (saying so on stderr)."""
+        self._warn(f"{error.rstrip('.')}; waiting for a debugger at {self.target}.")
+        attempt = 0
+        last_notice = time.monotonic()
+        while not self._closed:
+            time.sleep(_WAIT_DELAYS[min(attempt, len(_WAIT_DELAYS) - 1)] * self.retry_delay)
+            attempt += 1
+            error = self._open_session()
+            if not error:
+                log.warning("tuidebug: connected to the debugger at %s", self.target)
+                return True
+            if time.monotonic() - last_notice > _WAIT_NOTICE_EVERY:
+                log.warning("tuidebug: still waiting for a debugger at %s", self.target)
+                last_notice = time.monotonic()
+        return False
+
+    def _close_client(self, *, goodbye: bool) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        if goodbye and not client.terminated:
+            client.finish(self.step)  # spec §2.11: training_done
+        else:
+            client.close()
+
+    def _warn(self, message: str) -> None:
+        log.warning("tuidebug: %s", message)
+        warnings.warn(message, DebuggerWarning, stacklevel=3)
+
+    # =============================================================== suspension
+    def _suspend(self, cur_node: str, *, boundary: bool) -> None:
+        """Serve the debugger's commands here until it lets the training run on."""
+        if self._suspended:
+            return
+        while self._online and self._client is not None:
+            client = self._client
+            cur_step = self.step if boundary else self.step + 1
+            self._suspended = True
+            started = time.monotonic()
+            try:
+                result = client.command_loop(self, cur_step, cur_node)
+            finally:
+                self._suspended = False
+            if result is not None:
+                self._cmd = result
+                self._refresh_watch()
+                self._choose_holding(time.monotonic() - started)
+                if boundary and self.optimizer is None:
+                    self._snapshot_previous()
+                return
+            if not client.connection_lost:
+                # an exit command: stop at the step boundary, as MindSpore does
+                self._go_offline(goodbye=False)
+                self._pending = Terminated("The debugger terminated the training.")
+                return
+            self._go_offline(goodbye=False)
+            message = f"Lost the debugger at {self.target}"
+            if self.on_disconnect == "raise":
+                self._pending = DebuggerUnavailable(f"{message}.")
+                return
+            if self.on_disconnect == "continue":
+                self._warn(f"{message}; the training continues without it.")
+                return
+            if not self._wait_for_debugger(message):
+                return
+            boundary = True  # a new debugger session starts with its initial suspension
+            cur_node = ""
+
+    def _choose_holding(self, suspended_for: float) -> None:
+        """Whether the next tensors are all held (viewable at the next suspension) or only
+        the watched ones. Holding every activation until the step ends keeps memory that
+        autograd would have freed and reused during backward — a few percent of a small
+        model's step — so `keep="auto"` does it only when someone is looking: after a
+        suspension that lasted (a person stepping), while node stepping, or for a dump."""
+        if self.keep != "auto":
+            return
+        self._hold_all = (
+            suspended_for >= INTERACTIVE_SECONDS
+            or self._cmd.level == "node"
+            or (self._dump is not None and self._dump.wants(self.step))
+        )
+
+    def _go_offline(self, *, goodbye: bool) -> None:
+        self._online = False
+        self._close_client(goodbye=goodbye)
+        self._watched = frozenset()
+        self._change_params = frozenset()
+        self._prev.clear()
+        self._update_hooks()
+
+    def _after_kernel(self, name: str) -> None:
+        """A node just produced `name`'s tensor: check it, and suspend on a hit or when
+        node stepping asks for it (spec §2.6 GPU suspension points)."""
+        client = self._client
+        if client is None:
+            return
+        hits = []
+        if name in self._watched:
+            hits = client.check(
+                self, self.step + 1, recheck=True, per_kernel=True, items=self._items_of(name)
+            )
+            if hits:
+                client.send_hits(hits)
+        cmd = self._cmd
+        if hits or (cmd.level == "node" and cmd.node_name in ("", name)):
+            self._suspend(name, boundary=False)
+
+    # ================================================================= watching
+    def _refresh_watch(self) -> None:
+        """Which names the debugger's watchpoints cover (recomputed when they change)."""
+        client = self._client
+        items = tuple(client.watchpoints.items()) if client is not None else ()
+        if items == self._watch_key:
+            return
+        self._watch_key = items
+        watched: set[str] = set()
+        change: set[str] = set()
+        for _, wp in items:
+            is_change = wp.condition in _CHANGE_CONDITIONS
+            for name in self._names:
+                if wp.match(name) is not None:
+                    watched.add(name)
+                    if is_change and name in self._params:
+                        change.add(name)
+        self._watched = frozenset(watched)
+        self._change_params = frozenset(change)
+        if not self._change_params:
+            self._prev.clear()
+
+    def _snapshot_previous(self) -> None:
+        """Previous-step copies, only of parameters watched by a change condition."""
+        self._prev = {
+            name: self._params[name].detach().clone() for name in sorted(self._change_params)
+        }
+
+    def _before_update(self, optimizer: object, args: object, kwargs: object) -> None:
+        if self._online:
+            self._snapshot_previous()
+
+    # ===================================================== TensorProvider (protocol)
+    def lookup(self, name: str, slot: str, iter: str) -> np.ndarray | None:
+        """The tensor `<name>:<slot>` for a ViewCMD (copied to the host only now)."""
+        try:
+            index = int(slot or 0)
+        except ValueError:
+            return None
+        if iter == "prev":
+            prev = self._prev.get(name) if index == 0 else None
+            return to_numpy(prev) if prev is not None else None
+        if iter:
+            return None
+        param = self._params.get(name)
+        if param is not None:
+            return to_numpy(param) if index == 0 else None
+        tensor = self._store.get(name, index)
+        if tensor is None:
+            if name in self._store.slots:
+                self._note_stale(name)
+            return None
+        return to_numpy(tensor)
+
+    def check_items(self) -> list[CheckItem]:
+        """The watched tensors now: this step's captures, then the parameters."""
+        self._refresh_watch()
+        watched = self._watched
+        items: list[CheckItem] = []
+        for name, slots in self._store.slots.items():
+            if name not in watched:
+                continue
+            order = self._store.order.get(name, 0)
+            for slot, held in enumerate(slots):
+                if held is not None:
+                    items.append(self._item(name, slot, order, held))
+        end = self._store.seq
+        for i, (name, param) in enumerate(self._params.items()):
+            if name in watched:
+                items.append(self._param_item(name, param, end + i))
+        items.sort(key=lambda item: item.order)
+        return items
+
+    def _items_of(self, name: str) -> list[CheckItem]:
+        slots = self._store.slots.get(name, [])
+        order = self._store.order.get(name, 0)
+        return [
+            self._item(name, slot, order, held)
+            for slot, held in enumerate(slots)
+            if held is not None
+        ]
+
+    def _item(self, name: str, slot: int, order: int, held: _Held) -> CheckItem:
+        def load() -> np.ndarray | None:
+            tensor = held.get()
+            return to_numpy(tensor) if tensor is not None else None
+
+        def check(requests: Sequence[CheckRequest], wants_prev: bool) -> list[CheckResult] | None:
+            tensor = held.get()
+            if tensor is None:
+                self._note_stale(name)
+                return None
+            return evaluate_tensor(tensor, requests, None)
+
+        return CheckItem(name, slot, order, False, load=load, evaluate=check)
+
+    def _param_item(self, name: str, param: nn.Parameter, order: int) -> CheckItem:
+        def load() -> np.ndarray | None:
+            return to_numpy(param)
+
+        def load_previous() -> np.ndarray | None:
+            prev = self._prev.get(name)
+            return to_numpy(prev) if prev is not None else None
+
+        def check(requests: Sequence[CheckRequest], wants_prev: bool) -> list[CheckResult]:
+            prev = self._prev.get(name) if wants_prev else None
+            return evaluate_tensor(param, requests, prev)
+
+        return CheckItem(
+            name, 0, order, True, load=load, load_previous=load_previous, evaluate=check
+        )
+
+    def _note_stale(self, name: str) -> None:
+        if name not in self._warned:
+            self._warned.add(name)
+            log.info(
+                "tuidebug: %s was modified in place after it was produced; its value is "
+                "reported as unavailable",
+                name,
+            )
+
+    # ==================================================================== hooks
+    def _capturing(self) -> bool:
+        return self._online or (self._dump is not None and not self._dump.done(self.step))
+
+    def _install_hooks(self) -> None:
+        assert self.graph is not None
+        self._handles.append(self.model.register_forward_pre_hook(self._root_pre))
+        for qualname, module in leaf_modules(self.model).items():
+            self._handles.append(module.register_forward_hook(self._make_forward_hook(qualname)))
+        for name, param in self._params.items():
+            gname = self._param_grad_name.get(name)
+            if gname is not None and param.requires_grad:
+                hook = partial(self._on_param_grad, gname)
+                self._handles.append(param.register_post_accumulate_grad_hook(hook))
+        if self.optimizer is not None:
+            self._handles.append(self.optimizer.register_step_pre_hook(self._before_update))
+
+    def _remove_hooks(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def _update_hooks(self) -> None:
+        """No debugger and no more dumping: take the hooks out (zero overhead from now)."""
+        if not self._capturing():
+            self._remove_hooks()
+            self._store.clear()
+
+    def _root_pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        self._counts.clear()  # call numbering restarts with every pass through the model
+        graph = self.graph
+        if graph is None:
+            return
+        for i, arg in enumerate(args):
+            if isinstance(arg, torch.Tensor):
+                name = f"args{i}"
+                if name in graph.inputs and (self._hold_all or name in self._watched):
+                    self._store.put_all(name, [arg])
+                    if self._online and not self._suspended and name in self._watched:
+                        self._check_input(name)
+
+    def _check_input(self, name: str) -> None:
+        client = self._client
+        if client is None:
+            return
+        hits = client.check(
+            self, self.step + 1, recheck=True, per_kernel=True, items=self._items_of(name)
+        )
+        if hits:
+            client.send_hits(hits)
+            self._suspend("", boundary=False)
+
+    def _make_forward_hook(self, qualname: str) -> Callable[..., None]:
+        by_call = self._by_call
+        counts = self._counts
+
+        def hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+            index = counts.get(qualname, 0)
+            counts[qualname] = index + 1
+            name = by_call.get((qualname, index))
+            if name is None:
+                return  # a call the graph does not have (the model ran differently)
+            outs = [output] if isinstance(output, torch.Tensor) else flatten_tensors(output)
+            online = self._online
+            if self._hold_all or name in self._watched:
+                self._store.put_all(name, outs)
+            if online and torch.is_grad_enabled():
+                gname = self._grad_name.get(name)
+                # a tensor hook makes backward call into Python for that tensor: only for
+                # watched output gradients, while node stepping, or when asked for
+                if gname is not None and (
+                    self.keep_output_grads or gname in self._watched or self._cmd.level == "node"
+                ):
+                    for slot, t in enumerate(outs):
+                        if t.requires_grad:
+                            t.register_hook(partial(self._on_output_grad, gname, slot))
+            if online and not self._suspended:
+                self._after_kernel(name)
+
+        return hook
+
+    def _on_output_grad(self, gname: str, slot: int, grad: torch.Tensor) -> None:
+        if self._closed:
+            return
+        self._store.put(gname, slot, grad)
+        if self._online and not self._suspended:
+            self._after_kernel(gname)
+
+    def _on_param_grad(self, gname: str, param: torch.Tensor) -> None:
+        grad = param.grad
+        if grad is None or self._closed:
+            return
+        if self._hold_all or gname in self._watched:
+            self._store.put(gname, 0, grad)
+        if self._online and not self._suspended:
+            self._after_kernel(gname)
+
+    # ===================================================================== dump
+    def _write_dump(self, iteration: int) -> None:
+        assert self._dump is not None and self.graph is not None
+        tensors: dict[str, list[torch.Tensor | None]] = {}
+        stale = []
+        for name, slots in self._store.slots.items():
+            values = [h.get() if h is not None else None for h in slots]
+            if any(h is not None and v is None for h, v in zip(slots, values, strict=True)):
+                stale.append(name)
+            tensors[name] = values
+        for name, param in self._params.items():
+            tensors[name] = [param.detach()]
+        order = sorted(self._store.order, key=self._store.order.__getitem__)
+        self._dump.write(iteration, self.graph, tensors, order)
+        for name in stale:
+            self._note_stale(name)
+
+
+# ================================================================================ API
+def attach(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | None = None,
+    *,
+    host: str | None = "127.0.0.1",
+    port: int = 50051,
+    on_disconnect: OnDisconnect = "continue",
+    dump_dir: str | Path | None = None,
+    dump_steps: StepSelection = None,
+    example_inputs: Any = None,
+    trace: str = "auto",
+    keep: Keep = "auto",
+    keep_output_grads: bool = False,
+    heartbeat_period: int = 30,
+    retry_delay: float = 1.0,
+) -> Debugger:
+    """Attach `model` to the debugger at `host:port`: send its graph and wait for the first
+    command (the initial suspension). Call `step_end()` after every `optimizer.step()` and
+    `close()` at the end (or use the debugger as a context manager).
+
+    `on_disconnect`: what happens when the debugger is unreachable or goes away —
+    "continue" (default) warns (`DebuggerWarning`) and trains on without it, "wait" blocks
+    until a debugger answers again (logging that it waits), "raise" raises
+    `DebuggerUnavailable` (from `attach` or the next `step_end`).
+    `dump_dir`/`dump_steps`: also write a MindSpore 2.10-layout dump (see `dump`).
+    `host=None`: no debugger at all (dump only).
+    `example_inputs`: one batch to learn output shapes from a side-effect-free probe pass
+    (eval mode, no gradients); also needed up front for models `torch.fx` cannot trace
+    (otherwise the graph is recorded during the first forward and sent right after it).
+    `keep`: which tensors of a step are held (by reference) to be viewed when suspended:
+    "all", "watched" only, or "auto" (default): all of them after a suspension that lasted
+    (someone is stepping) or while node stepping, only the watched ones in continue mode
+    (holding every activation until the step ends costs a few percent on small models).
+    `keep_output_grads`: also hold every module's output gradient (by default only watched
+    ones, and all of them while node stepping: a tensor hook per module output makes the
+    backward pass call into Python, which costs several percent on small models).
+    `retry_delay`: MindSpore's back-off unit (n·delay after the n-th failed WaitCMD, giving
+    up after 5).
+    """
+    debugger = Debugger(
+        model,
+        optimizer,
+        host=host,
+        port=port,
+        on_disconnect=on_disconnect,
+        dump_dir=dump_dir,
+        dump_steps=dump_steps,
+        example_inputs=example_inputs,
+        trace=trace,
+        keep=keep,
+        keep_output_grads=keep_output_grads,
+        heartbeat_period=heartbeat_period,
+        retry_delay=retry_delay,
+    )
+    return debugger.start()
+
+
+def dump(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    out_dir: str | Path,
+    steps: StepSelection = None,
+    *,
+    example_inputs: Any = None,
+    trace: str = "auto",
+) -> Debugger:
+    """Write the tensors of training steps as a MindSpore 2.10-layout dump in `out_dir`
+    (read by `tuidebug offline`, `tuidebug check` and `DumpAnalyzer`), no debugger needed.
+
+    `steps`: an int n dumps the first n steps; a collection dumps those iterations
+    (0-based: step 1 is iteration 0, as in MindSpore dumps); None dumps every step.
+    Call `step_end()` after every `optimizer.step()` and `close()` at the end."""
+    debugger = Debugger(
+        model,
+        optimizer,
+        host=None,
+        dump_dir=out_dir,
+        dump_steps=steps,
+        example_inputs=example_inputs,
+        trace=trace,
+    )
+    return debugger.start()
