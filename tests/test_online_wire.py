@@ -87,7 +87,7 @@ def test_training_done_has_no_version_handling(online, graph) -> None:
     reply = client.stub.SendMetadata(
         client.metadata(step=3, training_done=True, ms_version="0.1"), timeout=20
     )
-    assert reply.status == OK and reply.WhichOneof("cmd") is None
+    assert reply.status == OK and reply.version_matched  # set on every reply (spec §1.6)
     wait_state(session, SessionState.DONE)
     assert session.metadata.step == 3
     client.close()
@@ -626,3 +626,42 @@ def test_unanswered_tensor_request_times_out(graph) -> None:
         client.close()
     finally:
         session.close()
+
+
+def test_graph_with_too_many_nodes(graph) -> None:
+    session, log = make_session(max_graph_nodes=50)
+    try:
+        client = RawClient(session.address)
+        client.hello()
+        assert client.send_graph(graph).status == OK
+        wait_state(session, SessionState.NODE_TOO_LARGE)
+        assert "more than the 50" in log.wait_for(Notice).message
+        future = client.wait_future()  # suspended until terminate, not failed into an exit
+        with pytest.raises(SessionError, match="too large"):
+            session.step()
+        session.terminate()
+        assert future.result(timeout=20).exit
+        client.close()
+    finally:
+        session.close()
+
+
+def test_new_metadata_starts_a_new_session(online, graph) -> None:
+    session, log = online
+    client = connect_raw(session, graph)
+    stale = client.wait_future()
+    wait_state(session, SessionState.WAITING)
+    session.create_watchpoint("TO", {})
+    other = RawClient(session.address)
+    assert other.hello().version_matched  # a new training process
+    assert stale.result(timeout=20).status == FAILED  # the old one's long poll ends
+    wait_state(session, SessionState.PENDING)
+    assert session.watchpoints == () and session.graphs == {}
+    start = len(log.events)
+    assert other.send_graph(graph).status == OK
+    future = other.wait_future()
+    assert log.wait_for(GraphsLoaded, after=start).first_time
+    session.terminate()
+    assert future.result(timeout=20).exit
+    client.close()
+    other.close()

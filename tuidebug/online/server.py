@@ -130,12 +130,18 @@ class EventListener:
 
     def SendMetadata(self, request: Any, context: grpc.ServicerContext) -> pb.EventReply:
         if isinstance(request, _Garbage):
-            return self._garbage("SendMetadata", request, context)
+            reply = self._garbage("SendMetadata", request, context)
+            reply.version_matched = False
+            return reply
         try:
-            return self.session.wire_metadata(request, context.peer())
+            reply = self.session.wire_metadata(request, context.peer())
         except Exception as exc:
             log.warning("SendMetadata failed: %s: %s", type(exc).__name__, exc)
-            return failed_reply()
+            reply = failed_reply()
+        if reply.WhichOneof("cmd") is None:
+            # MindSpore reads the oneof case before anything else (spec §1.6): always set it
+            reply.version_matched = reply.status == pb.EventReply.OK
+        return reply
 
     def SendHeartbeat(self, request: Any, context: grpc.ServicerContext) -> pb.EventReply:
         if isinstance(request, _Garbage):

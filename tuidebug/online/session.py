@@ -147,6 +147,7 @@ class OnlineSession(DebugSession):
         wait_slice: float = 0.5,
         heartbeat_limits: tuple[float, float] = HEARTBEAT_LIMITS,
         heartbeat_scale: float = 1.0,
+        max_graph_nodes: int | None = None,
     ) -> None:
         """`heartbeat_limits`/`heartbeat_scale` are test hooks: the watchdog expects a
         heartbeat every `(period + 0.5) * heartbeat_scale` seconds."""
@@ -158,6 +159,7 @@ class OnlineSession(DebugSession):
         self.wait_slice = wait_slice
         self.heartbeat_limits = heartbeat_limits
         self.heartbeat_scale = heartbeat_scale
+        self.max_graph_nodes = max_graph_nodes  # None = the graph reader's limit
         self.address = ""
         self._server: grpc.Server | None = None
         self._close_hooks: list[Callable[[], None]] = []
@@ -439,6 +441,8 @@ class OnlineSession(DebugSession):
         state = self._meta.state
         if state is SessionState.MISMATCH:
             raise SessionError("The MindSpore version does not match; only terminate is possible.")
+        if state is SessionState.NODE_TOO_LARGE:
+            raise SessionError("The graph is too large to show; only terminate is possible.")
         if state is not SessionState.WAITING:
             raise SessionError(f"Cannot {what} now: the training is {state.value}.")
 
@@ -670,7 +674,10 @@ class OnlineSession(DebugSession):
         graphs: dict[str, Graph] = {}
         try:
             for proto in protos:
-                graph = graph_from_proto(proto)
+                if self.max_graph_nodes is None:
+                    graph = graph_from_proto(proto)
+                else:
+                    graph = graph_from_proto(proto, limit=self.max_graph_nodes)
                 graphs[graph.name] = graph
         except GraphTooLargeError as exc:
             with self._lock:
@@ -694,7 +701,9 @@ class OnlineSession(DebugSession):
         with self._cond:
             if not self._active or self._closed:
                 return pb.EventReply(status=_FAILED)
-            mismatch = self._meta.state is SessionState.MISMATCH
+            # a refused client (version, graph size) waits for terminate like MindInsight's
+            # mismatch state, instead of being failed into an exit loop
+            mismatch = self._meta.state in (SessionState.MISMATCH, SessionState.NODE_TOO_LARGE)
             if not mismatch and not self._graphs:
                 return pb.EventReply(status=_FAILED)  # spec §2.5: no graph yet
             self._waiter += 1
@@ -747,7 +756,7 @@ class OnlineSession(DebugSession):
             self._delivered(reply)
             return reply
         state = self._meta.state
-        if state is SessionState.MISMATCH:
+        if state in (SessionState.MISMATCH, SessionState.NODE_TOO_LARGE):
             return None
         if self._remaining != 0:
             # spec §2.6: step N / continue are single steps sent one by one
