@@ -6,6 +6,7 @@ node stepping, version mismatch."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -326,3 +327,33 @@ def test_run_demo_online(dump_2_0: Path) -> None:
     finally:
         session.close()
     assert session.metadata.state in (SessionState.WAITING, SessionState.DONE)
+
+
+def test_pause_stops_a_continue_at_the_next_suspension(dump_2_0: Path) -> None:
+    live = Live(dump_2_0)
+    try:
+        session = live.session
+        wait_state(session, SessionState.WAITING)
+        running = threading.Event()
+        release = threading.Event()
+        check = live.sim.client.check
+
+        def gated_check(*args, **kwargs):  # the training is busy in step 1 until released
+            running.set()
+            assert release.wait(TIMEOUT)
+            return check(*args, **kwargs)
+
+        live.sim.client.check = gated_check  # type: ignore[method-assign]
+        session.continue_()
+        assert running.wait(TIMEOUT)
+        assert session.metadata.state is SessionState.RUNNING
+        session.pause()
+        assert "Pausing" in session.metadata.message
+        release.set()
+        wait_until(lambda: session.metadata.step == 1, what="step 1")
+        wait_state(session, SessionState.WAITING)  # not continued past the suspension
+        assert session.metadata.step == 1
+        with pytest.raises(SessionError):
+            session.pause()  # only while running
+    finally:
+        live.close()
