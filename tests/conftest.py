@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_FIXTURES = Path(os.environ.get("TUIDEBUG_FIXTURES", REPO.parent / "shared" / "fixtures"))
+SHARED_FIXTURES = Path(
+    os.environ.get("TUIDEBUG_FIXTURES", REPO.parent / "shared" / "fixtures")
+).resolve()
 
 
 def _require_fixtures() -> Path:
