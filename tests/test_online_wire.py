@@ -665,3 +665,39 @@ def test_new_metadata_starts_a_new_session(online, graph) -> None:
     assert future.result(timeout=20).exit
     client.close()
     other.close()
+
+
+def test_huge_node_list_falls_back_to_star_and_filters_hits(online) -> None:
+    session, _ = online
+    big = _big_graph(20_000)
+    outside = "Other/Mul-op0"
+    big.node.add(name="0", op_type="Mul", scope="Other", full_name=outside)
+    client = RawClient(session.address)
+    client.hello()
+    client.send_graph(big)
+    future = client.wait_future()
+    wait_state(session, SessionState.WAITING)
+    scope = "Default/" + "s" * 200
+    wp = session.create_watchpoint("TO", {}, [scope])  # every Add and w, not Other/
+    session.recheck()
+    set_reply = future.result(timeout=20)
+    assert set_reply.ByteSize() < 4 * MIB  # MindSpore's receive limit (spec §1.6)
+    (node,) = set_reply.set_cmd.watch_nodes
+    assert (node.node_name, node.node_type) == ("*", "scope")
+    assert client.wait(0).run_cmd.run_level == "recheck"
+
+    def hit(name: str) -> pb.WatchpointHit:
+        return pb.WatchpointHit(
+            id=wp.id,
+            tensor=graph_pb.TensorProto(node_name=name, slot="0", finished=True),
+            watch_condition=pb.WatchCondition(condition=13),
+        )
+
+    inside = f"{scope}/Add-op7"
+    client.stub.SendWatchpointHits(iter([hit(outside), hit(inside)]), timeout=20)
+    future = client.wait_future()
+    wait_until(lambda: session.hits != ())
+    assert [h.tensor.node for h in session.hits] == [inside]
+    session.terminate()
+    future.result(timeout=20)
+    client.close()
