@@ -1008,8 +1008,8 @@ class DebuggerApp(App[int]):
         rows: list[KeyRow] = []
         for binding in self.BINDINGS:
             assert isinstance(binding, Binding)
-            if binding.action.startswith("focus_pane"):
-                continue
+            if binding.action.startswith("focus_pane") or binding.action == "back":
+                continue  # listed below with their fuller wording
             keys = ", ".join(_key_display(k) for k in binding.key.split(","))
             unavailable = ""
             if binding.action in GUARDED_ACTIONS:

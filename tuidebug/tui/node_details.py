@@ -38,6 +38,14 @@ class OutputSummary:
 class NodeDetails(VerticalScroll):
     """Right pane, top: the selected node."""
 
+    CONTEXT_TITLE = "node details"
+    CONTEXT_HELP = (
+        "The node's type, names, outputs (dtype, shape and statistics at this step, NaN and\n"
+        "Inf counts in colour), inputs and consumers, attributes and source stack.\n"
+        "Enter on an output opens it in the tensor view; on an input or consumer it goes\n"
+        "to that node."
+    )
+
     DEFAULT_CSS = """
     NodeDetails { height: 1fr; }
     NodeDetails #details-head { height: auto; }

@@ -179,6 +179,15 @@ class GraphTree(Tree[TreeEntry]):
 class ScopeTree(Vertical):
     """Left pane, tab 1: pick a graph, filter, browse scopes, pick a node."""
 
+    CONTEXT_TITLE = "scope tree"
+    CONTEXT_HELP = (
+        "The graph's scopes, opened on demand: → or space opens a scope, ← closes it.\n"
+        "Moving onto a node shows its details (4); Enter also opens its first output in the\n"
+        "tensor view (5). ◉ = watched by a watchpoint, ▲n = n hits below.\n"
+        "/ filters by name as you type (Esc clears); the selectors above pick the graph and\n"
+        "a node type or category (weights, gradients, activations)."
+    )
+
     DEFAULT_CSS = """
     ScopeTree { height: 1fr; }
     ScopeTree #tree-filters { height: 1; }

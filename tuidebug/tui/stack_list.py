@@ -82,6 +82,13 @@ def index_source_lines(graph: Graph) -> list[SourceLine]:
 class StackList(Vertical):
     """Left pane, tab 3."""
 
+    CONTEXT_TITLE = "stack list"
+    CONTEXT_HELP = (
+        "The selected node's source stack, then every source line of the graph with the\n"
+        "number of nodes created there. / searches the lines; Enter on a line lists its\n"
+        "nodes below; Enter on a node shows it in the tree."
+    )
+
     DEFAULT_CSS = """
     StackList { height: 1fr; }
     StackList #stack-search { height: 1; }
