@@ -362,7 +362,7 @@ def test_no_debugger_with_raise_policy_raises() -> None:
 def test_debugger_lost_mid_training_continue_policy(
     session: OnlineSession, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="tuidebug.torch")
+    caplog.set_level(logging.INFO, logger="tuidebug.torch")
     done: list[int] = []
     training = start(session, TinyCNN(), 200, record=done)
     wait_state(session, WAITING)

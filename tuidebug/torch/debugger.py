@@ -285,7 +285,11 @@ class Debugger:
             handle.remove()
         self._recorder_handles.clear()
         recorder.__exit__(None, None, None)
-        self._graph_ready(recorder.graph())
+        try:
+            self._graph_ready(recorder.graph())
+        except DebuggerUnavailable as exc:
+            # inside the model's forward: say it where every other failure is said
+            self._pending = exc
 
     def close(self) -> None:
         """Remove the hooks, finish the dump and tell the debugger the training is done."""
@@ -441,8 +445,10 @@ class Debugger:
             client.close()
 
     def _warn(self, message: str) -> None:
-        log.warning("tuidebug: %s", message)
-        warnings.warn(message, DebuggerWarning, stacklevel=3)
+        # a warning, not a log record: it is printed even when logging is not configured
+        # (the training must never be left without a debugger silently), once per cause
+        log.info("tuidebug: %s", message)
+        warnings.warn(message, DebuggerWarning, stacklevel=2)
 
     # =============================================================== suspension
     def _suspend(self, cur_node: str, *, boundary: bool) -> None:
@@ -752,7 +758,9 @@ class Debugger:
             tensors[name] = values
         for name, param in self._params.items():
             tensors[name] = [param.detach()]
-        order = sorted(self._store.order, key=self._store.order.__getitem__)
+        # the graph's own order (forward calls, then backward), not this step's capture
+        # order: a step can miss calls (the first one of a model recorded by hooks)
+        order = [node.name for node in self.graph.nodes]
         self._dump.write(iteration, self.graph, tensors, order)
         for name in stale:
             self._note_stale(name)

@@ -23,7 +23,7 @@ import linecache
 import os
 import re
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -427,9 +427,6 @@ class ModelGraph:
     def data_inputs(self) -> list[str]:
         return [i.name for i in self.inputs.values() if i.is_data]
 
-    def kernel_names(self) -> list[str]:
-        return [n.name for n in self.nodes]
-
     def node_defs(self) -> tuple[list[NodeDef], list[ParamDef]]:
         """Nodes and parameters as the dump writer declares them (unknown types: no output
         / float32 placeholder, replaced by `graph_proto`'s cleanup for the wire)."""
@@ -779,7 +776,3 @@ class eval_no_grad:
         self.grad.__exit__(*exc)
         for module, mode in self.modes:
             module.training = mode
-
-
-def iter_nodes(graph: ModelGraph, kind: NodeKind) -> Iterator[GraphNode]:
-    return (n for n in graph.nodes if n.kind == kind)
