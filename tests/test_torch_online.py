@@ -6,6 +6,7 @@ server. Every wait is bounded; no assertion depends on timing."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +29,7 @@ import tuidebug.torch as tdb
 from tuidebug.core.session import SessionState
 from tuidebug.core.tensor import TensorRef
 from tuidebug.online.session import OnlineSession
+from tuidebug.torch.debugger import INTERACTIVE_SECONDS
 
 nn = torch.nn
 WAITING = SessionState.WAITING
@@ -218,6 +220,18 @@ def test_tensor_views_equal_the_torch_tensors(session: OnlineSession) -> None:
     assert stats.max_value == pytest.approx(float(seen["conv1"].max()))
     # only parameters watched by a change condition keep a previous value
     assert session.tensor(TensorRef("fc1.weight"), previous=True) is None
+    finish(session, training)
+
+
+def test_auto_keep_holds_every_tensor_after_a_long_suspension(session: OnlineSession) -> None:
+    model = TinyCNN()
+    training = start(session, model, 3)  # keep="auto"
+    wait_state(session, WAITING)
+    time.sleep(2 * INTERACTIVE_SECONDS)  # someone looks at the initial suspension
+    session.step(1)
+    wait_until(lambda: waiting(session) and session.metadata.step == 1, what="step 1")
+    graph = tdb.graph_for(model)
+    assert session.tensor(TensorRef(node_named(graph, "/conv1-Conv2d/"))) is not None
     finish(session, training)
 
 
