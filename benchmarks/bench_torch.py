@@ -20,10 +20,12 @@ the training thread per step (less sensitive to other processes), with ratios to
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -109,6 +111,32 @@ class Controller:
         self.session.close()
 
 
+def _serve(recommended: bool, conn: Any) -> None:
+    """`--server-process`: the debugger side in its own process (as `tuidebug online`)."""
+    controller = Controller(recommended)
+    conn.send(controller.session.port)
+    conn.recv()  # told to stop
+    conn.send(controller.hits)
+    controller.close()
+
+
+class RemoteController:
+    """A `Controller` in a child process."""
+
+    def __init__(self, recommended: bool) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, args=(recommended, child), daemon=True)
+        self.process.start()
+        self.port: int = self.conn.recv()
+        self.hits = 0
+
+    def close(self) -> None:
+        self.conn.send("stop")
+        self.hits = self.conn.recv()
+        self.process.join(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=300, help="measured steps per run")
@@ -116,6 +144,12 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=25, help="steps per turn")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--server-process",
+        action="store_true",
+        help="run each debugger in its own process (as `tuidebug online` would) instead of "
+        "in this one",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -123,12 +157,18 @@ def main() -> None:
     runs: dict[str, tuple[Callable[[int], None], Callable[[], None]]] = {
         "plain": (plain[2], lambda: None)
     }
-    controllers: list[Controller] = []
+    controllers: list[Controller | RemoteController] = []
     debuggers: list[tdb.Debugger] = []
     for label, recommended in (("attached", False), ("recommended", True)):
-        controller = Controller(recommended)
+        controller: Controller | RemoteController
+        if args.server_process:
+            controller = RemoteController(recommended)
+            port = controller.port
+        else:
+            controller = Controller(recommended)
+            port = controller.session.port
         model, opt, step = make_training(args.batch)
-        dbg = tdb.attach(model, opt, port=controller.session.port)
+        dbg = tdb.attach(model, opt, port=port)
         controllers.append(controller)
         debuggers.append(dbg)
         runs[label] = (step, dbg.step_end)
@@ -159,9 +199,11 @@ def main() -> None:
 
     base_wall = statistics.median(wall["plain"])
     base_cpu = statistics.median(cpu["plain"])
+    where = "separate processes" if args.server_process else "this process"
     print(
         f"small CNN on CPU, batch {args.batch}, {args.threads} torch thread(s), "
-        f"{args.steps} steps each (in turns of {args.block}); median per step:"
+        f"{args.steps} steps each (in turns of {args.block}), debuggers in {where}; "
+        "median per step:"
     )
     notes = {
         "plain": "",

@@ -225,7 +225,11 @@ class Debugger:
         self._grad_name: dict[str, str] = {}
         self._param_grad_name: dict[str, str] = {}
         self._by_call: dict[tuple[str, int], str] = {}
-        self._handles: list[Any] = []
+        self._fwd_handles: list[Any] = []
+        self._grad_handles: list[Any] = []
+        self._opt_handles: list[Any] = []
+        self._forward_side: frozenset[str] = frozenset()  # names captured in forward hooks
+        self._param_grad_nodes: frozenset[str] = frozenset()
         self._recorder: ForwardRecorder | None = None
         self._recorder_handles: list[Any] = []
         self._warned: set[str] = set()
@@ -264,10 +268,14 @@ class Debugger:
             self._dump = DumpSink(
                 self._dump_dir, graph.root_class, self._dump_steps, device_target=device
             )
-        self._install_hooks()
+        self._forward_side = frozenset(
+            [*graph.data_inputs, *(n.name for n in graph.nodes if n.kind != "param_grad")]
+        )
+        self._param_grad_nodes = frozenset(self._param_grad_name.values())
+        self._sync_hooks()
         if self.host is not None:
             self._connect_first()
-        self._update_hooks()
+        self._sync_hooks()
 
     def _start_recording(self) -> None:
         """Untraceable model: record its first forward, then carry on as if traced."""
@@ -358,8 +366,7 @@ class Debugger:
         self._store.clear()
         if not self._online:
             self._choose_holding(0.0)
-            if self._dump is not None and self._dump.done(self.step):
-                self._update_hooks()
+            self._sync_hooks()
         self._raise_pending()
 
     def _raise_pending(self) -> None:
@@ -470,6 +477,7 @@ class Debugger:
                 self._choose_holding(time.monotonic() - started)
                 if boundary and self.optimizer is None:
                     self._snapshot_previous()
+                self._sync_hooks()
                 return
             if not client.connection_lost:
                 # an exit command: stop at the step boundary, as MindSpore does
@@ -509,7 +517,9 @@ class Debugger:
         self._watched = frozenset()
         self._change_params = frozenset()
         self._prev.clear()
-        self._update_hooks()
+        self._sync_hooks()
+        if not self._fwd_handles:
+            self._store.clear()
 
     def _after_kernel(self, name: str) -> None:
         """A node just produced `name`'s tensor: check it, and suspend on a hit or when
@@ -650,32 +660,58 @@ class Debugger:
             )
 
     # ==================================================================== hooks
-    def _capturing(self) -> bool:
-        return self._online or (self._dump is not None and not self._dump.done(self.step))
+    # Hooks are installed only while they have something to do: a Python call per module,
+    # per output and per gradient is a few percent of a small model's step, and in continue
+    # mode with nothing watched there is nothing to capture. Three groups, each synced
+    # (installed or removed) whenever what the debugger wants may have changed; the forward
+    # group only ever changes outside a forward pass (a suspension inside one implies it is
+    # installed), so call numbering is never disturbed.
+    def _needs(self) -> tuple[bool, bool, bool]:
+        """(forward hooks, parameter-gradient hooks, optimizer hook) needed now."""
+        dumping = self._dump is not None and self._dump.wants(self.step)
+        if self._closed or not (self._online or dumping):
+            return False, False, False
+        hold = self._hold_all or dumping
+        stepping = self._online and self._cmd.level == "node"
+        watched = self._watched
+        forward = (
+            hold
+            or stepping
+            or (self._online and self.keep_output_grads)
+            or not watched.isdisjoint(self._forward_side)
+        )
+        grads = hold or stepping or not watched.isdisjoint(self._param_grad_nodes)
+        optimizer = self._online and bool(self._change_params) and self.optimizer is not None
+        return forward, grads, optimizer
 
-    def _install_hooks(self) -> None:
-        assert self.graph is not None
-        self._handles.append(self.model.register_forward_pre_hook(self._root_pre))
-        for qualname, module in leaf_modules(self.model).items():
-            self._handles.append(module.register_forward_hook(self._make_forward_hook(qualname)))
-        for name, param in self._params.items():
-            gname = self._param_grad_name.get(name)
-            if gname is not None and param.requires_grad:
-                hook = partial(self._on_param_grad, gname)
-                self._handles.append(param.register_post_accumulate_grad_hook(hook))
-        if self.optimizer is not None:
-            self._handles.append(self.optimizer.register_step_pre_hook(self._before_update))
+    def _sync_hooks(self) -> None:
+        if self.graph is None:
+            return
+        forward, grads, optimizer = self._needs()
+        if forward and not self._fwd_handles:
+            self._fwd_handles.append(self.model.register_forward_pre_hook(self._root_pre))
+            for qualname, module in leaf_modules(self.model).items():
+                hook = self._make_forward_hook(qualname)
+                self._fwd_handles.append(module.register_forward_hook(hook))
+        elif not forward:
+            _remove(self._fwd_handles)
+        if grads and not self._grad_handles:
+            for name, param in self._params.items():
+                gname = self._param_grad_name.get(name)
+                if gname is not None and param.requires_grad:
+                    hook = partial(self._on_param_grad, gname)
+                    self._grad_handles.append(param.register_post_accumulate_grad_hook(hook))
+        elif not grads:
+            _remove(self._grad_handles)
+        if optimizer and not self._opt_handles and self.optimizer is not None:
+            self._opt_handles.append(self.optimizer.register_step_pre_hook(self._before_update))
+        elif not optimizer:
+            _remove(self._opt_handles)
 
     def _remove_hooks(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-
-    def _update_hooks(self) -> None:
-        """No debugger and no more dumping: take the hooks out (zero overhead from now)."""
-        if not self._capturing():
-            self._remove_hooks()
-            self._store.clear()
+        _remove(self._fwd_handles)
+        _remove(self._grad_handles)
+        _remove(self._opt_handles)
 
     def _root_pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         self._counts.clear()  # call numbering restarts with every pass through the model
@@ -764,6 +800,12 @@ class Debugger:
         self._dump.write(iteration, self.graph, tensors, order)
         for name in stale:
             self._note_stale(name)
+
+
+def _remove(handles: list[Any]) -> None:
+    for handle in handles:
+        handle.remove()
+    handles.clear()
 
 
 # ================================================================================ API
