@@ -172,6 +172,35 @@ def test_terminate_at_the_initial_suspension(session: OnlineSession) -> None:
     assert done == []
 
 
+def test_hooks_are_out_while_nothing_is_watched(session: OnlineSession) -> None:
+    model = TinyCNN()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    capturing: list[tuple[bool, bool]] = []
+
+    def body(dbg: tdb.Debugger) -> None:
+        loss_fn = nn.MSELoss()
+        for i in range(FOREVER):
+            x, y = cnn_batches(i)
+            loss_fn(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            dbg.step_end()
+            capturing.append(dbg.capturing)
+
+    training = Training(model, body, optimizer=opt, port=session.port, keep="watched").start()
+    wait_state(session, WAITING)
+    session.continue_()
+    wait_until(lambda: len(capturing) >= 2, what="two steps")
+    session.pause()
+    wait_state(session, WAITING)
+    assert set(capturing) == {(False, False)}  # continue, nothing watched: no hooks at all
+    conv = node_named(tdb.graph_for(model), "/conv1-Conv2d/")
+    session.create_watchpoint("TO", {}, [conv])
+    session.step(1)
+    wait_until(lambda: waiting(session) and capturing[-1] == (True, False), what="forward hooks")
+    finish(session, training)
+
+
 # ------------------------------------------------------------------------------ tensors
 def test_tensor_views_equal_the_torch_tensors(session: OnlineSession) -> None:
     model = TinyCNN()

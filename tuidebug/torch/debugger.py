@@ -334,6 +334,12 @@ class Debugger:
         return self._online
 
     @property
+    def capturing(self) -> tuple[bool, bool]:
+        """(forward hooks, parameter-gradient hooks) installed right now: both are off in
+        continue mode when nothing is watched, so the training runs at full speed."""
+        return bool(self._fwd_handles), bool(self._grad_handles)
+
+    @property
     def dump_root(self) -> Path | None:
         return self._dump.root if self._dump is not None else None
 
