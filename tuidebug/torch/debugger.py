@@ -27,8 +27,14 @@ gradients from tensor hooks, parameter gradients from post-accumulate hooks (so
 values after the optimizer step at `step_end`). A held tensor that was later modified in
 place (an in-place ReLU after a convolution, `zero_grad(set_to_none=False)`) is reported as
 unavailable rather than shown with the wrong values. Previous-step copies are kept only for
-parameters watched by a change condition. Nothing is computed when nothing is watched; a
-watched tensor costs one statistics pass (on its own device) when it is produced.
+parameters watched by a change condition. A watched tensor costs one statistics pass (on
+its own device) when it is produced.
+
+What is held: watched tensors always; every tensor of the step when someone is looking
+(`keep="auto"`: after a suspension that lasted, i.e. a person stepping; while node
+stepping; for a dump). Hooks are installed only while they have such work: in continue mode
+with nothing watched there is none at all, and a step costs only the step-end WaitCMD round
+trip the protocol requires.
 """
 
 from __future__ import annotations
