@@ -6,6 +6,7 @@ server. Every wait is bounded; no assertion depends on timing."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -34,6 +35,12 @@ from tuidebug.torch.debugger import INTERACTIVE_SECONDS
 nn = torch.nn
 WAITING = SessionState.WAITING
 FOREVER = 1_000_000  # steps: the test ends the training itself
+
+
+@pytest.fixture(autouse=True)
+def _stop_trainings() -> Iterator[None]:
+    yield
+    Training.stop_all()
 
 
 @pytest.fixture
@@ -69,8 +76,9 @@ def start(
     torch.manual_seed(0)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     attach.setdefault("retry_delay", 0.02)
-    body = sgd_loop(model, opt, steps, batch=batches, before=before, record=record)
-    return Training(model, body, optimizer=opt, port=session.port, **attach).start()
+    stop = threading.Event()
+    body = sgd_loop(model, opt, steps, batch=batches, before=before, record=record, stop=stop)
+    return Training(model, body, optimizer=opt, port=session.port, stop=stop, **attach).start()
 
 
 def waiting(session: OnlineSession) -> bool:
@@ -177,9 +185,13 @@ def test_hooks_are_out_while_nothing_is_watched(session: OnlineSession) -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     capturing: list[tuple[bool, bool]] = []
 
+    stop = threading.Event()
+
     def body(dbg: tdb.Debugger) -> None:
         loss_fn = nn.MSELoss()
         for i in range(FOREVER):
+            if stop.is_set():
+                return
             x, y = cnn_batches(i)
             loss_fn(model(x), y).backward()
             opt.step()
@@ -187,7 +199,9 @@ def test_hooks_are_out_while_nothing_is_watched(session: OnlineSession) -> None:
             dbg.step_end()
             capturing.append(dbg.capturing)
 
-    training = Training(model, body, optimizer=opt, port=session.port, keep="watched").start()
+    training = Training(
+        model, body, optimizer=opt, port=session.port, keep="watched", stop=stop
+    ).start()
     wait_state(session, WAITING)
     session.continue_()
     wait_until(lambda: len(capturing) >= 2, what="two steps")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -85,7 +85,12 @@ def node_named(graph: Any, fragment: str, kind: str = "forward") -> str:
 
 
 class Training:
-    """Runs `body(debugger)` in a daemon thread after `attach`; keeps its outcome."""
+    """Runs `body(debugger)` in a daemon thread after `attach`; keeps its outcome.
+
+    Every instance is remembered so that a test's teardown can `stop_all()` of them: a
+    failed test must not leave a training running on without its debugger."""
+
+    instances: ClassVar[list[Training]] = []
 
     def __init__(
         self,
@@ -93,8 +98,11 @@ class Training:
         body: Callable[[tdb.Debugger], None],
         *,
         optimizer: Any = None,
+        stop: threading.Event | None = None,
         **attach: Any,
     ) -> None:
+        Training.instances.append(self)
+        self.stop = stop if stop is not None else threading.Event()
         self.model = model
         self.optimizer = optimizer
         self.body = body
@@ -126,6 +134,12 @@ class Training:
         assert self.finished.wait(timeout), "the training did not finish"
         self.thread.join(timeout)
 
+    @classmethod
+    def stop_all(cls) -> None:
+        for training in cls.instances:
+            training.stop.set()
+        cls.instances.clear()
+
 
 def sgd_loop(
     model: nn.Module,
@@ -135,12 +149,15 @@ def sgd_loop(
     batch: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
     before: Callable[[int], None] | None = None,
     record: list[int] | None = None,
+    stop: threading.Event | None = None,
 ) -> Callable[[tdb.Debugger], None]:
-    """A training body: `steps` SGD steps with `step_end()` after each."""
+    """A training body: `steps` SGD steps with `step_end()` after each (fewer if `stop`)."""
 
     def body(dbg: tdb.Debugger) -> None:
         loss_fn = nn.MSELoss()
         for i in range(steps):
+            if stop is not None and stop.is_set():
+                return
             if before is not None:
                 before(i)
             x, y = batch(i)
