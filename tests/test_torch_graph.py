@@ -141,6 +141,18 @@ def test_multi_output_module_has_one_slot_per_tensor() -> None:
     assert [s.slot for s in graph.node(node.name).outputs] == [0, 1, 2]
 
 
+def test_a_model_that_is_itself_a_leaf_is_one_call() -> None:
+    model = nn.Linear(3, 2)
+    mg = trace_model(model)
+    assert mg is not None
+    (node,) = [n for n in mg.nodes if n.kind == "forward"]
+    assert node.name == "Default/Linear/Linear-op1"
+    assert node.inputs == ["args0", "weight", "bias"]
+    with ForwardRecorder(model) as rec:
+        model(torch.randn(4, 3))
+    assert [(c.qualname, c.call_index) for c in rec.calls] == [("", 0)]
+
+
 def test_leaf_rule_keeps_torch_modules_whole() -> None:
     assert is_leaf_module(nn.MultiheadAttention(4, 2))
     assert not is_leaf_module(nn.Sequential(nn.ReLU()))

@@ -531,6 +531,12 @@ def trace_model(model: nn.Module, *, method: str = "auto") -> ModelGraph | None:
     trace it (the caller then records a real forward pass). "fx" raises `TraceFailed`."""
     if method not in ("auto", "fx"):
         raise ValueError(f"unknown trace method {method!r}")
+    if is_leaf_module(model):
+        # fx traces *into* the root's forward, so a model that is itself a leaf (a bare
+        # `nn.Linear`) would have no call at all: it is one call of the root, args0 in
+        own = [p for p, _ in model.named_parameters()]
+        call = _Call("", 0, model, ["args0", *own], [])
+        return _graph_from_calls(model, [call], [InputInfo("args0", None, None, True)], "fx")
     try:
         calls, inputs = trace_fx(model)
     except TraceFailed:
