@@ -17,6 +17,7 @@ Differences from MindInsight, all deliberate:
 from __future__ import annotations
 
 import csv
+import numbers
 import os
 import re
 import threading
@@ -70,10 +71,15 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
+def _is_int(value: object) -> bool:
+    """int or a numpy integer, never a bool (numpy's bool_ is no `numbers.Integral`)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _validate_number(value: object, name: str) -> float:
-    """int or float (never bool, as MindInsight checks `isinstance(v, (int, float))` and
-    a bool threshold is always a mistake), stored as float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """int or float (numpy scalars too), never bool — MindInsight checks
+    `isinstance(v, (int, float))` and a bool threshold is always a mistake; stored as float."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise DebuggerParamTypeError(
             f"The type of {name} should be int or float, but got {_type_name(value)}."
         )
@@ -107,11 +113,12 @@ def _int_list(value: object, name: str, allowed: Sequence[int] | None) -> list[i
     else:
         items = [value]
     out: list[int] = []
-    for item in items:
-        if isinstance(item, bool) or not isinstance(item, int):
+    for raw in items:
+        if not _is_int(raw):
             raise DebuggerParamTypeError(
-                f"The type of {name} should be int, list[int] or None, but got {_type_name(item)}."
+                f"The type of {name} should be int, list[int] or None, but got {_type_name(raw)}."
             )
+        item = int(raw)  # type: ignore[call-overload]
         if allowed is not None and item not in allowed:
             raise DebuggerParamValueError(
                 f"The value {item} of {name} should be in {sorted(set(allowed))}."
@@ -130,12 +137,12 @@ def _validate_slots(slots: object) -> list[int] | None:
         )
     out = []
     for slot in slots:
-        if isinstance(slot, bool) or not isinstance(slot, int):
+        if not _is_int(slot):
             raise DebuggerParamTypeError(
                 f"The type of slot should be int (slots is list[int] or None), but got "
                 f"{_type_name(slot)}."
             )
-        out.append(slot)
+        out.append(int(slot))
     return out
 
 
@@ -148,9 +155,24 @@ class ConditionBase:
     _name = ""
     _condition_id = -1
     _param_names: tuple[str, ...] = ()
+    _core = ""  # the condition's id in core.conditions, whose parameter ranges apply
 
     def __init__(self) -> None:
         self._params: dict[str, float] = {}
+
+    def _check_values(self) -> None:
+        """The ranges of spec §3.1: NaN or ±inf thresholds, negative means, percentages
+        outside 0–100, a range that ends before it starts. MindInsight's API lets them
+        through and the check then never hits (or always does): a silently wrong answer."""
+        if not self._core or not self._params:
+            return
+        from tuidebug.core.conditions import WatchpointError
+        from tuidebug.core.watchpoints import validate_params
+
+        try:
+            validate_params(self._core, self._params)
+        except WatchpointError as err:
+            raise DebuggerParamValueError(f"{type(self).__name__}: {err}") from None
 
     @property
     def name(self) -> str:
@@ -201,12 +223,14 @@ class _ThresholdCondition(ConditionBase):
             raise DebuggerParamValueError(
                 f"Please specify at least one of the parameters for {type(self).__name__}."
             )
+        self._check_values()
 
 
 class TensorTooLargeCondition(_ThresholdCondition):
     """Hit when any set threshold is exceeded: abs_mean, max, min or mean greater than it."""
 
     _name = "TensorTooLarge"
+    _core = "tensor_too_large"
     _condition_id = 15
     _param_names = ("abs_mean_gt", "max_gt", "min_gt", "mean_gt")
 
@@ -224,6 +248,7 @@ class TensorTooSmallCondition(_ThresholdCondition):
     """Hit when abs_mean, max, min or mean is less than a set threshold."""
 
     _name = "TensorTooSmall"
+    _core = "tensor_too_small"
     _condition_id = 16
     _param_names = ("abs_mean_lt", "max_lt", "min_lt", "mean_lt")
 
@@ -241,6 +266,7 @@ class TensorRangeCondition(ConditionBase):
     """Hit on the share of elements inside [start, end] (inclusive) or on max − min."""
 
     _name = "TensorRange"
+    _core = "tensor_range"
     _condition_id = 21
     _param_names = (
         "range_start_inclusive",
@@ -287,12 +313,14 @@ class TensorRangeCondition(ConditionBase):
                 "Please specify both range_start_inclusive and range_end_inclusive parameters "
                 "for TensorRangeCondition."
             )
+        self._check_values()
 
 
 class TensorOverflowCondition(ConditionBase):
     """Hit when the tensor holds NaN or ±Inf."""
 
     _name = "TensorOverflow"
+    _core = "tensor_overflow"
     _condition_id = 13
 
 
@@ -300,6 +328,7 @@ class OperatorOverflowCondition(ConditionBase):
     """Ascend operator overflow records; never hits on CPU/GPU synchronous dumps."""
 
     _name = "OperatorOverflow"
+    _core = "operator_overflow"
     _condition_id = 2
 
 
@@ -307,6 +336,7 @@ class TensorAllZeroCondition(ConditionBase):
     """Hit when the percentage of zero elements is ≥ zero_percentage_ge."""
 
     _name = "TensorAllZero"
+    _core = "tensor_all_zero"
     _condition_id = 17
     _param_names = ("zero_percentage_ge",)
 
@@ -315,12 +345,14 @@ class TensorAllZeroCondition(ConditionBase):
         self._params["zero_percentage_ge"] = _validate_number(
             zero_percentage_ge, "zero_percentage_ge"
         )
+        self._check_values()
 
 
 class TensorUnchangedCondition(ConditionBase):
     """Hit when every element is within atol + rtol·|previous| of the previous step."""
 
     _name = "TensorUnchanged"
+    _core = "weight_not_changed"
     _condition_id = 20
     _param_names = ("rtol", "atol", "equal_nan")
 
@@ -328,12 +360,14 @@ class TensorUnchangedCondition(ConditionBase):
         super().__init__()
         self._params["rtol"] = _validate_number(rtol, "rtol")
         self._params["atol"] = _validate_number(atol, "atol")
+        self._check_values()
 
 
 class TensorChangeBelowThresholdCondition(ConditionBase):
     """Hit when mean(|x − prev|) / (mean(|prev|) + 1e-9) < abs_mean_update_ratio_lt."""
 
     _name = "TensorChangeBelowThreshold"
+    _core = "weight_change_too_small"
     _condition_id = 19
     _param_names = ("abs_mean_update_ratio_lt", "epsilon")
 
@@ -343,12 +377,14 @@ class TensorChangeBelowThresholdCondition(ConditionBase):
             abs_mean_update_ratio_lt, "abs_mean_update_ratio_lt"
         )
         self._params["epsilon"] = _validate_number(epsilon, "epsilon")
+        self._check_values()
 
 
 class TensorChangeAboveThresholdCondition(ConditionBase):
     """Hit when mean(|x − prev|) / (mean(|prev|) + 1e-9) > abs_mean_update_ratio_gt."""
 
     _name = "TensorChangeAboveThreshold"
+    _core = "weight_change_too_large"
     _condition_id = 18
     _param_names = ("abs_mean_update_ratio_gt", "epsilon")
 
@@ -358,9 +394,12 @@ class TensorChangeAboveThresholdCondition(ConditionBase):
             abs_mean_update_ratio_gt, "abs_mean_update_ratio_gt"
         )
         self._params["epsilon"] = _validate_number(epsilon, "epsilon")
+        self._check_values()
 
 
 _CHANGE_CONDITION_IDS = frozenset({18, 19, 20})
+# the MindSpore condition numbers of the public condition classes (spec §6.4)
+_KNOWN_CONDITION_IDS = frozenset({2, 13, 15, 16, 17, 18, 19, 20, 21})
 
 
 class HitParameter:
@@ -409,6 +448,9 @@ class HitDetail(ConditionBase):
     @property
     def param_names(self) -> list[str]:
         return self._condition.param_names
+
+    def __repr__(self) -> str:
+        return f"HitDetail({self._condition.name}, {self._param_list!r})"
 
     def __str__(self) -> str:
         # MindInsight: only enabled parameters that hit, and no actual values for conditions
@@ -632,6 +674,17 @@ class Watchpoint:
             raise DebuggerParamTypeError(
                 f"The type of condition should be ConditionBase, but got {_type_name(condition)}."
             )
+        if isinstance(condition, HitDetail):
+            raise DebuggerParamValueError(
+                "The condition is a hit's detail (get_hit_detail()); use the hit's "
+                "get_threshold() or a new condition."
+            )
+        if condition.condition_id not in _KNOWN_CONDITION_IDS:
+            raise DebuggerParamValueError(
+                f"{type(condition).__name__} has no condition to check (condition_id "
+                f"{condition.condition_id}); use one of the condition classes such as "
+                "TensorOverflowCondition()."
+            )
         self._tensors = tensors
         self._condition = condition
 
@@ -722,11 +775,11 @@ class DumpAnalyzer:
     def __init__(self, dump_dir: str | os.PathLike[str], mem_limit: int | None = None) -> None:
         from tuidebug.offline.dump import DumpError, OfflineDump
 
-        limit = 0 if mem_limit is None else mem_limit
-        if isinstance(limit, bool) or not isinstance(limit, int):
+        if mem_limit is not None and not _is_int(mem_limit):
             raise DebuggerParamTypeError(
                 f"The type of mem_limit should be int or None, but got {_type_name(mem_limit)}."
             )
+        limit = 0 if mem_limit is None else int(mem_limit)
         if (limit and limit < _MEM_LIMIT_MIN_MB) or limit > _MEM_LIMIT_MAX_MB:
             raise DebuggerParamValueError(
                 f"If mem_limit is not None, it should be set in [{_MEM_LIMIT_MIN_MB}, "
@@ -871,7 +924,17 @@ class DumpAnalyzer:
                     f"{_type_name(per_rank)}."
                 )
             for iteration, per_iteration in per_rank.items():
+                if not isinstance(per_iteration, Mapping):
+                    raise DebuggerParamTypeError(
+                        f"The statistics of rank {rank} iteration {iteration} should be a dict, "
+                        f"but got {_type_name(per_iteration)}."
+                    )
                 for tensor_name, rows in per_iteration.items():
+                    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Sequence):
+                        raise DebuggerParamTypeError(
+                            f"The statistics of {tensor_name} should be a list of rows, but "
+                            f"got {_type_name(rows)}."
+                        )
                     for row in rows:
                         _summarise_row(summary, tensor_name, row, limit)
                     seen_iterations.setdefault(tensor_name, set()).add((rank, iteration))

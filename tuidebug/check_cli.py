@@ -37,7 +37,31 @@ if TYPE_CHECKING:
     from tuidebug.offline.dump import OfflineDump
 
 
+# The conditions a --watch SPEC may name (spec §3.1); a test keeps this in step with the
+# catalogue of core/conditions.py, which is not imported here so `--help` stays light.
+EPILOG = """\
+watch SPEC: ABBR[:name=value,...], e.g. TO, TL:abs_mean_gt=1e10,
+  TR:range_start_inclusive=-1,range_end_inclusive=1,range_percentage_lt=100
+  tensors of every node:  TO  overflow (NaN or +/-Inf)        OO  Ascend operator overflow
+                          TL  abs_mean_gt max_gt min_gt mean_gt
+                          TS  abs_mean_lt max_lt min_lt mean_lt
+                          TZ  zero_percentage_ge
+                          TR  range_start_inclusive range_end_inclusive range_percentage_lt
+                              range_percentage_gt max_min_lt max_min_gt
+  weights:                WI  zero_percentage_ge max_gt min_lt   WO  overflow
+                          WL  like TL    WS  like TS    WNC  rtol atol
+                          WCL abs_mean_update_ratio_gt    WCS abs_mean_update_ratio_lt
+  gradients:              GE  overflow   GL  like TL    GV  like TS
+  activations:            AR  like TR
+exit status: 0 no hit, 1 hits, 2 usage or data error (or tensors that could not be read)
+"""
+# More worker processes than this is a typo, not a wish (each one is a Python process).
+MAX_WORKERS = 256
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("dump", help="dump root (the folder holding rank_N/)")
     p.add_argument(
         "--watch",
@@ -85,12 +109,16 @@ class _WatchDef:
     targets: dict[str, tuple[str, ...]] | None = None  # graph name → targets (recommended)
 
 
-def parse_iterations(text: str) -> list[int]:
-    """`3`, `2-5`, `0,2,4-6` → sorted iterations. Raises UsageError on anything else."""
-    out: set[int] = set()
+IterationRanges = list[tuple[int, int]]
+
+
+def parse_iteration_ranges(text: str) -> IterationRanges:
+    """`3`, `2-5`, `0,2,4-6` → [(3, 3)], [(2, 5)], [(0, 0), (2, 2), (4, 6)], never expanded
+    (`0-999999999999` costs nothing). Raises UsageError on anything else."""
+    out: IterationRanges = []
     for part in text.split(","):
         part = part.strip()
-        m = re.fullmatch(r"(\d+)\s*(?:-\s*(\d+))?", part)
+        m = re.fullmatch(r"(\d+)\s*(?:-\s*(\d+))?", part, flags=re.ASCII)
         if not m:
             raise UsageError(
                 f"--iteration {text!r} is not an iteration, a range like 2-5, or a list of them."
@@ -99,27 +127,103 @@ def parse_iterations(text: str) -> list[int]:
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
             raise UsageError(f"--iteration range {part!r} ends before it starts.")
-        out.update(range(lo, hi + 1))
-    return sorted(out)
+        out.append((lo, hi))
+    return out
+
+
+def parse_iterations(text: str) -> list[int]:
+    """`3`, `2-5`, `0,2,4-6` → sorted iterations. Raises UsageError on anything else,
+    including ranges too long to list."""
+    ranges = parse_iteration_ranges(text)
+    if sum(hi - lo + 1 for lo, hi in ranges) > 1_000_000:
+        raise UsageError(f"--iteration {text!r} covers more than a million iterations.")
+    return sorted({i for lo, hi in ranges for i in range(lo, hi + 1)})
+
+
+def _select_iterations(text: str, dumped: Sequence[int]) -> tuple[list[int], str | None]:
+    """The dumped iterations `text` asks for, and a warning about the parts of its ranges
+    that were not dumped. An iteration named on its own must be in the dump."""
+    ranges = parse_iteration_ranges(text)
+    for lo, hi in ranges:
+        if lo == hi and lo not in dumped:
+            raise UsageError(
+                f"iteration {lo} is not in the dump (iterations: {_ranges(list(dumped))})."
+            )
+    chosen = [i for i in dumped if any(lo <= i <= hi for lo, hi in ranges)]
+    if not chosen:
+        raise UsageError(
+            f"iteration {text.strip()} is not in the dump (iterations: {_ranges(list(dumped))})."
+        )
+    gaps: list[str] = []
+    for lo, hi in ranges:
+        start = lo
+        for i in dumped:
+            if i < lo or i > hi:
+                continue
+            if i > start:
+                gaps.append(str(start) if i - 1 == start else f"{start}-{i - 1}")
+            start = i + 1
+        if start <= hi:
+            gaps.append(str(start) if hi == start else f"{start}-{hi}")
+    warning = None
+    if gaps:
+        warning = (
+            f"iterations {','.join(gaps)} of --iteration {text.strip()} are not in the dump "
+            f"(iterations: {_ranges(list(dumped))}), so they were not checked."
+        )
+    return chosen, warning
+
+
+def _parse_watch(spec: str) -> _WatchDef:
+    from tuidebug.core.watchpoints import Watchpoint, WatchpointError, parse_watch_spec
+
+    try:
+        cond, params = parse_watch_spec(spec)
+        # parse_watch_spec hands back floats; a true/false parameter (equal_nan) must go
+        # back to a bool before a Watchpoint validates it again
+        typed: dict[str, Any] = {
+            k: bool(v) if cond.param(k).is_bool else v for k, v in params.items()
+        }
+        Watchpoint(0, cond, dict(typed))  # the same validation the plan will do
+    except WatchpointError as err:
+        raise UsageError(f"--watch {spec!r}: {err}") from None
+    return _WatchDef(spec, cond, typed)
+
+
+def _condition_notes(watches: Sequence[_WatchDef], backend: str) -> list[str]:
+    """Sentences about conditions whose offline meaning differs from what their name says."""
+    from tuidebug.core.conditions import condition_available
+
+    notes: list[str] = []
+    seen: set[str] = set()
+    for wdef in watches:
+        cond = wdef.condition
+        if cond.id in seen or wdef.targets is not None:
+            continue
+        seen.add(cond.id)
+        if backend and not condition_available(cond, backend, None):
+            notes.append(
+                f"{cond.abbr} ({cond.id}) reads Ascend overflow records, which a {backend} "
+                "dump does not have, so it cannot hit."
+            )
+        if not condition_available(cond, None, 1):
+            notes.append(
+                f"{cond.abbr} ({cond.id}) is checked on every dumped iteration here: a dump "
+                "holds weights after each step's update, not the initial ones."
+            )
+    return notes
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuidebug.core.watchpoints import WatchpointError, parse_watch_spec
     from tuidebug.offline.dump import DumpError, OfflineDump
 
-    if args.workers is not None and args.workers < 1:
-        raise UsageError("--workers must be at least 1.")
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be between 1 and {MAX_WORKERS}, not {args.workers}.")
     if args.mem_limit is not None and args.mem_limit < 1:
         raise UsageError("--mem-limit must be a positive number of megabytes.")
     if not args.watch and not args.recommended:
         raise UsageError("give at least one --watch SPEC (e.g. --watch TO) or --recommended.")
-    watches: list[_WatchDef] = []
-    for spec in args.watch:
-        try:
-            cond, params = parse_watch_spec(spec)
-        except WatchpointError as err:
-            raise UsageError(f"--watch {spec}: {err}") from None
-        watches.append(_WatchDef(spec, cond, params))
+    watches = [_parse_watch(spec) for spec in args.watch]
     node_filter = None
     if args.node is not None:
         try:
@@ -128,7 +232,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"--node {args.node!r} is not a valid regular expression: {err}."
             ) from None
-    wanted_iterations = parse_iterations(args.iteration) if args.iteration is not None else None
+    if args.iteration is not None:
+        parse_iteration_ranges(args.iteration)  # syntax errors before the dump is read
 
     try:
         dump = OfflineDump(
@@ -151,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
         if dump.graphs(rank):
             usable_ranks.append(rank)
     for problem in dump.new_problems():
-        print(f"warning: {problem}", file=err)
+        _warn(problem)
     if not usable_ranks:
         which = ", ".join(f"rank_{r}" for r in ranks)
         raise UsageError(
@@ -159,23 +264,22 @@ def run(args: argparse.Namespace) -> int:
         )
     skipped = [r for r in ranks if r not in usable_ranks]
     for rank in skipped:
-        print(f"warning: rank_{rank} has no readable graph and was not checked.", file=err)
+        _warn(f"rank_{rank} has no readable graph and was not checked.")
 
     dumped = sorted({i for r in usable_ranks for i in dump.iterations(r)})
     if not dumped:
         raise UsageError(f"{args.dump} has no dumped iteration, so there is nothing to check.")
-    if wanted_iterations is None:
+    if args.iteration is None:
         iterations = dumped
     else:
-        iterations = [i for i in wanted_iterations if i in dumped]
-        missing = [i for i in wanted_iterations if i not in dumped]
-        if not iterations or (args.iteration.strip().isdigit() and missing):
-            raise UsageError(
-                f"iteration {args.iteration} is not in the dump (iterations: {_ranges(dumped)})."
-            )
+        iterations, partial = _select_iterations(args.iteration, dumped)
+        if partial:
+            _warn(partial)
 
     if args.recommended:
         watches.extend(_recommended(dump, usable_ranks))
+    for note in _condition_notes(watches, dump.backend):
+        _warn(note)
 
     from tuidebug.offline.checker import Checker
 
@@ -183,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
     if not any(w.tensors for w in plan):
         raise UsageError("no node matches the watchpoints' targets, so nothing was checked.")
 
-    bar = _ProgressBar(err) if err.isatty() and not args.json else None
+    bar = _ProgressBar(err) if _isatty(err) and not args.json else None
     cancel = threading.Event()
     try:
         with Checker(dump, workers=args.workers) as checker:
@@ -201,33 +305,84 @@ def run(args: argparse.Namespace) -> int:
         if bar:
             bar.close()
     for problem in report.problems:
-        print(f"warning: {problem}", file=err)
+        _warn(problem)
     for problem in dump.new_problems():
-        print(f"warning: {problem}", file=err)
+        _warn(problem)
 
-    try:
-        if args.json:
-            json.dump([_hit_json(o, watches) for o in report.outcomes], sys.stdout, indent=2)
-            sys.stdout.write("\n")
-        else:
-            _print_table(report, watches, sys.stdout)
-            _print_summary(report, iterations, usable_ranks, sys.stdout)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # `tuidebug check … | head`: the reader left; the exit status still tells the result
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+    _write_results(report, watches, iterations, usable_ranks, as_json=args.json)
     if report.outcomes:
         return EXIT_HITS
     if report.problems:
-        print(
+        _say(
             f"tuidebug check: {len(report.problems)} tensor file"
             f"{'s' if len(report.problems) != 1 else ''} could not be read, so the check is "
-            "incomplete.",
-            file=err,
+            "incomplete."
         )
         return EXIT_USAGE
     return EXIT_OK
+
+
+def _isatty(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+def _say(line: str) -> None:
+    """One line on stderr; a closed or full stderr must not turn into a traceback."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(line + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _warn(problem: str) -> None:
+    _say(f"warning: {problem}")
+
+
+def _write_results(
+    report: CheckReport,
+    watches: Sequence[_WatchDef],
+    iterations: Sequence[int],
+    ranks: Sequence[int],
+    *,
+    as_json: bool,
+) -> None:
+    """The table or the JSON array on stdout. A reader that left (`| head`) or a closed
+    stdout is fine: the exit status still tells the result. Any other failure to write
+    (a full disk) is a UsageError, so the results are never silently lost."""
+    out = sys.stdout
+    if out is None:
+        return
+    try:
+        if as_json:
+            json.dump([_hit_json(o, watches) for o in report.outcomes], out, indent=2)
+            out.write("\n")
+        else:
+            _print_table(report, watches, out)
+            _print_summary(report, iterations, ranks, out)
+        out.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except (OSError, ValueError) as exc:
+        _silence_stdout()
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise UsageError(f"cannot write the results to standard output: {reason}.") from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 # ------------------------------------------------------------------ planning
@@ -308,45 +463,59 @@ def _hit_json(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> dict[str, 
         "slot": k.slot,
         "error_code": outcome.error_code,
         "error_messages": error_messages(outcome.error_code),
+        # what the user set, plus the visible parameters; not the hidden ones sent with
+        # their defaults (atol, epsilon, equal_nan) unless the user set them
         "params": [
             {"name": p.name, "value": p.value, "actual": _finite(p.actual), "hit": p.hit}
             for p in outcome.result.params
-            if not p.disabled and wdef.condition.param(p.name).visible
+            if not p.disabled and (p.name in wdef.params or wdef.condition.param(p.name).visible)
         ],
     }
 
 
 def _result_text(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> str:
+    """The hit list's one-line summary without its leading abbreviation (the WATCH column
+    shows the watchpoint)."""
     from tuidebug.core.tensor import TensorRef
     from tuidebug.core.watchpoints import WatchpointHit
 
     k = outcome.key
+    cond = watches[outcome.watchpoint_id].condition
     hit = WatchpointHit.from_result(
         outcome.watchpoint_id,
-        watches[outcome.watchpoint_id].condition,
+        cond,
         TensorRef(k.node, k.slot, k.iteration, k.rank, k.graph),
         outcome.result,
     )
-    return hit.summary()
+    text = hit.summary()
+    prefix = cond.abbr + " "
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+# Column widths stop growing here: a longer cell (a recommended range spec) overflows its
+# column in its own row instead of pushing every row's node name off the screen.
+_MAX_PADDED = 40
 
 
 def _print_table(report: CheckReport, watches: Sequence[_WatchDef], out: TextIO) -> None:
+    """One row per hit: ITER RANK SLOT WATCH RESULT NODE. The node name, the longest and
+    most variable cell, comes last and unpadded so rows stay short and greppable."""
     if not report.outcomes:
         return
-    rows = [("ITER", "RANK", "NODE", "SLOT", "WATCH", "RESULT")]
+    rows = [("ITER", "RANK", "SLOT", "WATCH", "RESULT", "NODE")]
     for o in report.outcomes:
         k = o.key
         rows.append(
             (
                 str(k.iteration),
                 str(k.rank),
-                k.node,
                 str(k.slot),
                 watches[o.watchpoint_id].spec,
                 _result_text(o, watches),
+                k.node,
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    widths = [min(_MAX_PADDED, max(len(r[i]) for r in rows)) for i in range(5)]
     for r in rows:
         cells = [r[i].ljust(widths[i]) for i in range(5)]
         out.write("  ".join(cells) + "  " + r[5] + "\n")

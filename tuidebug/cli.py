@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -36,17 +37,17 @@ def _check_port(port: int, what: str = "--port") -> None:
 
 
 def _run_online(args: argparse.Namespace) -> int:
-    """Serve the debugger protocol; the TUI if it is built, else events on stdout."""
+    """Serve the debugger protocol; the TUI when it is built and stdin/stdout are a
+    terminal, else the session's events as lines on stdout."""
     from tuidebug.online.server import ServerStartError
     from tuidebug.online.session import OnlineSession
 
     _check_port(args.port)
     if args.host not in _LOOPBACK:
-        print(
+        _say(
             f"tuidebug online: warning: the debugger protocol has no authentication; anyone "
             f"who can reach {args.host}:{args.port} can control the training (prefer the "
-            f"default 127.0.0.1 and an SSH tunnel: ssh -L {args.port}:127.0.0.1:{args.port}).",
-            file=sys.stderr,
+            f"default 127.0.0.1 and an SSH tunnel: ssh -L {args.port}:127.0.0.1:{args.port})."
         )
     session = OnlineSession(args.host, args.port)
     try:
@@ -54,12 +55,20 @@ def _run_online(args: argparse.Namespace) -> int:
     except ServerStartError as exc:
         raise UsageError(str(exc)) from None
     try:
-        run_app = _tui_runner()
+        run_app = _tui_runner() if _on_terminal() else None
         if run_app is not None:
             return int(run_app(session) or 0)
         return _headless_online(session)
     finally:
         session.close()
+
+
+def _on_terminal() -> bool:
+    """True when a full-screen UI can run: stdin and stdout are both a terminal."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty() and sys.stdout.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 def _tui_runner() -> Callable[..., object] | None:
@@ -85,7 +94,7 @@ def _headless_online(session: object) -> int:
     session.subscribe(show)
     print(
         f"tuidebug online: listening on {getattr(session, 'address', '')} without the TUI "
-        "(it is not available); printing events until Ctrl+C.",
+        "(it is not available, or this is not a terminal); printing events until Ctrl+C.",
         flush=True,
     )
     with contextlib.suppress(KeyboardInterrupt):
@@ -119,41 +128,67 @@ def _describe(event: object) -> str:
     return ", ".join(f"{k}={v}" for k, v in fields.items())
 
 
+def _parse_connect(text: str) -> str:
+    """`HOST:PORT`, `[v6addr]:PORT` or `v6addr:PORT` → the gRPC target; UsageError else."""
+    host, sep, port_text = text.strip().rpartition(":")
+    bad = UsageError(f"--connect must be HOST:PORT (e.g. 127.0.0.1:50051), not {text!r}.")
+    if not sep or not host or not port_text.isascii() or not port_text.isdigit():
+        raise bad
+    if "/" in host or "@" in host or any(c.isspace() for c in host):
+        raise bad  # a URL (http://…) or a path, not a host
+    if host.startswith("[") != host.endswith("]"):
+        raise bad
+    port = int(port_text)
+    if not 1 <= port <= 65535:
+        raise UsageError(f"the port of --connect must be between 1 and 65535, not {port}.")
+    return f"{host}:{port}"
+
+
 def _run_simulate(args: argparse.Namespace) -> int:
     """Replay a dump as a live training against a running debugger."""
+    import logging
+
     from tuidebug.client.protocol import ClientError
     from tuidebug.client.simulator import DumpSimulator, SimulatorError
 
-    host, sep, port_text = args.connect.rpartition(":")
-    if not sep or not host or not port_text.isdigit():
-        raise UsageError(f"--connect must be HOST:PORT, not {args.connect!r}.")
-    _check_port(int(port_text), "the port of --connect")
+    target = _parse_connect(args.connect)
     if args.heartbeat < 1:
         raise UsageError("--heartbeat must be a positive number of seconds.")
+    if args.rank is not None and args.rank < 0:
+        raise UsageError(f"--rank must be 0 or more, not {args.rank}.")
+    # the replay's own warnings (an unreadable tensor file…) as one line each
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("tuidebug simulate: warning: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    client_log = logging.getLogger("tuidebug.client")
+    client_log.addHandler(handler)
     try:
-        sim = DumpSimulator(
-            args.dump,
-            args.connect,
-            backend=args.backend,
-            ms_version=args.ms_version,
-            heartbeat_period=args.heartbeat,
-            rank=args.rank,
+        try:
+            sim = DumpSimulator(
+                args.dump,
+                target,
+                backend=args.backend,
+                ms_version=args.ms_version,
+                heartbeat_period=args.heartbeat,
+                rank=args.rank,
+            )
+        except SimulatorError as exc:
+            raise UsageError(str(exc)) from None
+        print(
+            f"tuidebug simulate: replaying {len(sim.replay.iterations)} iterations of "
+            f"{args.dump} to {target}.",
+            flush=True,
         )
-    except SimulatorError as exc:
-        raise UsageError(str(exc)) from None
-    print(
-        f"tuidebug simulate: replaying {len(sim.replay.iterations)} iterations of "
-        f"{args.dump} to {args.connect}.",
-        flush=True,
-    )
-    try:
-        sim.run()
-    except ClientError as exc:
-        raise UsageError(str(exc)) from None
-    except KeyboardInterrupt:
-        sim.stop()
-    print(f"tuidebug simulate: training ended after {sim.cur_step} steps.", flush=True)
-    return EXIT_OK
+        try:
+            sim.run()
+        except ClientError as exc:
+            raise UsageError(str(exc)) from None
+        except KeyboardInterrupt:
+            sim.stop()
+        print(f"tuidebug simulate: training ended after {sim.cur_step} steps.", flush=True)
+        return EXIT_OK
+    finally:
+        client_log.removeHandler(handler)
 
 
 def _run_offline(args: argparse.Namespace) -> int:
@@ -213,7 +248,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _open_missing_streams() -> None:
+    """A closed stdout or stderr (`>&-`, `2>&-`) is None in Python: every print would then
+    fail, or worse, `print(file=None)` would land on the other stream. Point them at
+    /dev/null so the exit status still tells the result."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+
+
+def _say(line: str) -> None:
+    """One line on stderr; a full or broken stderr must not become a traceback."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _open_missing_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
@@ -222,8 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except UsageError as exc:
-        print(f"tuidebug {args.command}: {exc}", file=sys.stderr)
+        _say(f"tuidebug {args.command}: {exc}")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("tuidebug: interrupted.", file=sys.stderr)
+        _say("tuidebug: interrupted.")
         return 130

@@ -234,7 +234,8 @@ class ProtocolClient:
             reply = self._call(self._stub.SendMetadata, md)
         except grpc.RpcError as exc:
             raise ClientError(
-                f"Cannot reach the debugger at {self.target}: {_code(exc)}."
+                f"Cannot reach the debugger at {self.target} ({_code(exc)}); start "
+                "`tuidebug online` (or MindInsight) there first."
             ) from None
         if reply.status != pb.EventReply.OK:
             raise ClientError("The debugger refused the training's metadata.")

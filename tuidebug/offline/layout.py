@@ -604,15 +604,20 @@ class DumpLayout:
         Raises DumpError when nothing is usable: `root` missing or not a folder, or no rank
         folder in it. Everything else is collected in `problems`.
         """
-        given = os.fspath(root)
-        if not os.path.exists(given):
+        path = os.fspath(root)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not path.strip():
+            raise DumpError("the dump folder path is empty; give the folder holding rank_0/.")
+        given = show_name(path)  # a name that is not UTF-8 is shown as its escaped bytes
+        if "\0" in path or not os.path.exists(path):
             raise DumpError(f"{given} does not exist.")
-        if not os.path.isdir(given):
+        if not os.path.isdir(path):
             raise DumpError(
                 f"{given} is not a folder; give the MindSpore dump folder (the one holding "
                 "rank_0/)."
             )
-        real = os.path.realpath(given)
+        real = os.path.realpath(path)
         scanner = _Scanner(real)
         problems: list[str] = []
         entries = scanner.scan(real, problems)

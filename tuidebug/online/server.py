@@ -12,6 +12,7 @@ Handlers are registered by hand with raw-bytes deserializers instead of the gene
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 from collections.abc import Callable, Iterable, Iterator
@@ -369,12 +370,11 @@ def format_address(host: str, port: int) -> str:
 
 def _check_port_free(host: str, port: int) -> None:
     """Bind a plain socket first: gRPC only says "Failed to bind" after logging its own
-    error line, and we want one clear sentence for the user."""
-    if port == 0:
-        return
+    error line, and we want one clear sentence for the user. Port 0 (any free port) is
+    bound too, so an address that is not this machine's is named as such."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror:
+    except (socket.gaierror, UnicodeError):
         raise ServerStartError(f"Cannot listen on {host}: unknown host address.") from None
     family, socktype, proto, _, addr = infos[0]
     with socket.socket(family, socktype, proto) as sock:
@@ -385,9 +385,18 @@ def _check_port_free(host: str, port: int) -> None:
             raise ServerStartError(
                 f"Port {port} on {host} needs more privileges; choose a port above 1023."
             ) from None
-        except OSError:
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ServerStartError(
+                    f"Port {port} on {host} is already in use; choose another with --port."
+                ) from None
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise ServerStartError(
+                    f"Cannot listen on {host}: it is not an address of this machine "
+                    "(use 127.0.0.1, or 0.0.0.0 for every interface)."
+                ) from None
             raise ServerStartError(
-                f"Port {port} on {host} is already in use; choose another with --port."
+                f"Cannot listen on {host}:{port}: {exc.strerror or exc}."
             ) from None
 
 
