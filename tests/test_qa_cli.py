@@ -384,3 +384,41 @@ def test_simulate_replay_warnings_are_one_prefixed_line(
     err = capsys.readouterr().err
     assert err.splitlines() == ["tuidebug simulate: warning: x.npy is truncated."]
     assert not logging.getLogger("tuidebug.client").handlers  # removed afterwards
+
+
+# ------------------------------------------------------------------ odd dump folders
+def _demo_copy(demo_dump: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(demo_dump, dst, symlinks=True)
+    return dst
+
+
+def test_a_rank_folder_linking_outside_is_named(
+    capsys: pytest.CaptureFixture[str], demo_dump: Path, tmp_path: Path
+) -> None:
+    outside = _demo_copy(demo_dump, tmp_path / "outside")
+    root = tmp_path / "dump"
+    root.mkdir()
+    (root / "rank_0").symlink_to(outside / "rank_0")
+    code, _out, err = check(capsys, str(root), "--watch", "TO")
+    assert code == 2
+    (line,) = sentences(err)
+    assert "rank_0 is a symbolic link to" in line and "outside the dump folder" in line
+
+
+def test_a_zero_padded_iteration_folder_is_not_a_second_copy(
+    capsys: pytest.CaptureFixture[str], demo_dump: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    root = _demo_copy(demo_dump, tmp_path / "dump")
+    iterations = root / "rank_0" / "MLP" / "0"
+    shutil.copytree(iterations / "3", iterations / "03")
+    code, out, err = check(capsys, str(root), "--watch", "TO", "--iteration", "3")
+    assert code == 1
+    assert "rank_0/MLP/0/03 is not an iteration folder" in err
+    assert "35 hits; 42 tensors checked, iteration 3 of rank_0" in out
+    from tuidebug.offline.layout import DumpLayout
+
+    assert DumpLayout.open(root).rank(0).dumped_iterations[0] == [0, 1, 2, 3, 4, 5]

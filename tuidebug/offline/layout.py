@@ -314,14 +314,14 @@ class RankLayout:
         self.net_dir = Path(children[chosen].path)
         garbage: list[str] = []
         for g in self._scanner.scan(str(self.net_dir), self.problems) or []:
-            if not (g.is_dir and g.name.isdigit() and g.name.isascii()):
+            if not (g.is_dir and _is_number_name(g.name)):
                 garbage.append(g.name)
                 continue
             gid = int(g.name)
             iterations: list[int] = []
             inner: list[str] = []
             for it in self._scanner.scan(g.path, self.problems) or []:
-                if it.is_dir and it.name.isdigit() and it.name.isascii():
+                if it.is_dir and _is_number_name(it.name):
                     iterations.append(int(it.name))
                 elif it.is_dir and it.name == CONSTANTS_DIR:
                     self.constants_dirs[gid] = Path(it.path)
@@ -640,6 +640,8 @@ class DumpLayout:
             hint = ""
             if _RANK_DIR.fullmatch(os.path.basename(real.rstrip(os.sep))):
                 hint = " (it looks like a rank folder itself: give its parent folder)"
+            elif problems:  # e.g. rank_0 is a link leaving the folder: say so, not "no rank"
+                hint = f" that can be read ({problems[0].rstrip('.')})"
             raise DumpError(
                 f"{given} holds no rank_<N> folder, so it is not a MindSpore dump folder{hint}."
             )
@@ -760,6 +762,12 @@ def _with_path(parsed: TensorFile, path: Path) -> TensorFile:
         parsed.format,
         parsed.dtype,
     )
+
+
+def _is_number_name(name: str) -> bool:
+    """`0`, `12`: a graph-id or iteration folder. Not `03` (MindSpore never writes it, and it
+    would be read as iteration 3 a second time while paths are built as `3`)."""
+    return name.isascii() and name.isdigit() and name == str(int(name))
 
 
 def _reason(err: BaseException) -> str:
