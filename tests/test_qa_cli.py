@@ -422,3 +422,30 @@ def test_a_zero_padded_iteration_folder_is_not_a_second_copy(
     from tuidebug.offline.layout import DumpLayout
 
     assert DumpLayout.open(root).rank(0).dumped_iterations[0] == [0, 1, 2, 3, 4, 5]
+
+
+def test_hits_read_through_the_op_number_fallback_say_so(
+    capsys: pytest.CaptureFixture[str], dump_2_10: Path
+) -> None:
+    """MindSpore 2.10 writes `…Conv2DBackpropFilter-op0` files for the graph's `-op1` node;
+    a hit read from such files names them, so a wrong attribution is never silent."""
+    code, _out, err = check(capsys, str(dump_2_10), "--watch", "TO")
+    assert code == 0 and "-op number" not in err
+    code, _out, err = check(
+        capsys,
+        str(dump_2_10),
+        "--watch",
+        "TL:abs_mean_gt=0",
+        "--node",
+        "conv1-Conv2d/Grad_Conv2D/Conv2DBackpropFilter",
+        "--iteration",
+        "1",
+    )
+    assert code == 1
+    (line,) = sentences(err)
+    assert line.startswith("warning: tensor files named 'Gradients_Default_")
+    assert line.endswith(
+        "were given to Gradients/Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/"
+        "Grad_Conv2D/Conv2DBackpropFilter-op1 (same scope and operator type, different -op "
+        "number on disk)."
+    )

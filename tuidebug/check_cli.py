@@ -308,6 +308,13 @@ def run(args: argparse.Namespace) -> int:
         _warn(problem)
     for problem in dump.new_problems():
         _warn(problem)
+    # a hit read from files given to its node by the -opN fallback: say so
+    hit_nodes = {(o.key.rank, o.key.node) for o in report.outcomes}
+    for rank in usable_ranks:
+        for index in dump.indexes(rank):
+            for fallback in index.fallbacks:
+                if (rank, fallback.node_name) in hit_nodes:
+                    _warn(fallback.describe())
 
     _write_results(report, watches, iterations, usable_ranks, as_json=args.json)
     if report.outcomes:
