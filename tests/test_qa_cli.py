@@ -449,3 +449,36 @@ def test_hits_read_through_the_op_number_fallback_say_so(
         "Grad_Conv2D/Conv2DBackpropFilter-op1 (same scope and operator type, different -op "
         "number on disk)."
     )
+
+
+@pytest.mark.parametrize("version", ["abc", "", "2.3.0; rm -rf /"])
+def test_simulate_bad_ms_version(
+    capsys: pytest.CaptureFixture[str], dump_2_0: Path, version: str
+) -> None:
+    assert cli.main(["simulate", str(dump_2_0), "--ms-version", version]) == cli.EXIT_USAGE
+    (line,) = sentences(capsys.readouterr().err)
+    assert line == f"tuidebug simulate: --ms-version must look like 2.3.0, not {version!r}."
+
+
+def test_simulate_log_lines_are_sentences(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], dump_2_0: Path
+) -> None:
+    from tuidebug.client import simulator
+
+    class FakeSim:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            self.replay = type("R", (), {"iterations": [0]})()
+            self.cur_step = 0
+
+        def run(self) -> None:
+            log = logging.getLogger("tuidebug.client")
+            log.warning("the debugger reports a version mismatch")
+            log.error("sending the graph failed:\n  unavailable")
+            log.info("not shown")
+
+    monkeypatch.setattr(simulator, "DumpSimulator", FakeSim)
+    assert cli.main(["simulate", str(dump_2_0)]) == cli.EXIT_OK
+    assert capsys.readouterr().err.splitlines() == [
+        "tuidebug simulate: warning: the debugger reports a version mismatch.",
+        "tuidebug simulate: error: sending the graph failed: unavailable.",
+    ]

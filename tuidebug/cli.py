@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 
@@ -144,10 +146,22 @@ def _parse_connect(text: str) -> str:
     return f"{host}:{port}"
 
 
+class _LogLine(logging.Formatter):
+    """A log record as one stderr sentence: `tuidebug simulate: warning: … .`"""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = " ".join(record.getMessage().split())
+        if not text.endswith((".", "!", "?")):
+            text += "."
+        return f"{self.prefix}: {record.levelname.lower()}: {text}"
+
+
 def _run_simulate(args: argparse.Namespace) -> int:
     """Replay a dump as a live training against a running debugger."""
-    import logging
-
     from tuidebug.client.protocol import ClientError
     from tuidebug.client.simulator import DumpSimulator, SimulatorError
 
@@ -156,9 +170,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
         raise UsageError("--heartbeat must be a positive number of seconds.")
     if args.rank is not None and args.rank < 0:
         raise UsageError(f"--rank must be 0 or more, not {args.rank}.")
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?([.\-+]?\w+)*", args.ms_version.strip(), re.ASCII):
+        raise UsageError(f"--ms-version must look like 2.3.0, not {args.ms_version!r}.")
     # the replay's own warnings (an unreadable tensor file…) as one line each
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("tuidebug simulate: warning: %(message)s"))
+    handler.setFormatter(_LogLine("tuidebug simulate"))
     handler.setLevel(logging.WARNING)
     client_log = logging.getLogger("tuidebug.client")
     client_log.addHandler(handler)
