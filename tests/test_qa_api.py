@@ -286,3 +286,15 @@ def test_mean_of_huge_finite_values_is_finite() -> None:
     (hit,) = check_watchpoints([wp], np.array([1e308, 1e308]), None, TensorRef("n", 0, 0, 0, "g"))
     actual = {p.name: p.actual for p in hit.params if not p.disabled}
     assert actual == {"abs_mean_gt": 1e308, "mean_gt": 1e308}
+
+
+def test_a_dump_without_any_readable_graph_is_refused(dump_2_10: Path, tmp_path: Path) -> None:
+    """Every selection would be empty and every check would come back without a hit."""
+    from damaged_dumps import DAMAGES, damaged_copy
+
+    damage = next(d for d in DAMAGES if d.name == "garbage-pb")
+    root, _ = damaged_copy(dump_2_10, tmp_path / "d", damage)
+    with pytest.raises(DebuggerParamValueError) as info:
+        DumpAnalyzer(str(root))
+    text = one_sentence(info.value)
+    assert "has a readable graph" in text and "ms_output_trace_code_graph_0.pb" in text

@@ -805,6 +805,14 @@ class DumpAnalyzer:
                     nodes[(graph.name, node.name)] = Node(self, rank, graph, node)
             self._nodes[rank] = nodes
             self._by_api_name[rank] = {(n.graph_name, n.name): n for n in nodes.values()}
+        if not any(self._nodes.values()):
+            # every selection would be empty and every check silently hit-free
+            problems = self._dump.problems
+            reason = f"; first problem: {problems[0].rstrip('.')}" if problems else ""
+            raise DebuggerParamValueError(
+                f"No rank of {dump_dir} has a readable graph, so its tensors cannot be tied "
+                f"to nodes{reason}."
+            )
         for problem in self._dump.new_problems():
             _log.warning("%s", problem)
 
