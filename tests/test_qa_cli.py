@@ -482,3 +482,25 @@ def test_simulate_log_lines_are_sentences(
         "tuidebug simulate: warning: the debugger reports a version mismatch.",
         "tuidebug simulate: error: sending the graph failed: unavailable.",
     ]
+
+
+def test_nothing_checked_is_not_all_clear(
+    capsys: pytest.CaptureFixture[str], demo_dump: Path, tmp_path: Path
+) -> None:
+    root = _demo_copy(demo_dump, tmp_path / "dump")
+    for f in (root / "rank_0" / "MLP" / "0" / "2").iterdir():
+        f.unlink()
+    code, out, err = check(capsys, str(root), "--watch", "TO", "--iteration", "2")
+    assert code == 2 and out == ""
+    assert sentences(err) == [
+        "tuidebug check: none of the watched tensors has a dumped file in iteration 2, so "
+        "nothing was checked."
+    ]
+    # asked for, the missing files are the answer (error code 32)
+    code, out, _ = check(
+        capsys, str(root), "--watch", "TO", "--iteration", "2", "--error-on-no-value", "--json"
+    )
+    assert code == 1 and {h["error_code"] for h in json.loads(out)} == {32}
+    # one empty iteration among others is fine
+    code, out, _ = check(capsys, str(root), "--watch", "TO", "--iteration", "1-2")
+    assert code == 0 and "0 hits; 42 tensors checked" in out

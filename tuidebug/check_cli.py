@@ -316,6 +316,13 @@ def run(args: argparse.Namespace) -> int:
                 if (rank, fallback.node_name) in hit_nodes:
                     _warn(fallback.describe())
 
+    if not report.outcomes and not report.problems and not report.tensors_checked:
+        # "0 hits" would read as "all clear" although nothing was looked at
+        raise UsageError(
+            f"none of the watched tensors has a dumped file in iteration"
+            f"{'s' if len(iterations) != 1 else ''} {_ranges(list(iterations))}, so nothing "
+            "was checked."
+        )
     _write_results(report, watches, iterations, usable_ranks, as_json=args.json)
     if report.outcomes:
         return EXIT_HITS
