@@ -504,3 +504,28 @@ def test_nothing_checked_is_not_all_clear(
     # one empty iteration among others is fine
     code, out, _ = check(capsys, str(root), "--watch", "TO", "--iteration", "1-2")
     assert code == 0 and "0 hits; 42 tensors checked" in out
+
+
+def test_a_watch_that_watches_nothing_is_named(
+    capsys: pytest.CaptureFixture[str], demo_dump: Path
+) -> None:
+    code, out, err = check(
+        capsys,
+        str(demo_dump),
+        "--watch",
+        "TO",
+        "--watch",
+        "AR:max_min_lt=1",
+        "--watch",
+        "GE",
+        "--node",
+        "fc1-Dense/MatMul",
+        "--iteration",
+        "2",
+    )
+    assert code == 0 and "1 tensor checked" in out
+    assert sentences(err) == [
+        "warning: --watch AR:max_min_lt=1 watches no activation node matching --node, so it "
+        "was not checked.",
+        "warning: --watch GE watches no gradient node matching --node, so it was not checked.",
+    ]

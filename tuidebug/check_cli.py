@@ -286,6 +286,12 @@ def run(args: argparse.Namespace) -> int:
     plan = _plan(dump, usable_ranks, watches, node_filter)
     if not any(w.tensors for w in plan):
         raise UsageError("no node matches the watchpoints' targets, so nothing was checked.")
+    for watch, wdef in zip(plan, watches, strict=True):
+        if not watch.tensors:
+            target = wdef.condition.target.value
+            what = "node" if target == "tensor" else f"{target} node"
+            narrowed = " matching --node" if node_filter is not None else ""
+            _warn(f"--watch {wdef.spec} watches no {what}{narrowed}, so it was not checked.")
 
     bar = _ProgressBar(err) if _isatty(err) and not args.json else None
     cancel = threading.Event()
