@@ -259,11 +259,6 @@ def test_empty_dump_dir_is_one_sentence() -> None:
 
 
 # ------------------------------------------------------------------ found in files not ours
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/watchpoints.py: validate_params returns equal_nan as 1.0, and _coerce then "
-    "refuses that float for the bool parameter when the params are validated again",
-)
 def test_watchpoint_params_validate_twice() -> None:
     from tuidebug.core.watchpoints import Watchpoint as CoreWatchpoint
     from tuidebug.core.watchpoints import parse_watch_spec

@@ -95,6 +95,9 @@ def _coerce(spec: ParamSpec, value: object) -> float:
     if spec.is_bool:
         if isinstance(value, (bool, np.bool_)):
             return 1.0 if value else 0.0
+        # validated params come back as floats (the wire form): accept them again
+        if isinstance(value, numbers.Real) and value in (0, 1):
+            return float(value)
         raise WatchpointError(f"Parameter {spec.name} must be true or false, got {value!r}.")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise WatchpointError(f"Parameter {spec.name} must be a number, got {value!r}.")
