@@ -108,7 +108,7 @@ def test_validate_returns_floats_in_declared_order() -> None:
             {"range_percentage_gt": 5, "range_start_inclusive": 2, "range_end_inclusive": 1},
             "must not exceed",
         ),
-        ("WNC", {"equal_nan": 1.0}, "true or false"),
+        ("WNC", {"equal_nan": 0.5}, "true or false"),
         ("TL", {"max_gt": 10**400}, "max_gt"),
     ],
 )
