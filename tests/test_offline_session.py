@@ -165,12 +165,49 @@ def test_continue_stops_at_hits_and_at_the_last_step(s210) -> None:  # type: ign
         session.step()
 
 
+def test_continue_goes_past_steps_whose_hits_are_all_no_previous_value(s210) -> None:  # type: ignore[no-untyped-def]
+    """The recommended watchpoints give weight-change error-4 hits at the first iteration:
+    a continue from step 0 lists them with step 1, notes them once, and keeps going."""
+    session, log = s210
+    session.apply_recommended()
+    mark = len(log.events)
+    session.continue_()
+    assert session.metadata.step == 4  # nothing else hits in this dump: runs to the end
+    arrived = of(log, HitsArrived, mark)
+    first = next(e for e in arrived if e.step == 1)
+    assert first.hits and all(h.error_code == 4 for h in first.hits)
+    assert {h.tensor.node for h in first.hits} == WEIGHTS
+    noted = [m for m in notices(log) if m.startswith("Step 1:")]
+    assert len(noted) == 1 and "error 4" in noted[0]
+    assert session.metadata.state is SessionState.WAITING
+
+
+def test_a_run_ending_on_an_error_4_step_still_lists_its_hits(s210) -> None:  # type: ignore[no-untyped-def]
+    session, log = s210
+    session.create_watchpoint("WCL", {"abs_mean_update_ratio_gt": 1.0})
+    session.step(1)  # the run ends on step 1: its error hits stay listed
+    assert session.metadata.step == 1
+    assert len(session.hits) == 8 and all(h.error_code == 4 for h in session.hits)
+    assert not [m for m in notices(log) if m.startswith("Step 1:")]  # no "going on"
+
+
+def test_continue_stops_at_real_hits_after_error_4_steps(dump_2_0: Path) -> None:
+    session, _log = started(dump_2_0)
+    try:
+        session.apply_recommended()
+        session.continue_()
+        assert session.metadata.step == 2  # weight change at iteration 1
+        assert session.hits and all(h.error_code == 0 for h in session.hits)
+        assert {h.tensor.node for h in session.hits} == {"fc1.bias", "fc2.bias", "fc3.bias"}
+    finally:
+        session.close()
+
+
 def test_step_many_stops_early_on_hits(s210) -> None:  # type: ignore[no-untyped-def]
     session, _log = s210
     session.create_watchpoint("WCS", {"abs_mean_update_ratio_lt": 1e-3})
     session.step(3)
-    assert session.metadata.step == 1  # error-4 hits at iteration 0 stop the run
-    session.step(3)
+    # step 1 only has "no previous value" errors, which do not stop; step 2 has real hits
     assert session.metadata.step == 2
     assert all(h.error_code == 0 and h.tensor.iteration == 1 for h in session.hits)
     assert len(session.hits) == 6

@@ -357,3 +357,27 @@ def test_pause_stops_a_continue_at_the_next_suspension(dump_2_0: Path) -> None:
             session.pause()  # only while running
     finally:
         live.close()
+
+
+def test_continue_goes_past_a_step_whose_hits_are_all_no_previous_value(dump_2_0: Path) -> None:
+    """Without the weights before step 1, the weight-change check of step 1 can only say
+    "previous step value cannot be found" (error 4): continue lists those hits with step 1
+    and runs on to the step with real hits, like offline."""
+    live = Live(dump_2_0)
+    live.sim.replay.initial_parameter = lambda g, node: None  # type: ignore[method-assign]
+    try:
+        session = live.session
+        wait_state(session, SessionState.WAITING)
+        session.create_watchpoint("WCL", {"abs_mean_update_ratio_gt": 1.0})
+        start = len(live.log.events)
+        session.continue_()
+        wait_until(lambda: session.metadata.step >= 2, what="past step 1")
+        wait_state(session, SessionState.WAITING)
+        arrived = [e for e in live.log.events[start:] if isinstance(e, HitsArrived) and e.hits]
+        first = next(e for e in arrived if e.step == 1)
+        assert all(h.error_code == 4 for h in first.hits)
+        assert session.metadata.step == 2  # stopped by real hits, as offline (iteration 1)
+        assert session.hits and all(h.error_code == 0 for h in session.hits)
+        assert {h.tensor.node for h in session.hits} == {"fc1.bias", "fc2.bias", "fc3.bias"}
+    finally:
+        live.close()

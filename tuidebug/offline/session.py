@@ -4,8 +4,13 @@ Steps are MindInsight's offline steps: 1-based, step `s` shows dump iteration `s
 step 0 means no iteration is loaded (only constants can be read; watchpoints are not checked,
 as MindInsight does not support initial weights offline). `step(n)` and `continue_()` advance
 one iteration at a time and check it; both stop as soon as a step has hits, and `continue_()`
-also at the last step. `reset_step(s)` jumps to any step without checking (the watchpoints
-are then outdated until `recheck()`).
+also at the last step. A step whose hits are *all* error code 4 only ("the previous step
+value cannot be found": a weight-change watchpoint at the first dumped iteration) does not
+stop them: those hits say nothing about the training, only that the dump starts there, and
+stopping on them would make every `continue` from step 0 halt at step 1. They are still
+published with that step (`HitsArrived`) and summed up in one `Notice`, and they stay listed
+when the run ends on that step. `reset_step(s)` jumps to any step without checking (the
+watchpoints are then outdated until `recheck()`).
 
 Only one rank is shown at a time (`select_rank`). Everything that goes wrong with the dump is
 a `Notice` event with one sentence; `start()` raises `SessionError` only when the folder is
@@ -38,6 +43,7 @@ from tuidebug.core.session import (
 )
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import (
+    ERROR_NO_PREV,
     Watchpoint,
     WatchpointError,
     WatchpointHit,
@@ -328,7 +334,8 @@ class OfflineSession(DebugSession):
         return self._dump
 
     def step(self, count: int = 1) -> None:
-        """Advance `count` steps, checking each; stops early at a step with hits."""
+        """Advance `count` steps, checking each; stops early at a step with hits (not at one
+        whose hits are all "no previous step value", see the module docstring)."""
         if count < 1:
             raise SessionError("The number of steps must be at least 1.")
         with self._control:
@@ -336,7 +343,10 @@ class OfflineSession(DebugSession):
             self._advance(count, until_hit=True)
 
     def continue_(self) -> None:
-        """Advance step by step until a step has hits or the last step is reached."""
+        """Advance step by step until a step has hits or the last step is reached. A step
+        whose every hit is error code 4 only ("the previous step value cannot be found")
+        does not stop it: such hits are listed with their step and noted, and the run goes
+        on to the next step."""
         with self._control:
             self._require_loaded()
             max_step = self._metadata.max_step or 0
@@ -363,8 +373,17 @@ class OfflineSession(DebugSession):
             while self._metadata.step < target and not self._cancel.is_set():
                 self._metadata = self._metadata.with_(step=self._metadata.step + 1)
                 self._check_current()
-                if until_hit and self._hits:
+                if not until_hit or not self._hits:
+                    continue
+                if not all(_only_no_previous(hit) for hit in self._hits):
                     break
+                if self._metadata.step < target:
+                    self._notice(
+                        f"Step {self._metadata.step}: {len(self._hits)} "
+                        f"check{'s' if len(self._hits) != 1 else ''} had no previous step "
+                        "value to compare with (error 4); going on.",
+                        "information",
+                    )
         finally:
             self._set(state=SessionState.WAITING)
 
@@ -483,3 +502,8 @@ class OfflineSession(DebugSession):
             if graph.get(node) is not None:
                 return name
         raise SessionError(f"No graph of rank {self._rank} has a node named {node!r}.")
+
+
+def _only_no_previous(hit: WatchpointHit) -> bool:
+    """An error hit whose only error is "the previous step value cannot be found"."""
+    return hit.error_code == ERROR_NO_PREV

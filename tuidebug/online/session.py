@@ -2,7 +2,8 @@
 
 The state machine follows MindInsight's server (spec §2.5–§2.13): the training's `WaitCMD`
 long-polls a command queue fed by the user's actions; step N and continue are delivered as
-repeated single steps (MindSpore ignores `run_steps`); pause is never forwarded; watchpoint
+repeated single steps (MindSpore ignores `run_steps`) and stop at hits, except at a batch of
+error-code-4-only hits (no previous step value yet); pause is never forwarded; watchpoint
 edits are sent as a batch of SetCMDs right before the next run or recheck; tensor values are
 fetched with ViewCMDs whose answers arrive on separate streams and are paired with the
 request. The gRPC transport (`server.py`) calls the `wire_*` methods; the TUI calls the
@@ -65,6 +66,7 @@ HEARTBEAT_MISSES = 3
 MAX_SETCMD_BYTES = 3 * 1024 * 1024 + 512 * 1024
 
 _OK = pb.EventReply.OK
+_ERROR_NO_PREV = 4  # core.watchpoints.ERROR_NO_PREV, without importing the condition engine
 _FAILED = pb.EventReply.FAILED
 
 
@@ -364,6 +366,8 @@ class OnlineSession(DebugSession):
         self._run(count)
 
     def continue_(self) -> None:
+        """Run until a step has hits. Like offline, hits that are all error code 4 ("the
+        previous step value cannot be found") do not stop it; they are still published."""
         self._run(-1)
 
     def _run(self, count: int) -> None:
@@ -848,13 +852,18 @@ class OnlineSession(DebugSession):
         with self._cond:
             if not self._active:
                 return
-            # spec §2.6: any hit stops step N / continue / run-to-node
-            self._remaining = 0
-            self._target_node = ""
-            if self._meta.state is SessionState.RUNNING:
-                self._commands = deque(
-                    c for c in self._commands if c.WhichOneof("cmd") != "run_cmd"
-                )
+            # spec §2.6: any hit stops step N / continue / run-to-node — except a batch of
+            # "previous step value cannot be found" errors only (error code 4): they only
+            # say the training has no earlier step to compare with yet, so stopping there
+            # would halt every continue at its first step (same policy as offline). They
+            # are still published with their step.
+            if not hits or not all(h.error_code == _ERROR_NO_PREV for h in hits):
+                self._remaining = 0
+                self._target_node = ""
+                if self._meta.state is SessionState.RUNNING:
+                    self._commands = deque(
+                        c for c in self._commands if c.WhichOneof("cmd") != "run_cmd"
+                    )
             self._received_hits.extend(hits)  # published at the next WaitCMD (new step first)
             self._cond.notify_all()
 

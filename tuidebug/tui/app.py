@@ -128,20 +128,25 @@ class DebuggerApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "tuidebug"
-    COMMANDS: ClassVar[set[Any]] = App.COMMANDS | {DebuggerCommands}
+    # One provider, so the debugger's commands come first and Textual's own (theme,
+    # screenshot, maximize) follow them instead of landing in the middle at random.
+    COMMANDS: ClassVar[set[Any]] = {DebuggerCommands}
     ENABLE_COMMAND_PALETTE = True
 
+    # The run keys (and w) are not in the footer: the control bar under the watchpoints lists them
+    # (key first) and greys them exactly like the keys, so the footer keeps room for the
+    # focused pane's keys.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "step", "Step", id="tuidebug.step"),
-        Binding("N", "step_many", "Step N", id="tuidebug.step_many"),
-        Binding("c", "continue", "Continue", id="tuidebug.continue"),
-        Binding("x", "step_node", "Next node", id="tuidebug.step_node"),
-        Binding("p", "pause", "Pause", id="tuidebug.pause"),
-        Binding("T", "terminate", "Terminate", id="tuidebug.terminate"),
-        Binding("g", "reset_step", "Go to step", id="tuidebug.reset_step"),
-        Binding("r", "recheck", "Recheck", id="tuidebug.recheck"),
+        Binding("n", "step", "Step", show=False, id="tuidebug.step"),
+        Binding("N", "step_many", "Step N", show=False, id="tuidebug.step_many"),
+        Binding("c", "continue", "Continue", show=False, id="tuidebug.continue"),
+        Binding("x", "step_node", "Next node", show=False, id="tuidebug.step_node"),
+        Binding("p", "pause", "Pause", show=False, id="tuidebug.pause"),
+        Binding("T", "terminate", "Terminate", show=False, id="tuidebug.terminate"),
+        Binding("g", "reset_step", "Go to step", show=False, id="tuidebug.reset_step"),
+        Binding("r", "recheck", "Recheck", show=False, id="tuidebug.recheck"),
         Binding("h", "history", "History", show=False, id="tuidebug.history"),
-        Binding("w", "new_watchpoint", "Watch", id="tuidebug.new_watchpoint"),
+        Binding("w", "new_watchpoint", "Watch", show=False, id="tuidebug.new_watchpoint"),
         Binding("slash", "filter", "Filter", id="tuidebug.filter"),
         Binding("escape", "back", "Back", show=False, id="tuidebug.back"),
         Binding("question_mark,f1", "help", "Help", id="tuidebug.help"),
@@ -208,8 +213,6 @@ class DebuggerApp(App[int]):
         if self._source_label is not None:
             header.shown_source = self._source_label
         self._apply_metadata(self.session.metadata)
-        caps = self.session.capabilities
-        self.query_one(ControlBar).set_live(caps.live, caps.can_step_node)
         self.query_one(WatchpointList).set_watchpoints(self.session.watchpoints)
         self._unsubscribe = self.session.subscribe(self._on_session_event_thread)
         if self.session.graphs:
@@ -243,6 +246,9 @@ class DebuggerApp(App[int]):
         elif isinstance(event, WatchpointsChanged):
             self.query_one(WatchpointList).set_watchpoints(event.watchpoints)
             self._refresh_badges()
+            # the watchpoint count is in the control bar, and recheck needs a watchpoint
+            self._update_controls()
+            self.refresh_bindings()
         elif isinstance(event, HitsArrived):
             self._hits_changed(event.hits, announce=True)
         elif isinstance(event, Progress):
@@ -312,6 +318,8 @@ class DebuggerApp(App[int]):
             else False
         )
         self.query_one(SessionHeader).set_metadata(metadata, hits_at_step=hits_here)
+        if not self.graphs:
+            self.query_one(ScopeTree).set_empty_message(_no_graph_text(metadata))
         self.refresh_bindings()
         self._update_controls()
         if step_changed and self.current_node is not None and self.current_graph:
@@ -472,7 +480,12 @@ class DebuggerApp(App[int]):
             return
         self._open_tensor = (graph_name, node.name, slot, iteration)
         ref = TensorRef(node.name, slot, iteration, self._metadata.rank, graph_name)
-        where = f"iteration {iteration}" if iteration is not None else f"step {self._metadata.step}"
+        # online refs carry the training step; offline ones the dump iteration
+        online = self._metadata.mode == "online"
+        if iteration is None:
+            where = f"step {self._metadata.step}"
+        else:
+            where = f"step {iteration}" if online else f"iteration {iteration}"
         title = f"{node.short_name}:{slot}  ({node.op_type}, {where})"
         self.query_one(TensorView).show_loading(title)
         want_previous = node.is_parameter and self.session.capabilities.can_compare_previous
@@ -607,6 +620,7 @@ class DebuggerApp(App[int]):
                     f"#{watchpoint.id} {watchpoint.describe()}",
                     yes="Delete",
                     no="Keep",
+                    destructive=True,
                 ),
                 answered,
             )
@@ -712,9 +726,16 @@ class DebuggerApp(App[int]):
 
     def _update_controls(self) -> None:
         bar = self.query_one(ControlBar)
+        # online capabilities follow the client (node stepping needs a GPU backend)
+        bar.set_capabilities(self.session.capabilities)
         bar.update_enabled(lambda action: self.action_state(action).enabled)
         watchpoints = len(self.session.watchpoints)
-        status = f"{watchpoints} watchpoints · {self.query_one(HitList).hit_count} hits"
+        # the count goes in the pane's title: the bar's right end is short at 100 columns
+        self.query_one(WatchpointList).border_title = (
+            f"6 Watchpoints ({watchpoints})" if watchpoints else "6 Watchpoints"
+        )
+        hits = self.query_one(HitList).hit_count
+        status = f"{hits} hit{'s' if hits != 1 else ''}"
         if self._control_busy:
             status = "working… · " + status
         bar.set_status(status)
@@ -802,6 +823,7 @@ class DebuggerApp(App[int]):
                 "The training process will stop at the next step boundary. This cannot be undone.",
                 yes="Terminate",
                 no="Cancel",
+                destructive=True,
             ),
             answered,
         )
@@ -957,6 +979,9 @@ class DebuggerApp(App[int]):
                 self.query_one(StackList).clear_search()
                 self.query_one("#stack-lines").focus()
                 return
+        if self.screen.maximized is not None:
+            self.screen.action_minimize()  # a maximized pane (palette) goes back in place
+            return
         if focused is self.query_one(ScopeTree).tree and self.query_one(ScopeTree).clear_filter():
             return
         while self._focus_history:
@@ -992,10 +1017,11 @@ class DebuggerApp(App[int]):
             return
         if number == 5:
             view = self.query_one(TensorView)
-            canvas = view.canvas
-            # With no tensor shown the grid is hidden: the slice box is what can take focus.
-            target: Widget = canvas if canvas.display else view.query_one("#tv-slice")
-            target.focus()
+            if view.state != "tensor":
+                # Nothing in the pane can take focus without a tensor: say how to get one.
+                self.notify("No tensor is open: Enter on a node output (4) or a hit (2).")
+                return
+            view.canvas.focus()
             return
         self.query_one(selector).focus()
 
@@ -1023,16 +1049,16 @@ class DebuggerApp(App[int]):
     def palette_commands(self) -> list[PaletteCommand]:
         commands: list[PaletteCommand] = []
         offered = [
-            ("step", "Step", "Run one step and check the watchpoints"),
-            ("step_many", "Step N times…", "Run several steps"),
-            ("continue", "Continue", "Run until a watchpoint hits"),
-            ("step_node", "Next node", "Run to the next kernel (GPU)"),
-            ("pause", "Pause", "Pause the running training"),
-            ("terminate", "Terminate training…", "Stop the training process"),
-            ("reset_step", "Go to step…", "Jump to another step of the dump"),
-            ("recheck", "Recheck watchpoints", "Check every enabled watchpoint again"),
-            ("history", "Graph execution history", "Which graph ran at which step"),
-            ("new_watchpoint", "New watchpoint…", "Watch the selected node or scope"),
+            ("step", "Step", "Run one step and check the watchpoints  (n)"),
+            ("step_many", "Step N times…", "Run several steps  (N)"),
+            ("continue", "Continue", "Run until a watchpoint hits  (c)"),
+            ("step_node", "Next node", "Run to the next kernel (GPU)  (x)"),
+            ("pause", "Pause", "Pause the running training  (p)"),
+            ("terminate", "Terminate training…", "Stop the training process  (T)"),
+            ("reset_step", "Go to step…", "Jump to another step of the dump  (g)"),
+            ("recheck", "Recheck watchpoints", "Check every enabled watchpoint again  (r)"),
+            ("history", "Graph execution history", "Which graph ran at which step  (h)"),
+            ("new_watchpoint", "New watchpoint…", "Watch the selected node or scope  (w)"),
         ]
         for action, title, help_text in offered:
             if self.action_state(action).enabled:
@@ -1041,7 +1067,7 @@ class DebuggerApp(App[int]):
             commands.append(
                 PaletteCommand(
                     "Apply the recommended watchpoints",
-                    "Create spec §4's recommended watchpoints for the loaded graphs",
+                    "Overflow, all-zero, weight change, vanishing gradient… on the loaded graphs",
                     lambda: self._run_session_call(
                         "Creating the recommended watchpoints",
                         self._apply_recommended,
@@ -1086,6 +1112,25 @@ class DebuggerApp(App[int]):
                     self.action_messages,
                 )
             )
+        screen = self.screen
+        if screen.maximized is not None:
+            commands.append(
+                PaletteCommand("Restore the pane", "Undo maximize", screen.action_minimize)
+            )
+        elif screen.focused is not None and screen.focused.allow_maximize:
+            commands.append(
+                PaletteCommand(
+                    "Maximize the focused pane", "Esc restores it", screen.action_maximize
+                )
+            )
+        commands.append(PaletteCommand("Theme…", "Change the colours", self.action_change_theme))
+        commands.append(
+            PaletteCommand(
+                "Screenshot",
+                "Save an SVG of the screen in the current directory",
+                lambda: self.set_timer(0.1, self.deliver_screenshot),
+            )
+        )
         return commands
 
     def palette_graph(self) -> Graph | None:
@@ -1116,6 +1161,32 @@ _ACTION_HELP = {
     "help": "this help",
     "quit": "quit",
 }
+
+
+def _no_graph_text(md: Metadata) -> str:
+    """What the tree pane says before there is a graph to show."""
+    state = md.state
+    if md.mode == "online":
+        if state is SessionState.PENDING:
+            host, _, port = md.source.rpartition(":")
+            return (
+                f"Waiting for a training to connect to {md.source}…\n\n"
+                "Start the MindSpore training (GPU or Ascend) with\n"
+                f"ENABLE_MS_DEBUGGER=1 MS_DEBUGGER_HOST={host or '<this host>'} "
+                f"MS_DEBUGGER_PORT={port or 50051}"
+            )
+        if state is SessionState.MISMATCH:
+            return "The training's MindSpore version does not match: terminate it (T)."
+        if state is SessionState.NODE_TOO_LARGE:
+            return "The training's graph is too large to show: terminate it (T)."
+        if state in {SessionState.DISCONNECTED, SessionState.DONE}:
+            return "The training is gone and sent no graph."
+        return "Receiving the graph…"
+    if state is SessionState.LOADING:
+        return "Loading the dump…"
+    if state is SessionState.PENDING:
+        return md.message or "Nothing is loaded."
+    return "This dump has no readable graph."
 
 
 def _key_display(key: str) -> str:

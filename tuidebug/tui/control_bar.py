@@ -10,20 +10,22 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Button, Static
 
+from tuidebug.core.session import Capabilities
 from tuidebug.tui.messages import ControlRequested
 
-# (action, label) in the order a user reaches for them
+# (action, label) in the order a user reaches for them; the key comes first, as in the
+# footer, so the bar doubles as the list of run keys (the footer leaves them out).
 CONTROLS: tuple[tuple[str, str], ...] = (
-    ("step", "Step n"),
-    ("step_many", "Step N…"),
-    ("continue", "Continue c"),
-    ("step_node", "Next node x"),
-    ("pause", "Pause p"),
-    ("terminate", "Terminate T"),
-    ("reset_step", "Go to step g"),
-    ("recheck", "Recheck r"),
-    ("history", "History h"),
-    ("new_watchpoint", "Watch w"),
+    ("step", "n Step"),
+    ("step_many", "N Step N…"),
+    ("continue", "c Continue"),
+    ("step_node", "x Next node"),
+    ("pause", "p Pause"),
+    ("terminate", "T Terminate"),
+    ("reset_step", "g Go to step"),
+    ("recheck", "r Recheck"),
+    ("history", "h History"),
+    ("new_watchpoint", "w Watch"),
 )
 
 
@@ -32,7 +34,7 @@ class ControlBar(Horizontal):
 
     DEFAULT_CSS = """
     ControlBar { height: 1; background: $panel; }
-    ControlBar Button { margin: 0 1 0 0; min-width: 8; }
+    ControlBar Button { margin: 0; min-width: 6; }
     ControlBar #control-status { width: 1fr; content-align: right middle; color: $text-muted;
         padding: 0 1; }
     """
@@ -46,12 +48,18 @@ class ControlBar(Horizontal):
         for action, _label in CONTROLS:
             self.query_one(f"#control-{action}", Button).disabled = not is_enabled(action)
 
-    def set_live(self, live: bool, can_step_node: bool) -> None:
-        """Offline sessions have no pause/terminate, and only GPU sessions step nodes: hide
-        buttons that can never work rather than grey them forever."""
-        for action in ("pause", "terminate"):
-            self.query_one(f"#control-{action}", Button).display = live
-        self.query_one("#control-step_node", Button).display = can_step_node
+    def set_capabilities(self, caps: Capabilities) -> None:
+        """Hide buttons that can never work in this session rather than grey them forever:
+        pause/terminate offline, node stepping off GPU, go-to-step and history online."""
+        shown = {
+            "pause": caps.can_pause,
+            "terminate": caps.can_terminate,
+            "step_node": caps.can_step_node,
+            "reset_step": caps.can_reset_step,
+            "history": not caps.live,
+        }
+        for action, visible in shown.items():
+            self.query_one(f"#control-{action}", Button).display = visible
 
     def set_status(self, text: str) -> None:
         self.query_one("#control-status", Static).update(text)

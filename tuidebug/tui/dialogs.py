@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
@@ -10,6 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
@@ -22,10 +24,11 @@ class ConfirmScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
-        width: 70; height: auto; border: thick $accent; background: $surface; padding: 1 2;
+        width: 70; max-width: 100%; height: auto; max-height: 100%;
+        border: thick $accent; background: $surface; padding: 1 2;
     }
     ConfirmScreen #confirm-title { text-style: bold; margin-bottom: 1; }
-    ConfirmScreen #confirm-scroll { height: auto; max-height: 24; margin-bottom: 1; }
+    ConfirmScreen #confirm-scroll { height: auto; max-height: 60vh; margin-bottom: 1; }
     ConfirmScreen Horizontal { height: auto; align-horizontal: right; }
     ConfirmScreen Button { margin-left: 2; }
     """
@@ -36,12 +39,23 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("escape", "answer(False)", "Cancel", id="confirm.cancel"),
     ]
 
-    def __init__(self, title: str, body: str, *, yes: str = "Yes", no: str = "No") -> None:
+    def __init__(
+        self,
+        title: str,
+        body: str,
+        *,
+        yes: str = "Yes",
+        no: str = "No",
+        destructive: bool = False,
+    ) -> None:
+        """`destructive=True` (terminate, delete): Enter lands on the safe answer; only
+        `y` or a deliberate Tab goes ahead."""
         super().__init__()
         self._title = title
         self._body = body
         self._yes = yes
         self._no = no
+        self._destructive = destructive
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -50,10 +64,24 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Static(self._body, id="confirm-body", markup=False)
             with Horizontal():
                 yield Button(f"{self._no} (n)", id="confirm-no")
-                yield Button(f"{self._yes} (y)", variant="primary", id="confirm-yes")
+                yield Button(
+                    f"{self._yes} (y)",
+                    variant="error" if self._destructive else "primary",
+                    id="confirm-yes",
+                )
 
     def on_mount(self) -> None:
-        self.query_one("#confirm-yes", Button).focus()
+        # The buttons sit two levels down and are not always mounted yet when the screen's
+        # Mount arrives (a busy app): then focus them once the screen has drawn.
+        if not self._focus_default():
+            self.call_after_refresh(self._focus_default)
+
+    def _focus_default(self) -> bool:
+        try:
+            self.query_one("#confirm-no" if self._destructive else "#confirm-yes").focus()
+        except NoMatches:
+            return False
+        return True
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
@@ -106,7 +134,15 @@ class PromptScreen(ModalScreen[str | None]):
             yield Static(self._hint, id="prompt-hint")
 
     def on_mount(self) -> None:
-        self.query_one("#prompt-input", Input).focus()
+        if not self._focus_input():  # see ConfirmScreen.on_mount
+            self.call_after_refresh(self._focus_input)
+
+    def _focus_input(self) -> bool:
+        try:
+            self.query_one("#prompt-input", Input).focus()
+        except NoMatches:
+            return False
+        return True
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -151,10 +187,11 @@ class HistoryScreen(ModalScreen[int | None]):
     DEFAULT_CSS = """
     HistoryScreen { align: center middle; }
     HistoryScreen > Vertical {
-        width: 90; height: 80%; border: thick $accent; background: $surface; padding: 0 1;
+        width: 90; max-width: 100%; height: auto; max-height: 80%;
+        border: thick $accent; background: $surface; padding: 0 1;
     }
     HistoryScreen #history-title { text-style: bold; padding: 1 0; }
-    HistoryScreen DataTable { height: 1fr; }
+    HistoryScreen DataTable { height: auto; max-height: 30; }
     HistoryScreen #history-hint { color: $text-muted; }
     """
 
@@ -177,6 +214,16 @@ class HistoryScreen(ModalScreen[int | None]):
             yield Static(hint, id="history-hint")
 
     def on_mount(self) -> None:
+        try:
+            self._fill()
+        except NoMatches:  # see ConfirmScreen.on_mount
+            self.call_after_refresh(self._fill_later)
+
+    def _fill_later(self) -> None:
+        with contextlib.suppress(NoMatches):  # closed before it was drawn
+            self._fill()
+
+    def _fill(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("step", "iteration", "graph", "data", "sub-graphs")
         if not self._runs:
@@ -192,6 +239,11 @@ class HistoryScreen(ModalScreen[int | None]):
                 ", ".join(run.sub_graphs),
                 key=str(i),
             )
+        current = next(
+            (i for i, run in enumerate(self._runs) if run.iteration + 1 == self._current), None
+        )
+        if current is not None:
+            table.move_cursor(row=current)  # Enter right away re-opens where we are
         table.focus()
 
     def action_close(self) -> None:

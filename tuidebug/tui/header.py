@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual.widgets import Static
 
@@ -9,6 +11,98 @@ from tuidebug.core.session import Metadata
 from tuidebug.tui.labels import state_label
 
 BAR_WIDTH = 20
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of the header line. Lower `keep` is dropped first when the line is too
+    long; the source (`elide=True`) is shortened from the left before anything goes."""
+
+    label: str
+    value: str
+    style: str = ""
+    keep: int = 9
+    elide: bool = False
+    sep: str = "  "
+
+    def text(self, value: str | None = None) -> Text:
+        out = Text(self.sep)
+        if self.label:
+            out.append(f"{self.label} ", style="dim")
+        out.append(self.value if value is None else value, style=self.style)
+        return out
+
+
+def header_segments(
+    md: Metadata, graph: str, shown_source: str, hits_at_step: bool
+) -> list[Segment]:
+    online = md.mode == "online"
+    source = shown_source or md.source
+    segments = [
+        Segment("", f" {md.mode.upper()} ", "bold reverse " + ("magenta" if online else "blue"))
+    ]
+    if online:
+        # gRPC names peers "ipv4:1.2.3.4:port"; before a training connects the source is the
+        # address we listen on
+        shown = source.removeprefix("ipv4:").removeprefix("ipv6:")
+        waiting = md.state.value == "pending"
+        segments.append(Segment("listening on" if waiting else "client", shown, elide=True))
+        if md.device:
+            segments.append(Segment("device", md.device, keep=2))
+        if md.backend:
+            segments.append(Segment("backend", md.backend, keep=4))
+        if md.ms_version:
+            segments.append(Segment("MindSpore", md.ms_version, keep=1))
+    else:
+        segments.append(Segment("", source, elide=True))
+    rank = str(md.rank) + (f" of {len(md.ranks)}" if len(md.ranks) > 1 else "")
+    segments.append(Segment("rank", rank, keep=5 if len(md.ranks) > 1 else 3))
+    if graph:
+        # with one graph the tree's selector already names it
+        segments.append(Segment("graph", graph, keep=6 if len(md.graph_names) > 1 else 3))
+    step = str(md.step) + (f"/{md.max_step}" if md.max_step is not None else "")
+    segments.append(Segment("step", step, "bold"))
+    if not online and md.step > 0:
+        segments.append(Segment("", f"(iteration {md.step - 1})", "dim", keep=2, sep=" "))
+    if online and md.cur_node:
+        segments.append(Segment("node", md.cur_node.rsplit("/", 1)[-1], keep=7))
+    label, style = state_label(md, hits_at_step=hits_at_step)
+    segments.append(Segment("", f"● {label}", style))
+    return segments
+
+
+MIN_SOURCE = 16  # cells of the source kept before less important facts are dropped
+
+
+def fit_line(segments: list[Segment], width: int) -> Text:
+    """The segments as one line of at most `width` cells: the source is shortened to its
+    end (the dump's own folder names) down to `MIN_SOURCE` cells, then the least
+    important facts are dropped."""
+    kept = list(segments)
+
+    def length(items: list[Segment], source_cap: int | None = None) -> int:
+        total = 0
+        for item in items:
+            size = item.text().cell_len
+            if item.elide and source_cap is not None:
+                size = min(size, item.text("x" * source_cap).cell_len)
+            total += size
+        return total
+
+    while length(kept, MIN_SOURCE) > width:
+        droppable = [item for item in kept if item.keep < 9]
+        if not droppable:
+            break
+        kept.remove(min(droppable, key=lambda item: item.keep))
+    line = Text()
+    overflow = length(kept) - width
+    for item in kept:
+        value = item.value
+        if item.elide and overflow > 0 and len(value) > MIN_SOURCE:
+            room = max(MIN_SOURCE - 1, len(value) - overflow - 1)
+            value = "…" + value[-room:]
+        line.append_text(item.text(value))
+    return line
 
 
 class SessionHeader(Static):
@@ -45,6 +139,10 @@ class SessionHeader(Static):
         self.progress = None if total and done >= total else (label, done, total)
         self.update(self._text())
 
+    def on_resize(self) -> None:
+        # What fits on the line depends on the width: lay it out again.
+        self.update(self._text())
+
     def _text(self) -> Text:
         md = self.metadata
         text = Text()
@@ -52,51 +150,22 @@ class SessionHeader(Static):
         if md is None:
             text.append("  starting…", style="dim")
             return text
-        online = md.mode == "online"
-        text.append(
-            f"  {md.mode.upper()} ", style="bold reverse " + ("magenta" if online else "blue")
+        text.append_text(
+            fit_line(
+                header_segments(md, self.graph_name, self.shown_source, self.hits_at_step),
+                self._line_width(),
+            )
         )
-        source = self.shown_source or md.source
-        if online:
-            text.append("  client ", style="dim")
-            text.append(source or "(none yet)")
-            if md.device:
-                text.append("  device ", style="dim")
-                text.append(md.device)
-            if md.backend:
-                text.append("  backend ", style="dim")
-                text.append(md.backend)
-            if md.ms_version:
-                text.append("  MindSpore ", style="dim")
-                text.append(md.ms_version)
-        else:
-            text.append("  ")
-            text.append(source)
-        text.append("  rank ", style="dim")
-        text.append(str(md.rank))
-        if len(md.ranks) > 1:
-            text.append(f" of {len(md.ranks)}", style="dim")
-        if self.graph_name:
-            text.append("  graph ", style="dim")
-            text.append(self.graph_name)
-        text.append("  step ", style="dim")
-        step = str(md.step)
-        if md.max_step is not None:
-            step += f"/{md.max_step}"
-        text.append(step, style="bold")
-        if not online and md.step > 0:
-            text.append(f" (iteration {md.step - 1})", style="dim")
-        if online and md.cur_node:
-            text.append("  node ", style="dim")
-            text.append(md.cur_node.rsplit("/", 1)[-1])
-        label, style = state_label(md, hits_at_step=self.hits_at_step)
-        text.append("  ● ", style=style)
-        text.append(label, style=style)
         second = self._second_line(md)
         if second is not None:
             text.append("\n")
             text.append_text(second)
         return text
+
+    def _line_width(self) -> int:
+        """Cells left after "tuidebug" and the padding (a generous default before layout)."""
+        width = self.size.width if self.is_mounted and self.size.width else 0
+        return (width - 2 - len("tuidebug")) if width else 10_000
 
     def _second_line(self, md: Metadata) -> Text | None:
         if self.progress is not None:

@@ -72,7 +72,7 @@ class HelpScreen(ModalScreen[None]):
         table = Table(box=None, show_header=True, header_style="bold", expand=True)
         table.add_column("key", style="bold cyan", no_wrap=True)
         table.add_column("does")
-        table.add_column("unavailable when", style="dim")
+        table.add_column("not available now", style="dim")
         for key, does, unavailable in self._keys:
             table.add_row(key, does, unavailable)
         return table

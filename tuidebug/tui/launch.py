@@ -69,9 +69,12 @@ def run_demo(args: argparse.Namespace) -> int:
     else:
         out_dir = Path(tempfile.mkdtemp(prefix="tuidebug-demo-"))
     from tuidebug.offline.demo import write_demo_dump
+    from tuidebug.offline.dump_writer import DumpWriterError
 
     try:
         dump_root = write_demo_dump(out_dir)
+    except DumpWriterError as exc:  # e.g. --out already holds a dump
+        return _fail("demo", str(exc))
     except OSError as exc:
         return _fail("demo", f"cannot write the demo dump to {out_dir}: {exc.strerror or exc}.")
     if getattr(args, "online", False):

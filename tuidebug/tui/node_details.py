@@ -126,11 +126,16 @@ class NodeDetails(VerticalScroll):
     def _render_head(self) -> None:
         node = self.node
         assert node is not None and self.graph is not None
-        cats = sorted(c.value for c in self.graph.categories(node) if c.value != "tensor")
+        kind = node.kind.value
+        # "Parameter  parameter  [parameter, weight]" says one thing three times
+        cats = sorted(
+            c.value for c in self.graph.categories(node) if c.value not in {"tensor", kind}
+        )
         head = Text()
         head.append(node.short_name, style="bold cyan")
         head.append(f"  {node.op_type}", style="bold")
-        head.append(f"  {node.kind.value}", style="dim")
+        if kind.lower() != node.op_type.lower():
+            head.append(f"  {kind}", style="dim")
         if cats:
             head.append("  [" + ", ".join(cats) + "]", style="magenta")
         head.append("\nname  ", style="dim")
@@ -189,13 +194,18 @@ class NodeDetails(VerticalScroll):
 
     def _output_row(self, spec: TensorSpec) -> Text:
         row = Text(f"  :{spec.slot} ", style="bold")
-        row.append(f"{dtype_label(spec.dtype):<8} ", style="green")
-        row.append(f"{shape_label(spec.shape):<16} ")
+        declared = f"{dtype_label(spec.dtype)}{shape_label(spec.shape)}"
         summary = self._summaries.get(spec.slot)
+        if summary is None or summary.missing or not summary.line.startswith(declared):
+            # the graph's dtype and shape, unless the summary (which starts with the
+            # value's own) already says the same
+            row.append(f"{dtype_label(spec.dtype):<8} ", style="green")
+            row.append(f"{shape_label(spec.shape):<16} ")
         if summary is None:
             row.append("…", style="dim")
             return row
         line = Text(summary.line, style="dim" if summary.missing else "")
+        line.highlight_regex(r"^\w+<[^>]*>", "green")
         # summary_line() ends with `NaN:3 +Inf:1 -Inf:2` when there are any: colour them.
         line.highlight_regex(r"NaN:\d+", "bold red")
         line.highlight_regex(r"[+-]Inf:\d+", "bold yellow")

@@ -7,6 +7,7 @@ render time from sets the app hands in, so a new hit list never rebuilds the tre
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Input, Select, Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -198,6 +200,10 @@ class ScopeTree(Vertical):
     ScopeTree #filter-status { height: auto; color: $text-muted; display: none; }
     ScopeTree #filter-status.-shown { display: block; }
     ScopeTree GraphTree { height: 1fr; }
+    ScopeTree #tree-empty {
+        height: 1fr; content-align: center middle; text-align: center; color: $text-muted;
+        padding: 0 1;
+    }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -206,6 +212,7 @@ class ScopeTree(Vertical):
         self.graph: Graph | None = None
         self._filter_text = ""
         self._filter_type = ALL_TYPES
+        self._empty_message = "No graph loaded yet."
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="tree-filters"):
@@ -222,6 +229,26 @@ class ScopeTree(Vertical):
         tree = GraphTree(id="scope-tree")
         tree.loader = self._load
         yield tree
+        yield Static("", id="tree-empty")
+
+    def on_mount(self) -> None:
+        with contextlib.suppress(NoMatches):  # a child not mounted yet: the app calls again
+            self._show_empty_state()
+
+    def set_empty_message(self, text: str) -> None:
+        """What the pane says while there is no graph (waiting for a training, loading)."""
+        self._empty_message = text
+        self._show_empty_state()
+
+    def _show_empty_state(self) -> None:
+        empty = not self.graphs
+        message = self.query_one("#tree-empty", Static)
+        message.update(self._empty_message)
+        message.display = empty
+        # the tree keeps its place (and focus) but shows nothing until a graph arrives
+        self.query_one("#tree-filters").display = not empty
+        self.query_one("#name-filter").display = not empty
+        self.tree.styles.height = "1fr" if not empty else 1
 
     # ---------------------------------------------------------------- public
     @property
@@ -236,6 +263,7 @@ class ScopeTree(Vertical):
             select.set_options(
                 (f"{name} ({len(graph)} nodes)", name) for name, graph in self.graphs.items()
             )
+        self._show_empty_state()
         if not self.graphs:
             self.graph = None
             self.tree.clear()

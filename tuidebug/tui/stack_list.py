@@ -247,7 +247,17 @@ class StackList(Vertical):
     @on(Input.Submitted, "#stack-search")
     def _search_done(self, event: Input.Submitted) -> None:
         event.stop()
-        self.query_one("#stack-lines", OptionList).focus()
+        lines = self.query_one("#stack-lines", OptionList)
+        # The list starts with a title row that cannot be chosen: land on the first line
+        # found, so the next Enter lists its nodes.
+        highlighted = lines.highlighted
+        if highlighted is None or lines.get_option_at_index(highlighted).disabled:
+            first = next(
+                (i for i in range(lines.option_count) if not lines.get_option_at_index(i).disabled),
+                None,
+            )
+            lines.highlighted = first
+        lines.focus()
 
     @on(OptionList.OptionSelected, "#stack-lines")
     def _line_chosen(self, event: OptionList.OptionSelected) -> None:

@@ -24,6 +24,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Input, Label, Static
 from textual.worker import get_current_worker
 from typing_extensions import Self
@@ -73,6 +74,11 @@ STATISTICS_CHUNK = 1 << 20
 REFINE_LIMIT = 32 << 20
 
 
+EMPTY_MESSAGE = (
+    "No tensor selected.\nEnter on a node output (4) or on a hit (2) opens its tensor here."
+)
+
+
 def _viewable(dtype: np.dtype) -> bool:
     return dtype.kind in "biuf" or dtype == BFLOAT16
 
@@ -117,6 +123,10 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         height: 1fr;
         width: 1fr;
     }
+    /* The empty state before the first refresh: only the message is shown. */
+    TensorView > #tv-title, TensorView > #tv-bar, TensorView > #tv-error,
+    TensorView > #tv-table, TensorView > #tv-heatmap, TensorView > #tv-legend,
+    TensorView > #tv-status, TensorView > #tv-stats { display: none; }
     TensorView #tv-title { height: 1; text-style: bold; }
     TensorView #tv-bar { height: 1; }
     TensorView #tv-bar Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
@@ -126,7 +136,9 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     TensorView #tv-mode { width: auto; padding: 0 1; color: $accent; }
     TensorView #tv-error { height: auto; color: $error; }
     TensorView #tv-goto { height: 1; display: none; }
-    TensorView #tv-message { height: 1fr; content-align: center middle; color: $text-muted; }
+    TensorView #tv-message {
+        height: 1fr; content-align: center middle; text-align: center; color: $text-muted;
+    }
     TensorView #tv-message.-error { color: $error; }
     TensorView #tv-legend { height: 1; }
     TensorView #tv-status { height: 1; background: $panel; }
@@ -152,7 +164,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         super().__init__(id=id, classes=classes, name=name)
         self._state: Literal["empty", "loading", "error", "tensor"] = "empty"
         self._title = ""
-        self._message = "No tensor selected."
+        self._message = EMPTY_MESSAGE
         self._array: np.ndarray | None = None
         self._previous: np.ndarray | None = None
         self._node_type = ""
@@ -171,6 +183,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._cursor = (0, 0)  # slice coordinates; survives the diff being recomputed
         self._generation = 0  # bumps on every show(); stale worker results are dropped
         self._token = 0  # bumps on every new GridData
+        self._children_ready = False
 
     # ----------------------------------------------------------------- composition
     def compose(self) -> ComposeResult:
@@ -193,7 +206,16 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         yield Static("", id="tv-stats", markup=False)
 
     def on_mount(self) -> None:
-        self._refresh_all()
+        # `is_mounted` only turns true after this handler. The CSS already draws the empty
+        # state; the inline state follows once the nested children (the slice bar's) are
+        # surely mounted, which a busy app does not guarantee at this point.
+        self._children_ready = True
+        self.call_after_refresh(self._refresh_all)
+
+    @property
+    def _ready(self) -> bool:
+        """The child widgets can be queried (from the Mount handler on)."""
+        return self._children_ready or self.is_mounted
 
     @property
     def table(self) -> TensorTable:
@@ -221,7 +243,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
 
     def focus(self, scroll_visible: bool = True) -> Self:
         """Focus the table or heatmap (the App's pane key focuses the view itself)."""
-        if self.is_mounted and self._state == "tensor":
+        if self._ready and self._state == "tensor":
             self.canvas.focus(scroll_visible)
         return self
 
@@ -269,7 +291,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._compare_problem = self._check_previous(array, previous)
         self._index = default_slice(tuple(array.shape))
         self._set_error("")
-        if self.is_mounted:
+        if self._ready:
             self.query_one("#tv-slice", Input).value = format_slice(self._index)
         self._apply(cursor=(0, 0))
         # After the first paint: the worker's first numpy calls would otherwise compete
@@ -334,7 +356,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         array = self._displayed()
         if array is None or self._state != "tensor":
             self._geometry = None
-            if self.is_mounted:
+            if self._ready:
                 self.table.set_data(None)
                 self.heatmap.set_data(None)
             self._refresh_all()
@@ -360,7 +382,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             cursor = self._cursor
         self._cursor = cursor
         self._geometry = geometry
-        if self.is_mounted:
+        if self._ready:
             self.table.set_data(data, cursor)
             self.heatmap.set_data(data, cursor)
             self._start_refine()
@@ -368,9 +390,16 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
 
     # ------------------------------------------------------------------ rendering
     def _refresh_all(self) -> None:
-        if not self.is_mounted:
+        if not self._ready:
             return
+        try:
+            self._refresh_widgets()
+        except NoMatches:
+            self.call_after_refresh(self._refresh_all)  # mounted a moment later
+
+    def _refresh_widgets(self) -> None:
         has_tensor = self._state == "tensor"
+        self.query_one("#tv-title").display = self._state != "empty"
         message = self.query_one("#tv-message", Static)
         message.display = not has_tensor
         message.set_class(self._state == "error", "-error")
@@ -492,7 +521,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         panel.update("\n".join(lines))
 
     def _set_error(self, sentence: str) -> None:
-        if not self.is_mounted:
+        if not self._ready:
             return
         error = self.query_one("#tv-error", Static)
         error.update(sentence)
@@ -531,7 +560,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
 
     def _start_statistics(self, generation: int) -> None:
         array = self._array
-        if array is None or not self.is_mounted or generation != self._generation:
+        if array is None or not self._ready or generation != self._generation:
             return
         self.run_worker(
             partial(self._statistics_work, self._generation, array),

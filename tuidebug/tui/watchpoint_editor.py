@@ -8,6 +8,7 @@ before the dialog closes, so a bad watchpoint never reaches the session.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
@@ -64,14 +66,17 @@ def parse_number(text: str) -> float:
     return value
 
 
-class ParamRow(Horizontal):
-    """One parameter: its name, an input, and the inline error for what was typed."""
+class ParamRow(Vertical):
+    """One parameter: its name, an input, and the inline error for what was typed (on its
+    own line under them, so a long sentence is not squeezed into a narrow column)."""
 
     DEFAULT_CSS = """
     ParamRow { height: auto; }
-    ParamRow Label { width: 28; padding: 0 1 0 0; }
+    ParamRow > Horizontal { height: 1; }
+    ParamRow Label { width: 31; padding: 0 1 0 0; }
     ParamRow Input { width: 22; }
-    ParamRow .param-error { width: 1fr; color: $error; padding: 0 1; }
+    ParamRow .param-error { height: auto; color: $error; padding: 0 0 0 31; display: none; }
+    ParamRow .param-error.-shown { display: block; }
     """
 
     def __init__(self, spec: ParamSpec, value: float | None) -> None:
@@ -81,12 +86,13 @@ class ParamRow(Horizontal):
 
     def compose(self) -> ComposeResult:
         kind = "bound" if self.spec.kind == "support" else "threshold"
-        yield Label(Text.assemble(self.spec.name, (f" {kind}", "dim")))
         placeholder = self.spec.range_text
         value = "" if self._value is None else f"{self._value:g}"
-        yield Input(
-            value=value, placeholder=placeholder, compact=True, id=f"param-{self.spec.name}"
-        )
+        with Horizontal():
+            yield Label(Text.assemble(self.spec.name, (f" {kind}", "dim")))
+            yield Input(
+                value=value, placeholder=placeholder, compact=True, id=f"param-{self.spec.name}"
+            )
         yield Static("", classes="param-error")
 
     def read(self) -> tuple[float | None, str | None]:
@@ -101,7 +107,9 @@ class ParamRow(Horizontal):
         return value, self.spec.check(value)
 
     def show_error(self, error: str | None) -> None:
-        self.query_one(".param-error", Static).update(error or "")
+        box = self.query_one(".param-error", Static)
+        box.update(error or "")
+        box.set_class(bool(error), "-shown")
 
 
 class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
@@ -110,13 +118,19 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
     DEFAULT_CSS = """
     WatchpointEditor { align: center middle; }
     WatchpointEditor > Vertical {
-        width: 120; height: auto; max-height: 95%; border: thick $accent; background: $surface;
-        padding: 0 1;
+        width: 100%; max-width: 120; height: 100%; max-height: 34;
+        border: thick $accent; background: $surface; padding: 0 1;
     }
     WatchpointEditor #editor-title { text-style: bold; padding: 1 0 0 0; }
-    WatchpointEditor #editor-body { height: auto; }
-    WatchpointEditor #condition-list { width: 50; height: 26; border: round $primary; }
-    WatchpointEditor #editor-right { width: 1fr; height: 26; padding: 0 1; }
+    /* Fill what the terminal gives (down to 100×30), the list scrolls below that. */
+    WatchpointEditor #editor-body { height: 1fr; }
+    WatchpointEditor #condition-list { width: 46; height: 1fr; border: round $primary; }
+    WatchpointEditor #editor-right { width: 1fr; height: 1fr; padding: 0 1; }
+    /* Editing keeps its condition: a short list, and the dialog as tall as its content. */
+    WatchpointEditor > Vertical.-editing { height: auto; max-height: 100%; }
+    WatchpointEditor .-editing #editor-body { height: auto; }
+    WatchpointEditor .-editing #condition-list { height: auto; max-height: 6; }
+    WatchpointEditor .-editing #editor-right { height: auto; }
     WatchpointEditor #condition-help { height: auto; color: $text-muted; margin-bottom: 1; }
     WatchpointEditor #params { height: auto; max-height: 12; }
     WatchpointEditor #target-label { margin-top: 1; }
@@ -163,7 +177,7 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
 
     # ---------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical(classes="-editing" if self.editing is not None else ""):
             title = "New watchpoint"
             if self.editing is not None:
                 title = f"Edit watchpoint #{self.editing.id}"
@@ -211,6 +225,18 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         return options
 
     def on_mount(self) -> None:
+        # The lists sit two containers down and are not always mounted when the screen's
+        # Mount arrives on a busy app: then fill them once the screen has drawn.
+        try:
+            self._initialise()
+        except NoMatches:
+            self.call_after_refresh(self._initialise_later)
+
+    def _initialise_later(self) -> None:
+        with contextlib.suppress(NoMatches):  # closed before it was drawn
+            self._initialise()
+
+    def _initialise(self) -> None:
         conditions = self.query_one("#condition-list", OptionList)
         if self.spec is not None:
             self._select_condition(self.spec, initial=True)
@@ -220,11 +246,10 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
                 if conditions.get_option_at_index(i).id == self.spec.id
             )
             conditions.highlighted = index
-            first_input = self.query("#params Input")
-            if first_input:
-                first_input.first().focus()
-            else:
-                conditions.focus()
+            conditions.focus()
+            # The parameter rows mount after this handler: focus the first one when it is
+            # there, since editing a watchpoint means changing its thresholds.
+            self.call_after_refresh(self._focus_first_param)
             return
         # Start on the first available condition: tensor overflow is the usual first wish.
         for i in range(conditions.option_count):
@@ -234,6 +259,11 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
                 self._select_condition(get_condition(option.id), initial=True)
                 break
         conditions.focus()
+
+    def _focus_first_param(self) -> None:
+        inputs = self.query("#params Input")
+        if inputs:
+            inputs.first().focus()
 
     # ------------------------------------------------------------- condition
     def _select_condition(self, spec: ConditionSpec, *, initial: bool = False) -> None:
@@ -336,8 +366,8 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
     @on(Input.Changed, "#params Input")
     def _param_changed(self, event: Input.Changed) -> None:
         event.stop()
-        row = event.input.parent
-        if isinstance(row, ParamRow):
+        row = next((a for a in event.input.ancestors if isinstance(a, ParamRow)), None)
+        if row is not None:
             _value, error = row.read()
             row.show_error(error)
         self.query_one("#editor-error", Static).update("")

@@ -120,6 +120,34 @@ def watch_badges(graph: Graph, watchpoints: Sequence[Any], hits: Sequence[Any]) 
     return nodes, scopes, node_hits, scope_hits
 
 
+# (key, header); the hit count sits before the long columns so a narrow terminal keeps it
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "#"),
+    ("on", "on"),
+    ("abbr", "cond"),
+    ("hits", "hits"),
+    ("name", "condition"),
+    ("params", "parameters"),
+    ("targets", "watches"),
+)
+FIXED_WIDTHS = (3, 2, 4, 4)
+# condition, parameters, watches: their widths at most, and the share of what is left
+FLEX_MAX = (30, 44, 44)
+FLEX_SHARE = (0.3, 0.38, 0.32)
+
+
+def column_widths(total: int) -> tuple[int, ...]:
+    """Column widths for a table `total` cells wide (borders, scrollbar and the two cells
+    of padding per column taken off), the long columns sharing what remains."""
+    padding = 2 * len(COLUMNS)
+    room = max(30, total - 4 - padding - sum(FIXED_WIDTHS))
+    flex = tuple(
+        max(8, min(limit, int(room * share)))
+        for limit, share in zip(FLEX_MAX, FLEX_SHARE, strict=True)
+    )
+    return (*FIXED_WIDTHS, *flex)
+
+
 class WatchpointList(DataTable[Any]):
     """Bottom pane: the session's watchpoints."""
 
@@ -140,16 +168,23 @@ class WatchpointList(DataTable[Any]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self._watchpoints: list[Any] = []
         self._hit_counts: dict[int, int] = {}
+        self._widths: tuple[int, ...] = ()
 
     def on_mount(self) -> None:
-        self.add_column("#", key="id", width=3)
-        self.add_column("on", key="on", width=3)
-        self.add_column("cond", key="abbr", width=4)
-        self.add_column("condition", key="name", width=30)
-        self.add_column("parameters", key="params", width=40)
-        self.add_column("watches", key="targets", width=36)
-        self.add_column("hits", key="hits", width=5)
+        self._add_columns(self.size.width or 160)
         self._render_rows()
+
+    def on_resize(self) -> None:
+        widths = column_widths(self.size.width)
+        if widths != self._widths:
+            self.clear(columns=True)
+            self._add_columns(self.size.width)
+            self._render_rows()
+
+    def _add_columns(self, width: int) -> None:
+        self._widths = column_widths(width)
+        for (key, label), size in zip(COLUMNS, self._widths, strict=True):
+            self.add_column(label, key=key, width=size)
 
     @property
     def watchpoints(self) -> list[Any]:
@@ -169,7 +204,7 @@ class WatchpointList(DataTable[Any]):
         keep = self.selected_id
         self.clear()
         if not self._watchpoints:
-            self.add_row("", "", "", Text("none yet: press w to add one", "dim"), "", "", "")
+            self.add_row("", "", "", "", Text("none yet: press w to add one", "dim"), "", "")
             return
         for wp in self._watchpoints:
             try:
@@ -184,10 +219,10 @@ class WatchpointList(DataTable[Any]):
                 Text(str(wp.id), style=style),
                 Text("●" if enabled else "○", style="green" if enabled else "dim"),
                 Text(abbr, style="bold cyan" if enabled else "dim"),
+                Text(str(hits) if hits else "", style="bold red"),
                 Text(name, style=style),
                 Text(params_text(wp), style=style),
                 Text(targets_text(wp), style=style),
-                Text(str(hits) if hits else "", style="bold red"),
                 key=str(wp.id),
             )
         if keep is not None:
