@@ -284,3 +284,27 @@ async def test_killed_training_shows_disconnected(dump_2_0: Path) -> None:
             assert app.query_one(ScopeTree).graph is not None  # the graph stays browsable
     finally:
         live.close()
+
+
+# ------------------------------------------------------------------------ node stepping
+async def test_next_node_and_run_to_the_selected_kernel(live: Live) -> None:
+    app = DebuggerApp(live.session)
+    async with app.run_test(size=SIZE) as pilot:
+        await connected(pilot, live)
+        graph = next(iter(live.session.graphs.values()))
+        order = [n.name for n in graph.operators]
+        await pilot.press("x")  # GPU: the next kernel
+        await until(pilot, lambda: bool(live.session.metadata.cur_node), "a kernel")
+        await until(pilot, lambda: "● paused" in header(app), "paused at the kernel")
+        first = live.session.metadata.cur_node
+        assert f"node {first.rsplit('/', 1)[-1]}" in header(app)
+        assert not app.action_state("run_to_node").enabled  # nothing chosen in the tree yet
+        target = _loss(graph)
+        assert order.index(target) > order.index(first)
+        app.go_to_node(graph.name, target)
+        await pilot.press("X")
+        await until(pilot, lambda: live.session.metadata.cur_node == target, "the loss kernel")
+        await until(pilot, lambda: "● paused" in header(app), "paused there")
+        assert "step 0" in header(app)  # still inside the first step
+        titles = [c.title for c in app.palette_commands()]
+        assert "Go to the current kernel" in titles and "Run to the selected node" in titles

@@ -27,7 +27,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from tuidebug.core.graph import Graph, Node
+from tuidebug.core.graph import Graph, Node, NodeKind
 from tuidebug.core.session import (
     ClientDisconnected,
     DebugSession,
@@ -74,6 +74,7 @@ GUARDED_ACTIONS = frozenset(
         "step_many",
         "continue",
         "step_node",
+        "run_to_node",
         "pause",
         "terminate",
         "reset_step",
@@ -141,6 +142,7 @@ class DebuggerApp(App[int]):
         Binding("N", "step_many", "Step N", show=False, id="tuidebug.step_many"),
         Binding("c", "continue", "Continue", show=False, id="tuidebug.continue"),
         Binding("x", "step_node", "Next node", show=False, id="tuidebug.step_node"),
+        Binding("X", "run_to_node", "Run to node", show=False, id="tuidebug.run_to_node"),
         Binding("p", "pause", "Pause", show=False, id="tuidebug.pause"),
         Binding("T", "terminate", "Terminate", show=False, id="tuidebug.terminate"),
         Binding("g", "reset_step", "Go to step", show=False, id="tuidebug.reset_step"),
@@ -443,7 +445,14 @@ class DebuggerApp(App[int]):
             where = f"step {self._metadata.step}"
             if ref.iteration is not None:
                 where = f"iteration {ref.iteration}"
-            self._from_worker(view.show_error, f"{ref.name} has no value at {where}.")
+            message = f"{node.short_name}:{ref.slot} has no value at {where}."
+            if (
+                self._metadata.mode == "offline"
+                and ref.iteration is None
+                and not self._metadata.step
+            ):
+                message += " Step 0 holds nothing yet: press n to load step 1."
+            self._from_worker(view.show_error, message)
             return
         previous: np.ndarray | None = None
         note = ""
@@ -637,7 +646,7 @@ class DebuggerApp(App[int]):
         state = md.state
         live = caps.live
         busy = self._control_busy
-        runs = {"step", "step_many", "continue", "step_node", "reset_step"}
+        runs = {"step", "step_many", "continue", "step_node", "run_to_node", "reset_step"}
         if action in runs and (busy or state in {SessionState.RUNNING, SessionState.SENDING}):
             return ActionState(False, "Wait: the previous command is still running.")
         if action in {"step", "step_many"}:
@@ -648,11 +657,14 @@ class DebuggerApp(App[int]):
             if not caps.can_continue:
                 return ActionState(False, "This session cannot continue.")
             return self._needs_waiting(md, live)
-        if action == "step_node":
+        if action in {"step_node", "run_to_node"}:
             if not caps.can_step_node:
                 return ActionState(
                     False, "Node stepping needs a live GPU training (not this session)."
                 )
+            node = self.current_node
+            if action == "run_to_node" and (node is None or node.kind is not NodeKind.OPERATOR):
+                return ActionState(False, "Select a kernel (an operator node) in the tree first.")
             return self._needs_waiting(md, live)
         if action == "pause":
             if not caps.can_pause:
@@ -671,6 +683,8 @@ class DebuggerApp(App[int]):
                 return ActionState(False, "Only offline sessions can jump to another step.")
             if state in {SessionState.PENDING, SessionState.LOADING}:
                 return ActionState(False, "Nothing is loaded yet.")
+            if md.max_step == 0:
+                return ActionState(False, "This dump has no dumped iteration to go to.")
             return ActionState(True)
         if action == "recheck":
             if not self.graphs:
@@ -701,6 +715,8 @@ class DebuggerApp(App[int]):
     def _needs_waiting(self, md: Metadata, live: bool) -> ActionState:
         state = md.state
         if state is SessionState.WAITING:
+            if not live and md.max_step == 0:
+                return ActionState(False, "This dump has no dumped iteration to step to.")
             if not live and md.max_step is not None and md.step >= md.max_step:
                 return ActionState(False, f"Already at the last step ({md.max_step}).")
             return ActionState(True)
@@ -803,6 +819,12 @@ class DebuggerApp(App[int]):
     def action_step_node(self) -> None:
         if self._guard("step_node"):
             self._run_session_call("Next node", lambda: self.session.step_node(None))
+
+    def action_run_to_node(self) -> None:
+        if not self._guard("run_to_node") or self.current_node is None:
+            return
+        name = self.current_node.name
+        self._run_session_call("Run to node", lambda: self.session.step_node(name))
 
     def action_pause(self) -> None:
         if self._guard("pause"):
@@ -1053,6 +1075,7 @@ class DebuggerApp(App[int]):
             ("step_many", "Step N times…", "Run several steps  (N)"),
             ("continue", "Continue", "Run until a watchpoint hits  (c)"),
             ("step_node", "Next node", "Run to the next kernel (GPU)  (x)"),
+            ("run_to_node", "Run to the selected node", "Run until that kernel (GPU)  (X)"),
             ("pause", "Pause", "Pause the running training  (p)"),
             ("terminate", "Terminate training…", "Stop the training process  (T)"),
             ("reset_step", "Go to step…", "Jump to another step of the dump  (g)"),
@@ -1075,6 +1098,17 @@ class DebuggerApp(App[int]):
                     ),
                 )
             )
+        md = self._metadata
+        if md.cur_node:
+            where = next((g for g in self.graphs.values() if g.get(md.cur_node)), None)
+            if where is not None:
+                commands.append(
+                    PaletteCommand(
+                        "Go to the current kernel",
+                        f"Where the training is suspended: {md.cur_node.rsplit('/', 1)[-1]}",
+                        lambda graph=where.name, node=md.cur_node: self.go_to_node(graph, node),
+                    )
+                )
         for name in self.graphs:
             if name != self.current_graph:
                 commands.append(
@@ -1150,6 +1184,7 @@ _ACTION_HELP = {
     "step_many": "step N times (asks how many)",
     "continue": "continue until a watchpoint hits (offline: or the last step)",
     "step_node": "next node: run to the next kernel (GPU only)",
+    "run_to_node": "run to the kernel selected in the tree (GPU only)",
     "pause": "pause the running training",
     "terminate": "terminate the training (asks to confirm)",
     "reset_step": "go to step N (offline; asks which)",
@@ -1218,6 +1253,10 @@ def _summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
         message = str(exc) if _is_user_error(exc) else f"unreadable: {exc}"
         return OutputSummary(message, missing=True)
     if array is None:
+        md = session.metadata
+        if md.mode == "offline" and md.step == 0:
+            # step 0 = nothing loaded yet (MindInsight's offline steps start at 1)
+            return OutputSummary("no values at step 0: step (n) to load step 1", missing=True)
         return OutputSummary("no value at this step", missing=True)
     try:
         stats = tensor_statistics(array)

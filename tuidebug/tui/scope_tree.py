@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -495,6 +495,14 @@ class ScopeTree(Vertical):
     def _name_filter_done(self, event: Input.Submitted) -> None:
         event.stop()
         self.tree.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        # Down from the filter box goes on to the matches, as in a search-as-you-type list
+        focused = self.app.focused
+        if event.key == "down" and isinstance(focused, Input) and focused.id == "name-filter":
+            event.stop()
+            event.prevent_default()
+            self.tree.focus()
 
     @on(Select.Changed, "#type-filter")
     def _type_filter(self, event: Select.Changed) -> None:

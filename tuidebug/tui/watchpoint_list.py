@@ -204,7 +204,7 @@ class WatchpointList(DataTable[Any]):
         keep = self.selected_id
         self.clear()
         if not self._watchpoints:
-            self.add_row("", "", "", "", Text("none yet: press w to add one", "dim"), "", "")
+            self.add_row("", "", "", "", Text("none yet: press w", "dim"), "", "")
             return
         for wp in self._watchpoints:
             try:
