@@ -74,6 +74,7 @@ STATISTICS_CHUNK = 1 << 20
 REFINE_LIMIT = 32 << 20
 
 
+COMPACT_HEIGHT = 16  # below this many rows the statistics shrink to their summary line
 EMPTY_MESSAGE = (
     "No tensor selected.\nEnter on a node output (4) or on a hit (2) opens its tensor here."
 )
@@ -211,6 +212,11 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         # surely mounted, which a busy app does not guarantee at this point.
         self._children_ready = True
         self.call_after_refresh(self._refresh_all)
+
+    def on_resize(self) -> None:
+        if self._ready and self._state == "tensor":
+            with contextlib.suppress(NoMatches):
+                self._update_stats()  # full or compact statistics for the new height
 
     @property
     def _ready(self) -> bool:
@@ -505,6 +511,10 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             panel.update("statistics  computing…" if not busy else "statistics  (after compare)")
             return
         lines = [f"{self._mode:>8}  {stats.summary_line()}"]
+        if self.size.height and self.size.height < COMPACT_HEIGHT:
+            # a short pane (100×30): the numbers need the rows more than the counts do
+            panel.update(lines[0])
+            return
         if not stats.is_bool:
             lines.append(
                 f"{'counts':>8}  n={stats.count} zero={stats.zero_count} "
