@@ -13,7 +13,8 @@ from tuidebug.core.session import Metadata, SessionState
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui.dialogs import int_check
-from tuidebug.tui.hit_list import hit_detail
+from tuidebug.tui.header import fit_line, header_segments
+from tuidebug.tui.hit_list import distinct_names, hit_detail
 from tuidebug.tui.labels import dtype_label, number, shape_label, state_label
 from tuidebug.tui.scope_tree import GraphTree, ScopeTree, walk
 from tuidebug.tui.stack_list import index_source_lines
@@ -66,6 +67,58 @@ def test_hit_detail_shows_threshold_against_actual_or_the_error() -> None:
     assert is_error and text == "The previous step value cannot be found."
     overflow = WatchpointHit(3, get_condition("TO"), ref, 0)
     assert hit_detail(overflow) == ("contains NaN or +/-Inf", False)
+
+
+def test_hit_rows_tell_same_named_kernels_apart() -> None:
+    labels = distinct_names(
+        [
+            "Default/net/fc1-Dense/MatMul-op0",
+            "Default/net/fc2-Dense/MatMul-op0",
+            "Gradients/net/gradFc2/Grad_MatMul/MatMul-op0",
+            "fc1.weight",
+            "Default/net/relu/ReLU-op0",
+        ]
+    )
+    assert labels["Default/net/fc1-Dense/MatMul-op0"] == "fc1-Dense/MatMul-op0"
+    assert labels["Gradients/net/gradFc2/Grad_MatMul/MatMul-op0"] == "Grad_MatMul/MatMul-op0"
+    assert labels["fc1.weight"] == "fc1.weight"
+    assert labels["Default/net/relu/ReLU-op0"] == "ReLU-op0"  # unique: the short name
+    grads = distinct_names(["G/fc1/Grad_MatMul/MatMul-op0", "G/fc2/Grad_MatMul/MatMul-op0"])
+    assert set(grads.values()) == {"fc1/…/MatMul-op0", "fc2/…/MatMul-op0"}
+
+
+def test_header_fits_the_width_dropping_the_least_important_facts() -> None:
+    md = Metadata(
+        mode="online",
+        source="ipv4:127.0.0.1:45678",
+        state=SessionState.WAITING,
+        step=3,
+        backend="GPU",
+        device="0",
+        ms_version="2.3.0",
+        graph_names=("kernel_graph_0",),
+    )
+    wide = fit_line(header_segments(md, "kernel_graph_0", "", True), 200).plain
+    assert "client 127.0.0.1:45678" in wide and "ipv4" not in wide
+    assert "MindSpore 2.3.0" in wide and "device 0" in wide and "paused at hit" in wide
+    narrow = fit_line(header_segments(md, "kernel_graph_0", "", True), 80).plain
+    assert len(narrow) <= 80 and "backend GPU" in narrow and "step 3" in narrow
+    assert "paused at hit" in narrow and "MindSpore" not in narrow
+    offline = Metadata(
+        mode="offline",
+        source="/very/long/path/to/the/dumps/of/the/run/mindspore_lenet_dump/ms2_10_0",
+        state=SessionState.WAITING,
+        step=2,
+        max_step=4,
+    )
+    line = fit_line(header_segments(offline, "kernel_graph_0", "", False), 90).plain
+    assert len(line) <= 90 and line.count("…") == 1 and "ms2_10_0" in line
+    assert "step 2/4" in line and "ready" in line
+    pending = Metadata(mode="online", source="127.0.0.1:50051")
+    assert (
+        "listening on 127.0.0.1:50051"
+        in fit_line(header_segments(pending, "", "", False), 200).plain
+    )
 
 
 def test_source_line_index_lists_the_nodes_of_each_line() -> None:

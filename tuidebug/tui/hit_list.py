@@ -8,7 +8,7 @@ tensor at the hit's iteration.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.text import Text
@@ -55,6 +55,29 @@ def hit_detail(hit: Any) -> tuple[str, bool]:
         messages = list(getattr(hit, "error_messages", ()) or ())
         text = " ".join(messages) or "; ".join(t for b, t in _ERROR_TEXT.items() if code & b)
     return text or "hit", bool(code)
+
+
+def distinct_names(names: Iterable[str]) -> dict[str, str]:
+    """A short label per full node name: the last path component, and where that names
+    several nodes (`MatMul-op0` of fc1, fc2…) the nearest scope that tells them apart,
+    e.g. `fc2-Dense/MatMul-op0` or `gradFc2-Dense/…/MatMul-op0`."""
+    by_short: dict[str, set[str]] = {}
+    for name in names:
+        by_short.setdefault(name.rsplit("/", 1)[-1], set()).add(name)
+    labels: dict[str, str] = {}
+    for short, fulls in by_short.items():
+        if len(fulls) == 1:
+            labels[next(iter(fulls))] = short
+            continue
+        parts = {full: full.split("/") for full in fulls}
+        for full, p in parts.items():
+            labels[full] = full
+            for k in range(2, len(p) + 1):
+                others = (q for other, q in parts.items() if other != full)
+                if all(q[-k:] != p[-k:] for q in others):
+                    labels[full] = p[-k] + ("/…/" if k > 2 else "/") + short
+                    break
+    return labels
 
 
 class HitList(Vertical):
@@ -209,6 +232,7 @@ class HitList(Vertical):
             groups.setdefault(hit.watchpoint_id, []).append(hit)
         multi_graph = len(self._graphs) > 1
         multi_rank = len(set(self._ranks)) > 1
+        labels = distinct_names(hit.tensor.node for hit in hits)
         target: TreeNode[Any] | None = None
         for wp_id in sorted(groups):
             group = groups[wp_id]
@@ -223,7 +247,7 @@ class HitList(Vertical):
             )
             parent = tree.root.add(label, None, expand=True)
             for hit in group[:MAX_ROWS_PER_GROUP]:
-                row = self._row(hit, multi_graph, multi_rank)
+                row = self._row(hit, multi_graph, multi_rank, labels)
                 leaf = parent.add_leaf(row, hit)
                 if keep is not None and id(hit) == keep:
                     target = leaf
@@ -239,12 +263,18 @@ class HitList(Vertical):
             tree.move_cursor(target)
 
     @staticmethod
-    def _row(hit: Any, multi_graph: bool, multi_rank: bool) -> Text:
+    def _row(
+        hit: Any, multi_graph: bool, multi_rank: bool, labels: Mapping[str, str] | None = None
+    ) -> Text:
         ref = hit.tensor
         detail, is_error = hit_detail(hit)
         row = Text()
         row.append(f"{condition_abbr(hit.condition):<4}", style="bold")
-        row.append(ref.node.rsplit("/", 1)[-1], style="cyan")
+        label = (labels or {}).get(ref.node) or ref.node.rsplit("/", 1)[-1]
+        scope, _, short = label.rpartition("/")
+        if scope:
+            row.append(scope + "/", style="dim cyan")
+        row.append(short, style="cyan")
         row.append(f":{ref.slot}")
         if ref.iteration is not None:
             row.append(f" it{ref.iteration}", style="dim")
