@@ -1208,7 +1208,8 @@ def _no_graph_text(md: Metadata) -> str:
                 f"Waiting for a training to connect to {md.source}…\n\n"
                 "Start the MindSpore training (GPU or Ascend) with\n"
                 f"ENABLE_MS_DEBUGGER=1 MS_DEBUGGER_HOST={host or '<this host>'} "
-                f"MS_DEBUGGER_PORT={port or 50051}"
+                f"MS_DEBUGGER_PORT={port or 50051}\n\n"
+                f"or replay a dump: tuidebug simulate DUMP --connect {md.source}"
             )
         if state is SessionState.MISMATCH:
             return "The training's MindSpore version does not match: terminate it (T)."

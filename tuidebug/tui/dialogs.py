@@ -63,6 +63,9 @@ class ConfirmScreen(ModalScreen[bool]):
             with VerticalScroll(id="confirm-scroll"):
                 yield Static(self._body, id="confirm-body", markup=False)
             with Horizontal():
+                if self._yes == self._no:  # a message to read, not a question: one button
+                    yield Button(f"{self._yes} (Esc)", variant="primary", id="confirm-yes")
+                    return
                 yield Button(f"{self._no} (n)", id="confirm-no")
                 yield Button(
                     f"{self._yes} (y)",
