@@ -88,7 +88,7 @@ async def heatmap(app: DebuggerApp, pilot: Any) -> None:
     app.go_to_node(graph.name, weight.name)
     await pilot.press("enter")
     await settle(pilot)
-    await pilot.press("5", "h")
+    await pilot.press("5", "m")
     await settle(pilot)
 
 

@@ -156,10 +156,10 @@ async def test_lenet_bad_slice_heatmap_and_reset_step(dump_2_0: Path) -> None:
         await settle(pilot)
         assert view.error_text  # too many entries: one sentence, no crash
         view.canvas.focus()
-        await pilot.press("h")  # the tensor pane's own key: heatmap
+        await pilot.press("m")  # the tensor pane's own key: heatmap (map)
         await settle(pilot)
         assert view._heatmap is True and view.canvas is view.heatmap
-        await pilot.press("h")
+        await pilot.press("m")
         assert view._heatmap is False
         await pilot.press("1", "g")
         assert isinstance(app.screen, PromptScreen)

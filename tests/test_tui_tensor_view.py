@@ -188,7 +188,7 @@ async def test_bfloat16_and_empty_selection(
         view.show("empty", np.zeros((0, 5), np.float32))
         await settle(app, pilot)
         assert view.status_text == "The selection [:, :] is empty."
-        await pilot.press("h", "g", "y")
+        await pilot.press("m", "i", "y")
         await pilot.pause()
 
 
@@ -211,7 +211,7 @@ async def test_empty_loading_and_error_states() -> None:
         view.show("names", np.array(["a", "b"]))
         await pilot.pause()
         assert str(message.content) == "Tensors of type str32 cannot be shown."  # type: ignore[attr-defined]
-        await pilot.press("h", "d", "g", "s", "y")  # keys without a tensor do nothing
+        await pilot.press("m", "d", "i", "s", "y")  # keys without a tensor do nothing
         await pilot.pause()
 
 
@@ -223,7 +223,7 @@ async def test_heatmap_draws_nan_and_inf_glyphs_and_legend() -> None:
         view.show("t", specials())
         await settle(app, pilot)
         view.table.focus()
-        await pilot.press("h")
+        await pilot.press("m")
         await pilot.pause()
         heatmap = view.heatmap
         assert heatmap.display and not view.table.display
@@ -245,7 +245,7 @@ async def test_heatmap_draws_nan_and_inf_glyphs_and_legend() -> None:
         assert heatmap.zoom.magnify > zoom.magnify
         await pilot.press("minus")
         assert heatmap.zoom == zoom
-        await pilot.press("h")
+        await pilot.press("m")
         assert view.table.display
 
 
@@ -258,7 +258,7 @@ async def test_heatmap_downsamples_large_slice_and_zooms() -> None:
         view.show("t", array)
         await settle(app, pilot)
         view.table.focus()
-        await pilot.press("h")
+        await pilot.press("m")
         await settle(app, pilot)
         heatmap = view.heatmap
         width, height = heatmap.view_size
@@ -331,7 +331,7 @@ async def test_goto_element_scrolls_and_highlights() -> None:
         view.show("t", array)
         await settle(app, pilot)
         view.table.focus()
-        await pilot.press("g")
+        await pilot.press("i")
         goto = view.query_one("#tv-goto")
         assert goto.display and goto.has_focus
         await pilot.press(*"150, 45", "enter")
@@ -357,7 +357,7 @@ async def test_goto_element_scrolls_and_highlights() -> None:
         assert view.error_text == "The row 200 is out of range; the slice has 200 rows."
         assert not view.goto("one, two")
         assert "is not an index" in view.error_text
-        await pilot.press("g", "escape")
+        await pilot.press("i", "escape")
         assert not goto.display
 
 
@@ -480,7 +480,7 @@ async def test_huge_memmap_opens_and_scrolls_without_reading_it(
         assert rendered[-1].startswith("9999 │")
         assert rendered[-1].split()[-2:] == ["2.5000", "-inf"]
         assert view.status_text.startswith("[9999, 9999] = -inf")
-        await pilot.press("h")
+        await pilot.press("m")
         await settle(app, pilot)
         assert "(stride)" in str(view.query_one("#tv-legend").content)
         lines(view.heatmap)
@@ -509,7 +509,7 @@ def test_snapshot_table_and_heatmap(snap_compare) -> None:  # type: ignore[no-un
 
     async def open_heatmap(pilot: Pilot[None]) -> None:
         await open_tensor(pilot)
-        await pilot.press("h")
+        await pilot.press("m")
         await pilot.pause()
 
     assert snap_compare(ViewApp(), terminal_size=(100, 30), run_before=open_heatmap)

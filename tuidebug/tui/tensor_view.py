@@ -109,9 +109,9 @@ Only the cells on screen are read, so tensors of any size open at once.
   arrows, j k       move the cursor (PageUp/PageDown, Home/End: rows; Shift+Home/End: columns)
   click             select a cell
   e                 edit the slice (Enter applies; a mistake keeps the last good slice)
-  h                 table ⇄ heatmap (▀ two rows per line; ? NaN, + +Inf, - −Inf)
+  m                 table ⇄ heatmap (map) (▀ two rows per line; ? NaN, + +Inf, - −Inf)
   + / -             heatmap zoom in / out (out stops at the whole slice)
-  g                 go to an element: "row, col" of the slice or a full tensor index
+  i                 go to an element (index): "row, col" of the slice or a full tensor index
   d                 current → diff → previous step (Parameters with a previous step)
   t                 compare tolerance t ∈ [0, 1]: |diff| ≤ t × max|diff| shows as 0
   y                 copy the value under the cursor (OSC 52 clipboard)
@@ -147,9 +147,9 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     """
 
     BINDINGS: list[BindingType] = [  # noqa: RUF012
-        Binding("h", "toggle_heatmap", "Heatmap", id="tensor.heatmap"),
+        Binding("m", "toggle_heatmap", "Heatmap", id="tensor.heatmap"),
         Binding("d", "cycle_mode", "Compare", id="tensor.compare"),
-        Binding("g", "goto", "Go to", id="tensor.goto"),
+        Binding("i", "goto", "Go to index", id="tensor.goto"),
         Binding("s", "save(False)", "Save slice", id="tensor.save_slice"),
         Binding("S", "save(True)", "Save tensor", id="tensor.save_tensor"),
         Binding("y", "copy_value", "Copy value", id="tensor.copy"),
