@@ -1,22 +1,26 @@
 """Benchmark the watchpoint condition engine against the floor of one `numpy.max` pass.
 
     python benchmarks/bench_conditions.py [--mb 256] [--repeat 5] [--dtypes float32,float16,int32]
+                                          [--threads 1,2]
 
 For each dtype it builds a tensor of `--mb` MiB and a previous-step tensor of the same size,
 then times ONE `evaluate()` call that checks all 17 catalogue conditions with every threshold
 enabled (the change conditions against the previous tensor, once changed and once unchanged,
 when weight_not_changed has to compare every element), and the 14 conditions that need no
-previous tensor alone. Each line shows the best of `--repeat` runs in seconds, the input
+previous tensor alone, each with every thread count of `--threads` (default: 1 and the
+engine's `THREADS`). Each line shows the best of `--repeat` runs in seconds, the input
 throughput in GB/s (both tensors when a previous one is read), the ratio to one `numpy.max`
 over the same tensor (the best of the max runs interleaved with all cases, so a busy machine
 inflates rather than hides the ratio), and the peak extra memory of the call (tracemalloc; numpy
-reports its buffers to it). Targets: ≤ 4x the floor and ≤ 64 MB extra.
+reports its buffers to it). Targets: ≤ 4x the floor and ≤ 64 MB extra. The load average is
+printed before and after: on a shared machine, compare figures taken at similar loads.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 import tracemalloc
@@ -91,6 +95,7 @@ def best_ratio(
 
 
 def peak_extra_mb(run: Callable[[], object]) -> float:
+    conditions.release_buffers()  # count the buffers the engine keeps between calls too
     tracemalloc.start()
     tracemalloc.reset_peak()
     base = tracemalloc.get_traced_memory()[0]
@@ -105,19 +110,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=float, default=256.0, help="tensor size in MiB")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--dtypes", default="float32,float16,int32")
+    parser.add_argument("--threads", default="", help="thread counts to time, e.g. 1,2")
     parser.add_argument("--chunk", type=int, default=0, help="override CHUNK_ELEMENTS")
     args = parser.parse_args(argv)
     if args.chunk:
         conditions.CHUNK_ELEMENTS = args.chunk
+    threads = (
+        [int(t) for t in args.threads.split(",")]
+        if args.threads
+        else sorted({1, conditions.THREADS})
+    )
 
     wps = all_watchpoints()
     requests = [wp.request() for wp in wps]
     no_prev = [wp.request() for wp in wps if not wp.condition.needs_prev]
     print(
         f"{len(requests)} conditions, {args.mb:g} MiB tensors, best of {args.repeat}, "
-        f"blocks of {conditions.CHUNK_ELEMENTS} elements"
+        f"blocks of {conditions.CHUNK_ELEMENTS} elements, float64 sub-blocks of "
+        f"{conditions.F64_ELEMENTS}; load average {_load()}"
     )
-    print(f"{'case':42s} {'seconds':>8s} {'GB/s':>6s} {'x floor':>8s} {'extra MB':>9s}")
+    print(
+        f"{'case':42s} {'threads':>7s} {'seconds':>8s} {'GB/s':>6s} {'x floor':>8s} "
+        f"{'extra MB':>9s}"
+    )
     for name in args.dtypes.split(","):
         dtype = np.dtype(name.strip())
         x, prev = make_tensors(dtype, args.mb)
@@ -127,24 +142,43 @@ def main(argv: list[str] | None = None) -> int:
 
         same = x.copy()  # unchanged weights: WNC must compare every element
         cases = {
-            f"{dtype.name}: all 17 + previous": (lambda x=x, p=prev: evaluate(x, requests, p)),
-            f"{dtype.name}: all 17 + unchanged previous": (
-                lambda x=x, p=same: evaluate(x, requests, p)
+            f"{dtype.name}: all 17 + previous": (
+                lambda t, x=x, p=prev: evaluate(x, requests, p, threads=t)
             ),
-            f"{dtype.name}: 14 without previous": (lambda x=x: evaluate(x, no_prev)),
+            f"{dtype.name}: all 17 + unchanged previous": (
+                lambda t, x=x, p=same: evaluate(x, requests, p, threads=t)
+            ),
+            f"{dtype.name}: 14 without previous": (lambda t, x=x: evaluate(x, no_prev, threads=t)),
         }
         rows = []
         floor_s = math.inf
-        for label, run in cases.items():
-            seconds, case_floor = best_ratio(run, floor, args.repeat)
-            floor_s = min(floor_s, case_floor)
-            rows.append((label, seconds, peak_extra_mb(run), 1 if "without" in label else 2))
-        for label, seconds, extra, inputs in rows:
+        for label, case in cases.items():
+            for t in threads:
+
+                def run(case: Callable[[int], object] = case, t: int = t) -> object:
+                    return case(t)
+
+                seconds, case_floor = best_ratio(run, floor, args.repeat)
+                floor_s = min(floor_s, case_floor)
+                inputs = 1 if "without" in label else 2
+                rows.append((label, t, seconds, peak_extra_mb(run), inputs))
+        for label, t, seconds, extra, inputs in rows:
             gbps = inputs * x.nbytes / seconds / 1e9
-            print(f"{label:42s} {seconds:8.3f} {gbps:6.2f} {seconds / floor_s:8.2f} {extra:9.1f}")
-        print(f"{'  floor: numpy.max':42s} {floor_s:8.3f} {x.nbytes / floor_s / 1e9:6.2f}")
+            print(
+                f"{label:42s} {t:7d} {seconds:8.3f} {gbps:6.2f} {seconds / floor_s:8.2f} "
+                f"{extra:9.1f}"
+            )
+        print(f"{'  floor: numpy.max':42s} {'':7s} {floor_s:8.3f} {x.nbytes / floor_s / 1e9:6.2f}")
         del x, prev, same
+    print(f"load average {_load()}")
     return 0
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 if __name__ == "__main__":

@@ -748,6 +748,91 @@ def test_chunk_size_does_not_change_results() -> None:
                 assert pa.actual == pytest.approx(pb.actual, rel=1e-12, abs=1e-300)
 
 
+def _every_threshold() -> list[CheckRequest]:
+    """Every condition with every threshold enabled, two different ranges (the benchmark's
+    set), plus a legacy SD request for the moments."""
+    reqs = [
+        request("TL", abs_mean_gt=1e30, max_gt=1e30, min_gt=1e30, mean_gt=1e30),
+        request("TS", abs_mean_lt=0, max_lt=-1e30, min_lt=-1e30, mean_lt=-1e30),
+        request("TZ", zero_percentage_ge=100),
+        request("WI", zero_percentage_ge=100, max_gt=1e30, min_lt=-1e30),
+        request("TO"),
+        request("WNC", rtol=1e-5),
+        request("WCL", abs_mean_update_ratio_gt=1e9),
+        request("WCS", abs_mean_update_ratio_lt=0),
+        request("TR", range_start_inclusive=-1e6, range_end_inclusive=1e6, range_percentage_lt=0),
+        request("AR", range_start_inclusive=-1, range_end_inclusive=0, range_percentage_gt=100),
+        legacy(CT.SD_GT, 0.0),
+    ]
+    return reqs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int32", "int64", "bool"])
+@pytest.mark.parametrize("prev_mode", ["none", "changed", "partly_unchanged", "other_dtype"])
+def test_threads_do_not_change_results(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, prev_mode: str
+) -> None:
+    # tiny units so that a few thousand elements take the threaded path
+    monkeypatch.setattr(C, "PARALLEL_MIN_ELEMENTS", 1000)
+    monkeypatch.setattr(C, "PARALLEL_UNIT", 256)
+    rng = np.random.default_rng(3)
+    raw = rng.standard_normal(5003) * 3
+    raw[rng.integers(0, raw.size, 40)] = 0.0
+    raw[:700] = np.abs(raw[:700])  # one-signed sub-blocks take the Σ|x| = Σx shortcut
+    x = (raw > 0) if dtype == "bool" else raw.astype(dtype)
+    prev: np.ndarray | None = None
+    if prev_mode == "changed":
+        prev = (raw + 0.25).astype(x.dtype) if dtype != "bool" else ~x
+    elif prev_mode == "partly_unchanged":
+        prev = x.copy()
+        prev[3000:] = (raw[3000:] - 1).astype(x.dtype) if dtype != "bool" else ~x[3000:]
+    elif prev_mode == "other_dtype":
+        prev = raw.astype(np.float64) * 0.5
+    reqs = _every_threshold()
+    one_thread = evaluate(x, reqs, prev, threads=1, chunk_elements=64)
+    two_threads = evaluate(x, reqs, prev, threads=2, chunk_elements=64)
+    assert one_thread == two_threads
+    # and the block size only moves sums by rounding
+    default = evaluate(x, reqs, prev, threads=1)
+    for a, b in zip(default, one_thread, strict=True):
+        assert (a.hit, a.error_code) == (b.hit, b.error_code)
+        for pa, pb in zip(a.params, b.params, strict=True):
+            assert pa.actual == pytest.approx(pb.actual, rel=1e-12, abs=1e-300)
+
+
+@pytest.mark.parametrize("bad", ["nan_then_inf", "inf_only", "nan_late"])
+def test_threads_find_every_error_bit(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
+    monkeypatch.setattr(C, "PARALLEL_MIN_ELEMENTS", 1000)
+    monkeypatch.setattr(C, "PARALLEL_UNIT", 256)
+    x = np.random.default_rng(4).standard_normal(6000).astype(np.float32)
+    if bad == "nan_then_inf":
+        x[10], x[5990] = np.nan, -np.inf
+    elif bad == "inf_only":
+        x[3000] = np.inf
+    else:
+        x[5999] = np.nan
+    reqs = [
+        *_every_threshold(),
+        request("TO"),
+        CheckRequest(CT.HAS_NAN, (Param("max_gt", 0, False),)),
+    ]
+    one_thread = evaluate(x, reqs, x + 1, threads=1, chunk_elements=64)
+    two_threads = evaluate(x, reqs, x + 1, threads=2, chunk_elements=64)
+    assert one_thread == two_threads
+    expected = {"nan_then_inf": 3, "inf_only": 2, "nan_late": 1}[bad]
+    assert one_thread[0].error_code == expected
+
+
+def test_plans_are_cached_per_request_list() -> None:
+    reqs = _every_threshold()
+    assert C._plan(reqs, True) is C._plan(list(reqs), True)
+    assert C._plan(reqs, True) is not C._plan(reqs, False)
+    # equal requests that are other objects plan the same
+    assert C._plan([request("TZ", zero_percentage_ge=1)], False) == C._plan(
+        [request("TZ", zero_percentage_ge=1)], False
+    )
+
+
 # ------------------------------------------------------------- property test vs reference
 _LOWEST = -np.finfo(np.float64).max
 

@@ -32,10 +32,15 @@ the standard deviation only when a legacy SD condition asks for it. Deliberate d
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import os
+import queue
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import IntEnum
-from functools import partial
+from functools import lru_cache, partial
 from typing import Literal
 
 import numpy as np
@@ -465,14 +470,43 @@ _COMPARE = {
 }
 
 # ------------------------------------------------------------------------------ the engine
-# Elements per block. Small enough that the few float64 scratch buffers (≤ 4 x 256 KiB)
-# stay in the L2 cache, which matters more for speed than the per-call numpy overhead; any
-# tensor size costs only these buffers (the spec's "≤ 64 MB of float64 temporaries").
-CHUNK_ELEMENTS = 1 << 15
+# Three layers: a *plan* says which statistics the requests read (cached per request tuple);
+# per-block *kernels* gather just those from one cache-sized block into a thread's
+# `_Partial`; the *merge* folds the partials into `_Stats`, which `_decide` turns into results.
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# Elements per block: a block gets the raw-dtype stage (NaN/Inf, max/min, counts) and then
+# the float64 stage while its elements are still in a core's L2 cache.
+CHUNK_ELEMENTS = 1 << 16
+# Elements per float64 sub-block: its three float64 rows (768 KiB) stay in L2 too, which
+# matters more than numpy's per-call overhead (~5 µs a sub-block). Any tensor size costs
+# only these buffers (the spec's "≤ 64 MB of temporaries").
+F64_ELEMENTS = 1 << 15
+# Tensors of at least PARALLEL_MIN_ELEMENTS are scanned by THREADS threads in units of
+# PARALLEL_UNIT elements (see `_Scan._run_threads`); below that a second thread costs more
+# than it saves. Processes that already run one worker per core (the offline checker) set
+# THREADS = 1.
+PARALLEL_MIN_ELEMENTS = 1 << 21
+PARALLEL_UNIT = 1 << 20
+THREADS = min(2, _cores())
 
 ERROR_NAN_BIT = 1
 ERROR_INF_BIT = 2
 ERROR_NO_PREV_BIT = 4
+
+_F64 = np.dtype(np.float64)
+_MAX = np.maximum.reduce
+_MIN = np.minimum.reduce
+_COUNT = np.count_nonzero
+_SUM = partial(np.einsum, "i->")  # a plain SIMD sum; np.dot would wake BLAS threads
+_ROW_SUMS = partial(np.einsum, "ij->i")  # several sums in one call (faster per element too)
 
 
 def supported_dtype(dtype: np.dtype) -> bool:
@@ -523,18 +557,20 @@ def _enabled_stats(req: CheckRequest) -> set[str]:
     return names
 
 
-@dataclass
+# ---------------------------------------------------------------------------------- plan
+@dataclass(frozen=True)
 class _Plan:
-    """Which statistics the requests need (spec §3.5 'Computed when')."""
+    """Which statistics the requests need (spec §3.5 'Computed when'). Immutable: one plan
+    serves every call with the same requests."""
 
     extrema: bool = False
     zeros: bool = False
     mean: bool = False
     sd: bool = False  # only legacy SD_GT/SD_LT read it; MindSpore's Welford pass makes both
     abs_sum: bool = False
-    ranges: list[tuple[float, float]] = field(default_factory=list)
+    ranges: tuple[tuple[float, float], ...] = ()
     ratio: bool = False
-    closes: list[tuple[float, float]] = field(default_factory=list)
+    closes: tuple[tuple[float, float], ...] = ()
     # keep gathering statistics after NaN/Inf shows up (only if some request evaluates
     # parameters despite NaN/Inf: HAS_NAN, HAS_INF or GENERAL_OVERFLOW *with* parameters)
     through_errors: bool = False
@@ -545,52 +581,76 @@ class _Plan:
         return self.mean
 
     @property
+    def uses_prev(self) -> bool:
+        return self.ratio or bool(self.closes)
+
+    @property
     def needs_f64(self) -> bool:
-        return self.mean or self.abs_sum or self.ratio or bool(self.closes)
+        return self.mean or self.abs_sum or self.uses_prev
 
     @property
     def needs_params(self) -> bool:
-        return (
-            self.extrema
-            or self.zeros
-            or self.needs_f64
-            or bool(self.ranges)
-            or bool(self.closes)
-            or self.ratio
-        )
+        return self.extrema or self.zeros or self.needs_f64 or bool(self.ranges)
+
+    @property
+    def block_extrema(self) -> bool:
+        """A block's max/min are wanted: as statistics, or to settle counts and Σ|x|."""
+        return self.extrema or self.zeros or bool(self.ranges) or self.abs_sum
 
 
-def _plan(requests: Sequence[CheckRequest], has_prev: bool) -> _Plan:
-    plan = _Plan()
+def _make_plan(requests: Sequence[CheckRequest], has_prev: bool) -> _Plan:
+    extrema = zeros = mean = sd = abs_sum = ratio = through_errors = False
+    ranges: list[tuple[float, float]] = []
+    closes: list[tuple[float, float]] = []
     for req in requests:
         cond = req.condition
         stats = _enabled_stats(req)
-        if stats & {"max", "min", "max_min"}:
-            plan.extrema = True
-        if "zero_percentage" in stats:
-            plan.zeros = True
+        extrema = extrema or bool(stats & {"max", "min", "max_min"})
+        zeros = zeros or "zero_percentage" in stats
         first, fourth = _param_at(req, 0), _param_at(req, 3)
         if (
             cond in (_CT.MEAN_GT, _CT.MEAN_LT, _CT.SD_GT, _CT.SD_LT)
             or (cond in (_CT.TOO_LARGE, _CT.TOO_SMALL) and fourth is not None)
             or stats & {"mean", "sd"}
         ):
-            plan.mean = True
-            plan.sd = plan.sd or "sd" in stats
+            mean = True
+            sd = sd or "sd" in stats
         if (cond in (_CT.TOO_LARGE, _CT.TOO_SMALL) and first is not None) or "abs_mean" in stats:
-            plan.abs_sum = True
+            abs_sum = True
         if cond == _CT.RANGE and "range_percentage" in stats:
             key = _range_key(req)
-            if key is not None and key not in plan.ranges:
-                plan.ranges.append(key)
+            if key is not None and key not in ranges:
+                ranges.append(key)
         if has_prev and cond in (_CT.CHANGE_TOO_LARGE, _CT.CHANGE_TOO_SMALL):
-            plan.ratio = plan.ratio or "abs_mean_update_ratio" in stats
+            ratio = ratio or "abs_mean_update_ratio" in stats
         if has_prev and cond == _CT.NOT_CHANGED:
             key = _close_key(req)
-            if key not in plan.closes:
-                plan.closes.append(key)
+            if key not in closes:
+                closes.append(key)
         if cond in _CLEARS_ERRORS and stats:
-            plan.through_errors = True
+            through_errors = True
+    return _Plan(
+        extrema, zeros, mean, sd, abs_sum, tuple(ranges), ratio, tuple(closes), through_errors
+    )
+
+
+# Plans by the identity of the request objects: callers check the same watchpoints tensor
+# after tensor, and hashing their values would cost as much as planning (~50 µs). The cached
+# entry keeps its requests alive, so their ids cannot be reused by other objects.
+_PLAN_CACHE: dict[tuple[bool, tuple[int, ...]], tuple[tuple[CheckRequest, ...], _Plan]] = {}
+_PLAN_CACHE_SIZE = 64
+
+
+def _plan(requests: Sequence[CheckRequest], has_prev: bool) -> _Plan:
+    reqs = tuple(requests)
+    key = (has_prev, tuple(map(id, reqs)))
+    hit = _PLAN_CACHE.get(key)
+    if hit is not None:
+        return hit[1]
+    plan = _make_plan(reqs, has_prev)
+    if len(_PLAN_CACHE) >= _PLAN_CACHE_SIZE:
+        _PLAN_CACHE.clear()  # callers reuse few request lists; no need for an LRU
+    _PLAN_CACHE[key] = (reqs, plan)
     return plan
 
 
@@ -610,6 +670,7 @@ class _Stats:
     all_close: dict[tuple[float, float], bool] = field(default_factory=dict)
 
 
+# ------------------------------------------------------------------------ block kernels
 def _flat(a: np.ndarray) -> tuple[np.ndarray, bool]:
     """A 1-D C-order view when possible (no copy, memmaps stay lazy), else the array itself
     to be sliced through `.flat` one block at a time."""
@@ -653,250 +714,675 @@ def _native_bounds(
     )
 
 
-class _Gatherer:
-    """One pass over the tensor (and its previous value) collecting what the plan asks for."""
+def _above(dtype: np.dtype, bound: np.generic | float | None) -> np.generic | float | None:
+    """The smallest value of `dtype` above `bound` (x > bound <=> x >= it); None when no
+    element is above it (an integer bound None is the type's maximum, a float one +inf)."""
+    if bound is None:
+        return None
+    if dtype.kind in "iu":
+        return dtype.type(int(bound) + 1)
+    if bound == _INF:
+        return None
+    if dtype == np.float32:
+        with np.errstate(over="ignore"):  # above float32's max is +inf: x > max <=> x == inf
+            return np.nextafter(np.float32(bound), np.float32(_INF))
+    return math.nextafter(float(bound), _INF)
+
+
+class _Thresholds:
+    """Zero and range counts as differences of c(t) = #{x >= t}: zeros = c(0) − c(smallest
+    positive), a range = c(lo) − c(just above hi). NaN is never >= anything, so it counts in
+    neither. One broadcast comparison per block serves every threshold the block's max/min
+    do not settle, and ranges sharing a bound (e.g. hi = 0 with the zero count) share it."""
+
+    def __init__(self, dtype: np.dtype, zeros: bool, bounds: Sequence[tuple]) -> None:
+        values: list[np.generic | float] = []
+
+        def index(value: np.generic | float | None) -> int | None:
+            if value is None:
+                return None
+            for i, v in enumerate(values):
+                if v == value:  # NaN bounds (never equal) simply get their own entry
+                    return i
+            values.append(value)
+            return len(values) - 1
+
+        self.zero: tuple[int, int] | None = None
+        if zeros:
+            tiny = 1 if dtype.kind in "iu" else _above(dtype, dtype.type(0))
+            self.zero = (index(dtype.type(0)), index(dtype.type(tiny)))  # type: ignore[assignment]
+        # per range: (index of lo or None = every element, index above hi or None = none)
+        self.ranges: list[tuple[int | None, int | None] | None] = [
+            None if empty else (index(lo), index(_above(dtype, hi))) for lo, hi, empty in bounds
+        ]
+        self.values = values  # typed scalars, for comparing a block with one threshold
+        # plain floats (exact: the work dtypes are float32/64 and integers up to 32 bits)
+        # for checking thresholds against the block's min/max without numpy scalars
+        self.floats = [float(v) for v in values]
+        self.array = np.array(values, dtype=dtype).reshape(-1, 1)
+
+    def counts(self, xv: np.ndarray, lo: float, hi: float, flags: np.ndarray) -> list[int]:
+        """c(t) for every threshold; `lo`/`hi` are the block's min/max (NaN: unknown)."""
+        m = xv.size
+        counts = [m if lo >= t else 0 for t in self.floats]
+        todo = [i for i, t in enumerate(self.floats) if not (lo >= t or hi < t)]
+        if len(todo) == 1:
+            i = todo[0]
+            counts[i] = int(_COUNT(np.greater_equal(xv, self.values[i], out=flags[0])))
+        elif todo:
+            rows = flags[: len(todo)]
+            thresholds = self.array if len(todo) == len(counts) else self.array[todo]
+            np.greater_equal(xv, thresholds, out=rows)
+            for i, row in zip(todo, rows, strict=True):
+                counts[i] = int(_COUNT(row))
+        return counts
+
+
+@lru_cache(maxsize=256)
+def _thresholds(plan: _Plan, dtype: np.dtype) -> _Thresholds:
+    """The (read-only) thresholds of a plan's counts for one work dtype."""
+    bounds = [_native_bounds(dtype, lo, hi) for lo, hi in plan.ranges]
+    return _Thresholds(dtype, plan.zeros, bounds)
+
+
+class _Partial:
+    """What one thread gathered from its blocks. Every field merges exactly whatever the
+    order (max/min, integer counts, lists of sums added with `math.fsum`, which rounds the
+    exact total once); the standard deviation's per-block moments are keyed by block so
+    that they merge in block order."""
+
+    __slots__ = (
+        "in_range",
+        "max",
+        "min",
+        "moments",
+        "sums_abs",
+        "sums_diff",
+        "sums_prev",
+        "sums_x",
+        "zeros",
+    )
+
+    def __init__(self, ranges: int) -> None:
+        self.max = -_INF
+        self.min = _INF
+        self.zeros = 0
+        self.in_range = [0] * ranges
+        self.sums_x: list[float] = []
+        self.sums_abs: list[float] = []
+        self.sums_diff: list[float] = []
+        self.sums_prev: list[float] = []
+        self.moments: dict[int, tuple[int, float, float]] = {}  # block start: (n, mean, M2)
+
+
+class _Scratch:
+    """One thread's buffers, reused across calls (allocating and faulting in megabytes per
+    tensor would cost more than checking a small one)."""
+
+    def __init__(self) -> None:
+        self.rows = np.empty((3, 0), np.float64)  # float64 rows: x, p, x − p
+        self.conv: dict[np.dtype, np.ndarray] = {}  # blocks of non-native dtypes, converted
+        self.flags = np.empty((0, 0), np.bool_)
+
+    def get_rows(self, size: int) -> np.ndarray:
+        if self.rows.shape[1] < size:
+            self.rows = np.empty((3, size), np.float64)
+        return self.rows
+
+    def get_conv(self, dtype: np.dtype, size: int) -> np.ndarray:
+        buf = self.conv.get(dtype)
+        if buf is None or buf.size < size:
+            buf = self.conv[dtype] = np.empty(size, dtype)
+        return buf
+
+    def get_flags(self, rows: int, size: int) -> np.ndarray:
+        if self.flags.shape[0] < rows or self.flags.shape[1] < size:
+            self.flags = np.empty((max(rows, self.flags.shape[0]), size), np.bool_)
+        return self.flags[:, :size]
+
+    def trim(self, size: int) -> None:
+        """Drop buffers for blocks above `size` (a caller's unusually large chunks)."""
+        if self.rows.shape[1] > size:
+            self.rows = np.empty((3, 0), np.float64)
+        self.conv = {k: v for k, v in self.conv.items() if v.size <= size}
+        if self.flags.shape[1] > size:
+            self.flags = np.empty((0, 0), np.bool_)
+
+
+_SCRATCH = threading.local()
+_KEEP_ELEMENTS = PARALLEL_UNIT  # larger buffers (a caller's huge chunks) are not kept
+
+
+_ALL_SCRATCH: weakref.WeakSet[_Scratch] = weakref.WeakSet()
+
+
+def _scratch() -> _Scratch:
+    sc = getattr(_SCRATCH, "buffers", None)
+    if sc is None:
+        sc = _SCRATCH.buffers = _Scratch()
+        _ALL_SCRATCH.add(sc)
+    return sc
+
+
+def release_buffers() -> None:
+    """Free the scan buffers every thread keeps between calls (a few MiB), e.g. before
+    measuring memory. Not for use while a check is running."""
+    for sc in list(_ALL_SCRATCH):
+        sc.trim(0)
+
+
+class _Units:
+    """Units of a threaded scan, claimed in order by whichever thread gets there first."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._next = 0
+        self._lock = threading.Lock()
+        self.by_helpers = 0  # units claimed by helper threads so far
+
+    def claim(self, helper: bool = False) -> int | None:
+        """The next unclaimed unit, or None when every unit is claimed."""
+        with self._lock:
+            u = self._next
+            if u >= self.count:
+                return None
+            self._next = u + 1
+            self.by_helpers += helper
+            return u
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max(1, THREADS - 1), thread_name_prefix="tuidebug-scan")
+        return _POOL
+
+
+class _Scan:
+    """One pass over a tensor (and its previous value) gathering what the plan asks for.
+
+    Each block of `chunk` elements goes through two stages: the raw-dtype stage (NaN/Inf,
+    max/min, counts: comparisons and reductions on the elements as they are) and the float64
+    stage (sums, on sub-blocks of `F64_ELEMENTS` so that the float64 rows stay in cache).
+    The threads of a scan share only the flags set below, each of which changes one way
+    (False -> True, or True -> False for `use_prev` and the all-close verdicts)."""
 
     def __init__(self, x: np.ndarray, prev: np.ndarray | None, plan: _Plan, chunk: int) -> None:
         self.plan = plan
-        self.chunk = max(1, int(chunk))
-        self.x, self.x_contig = _flat(x)
+        # sub-blocks tile blocks and units exactly, so that the float64 stage sees the same
+        # sub-blocks whichever thread ran a block's raw stage, and on whichever block size
+        self.sub = min(max(1, int(chunk)), F64_ELEMENTS)
+        self.chunk = max(1, int(chunk)) // self.sub * self.sub
+        self.unit = max(self.chunk, PARALLEL_UNIT // self.chunk * self.chunk)
         self.n = int(x.size)
+        self.x, self.x_contig = _flat(x)
         dtype = x.dtype
         if dtype == np.bool_:
             # bool as uint8: same 0/1 values, and numpy's integer kernels apply
             self.x = self.x.view(np.uint8)
             dtype = np.dtype(np.uint8)
         self.is_float = dtype.kind == "f" or dtype == _BFLOAT16
-        # native: compare / reduce the raw elements (exact, cheaper than float64)
-        self.native = dtype in (np.float32, np.float64) or (
-            dtype.kind in "iu" and dtype.itemsize <= 4
-        )
-        self.x_is_f64 = dtype == np.float64
-        self.dtype = dtype
+        # Blocks are compared and reduced in a dtype where that is exact and fast: float32,
+        # float64 and integers up to 32 bits as they are; bfloat16 as float32 (exact);
+        # float16 and 64-bit integers as float64 (MindSpore's conversion; numpy's float16
+        # kernels are slower than converting).
+        if dtype in (np.float32, np.float64) or (dtype.kind in "iu" and dtype.itemsize <= 4):
+            self.work: np.dtype | None = None
+        elif dtype == _BFLOAT16:
+            self.work = np.dtype(np.float32)
+        else:
+            self.work = _F64
+        self.dtype = dtype if self.work is None else self.work
         self.prev: np.ndarray | None = None
         self.prev_contig = True
-        self.prev_dtype = np.dtype(np.float64)
-        if prev is not None and plan.needs_params and (plan.ratio or plan.closes):
+        self.same_dtype = False  # x and prev blocks can be compared raw
+        if prev is not None and plan.needs_params and plan.uses_prev:
             pv = prev.view(np.uint8) if prev.dtype == np.bool_ else prev
             self.prev, self.prev_contig = _flat(pv)
-            self.prev_dtype = pv.dtype
-        self.bounds = [
-            _native_bounds(dtype, lo, hi) if self.native else (lo, hi, lo > hi)
-            for lo, hi in plan.ranges
-        ]
+            self.same_dtype = pv.dtype == dtype and self.work is None
+        self.thresholds = _thresholds(plan, self.dtype)
+        self.counting = plan.zeros or bool(plan.ranges)
+        # "x == p everywhere" settles every tolerance test only when no tolerance is negative
+        self.closes_trivial = all(rtol >= 0.0 and atol >= 0.0 for rtol, atol in plan.closes)
+        # shared between threads
+        self.stop = False  # the float64 stage is over: helpers stop claiming blocks
+        self.has_nan = False
+        self.has_inf = False
+        self.errors = False  # NaN/Inf seen and no parameter will be evaluated past them
+        self.use_prev = self.prev is not None
+        self.closes = dict.fromkeys(plan.closes, True)
 
-    def run(self) -> _Stats:
-        plan, n, chunk = self.plan, self.n, self.chunk
-        st = _Stats(n)
-        f64 = np.float64
-        b = min(chunk, n)
-        use_prev = self.prev is not None
-        convert_x = not self.x_is_f64 and (plan.needs_f64 or not self.native)
-        convert_prev = use_prev and self.prev_dtype != f64
+    @property
+    def sums_wanted(self) -> bool:
+        return self.plan.mean or self.plan.abs_sum or self.use_prev
 
-        def buf(needed: bool, dtype: type = f64) -> np.ndarray:
-            # unused scratch stays empty so that every name is an array (no Optional juggling)
-            return np.empty(b if needed else 0, dtype)
+    # ------------------------------------------------------------------- driving
+    def run(self, threads: int) -> _Stats:
+        plan = self.plan
+        if not (plan.needs_params or self.is_float):
+            return self._merge([])  # integers and nothing to compute: no NaN/Inf to find
+        if threads <= 1 or self.n < PARALLEL_MIN_ELEMENTS or self.n <= self.unit:
+            part, sc = _Partial(len(plan.ranges)), _scratch()
+            try:
+                self._local(part, sc, 0, self.n)
+            finally:
+                sc.trim(_KEEP_ELEMENTS)
+            return self._merge([part])
+        return self._merge(self._run_threads(threads))
 
-        xd = buf(convert_x)  # the block as float64
-        # scratch rows: [0] |x|, x - mean, then |x - p|; [1] p, then |p|; [2] atol + rtol·|p|.
-        # Few buffers keep the working set in L2, and rows 0-1 take abs and sums in one call.
-        rows = 3 if use_prev and plan.closes else 2 if use_prev else 1 if plan.needs_f64 else 0
-        scratch = np.empty((rows, b), f64)
-        bb = buf(plan.zeros or bool(plan.ranges) or bool(plan.closes), np.bool_)
-        count = np.count_nonzero
-        total = partial(np.einsum, "i->")  # a plain SIMD sum; np.dot would wake BLAS threads
+    def _local(self, part: _Partial, sc: _Scratch, start: int, stop: int) -> None:
+        """Both stages of [start, stop), block by block (a block's data stays in cache)."""
+        for b in range(start, stop, self.chunk):
+            e = min(b + self.chunk, stop)
+            xv = self._elements(sc, b, e)
+            mins, maxs = self._raw_block(part, sc, xv)
+            if self._done():
+                return
+            if self.sums_wanted and not self.errors:
+                self._sums(part, sc, b, e, mins, maxs, xv)
 
-        gather = plan.needs_params  # still collecting parameter statistics
-        block_extrema = plan.extrema or plan.zeros or bool(plan.ranges) or plan.abs_sum
-        bmax = bmin = math.nan  # per-block max/min; NaN = unknown (disables the shortcuts)
-        sums_x: list[float] = []
-        sums_abs: list[float] = []
-        sums_diff: list[float] = []
-        sums_prev: list[float] = []
-        m_n, m_mean, m_m2 = 0, 0.0, 0.0  # Chan et al.'s parallel merge of (count, mean, M2)
-        in_range = [0] * len(plan.ranges)
-        closes = dict.fromkeys(plan.closes, True)
-        mx, mn = st.max, st.min
+    def _run_threads(self, threads: int) -> list[_Partial]:
+        """Helpers run only the raw-dtype stage, on whole units (1 Mi elements: a few long
+        numpy calls each) and queue the per-sub-block min/max; this thread runs the
+        float64 stage of those units and, when the queue is empty, both stages of the next
+        unclaimed unit itself. Threads that all make short numpy calls spend their time
+        handing the GIL over (each call releases and retakes it); this way only this thread
+        does, and the split of work adapts to the machine's load. The float64 stage always
+        runs here on the same sub-blocks, so the results do not depend on the threads."""
+        units = _Units(-(-self.n // self.unit))
+        ready: queue.SimpleQueue[tuple[int, object]] = queue.SimpleQueue()
+        pool = _pool()
+        helper_parts = [_Partial(len(self.plan.ranges)) for _ in range(threads - 1)]
+        helpers = [pool.submit(self._helper, units, ready, hp) for hp in helper_parts]
+        part, sc = _Partial(len(self.plan.ranges)), _scratch()
+        consumed = 0
+        try:
+            while self.sums_wanted and not self.errors:
+                try:
+                    item = ready.get_nowait()
+                except queue.Empty:
+                    u = units.claim()
+                    if u is not None:
+                        self._local(part, sc, *self._unit_bounds(u))
+                        continue
+                    if consumed == units.by_helpers:
+                        break
+                    item = self._wait(ready, helpers)
+                consumed += 1
+                u, info = item
+                if isinstance(info, BaseException):
+                    raise info
+                if not self.errors:
+                    self._sums(part, sc, *self._unit_bounds(u), *info)  # type: ignore[misc]
+            # raw-stage work left (all of it without float64 work, or the search for the
+            # other error bit after NaN/Inf): every thread takes units
+            while not self._done() and (u := units.claim()) is not None:
+                self._local(part, sc, *self._unit_bounds(u))
+        finally:
+            self.stop = True  # helpers finish the unit they are on and return
+            parts = [part]
+            for future, hp in zip(helpers, helper_parts, strict=True):
+                # a helper that never started (the pool busy with another scan) added nothing
+                if not future.cancel():
+                    future.result()
+                    parts.append(hp)
+            sc.trim(_KEEP_ELEMENTS)
+        return parts
 
-        for start in range(0, n, chunk):
-            stop = min(start + chunk, n)
-            m = stop - start
-            xn = _block(self.x, self.x_contig, start, stop)
-            if self.native:
-                xv = xn
-            else:  # float16, bfloat16, 64-bit integers: everything on the float64 conversion
-                xv = xd[:m]
-                np.copyto(xv, xn, casting="unsafe")
-            if self.is_float:
-                bmax, bmin = xv.max(), xv.min()  # NaN propagates through max/min
-                block_nan = bool(bmax != bmax)
-                if block_nan or bmax == _INF or bmin == -_INF:
-                    st.has_nan |= block_nan
-                    st.has_inf |= bool(np.isinf(xv).any()) if block_nan else True
-                    if not plan.through_errors:
-                        # no parameter will be evaluated: only the other error bit matters now
-                        gather = False
-                        if st.has_nan and st.has_inf:
-                            break
-                if not gather:
-                    continue
-                if plan.extrema and block_nan:  # NaN never replaces MindSpore's running max
+    @staticmethod
+    def _wait(ready: queue.SimpleQueue, helpers: list[Future]) -> tuple[int, object]:
+        while True:
+            try:
+                return ready.get(timeout=0.05)  # type: ignore[no-any-return]
+            except queue.Empty:
+                for f in helpers:
+                    if f.done():
+                        f.result()  # a helper that died raises here
+
+    def _helper(self, units: _Units, ready: queue.SimpleQueue, part: _Partial) -> None:
+        sc = _scratch()
+        try:
+            while not (self.stop or self._done()):
+                u = units.claim(helper=True)
+                if u is None:
+                    break
+                try:
+                    start, stop = self._unit_bounds(u)
+                    info: object = self._raw_block(part, sc, self._elements(sc, start, stop))
+                except BaseException as err:
+                    info = err
+                    raise
+                finally:
+                    ready.put((u, info))
+        finally:
+            sc.trim(_KEEP_ELEMENTS)
+
+    def _done(self) -> bool:
+        return self.errors and self.has_nan and self.has_inf
+
+    def _unit_bounds(self, u: int) -> tuple[int, int]:
+        start = u * self.unit
+        return start, min(start + self.unit, self.n)
+
+    def _elements(self, sc: _Scratch, start: int, stop: int) -> np.ndarray:
+        """Elements [start, stop) in the dtype the kernels work in."""
+        xn = _block(self.x, self.x_contig, start, stop)
+        if self.work is None:
+            return xn
+        xv = sc.get_conv(self.work, stop - start)[: stop - start]
+        np.copyto(xv, xn, casting="unsafe")
+        return xv
+
+    # ------------------------------------------------------------------- kernels
+    def _extrema(self, xv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Max and min of every float64 sub-block of `xv` (which starts on a sub-block
+        boundary): the float64 stage decides its shortcuts per sub-block, so they do not
+        depend on how large the raw-stage blocks were."""
+        sub, m = self.sub, xv.size
+        k = m // sub
+        if k * sub == m:
+            rows = xv.reshape(k, sub)
+            return _MAX(rows, axis=1), _MIN(rows, axis=1)
+        head, tail = xv[: k * sub].reshape(k, sub), xv[k * sub :]
+        return (
+            np.append(_MAX(head, axis=1), _MAX(tail)),
+            np.append(_MIN(head, axis=1), _MIN(tail)),
+        )
+
+    def _raw_block(
+        self, part: _Partial, sc: _Scratch, xv: np.ndarray
+    ) -> tuple[list[float] | None, list[float] | None]:
+        """The raw-dtype stage: NaN/Inf, max/min and counts. Returns the min and max of each
+        sub-block for the float64 stage (None when not computed; NaN = the sub-block holds
+        NaN: no shortcut applies)."""
+        plan = self.plan
+        if not (self.is_float or plan.block_extrema):
+            if self.counting:  # pragma: no cover - counting implies block extrema
+                self._counts(part, sc, xv, math.nan, math.nan)
+            return None, None
+        maxs, mins = self._extrema(xv)
+        # as Python floats (exact) for cheap comparisons; NaN propagates through both
+        bmax, bmin = float(_MAX(maxs)), float(_MIN(mins))
+        if self.is_float:
+            if not (bmin > -_INF and bmax < _INF):
+                block_nan = bmax != bmax
+                if block_nan:
+                    self.has_nan = True
+                if not block_nan or np.isinf(xv).any():
+                    self.has_inf = True
+                if not plan.through_errors:
+                    self.errors = True
+            if self.errors or not plan.needs_params:
+                return None, None
+            if plan.extrema:
+                if bmax == bmax:
+                    part.max, part.min = max(part.max, bmax), min(part.min, bmin)
+                else:  # NaN never replaces MindSpore's running max/min
                     fmax, fmin = np.fmax.reduce(xv), np.fmin.reduce(xv)
                     if fmax == fmax:
-                        mx, mn = max(mx, float(fmax)), min(mn, float(fmin))
-                elif plan.extrema:
-                    mx, mn = max(mx, float(bmax)), min(mn, float(bmin))
-            elif not gather:
-                break
-            elif block_extrema:
-                bmax, bmin = xv.max(), xv.min()
-                if plan.extrema:
-                    mx, mn = max(mx, float(bmax)), min(mn, float(bmin))
-            # Below, the block's max/min skip whole passes when they settle a statistic
-            # (a block of one sign, a block inside or outside a range). With NaN in the
-            # block both are NaN, every shortcut test is false and the full pass runs.
+                        part.max = max(part.max, float(fmax))
+                        part.min = min(part.min, float(fmin))
+        elif plan.extrema:
+            part.max, part.min = max(part.max, bmax), min(part.min, bmin)
+        if self.counting:
+            self._counts(part, sc, xv, bmin, bmax)
+        return mins.tolist(), maxs.tolist()
 
-            if plan.zeros and not (bmin > 0 or bmax < 0):
-                st.zero_count += int(count(np.equal(xv, 0, out=bb[:m])))
-            for i, (lo, hi, empty) in enumerate(self.bounds):
-                if empty:
-                    continue
-                above_lo = lo is None or bmin >= lo
-                below_hi = hi is None or bmax <= hi
-                if above_lo and below_hi:
-                    in_range[i] += m
-                elif (lo is not None and bmax < lo) or (hi is not None and bmin > hi):
-                    pass
-                elif lo is None:
-                    in_range[i] += int(count(np.less_equal(xv, hi, out=bb[:m])))
-                else:
-                    inside = int(count(np.greater_equal(xv, lo, out=bb[:m])))
-                    if hi is not None:  # {x > hi} lies inside {x >= lo} because lo <= hi
-                        inside -= int(count(np.greater(xv, hi, out=bb[:m])))
-                    in_range[i] += inside
+    def _counts(
+        self, part: _Partial, sc: _Scratch, xv: np.ndarray, bmin: float, bmax: float
+    ) -> None:
+        th = self.thresholds
+        counts = th.counts(xv, bmin, bmax, sc.get_flags(len(th.values), xv.size))
+        if th.zero is not None:
+            part.zeros += counts[th.zero[0]] - counts[th.zero[1]]
+        m = xv.size
+        for i, pair in enumerate(th.ranges):
+            if pair is not None:
+                lo, above_hi = pair
+                inside = m if lo is None else counts[lo]
+                part.in_range[i] += inside - (0 if above_hi is None else counts[above_hi])
 
-            if not (plan.mean or plan.abs_sum or use_prev):
+    def _sums(
+        self,
+        part: _Partial,
+        sc: _Scratch,
+        start: int,
+        stop: int,
+        mins: list[float] | None,
+        maxs: list[float] | None,
+        xv: np.ndarray | None = None,
+    ) -> None:
+        """The float64 stage of [start, stop), sub-block by sub-block: Σx, Σ|x| (and the
+        moments), Σ|x − p|, Σ|p| and the all-close tests. A sub-block of one sign (from its
+        max/min) gives Σ|x| = ±Σx; one equal to its previous value gives the change
+        statistics without converting p."""
+        plan = self.plan
+        xn = _block(self.x, self.x_contig, start, stop)
+        if xv is None:
+            xv = self._elements(sc, start, stop)
+        pn = None
+        if self.use_prev:
+            pn = _block(self.prev, self.prev_contig, start, stop)  # type: ignore[arg-type]
+        sub = self.sub
+        rows = sc.get_rows(min(sub, stop - start))
+        flags = sc.get_flags(1, rows.shape[1])[0]
+        for j, s in enumerate(range(0, stop - start, sub)):
+            e = min(s + sub, stop - start)
+            smin, smax = (mins[j], maxs[j]) if mins is not None else (math.nan, math.nan)
+            one_signed = smin >= 0 or smax <= 0  # type: ignore[operator]
+            abs_x = plan.abs_sum and not one_signed  # Σ|x| needs its own pass
+            xs = xv[s:e]
+            if not (self.use_prev or plan.sd or abs_x):
+                # only Σx wanted: a float64 reduction of the raw elements, no float64 copy
+                self._add_sum_x(part, float(_SUM(xs, dtype=np.float64)), smin, one_signed)
                 continue
-            one_signed = bool(bmin >= 0 or bmax <= 0)
+            ps = pn[s:e] if pn is not None and self.use_prev else None
             if (
-                self.native
-                and not self.x_is_f64
-                and not use_prev
-                and not plan.sd
-                and (one_signed or not plan.abs_sum)
+                ps is not None
+                and self.same_dtype
+                and self.closes_trivial
+                and smin > -_INF  # type: ignore[operator]
+                and smax < _INF  # type: ignore[operator]
+                and xn[s] == ps[0]
+                and np.equal(xn[s:e], ps, out=flags[: e - s]).all()
             ):
-                # only sums wanted: let einsum cast as it goes, no float64 copy of the block
-                s1 = float(np.einsum("i->", xn, dtype=f64))
-                if plan.mean:
-                    sums_x.append(s1)
-                if plan.abs_sum:
-                    sums_abs.append(s1 if bmin >= 0 else -s1)
+                # unchanged sub-block: every x − p is 0, |p| = |x| and every tolerance
+                # (≥ 0) holds; it has no NaN/Inf, so this hides no IEEE NaN
+                self._unchanged(part, rows[:, : e - s], start + s, xs, smin, one_signed)
                 continue
-            if self.x_is_f64 or not self.native:
-                xf = xv
-            else:
-                xf = xd[:m]
-                np.copyto(xf, xn, casting="unsafe")
-            s1 = float(total(xf)) if plan.mean or (plan.abs_sum and one_signed) else 0.0
-            if plan.mean:
-                sums_x.append(s1)
-                if plan.sd:
-                    bmean = s1 / m
-                    s2 = float(np.einsum("i,i->", xf, xf))
-                    m2 = s2 - s1 * bmean
-                    # s2 - s1²/m cancels when |mean| >> sd: then a centred second pass
-                    if not (m2 >= 0.0 and s2 <= 16.0 * m2):
-                        d = np.subtract(xf, bmean, out=scratch[0, :m])
-                        m2 = float(np.einsum("i,i->", d, d))
-                    if m_n == 0:
-                        m_n, m_mean, m_m2 = m, bmean, m2
-                    else:
-                        tot = m_n + m
-                        delta = bmean - m_mean
-                        m_mean += delta * m / tot
-                        m_m2 += m2 + delta * delta * (m_n * m / tot)
-                        m_n = tot
-            if plan.abs_sum:
-                if one_signed:  # Σ|x| = ±Σx
-                    sums_abs.append(s1 if bmin >= 0 else -s1)
-                else:
-                    sums_abs.append(float(total(np.abs(xf, out=scratch[0, :m]))))
-            if use_prev:
-                pn = _block(self.prev, self.prev_contig, start, stop)  # type: ignore[arg-type]
-                pair = scratch[:2, :m]
-                diff, ap = pair
-                if convert_prev:
-                    np.copyto(ap, pn, casting="unsafe")
-                    np.subtract(xf, ap, out=diff)
-                    np.abs(pair, out=pair)
-                else:
-                    np.subtract(xf, pn, out=diff)
-                    np.abs(diff, out=diff)
-                    np.abs(pn, out=ap)
-                s_diff = -1.0
-                if plan.ratio:
-                    s_diff, s_prev = (float(v) for v in np.einsum("ij->i", pair))
-                    sums_diff.append(s_diff)
-                    sums_prev.append(s_prev)
-                elif any(closes.values()):
-                    s_diff = float(total(diff))
-                for key, alive in closes.items():
-                    if alive:
-                        rtol, atol = key
-                        if s_diff == 0.0 and rtol >= 0.0 and atol >= 0.0:
-                            # unchanged block: every |x - p| is 0 and p is finite, so the
-                            # tolerance is >= 0 and the comparison holds for every element
-                            continue
-                        # |x - p| <= atol + rtol·|p|, in MindSpore's operation order
-                        tol = np.multiply(ap, rtol, out=scratch[2, :m])
-                        np.add(atol, tol, out=tol)
-                        closes[key] = bool(np.less_equal(diff, tol, out=bb[:m]).all())
-                if not plan.ratio and not any(closes.values()):
-                    use_prev = False  # nothing left to learn from the previous tensor
+            self._sums_f64(
+                part, rows[:, : e - s], flags[: e - s], start + s, xs, ps, smin, one_signed
+            )
 
-        st.max, st.min = mx, mn
+    def _sums_f64(
+        self,
+        part: _Partial,
+        rows: np.ndarray,
+        flags: np.ndarray,
+        start: int,
+        xv: np.ndarray,
+        pn: np.ndarray | None,
+        bmin: float,
+        one_signed: bool,
+    ) -> None:
+        """One sub-block's float64 work on the rows x, p, x − p, taken to absolute values in
+        place, so that the sums wanted are one contiguous run of rows: one call. (A fourth
+        row for |x| would save the separate Σx below but costs more in cache misses.)"""
+        plan = self.plan
+        abs_x = plan.abs_sum and not one_signed
+        use_prev = pn is not None and self.use_prev
+        x64, p64, d64 = rows
+        np.copyto(x64, xv, casting="unsafe")
+        need_sx = plan.mean or (plan.abs_sum and one_signed)
+        if plan.sd or (need_sx and abs_x):
+            s1 = float(_SUM(x64))
+            self._add_sum_x(part, s1, bmin, one_signed)
+            if plan.sd:
+                self._moments(part, start, x64, s1, d64)
+            need_sx = False
+        ratio = use_prev and plan.ratio
+        if use_prev:
+            np.copyto(p64, pn, casting="unsafe")
+            np.subtract(x64, p64, out=d64)
+            tail = rows if abs_x else rows[1:]
+            np.abs(tail, out=tail)
+        elif abs_x:
+            np.abs(x64, out=x64)
+        first, stop = (0 if abs_x or need_sx else 1), (3 if ratio else 1)
+        if first < stop:
+            sums = _ROW_SUMS(rows[first:stop]).tolist()
+            if need_sx:
+                self._add_sum_x(part, sums.pop(0), bmin, one_signed)
+            elif abs_x:
+                part.sums_abs.append(sums.pop(0))
+            if ratio:
+                part.sums_prev.append(sums[0])
+                part.sums_diff.append(sums[1])
+        if use_prev and self.closes:
+            self._close(x64, p64, d64, flags)
+
+    def _close(self, tmp: np.ndarray, ap: np.ndarray, ad: np.ndarray, flags: np.ndarray) -> None:
+        """The all-close tests on |p| and |x − p|; `tmp` is a free row."""
+        closes = self.closes
+        for key, alive in closes.items():
+            if alive:
+                rtol, atol = key
+                # |x - p| <= atol + rtol·|p|, in MindSpore's operation order
+                tol = np.multiply(ap, rtol, out=tmp)
+                np.add(atol, tol, out=tol)
+                if not np.less_equal(ad, tol, out=flags).all():
+                    closes[key] = False
+        if not self.plan.ratio and not any(closes.values()):
+            self.use_prev = False  # nothing left to learn from the previous tensor
+
+    def _unchanged(
+        self,
+        part: _Partial,
+        rows: np.ndarray,
+        start: int,
+        xv: np.ndarray,
+        smin: float,
+        one_signed: bool,
+    ) -> None:
+        """Sums of a sub-block equal to its previous value: Σ|x − p| = 0, Σ|p| = Σ|x|."""
+        plan = self.plan
+        x64, a64 = rows[0], rows[1]
+        np.copyto(x64, xv, casting="unsafe")
+        if plan.sd:
+            s1 = float(_SUM(x64))
+            self._moments(part, start, x64, s1, a64)
+            s_abs = abs(s1) if one_signed else float(_SUM(np.abs(x64, out=a64)))
+        elif one_signed:
+            s1 = float(_SUM(x64))
+            s_abs = abs(s1)
+        else:
+            np.abs(x64, out=a64)
+            s1, s_abs = _ROW_SUMS(rows[:2]).tolist()
+        self._add_sum_x(part, s1, smin, one_signed)
+        if plan.abs_sum and not one_signed:
+            part.sums_abs.append(s_abs)
+        if plan.ratio:
+            part.sums_diff.append(0.0)
+            part.sums_prev.append(s_abs)
+
+    def _add_sum_x(self, part: _Partial, s1: float, bmin: float, one_signed: bool) -> None:
+        if self.plan.mean:
+            part.sums_x.append(s1)
+        if self.plan.abs_sum and one_signed:  # Σ|x| = ±Σx
+            part.sums_abs.append(s1 if bmin >= 0 else -s1)
+
+    def _moments(
+        self, part: _Partial, start: int, x64: np.ndarray, s1: float, tmp: np.ndarray
+    ) -> None:
+        """The block's (count, mean, M2) for Chan et al.'s parallel merge."""
+        m = x64.size
+        bmean = s1 / m
+        s2 = float(np.einsum("i,i->", x64, x64))
+        m2 = s2 - s1 * bmean
+        # s2 - s1²/m cancels when |mean| >> sd: then a centred second pass
+        if not (m2 >= 0.0 and s2 <= 16.0 * m2):
+            d = np.subtract(x64, bmean, out=tmp)
+            m2 = float(np.einsum("i,i->", d, d))
+        part.moments[start] = (m, bmean, m2)
+
+    # ------------------------------------------------------------------------ merge
+    def _merge(self, parts: list[_Partial]) -> _Stats:
+        plan, n = self.plan, self.n
+        st = _Stats(n, self.has_nan, self.has_inf)
+        for part in parts:
+            st.max, st.min = max(st.max, part.max), min(st.min, part.min)
+            st.zero_count += part.zeros
+        sums_x = [s for part in parts for s in part.sums_x]
         if plan.mean and sums_x:
             st.mean = math.fsum(sums_x) / n
-        if plan.sd and m_n:
+        moments = sorted(kv for part in parts for kv in part.moments.items())
+        if plan.sd and moments:
+            m_n, m_mean, m_m2 = 0, 0.0, 0.0
+            for _, (m, bmean, m2) in moments:
+                if m_n == 0:
+                    m_n, m_mean, m_m2 = m, bmean, m2
+                else:
+                    tot = m_n + m
+                    delta = bmean - m_mean
+                    m_mean += delta * m / tot
+                    m_m2 += m2 + delta * delta * (m_n * m / tot)
+                    m_n = tot
             st.sd = math.sqrt(m_m2 / (m_n - 1)) if m_n > 1 else 0.0
+        sums_abs = [s for part in parts for s in part.sums_abs]
         if plan.abs_sum and sums_abs:
             st.abs_mean = math.fsum(sums_abs) / n
-        for key, cnt in zip(plan.ranges, in_range, strict=True):
-            st.range_percentage[key] = 100.0 * cnt / n
+        for i, key in enumerate(plan.ranges):
+            st.range_percentage[key] = 100.0 * sum(part.in_range[i] for part in parts) / n
+        sums_diff = [s for part in parts for s in part.sums_diff]
         if plan.ratio and sums_diff:
+            sums_prev = [s for part in parts for s in part.sums_prev]
             mean_diff = math.fsum(sums_diff) / n
             st.ratio = mean_diff / (math.fsum(sums_prev) / n + UPDATE_RATIO_EPSILON)
-        st.all_close = closes
+        st.all_close = self.closes
         return st
 
 
-def _statistic(name: str, req: CheckRequest, st: _Stats, has_prev: bool) -> float:
-    """MindSpore's `StatLookup`: NaN when the statistic is unknown or was not computed."""
+@lru_cache(maxsize=1024)
+def _param_rule(condition: int, name: str) -> tuple[str, Callable[[float, float], bool] | None]:
+    """(statistic, comparison) of a parameter: MindSpore's `StatLookup` key (the name before
+    the last `_`, or the legacy condition's statistic for `param`; "" = none) and the
+    comparison its suffix (or the legacy condition) selects. Cached: parsing names per
+    tensor is a large part of checking a small one."""
     if name == "param":
-        name = _LEGACY_STAT.get(req.condition, "")
+        stat = _LEGACY_STAT.get(condition, "")
     elif "_" in name:
-        name = name.rsplit("_", 1)[0]
+        stat = name.rsplit("_", 1)[0]
     else:
-        return math.nan
-    if name == "max":
+        stat = ""
+    inequality = "gt" if condition in _LEGACY_GT else "lt" if condition in _LEGACY_LT else ""
+    return stat, _COMPARE.get(inequality or name.rsplit("_", 1)[-1])
+
+
+def _statistic(stat: str, req: CheckRequest, st: _Stats, has_prev: bool) -> float:
+    """MindSpore's `StatLookup`: NaN when the statistic is unknown or was not computed."""
+    if stat == "max":
         return st.max
-    if name == "min":
+    if stat == "min":
         return st.min
-    if name == "max_min":
+    if stat == "max_min":
         return st.max - st.min
-    if name == "mean":
+    if stat == "mean":
         return st.mean
-    if name == "sd":
+    if stat == "sd":
         return st.sd
-    if name == "abs_mean":
+    if stat == "abs_mean":
         return st.abs_mean
-    if name == "abs_mean_update_ratio":
+    if stat == "abs_mean_update_ratio":
         return st.ratio if has_prev else math.nan
-    if name == "range_percentage":
+    if stat == "range_percentage":
         key = _range_key(req) if req.condition == _CT.RANGE else None
         return st.range_percentage.get(key, math.nan) if key is not None else math.nan
-    if name == "zero_percentage":
+    if stat == "zero_percentage":
         return st.zero_count * 100.0 / st.n if st.n else 0.0
     return math.nan
 
@@ -927,18 +1413,16 @@ def _decide(req: CheckRequest, st: _Stats, prev: np.ndarray | None) -> CheckResu
         error |= ERROR_NO_PREV_BIT
     if error:
         return CheckResult(hit, error, _untouched(req))
-    inequality = "gt" if cond in _LEGACY_GT else "lt" if cond in _LEGACY_LT else ""
     results = []
     for p in req.params:
         if p.disabled:
             results.append(ParamResult(p.name, p.value, True))
             continue
-        actual = _statistic(p.name, req, st, prev is not None)
+        stat, compare = _param_rule(cond, p.name)
+        actual = _statistic(stat, req, st, prev is not None)
         if math.isnan(actual):
             results.append(ParamResult(p.name, p.value, False))
             continue
-        op = inequality or p.name.rsplit("_", 1)[-1]
-        compare = _COMPARE.get(op)
         p_hit = bool(compare(actual, p.value)) if compare is not None else False
         results.append(ParamResult(p.name, p.value, False, p_hit, float(actual)))
         hit = hit or p_hit
@@ -951,6 +1435,7 @@ def evaluate(
     previous: np.ndarray | None = None,
     *,
     chunk_elements: int | None = None,
+    threads: int | None = None,
 ) -> list[CheckResult]:
     """Check every request against `tensor` in one pass; one `CheckResult` per request.
 
@@ -958,7 +1443,9 @@ def evaluate(
     None means there is none (error bit 4). Elements are taken in C order and converted to
     float64 as MindSpore does. An empty tensor or an unsupported dtype gives results that
     are not reported (MindSpore skips such tensors). IS_OVERFLOW (2) never hits here: it
-    is decided from the Ascend overflow records by the caller.
+    is decided from the Ascend overflow records by the caller. `threads` (default
+    `THREADS`) scan tensors of `PARALLEL_MIN_ELEMENTS` or more; the results do not depend
+    on it.
     """
     tensor = np.asarray(tensor)
     if tensor.size == 0 or not supported_dtype(tensor.dtype):
@@ -970,10 +1457,11 @@ def evaluate(
     has_prev = previous is not None
     plan = _plan(requests, has_prev)
     prev_for_stats = previous if has_prev and previous.size == tensor.size else None
-    gatherer = _Gatherer(
-        tensor, prev_for_stats, plan, chunk_elements if chunk_elements else CHUNK_ELEMENTS
-    )
-    st = gatherer.run()
+    scan = _Scan(tensor, prev_for_stats, plan, chunk_elements or CHUNK_ELEMENTS)
+    # NaN/Inf statistics are read only by requests that clear the error bits, and then they
+    # are meant to be plain IEEE results (inf − inf = NaN): no warnings for them
+    with np.errstate(invalid="ignore", over="ignore"):
+        st = scan.run(THREADS if threads is None else threads)
     if has_prev and prev_for_stats is None:
         st.ratio = math.nan
         st.all_close = dict.fromkeys(plan.closes, False)
