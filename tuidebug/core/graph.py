@@ -14,9 +14,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 _OP_ID = re.compile(r"-op(\d+)$")
 _GRAPH_ID = re.compile(r"(\d+)$")
@@ -230,6 +231,10 @@ class Graph:
     @cached_property
     def digraph(self) -> nx.DiGraph:
         """Data edges producer → consumer (built on first use: large graphs stay cheap to load)."""
+        # imported here: networkx takes ~0.15 s to import, and most users of graphs (the
+        # checker's worker processes, the CLI) never need it
+        import networkx as nx
+
         nodes = self.nodes
         with paused_gc():
             g = nx.DiGraph()
@@ -255,6 +260,8 @@ class Graph:
 
     def affected(self, name: str) -> list[Node]:
         """Every node downstream of `name` (transitively), in graph order."""
+        import networkx as nx
+
         node = self.node(name)
         down = nx.descendants(self.digraph, node.name)
         return [n for n in self.nodes.values() if n.name in down]

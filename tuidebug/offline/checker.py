@@ -175,9 +175,7 @@ def _confine(path: str, root: str) -> Path | None:
 def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
     problems: list[str] = []
     try:
-        tensor = load_npy(
-            Path(task.path), root=_confine(task.path, root), mmap=True, max_bytes=max_bytes
-        )
+        tensor = load_npy(task.path, root=_confine(task.path, root), mmap=True, max_bytes=max_bytes)
     except TensorTooLargeError:
         reported = tuple(
             (i, error_result(r, ERROR_OUT_OF_MEMORY)) for i, r in enumerate(task.requests)
@@ -191,7 +189,7 @@ def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
     if task.prev_path is not None:
         try:
             previous = load_npy(
-                Path(task.prev_path),
+                task.prev_path,
                 root=_confine(task.prev_path, root),
                 mmap=True,
                 max_bytes=max_bytes,
