@@ -837,6 +837,14 @@ def test_plans_are_cached_per_request_list() -> None:
 _LOWEST = -np.finfo(np.float64).max
 
 
+def _exact_mean(x: np.ndarray) -> float:
+    """The mean without cancellation (np.mean loses int64 values near ±2**63 that cancel)."""
+    values = x.astype(np.float64).ravel()
+    if not np.isfinite(values).all():
+        return float(np.mean(values))
+    return math.fsum(values) / values.size
+
+
 def _ref_stat(stat: str, x: np.ndarray, req: CheckRequest, prev: np.ndarray | None) -> float:
     """One statistic straight from its definition in spec §3.5."""
     n = x.size
@@ -848,11 +856,11 @@ def _ref_stat(stat: str, x: np.ndarray, req: CheckRequest, prev: np.ndarray | No
     if stat == "max_min":
         return _ref_stat("max", x, req, prev) - _ref_stat("min", x, req, prev)
     if stat == "mean":
-        return float(np.mean(x))
+        return _exact_mean(x)
     if stat == "sd":
         return float(np.std(x, ddof=1)) if n > 1 else 0.0
     if stat == "abs_mean":
-        return float(np.mean(np.abs(x)))
+        return _exact_mean(np.abs(x))
     if stat == "zero_percentage":
         return 100.0 * np.count_nonzero(x == 0.0) / n
     if stat == "range_percentage" and req.condition == CT.RANGE:
