@@ -267,11 +267,6 @@ def test_watchpoint_params_validate_twice() -> None:
     CoreWatchpoint(0, cond, params)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/conditions.py: mean and abs_mean are sum/n, which overflows to inf for large "
-    "finite float64 values; MindSpore's running mean gives 1e308 (spec §3.5 Welford)",
-)
 def test_mean_of_huge_finite_values_is_finite() -> None:
     from tuidebug.core.tensor import TensorRef
     from tuidebug.core.watchpoints import Watchpoint as CoreWatchpoint

@@ -1344,7 +1344,23 @@ class _Scan:
             mean_diff = math.fsum(sums_diff) / n
             st.ratio = mean_diff / (math.fsum(sums_prev) / n + UPDATE_RATIO_EPSILON)
         st.all_close = self.closes
+        if not (self.has_nan or self.has_inf):
+            # finite elements whose float64 sum overflows (|x| near 1e308): MindSpore's running
+            # mean stays finite, so sum x/n instead (rare: only then is the extra pass paid)
+            if math.isinf(st.mean):
+                st.mean = self._scaled_mean(absolute=False)
+            if math.isinf(st.abs_mean):
+                st.abs_mean = self._scaled_mean(absolute=True)
         return st
+
+    def _scaled_mean(self, absolute: bool) -> float:
+        total: list[float] = []
+        for b in range(0, self.n, F64_ELEMENTS):
+            block = self.x[b : b + F64_ELEMENTS].astype(np.float64)
+            if absolute:
+                np.abs(block, out=block)
+            total.append(float(np.sum(block / self.n)))
+        return math.fsum(total)
 
 
 @lru_cache(maxsize=1024)
