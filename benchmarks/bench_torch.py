@@ -5,14 +5,17 @@ that the load of a shared machine hits all of them alike:
 
 * plain       — no tuidebug;
 * attached    — `tuidebug.torch.attach`ed to a debugger with no watchpoint, in continue mode
-                (every step still ends with a WaitCMD round trip, as MindSpore's client does);
+                (the server gives our client a step budget, so it does a step-end WaitCMD
+                round trip only every `FREE_RUN_SECONDS`, not every step as MindSpore does);
 * recommended — MindInsight's recommended watchpoints (spec §4) set at the initial
                 suspension, continue mode (the controller continues again after any hit).
 
 Each debugger is an `OnlineSession` served in this process on 127.0.0.1, so its gRPC and
 event threads compete with the training for the GIL (a pessimistic setting: a real debugger
 runs in another process). Prints the median wall time per step and the median CPU time of
-the training thread per step (less sensitive to other processes), with ratios to plain.
+the training thread per step (less sensitive to other processes), with ratios to plain,
+then the mean ratios (which include the occasional step that pays a WaitCMD round trip) and
+the number of step-end WaitCMDs.
 
     python benchmarks/bench_torch.py [--steps 300] [--warmup 30] [--batch 32] [--threads 1]
 """
@@ -210,13 +213,23 @@ def main() -> None:
         "attached": "no watchpoint, continue mode",
         "recommended": f"recommended watchpoints, continue mode ({controllers[1].hits} hits)",
     }
-    print(f"  {'':12s} {'wall ms':>8s} {'ratio':>6s}   {'train-thread CPU ms':>8s} {'ratio':>6s}")
+    waits = {"plain": 0} | {
+        label: dbg.waits for label, dbg in zip(("attached", "recommended"), debuggers, strict=True)
+    }
+    mean_wall = statistics.fmean(wall["plain"])
+    mean_cpu = statistics.fmean(cpu["plain"])
+    print(
+        f"  {'':12s} {'wall ms':>8s} {'ratio':>6s}   {'train-thread CPU ms':>8s} {'ratio':>6s}"
+        f"   {'mean ratios':>11s} {'WaitCMDs':>8s}"
+    )
     for label in runs:
         w = statistics.median(wall[label])
         c = statistics.median(cpu[label])
+        mw = statistics.fmean(wall[label]) / mean_wall
+        mc = statistics.fmean(cpu[label]) / mean_cpu
         print(
             f"  {label:12s} {1000 * w:8.2f} {w / base_wall:6.3f}   {1000 * c:19.2f} "
-            f"{c / base_cpu:6.3f}   {notes[label]}"
+            f"{c / base_cpu:6.3f}   {mw:5.3f} {mc:5.3f} {waits[label]:8d}   {notes[label]}"
         )
 
 

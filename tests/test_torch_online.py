@@ -27,6 +27,7 @@ from torch_support import (
 )
 
 import tuidebug.torch as tdb
+import tuidebug.torch.debugger as torch_debugger
 from tuidebug.core.session import SessionState
 from tuidebug.core.tensor import TensorRef
 from tuidebug.online.session import OnlineSession
@@ -168,6 +169,88 @@ def test_pause_step_and_terminate(session: OnlineSession) -> None:
     assert isinstance(training.error, tdb.Terminated)
     assert len(done) == paused_at + 1  # the step that was told to terminate never returned
     assert session.metadata.state is SessionState.DONE
+
+
+def test_continue_runs_free_with_few_wait_cmds(
+    session: OnlineSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no time limit on free running, so the counts below do not depend on the machine
+    monkeypatch.setattr(torch_debugger, "FREE_RUN_SECONDS", 3600.0)
+    done: list[int] = []
+    training = start(session, TinyCNN(), 120, record=done)
+    wait_state(session, WAITING)
+    session.step(50)  # one RunCMD{step, run_steps=50}: the client asks again after 50
+    wait_until(lambda: waiting(session) and session.metadata.step == 50, what="50 steps")
+    wait_until(lambda: len(done) == 49)  # suspended inside the 50th step_end
+    dbg = training.debugger
+    assert dbg is not None and dbg.waits == 1
+    session.continue_()  # no watchpoint: the remaining 70 steps without a single WaitCMD
+    training.join()
+    assert training.error is None and len(done) == 120
+    assert dbg.waits == 1
+    wait_state(session, SessionState.DONE)
+
+
+def test_step_n_counts_the_steps_a_free_running_client_ran(session: OnlineSession) -> None:
+    done: list[int] = []
+
+    def slow_fourth(i: int) -> None:
+        if i == 3:  # longer than FREE_RUN_SECONDS: the client asks again after step 4
+            time.sleep(2 * torch_debugger.FREE_RUN_SECONDS)
+
+    training = start(session, TinyCNN(), FOREVER, record=done, before=slow_fourth)
+    wait_state(session, WAITING)
+    session.step(10)
+    wait_until(lambda: waiting(session) and session.metadata.step == 10, what="ten steps")
+    wait_until(lambda: len(done) == 9)
+    dbg = training.debugger
+    assert dbg is not None and 2 <= dbg.waits <= 10
+    finish(session, training)
+    assert len(done) == 9  # exactly ten steps: the step count survived the early WaitCMD
+
+
+def test_pause_stops_a_free_running_client(session: OnlineSession) -> None:
+    done: list[int] = []
+    training = start(session, TinyCNN(), FOREVER, record=done)
+    wait_state(session, WAITING)
+    session.continue_()
+    wait_until(lambda: len(done) >= 30, what="thirty steps")
+    session.pause()
+    # the client asks within FREE_RUN_SECONDS plus one step and is then held there
+    wait_state(session, WAITING)
+    paused_at = session.metadata.step
+    wait_until(lambda: len(done) == paused_at - 1)  # suspended inside step_end
+    dbg = training.debugger
+    assert dbg is not None and dbg.step == paused_at
+    session.step(3)  # a pause left no stale step budget behind
+    wait_until(
+        lambda: waiting(session) and session.metadata.step == paused_at + 3, what="three steps"
+    )
+    finish(session, training)
+    assert len(done) == paused_at + 2
+
+
+def test_step_n_after_an_input_hit_runs_n_steps(session: OnlineSession) -> None:
+    def nan_third_batch(i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = cnn_batches(i)
+        if i == 2:
+            x[0, 0, 0, 0] = float("nan")
+        return x, y
+
+    done: list[int] = []
+    training = start(session, TinyCNN(), FOREVER, nan_third_batch, record=done)
+    wait_state(session, WAITING)
+    session.create_watchpoint("TO", {}, ["args0"])
+    session.continue_()
+    # the input check suspends step 3 before its forward, named after the input
+    wait_until(lambda: waiting(session) and bool(session.hits), what="the input hit")
+    assert session.metadata.step == 3 and session.metadata.cur_node.endswith("args0")
+    session.step(2)  # the rest of step 3, then step 4
+    wait_until(lambda: waiting(session) and session.metadata.step == 4, what="step 4")
+    wait_until(lambda: len(done) == 3)
+    assert session.metadata.cur_node == ""
+    finish(session, training)
+    assert len(done) == 3
 
 
 def test_terminate_at_the_initial_suspension(session: OnlineSession) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
@@ -54,10 +54,15 @@ class ClientError(Exception):
 
 @dataclass(frozen=True)
 class RunCommand:
-    """Why the command loop returned: resume with `level` "step" or "node"."""
+    """Why the command loop returned: resume with `level` "step" or "node".
+
+    `steps` is the RunCMD's `run_steps` (at least 1). MindSpore ignores it (spec §2.6) and
+    so do the simulator and equality, so MindSpore-like clients behave as before; our own
+    PyTorch client may run that many step ends before its next WaitCMD."""
 
     level: str
     node_name: str = ""
+    steps: int = field(default=1, compare=False)
 
 
 @dataclass(frozen=True)
@@ -333,7 +338,8 @@ class ProtocolClient:
                 elif level in ("step", "node"):
                     self.initial_suspension = False
                     node = reply.run_cmd.node_name if level == "node" else ""
-                    return RunCommand(level, node)
+                    steps = max(1, reply.run_cmd.run_steps) if level == "step" else 1
+                    return RunCommand(level, node, steps)
                 else:
                     log.error("unknown run level %r: exiting", level)
                     return self._exit()

@@ -13,6 +13,14 @@ other (a listener may call back into the session).
 Our version check compares against MindInsight **2.3** (`MINDINSIGHT_VERSION`): the last
 MindInsight release, whose protocol this server speaks. Clients whose `ms_version` starts
 with `torch-` are our own PyTorch adapter and are accepted without the MindSpore rule.
+
+For those clients only, step N / continue send the real remaining count in `run_steps`
+(MindSpore ignores it; MindSpore-like clients keep getting `run_steps=1`, one WaitCMD per
+step): a WaitCMD round trip per step would be most of the debugger's cost on a small model.
+The PyTorch client runs on its own for at most that many step ends, but comes back after a
+hit or ~0.1 s whatever its budget, so pause and terminate still take effect promptly; the
+steps it ran without asking are taken off the remaining count when it next reports
+`cur_step`.
 """
 
 from __future__ import annotations
@@ -179,6 +187,10 @@ class OnlineSession(DebugSession):
         self._published_once = False
         self._commands: deque[pb.EventReply] = deque()
         self._remaining = 0  # steps still to send one by one; -1 = continue
+        # our PyTorch client: run commands carry the remaining count (module docstring)
+        self._free_running = False
+        # steps the client had ended when it was last given a step budget (free running)
+        self._free_base: int | None = None
         self._target_node = ""
         self._initial = True  # the client is still in its initial suspension
         self._waiter = 0  # ticket of the WaitCMD allowed to take commands
@@ -379,11 +391,18 @@ class OnlineSession(DebugSession):
                 # spec §2.6: the initial-suspension recheck is what evaluates
                 # weight_initialization (INIT is checked only then)
                 self._commands.append(_run_cmd("recheck"))
-            self._commands.append(_run_cmd("step", steps=1))
             self._remaining = count - 1 if count > 0 else -1
+            self._commands.append(_run_cmd("step", steps=self._run_steps(count)))
             self._target_node = ""
             self._set_state(SessionState.SENDING, message="")
             self._cond.notify_all()
+
+    def _run_steps(self, count: int) -> int:
+        """`run_steps` for a step command covering `count` steps (-1: continue): the real
+        count for our PyTorch client, 1 for MindSpore (which ignores it, spec §2.6)."""
+        if not self._free_running:
+            return 1
+        return count if count > 0 else MAX_RUN_STEPS
 
     def pause(self) -> None:
         with self._cond:
@@ -604,6 +623,7 @@ class OnlineSession(DebugSession):
             ms_version = md.ms_version
             if ms_version.startswith(TORCH_VERSION_PREFIX):
                 matched = True
+                self._free_running = True
             else:
                 result = version_match(ms_version)
                 matched = result != 2
@@ -639,6 +659,8 @@ class OnlineSession(DebugSession):
         self._published_once = False
         self._commands.clear()
         self._remaining = 0
+        self._free_running = False
+        self._free_base = None
         self._target_node = ""
         self._initial = True
         self._last_step = md.cur_step
@@ -734,6 +756,13 @@ class OnlineSession(DebugSession):
             self._tensor_cache.clear()
         if new_step:
             self._hits = []  # spec §2.5: hits belong to a step
+        if self._free_base is not None:
+            # a free-running client ran `ran` step ends on the budget we gave it; the first
+            # was already taken off `_remaining` when the command was sent
+            ran = _steps_ended(md.cur_step, md.cur_node) - self._free_base
+            self._free_base = None
+            if self._remaining > 0 and ran > 1:
+                self._remaining = max(0, self._remaining - (ran - 1))
         self._last_step = max(self._last_step, md.cur_step)
         self._last_node = md.cur_node
         if self._view is not None and self._view.delivered and not self._view.done:
@@ -763,11 +792,14 @@ class OnlineSession(DebugSession):
         if state in (SessionState.MISMATCH, SessionState.NODE_TOO_LARGE):
             return None
         if self._remaining != 0:
-            # spec §2.6: step N / continue are single steps sent one by one
+            # spec §2.6: step N / continue are single steps sent one by one (a free-running
+            # client is given all that remain)
+            steps = self._run_steps(self._remaining)
             if self._remaining > 0:
                 self._remaining -= 1
+            self._note_budget()
             self._set_state(SessionState.RUNNING)
-            return _run_cmd("step", steps=1)
+            return _run_cmd("step", steps=steps)
         if self._target_node:
             if md.cur_node != self._target_node:
                 self._set_state(SessionState.RUNNING)
@@ -776,6 +808,11 @@ class OnlineSession(DebugSession):
         if state is not SessionState.WAITING and state is not SessionState.DONE:
             self._set_state(SessionState.WAITING, message="")
         return None
+
+    def _note_budget(self) -> None:
+        """A step command leaves now: remember where the client's step budget starts."""
+        if self._free_running:
+            self._free_base = _steps_ended(self._last_step, self._last_node)
 
     def _delivered(self, reply: pb.EventReply) -> None:
         kind = reply.WhichOneof("cmd")
@@ -786,6 +823,8 @@ class OnlineSession(DebugSession):
                 self._post(HitsArrived((), self._meta.step))
             else:
                 self._initial = False
+                if level == "step":
+                    self._note_budget()
             self._set_state(SessionState.RUNNING, message="")
         elif kind == "exit":
             self._active = False
@@ -1089,6 +1128,12 @@ class OnlineSession(DebugSession):
                 self.emit(event)
             except Exception as exc:  # a broken listener must not stop the others' events
                 log.warning("session listener failed on %s: %s", type(event).__name__, exc)
+
+
+def _steps_ended(cur_step: int, cur_node: str) -> int:
+    """Steps a client has finished at a suspension: at a kernel (GPU node suspension,
+    `cur_node` set) `cur_step` is the step in progress, at a step end the one just ended."""
+    return cur_step - 1 if cur_node else cur_step
 
 
 def _run_cmd(level: str, *, steps: int | None = None, node_name: str | None = None) -> Any:

@@ -8,8 +8,12 @@ Behaviour follows MindSpore's GPU client (spec §2), through the shared `Protoco
   watchpoints are set and `weight_initialization` is checked by the recheck that follows).
 * `step_end()` is the per-step suspension point: the watchpoints are checked on what the
   step produced, hits are sent, and the client waits for the next command. Step, continue
-  and pause are the server's business (it answers one step at a time); terminate makes
-  `step_end()` raise `Terminated`.
+  and pause are the server's business; terminate makes `step_end()` raise `Terminated`.
+  A tuidebug server gives this client (`ms_version` "torch-…") the real remaining count in
+  `run_steps` instead of 1 (MindSpore ignores it): the client then skips the WaitCMD at
+  step ends while that budget lasts, no hit occurred and less than `FREE_RUN_SECONDS`
+  passed since its last WaitCMD — the round trip would otherwise be most of the cost of
+  "continue" on a small model, and the time limit keeps pause and terminate prompt.
 * Inside a step each leaf-module call, each output gradient and each parameter gradient is
   a "kernel" in the GPU sense: watched tensors are checked right when they are produced
   (in the hook), a hit is sent at once and the training suspends there — so "continue"
@@ -33,8 +37,8 @@ its own device) when it is produced.
 What is held: watched tensors always; every tensor of the step when someone is looking
 (`keep="auto"`: after a suspension that lasted, i.e. a person stepping; while node
 stepping; for a dump). Hooks are installed only while they have such work: in continue mode
-with nothing watched there is none at all, and a step costs only the step-end WaitCMD round
-trip the protocol requires.
+with nothing watched there is none at all, and a step costs only a step-end WaitCMD round
+trip every `FREE_RUN_SECONDS` (every step against MindInsight).
 """
 
 from __future__ import annotations
@@ -102,6 +106,9 @@ _WAIT_NOTICE_EVERY = 60.0
 # keep="auto": a suspension the debugger ended faster than this was "continue" (nobody
 # looking); a longer one means a person is stepping and will want to see every tensor
 INTERACTIVE_SECONDS = 0.25
+# free running (a step budget from a tuidebug server): the longest the client goes without a
+# WaitCMD, so a pause or terminate takes effect within this plus one step
+FREE_RUN_SECONDS = 0.1
 
 
 class Terminated(Exception):
@@ -219,6 +226,9 @@ class Debugger:
         self._closed = False
         self._suspended = False
         self._cmd: RunCommand = _RUN_STEP
+        self._budget = 0  # step ends that may still pass without a WaitCMD (free running)
+        self._last_wait = 0.0  # monotonic time the last command loop returned
+        self.waits = 0  # step-end suspensions that did a WaitCMD (tests, benchmarks)
         self._pending: BaseException | None = None
         self._store = _StepStore()
         self._counts: dict[str, int] = {}
@@ -367,12 +377,17 @@ class Debugger:
             self._write_dump(iteration)
         if self._online and self._client is not None:
             running = self.step + 1
+            hits: list[Any] = []
             if self._client.watchpoints:
                 hits = self._client.check(self, running)
                 if hits:
                     self._client.send_hits(hits)
             self.step = running
-            self._suspend("", boundary=True)
+            if hits or not self._free_step():
+                self.waits += 1
+                self._suspend("", boundary=True)
+            elif self.optimizer is None:
+                self._snapshot_previous()  # as after a suspension: the step's start values
         else:
             self.step += 1
         self._store.clear()
@@ -380,6 +395,13 @@ class Debugger:
             self._choose_holding(0.0)
             self._sync_hooks()
         self._raise_pending()
+
+    def _free_step(self) -> bool:
+        """Whether this step end may pass without a WaitCMD (see `FREE_RUN_SECONDS`)."""
+        if self._budget <= 0 or time.monotonic() - self._last_wait >= FREE_RUN_SECONDS:
+            return False
+        self._budget -= 1
+        return True
 
     def _raise_pending(self) -> None:
         pending = self._pending
@@ -421,6 +443,7 @@ class Debugger:
         self._client = client
         self._online = True
         self._cmd = _RUN_STEP
+        self._budget = 0
         self._watch_key = None
         self._refresh_watch()
         return ""
@@ -485,6 +508,9 @@ class Debugger:
                 self._suspended = False
             if result is not None:
                 self._cmd = result
+                # this step end (or the end of the step in progress) is the first of them
+                self._budget = result.steps - 1 if result.level == "step" else 0
+                self._last_wait = time.monotonic()
                 self._refresh_watch()
                 self._choose_holding(time.monotonic() - started)
                 if boundary and self.optimizer is None:
@@ -747,7 +773,9 @@ class Debugger:
         )
         if hits:
             client.send_hits(hits)
-            self._suspend("", boundary=False)
+            # named like a kernel suspension: with cur_node "" the server would take this
+            # mid-step stop for the step's end and miscount a step budget given from here
+            self._suspend(name, boundary=False)
 
     def _make_forward_hook(self, qualname: str) -> Callable[..., None]:
         by_call = self._by_call
