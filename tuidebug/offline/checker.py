@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,7 +107,6 @@ class CheckOutcome:
     key: TensorKey
     watchpoint_id: int
     result: CheckResult
-    order: tuple[Any, ...] = field(compare=False, repr=False, default=())
 
     @property
     def error_code(self) -> int:
@@ -123,10 +122,6 @@ class CheckReport:
     seconds: float = 0.0
     cancelled: bool = False
     workers: int = 0  # 0 = in-process
-
-    @property
-    def hits(self) -> list[CheckOutcome]:
-        return self.outcomes
 
 
 # ---------------------------------------------------------------------- worker side
