@@ -68,11 +68,9 @@ from tuidebug.torch.dump import DumpSink, StepSelection
 from tuidebug.torch.graph import (
     ForwardRecorder,
     ModelGraph,
-    eval_no_grad,
-    fill_types,
     flatten_tensors,
+    graph_for,
     leaf_modules,
-    record_forward,
     trace_model,
 )
 from tuidebug.torch.stats import evaluate_tensor, to_numpy
@@ -255,20 +253,13 @@ class Debugger:
         """Build the graph, install the hooks, connect and suspend (initial suspension).
         Models that `torch.fx` cannot trace (and that came without `example_inputs`) are
         recorded during their first forward pass; the graph is sent right after it."""
-        graph: ModelGraph | None = None
-        if self.trace in ("auto", "fx"):
-            graph = trace_model(self.model, method=self.trace)
         if self.example_inputs is not None:
-            args = self.example_inputs
-            args = args if isinstance(args, (tuple, list)) else (args,)
-            with eval_no_grad(self.model):
-                if graph is None:
-                    graph = record_forward(self.model, lambda: self.model(*args))
-                else:
-                    fill_types(graph, self.model, lambda: self.model(*args))
-        if graph is None:
-            self._start_recording()
-            return self
+            graph = graph_for(self.model, self.example_inputs, method=self.trace)
+        else:
+            graph = trace_model(self.model, method=self.trace) if self.trace != "hooks" else None
+            if graph is None:
+                self._start_recording()
+                return self
         self._graph_ready(graph)
         return self
 
