@@ -197,10 +197,12 @@ def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
             problems.append(_located(err, task.prev_path, root))
     requests = task.requests
     results: list[CheckResult | None] = [None] * len(requests)
-    todo = [i for i in range(len(requests)) if not (prev_too_large and task.needs_prev[i])]
-    for i in range(len(requests)):
+    todo: list[int] = []
+    for i, request in enumerate(requests):
         if prev_too_large and task.needs_prev[i]:
-            results[i] = error_result(requests[i], ERROR_OUT_OF_MEMORY)
+            results[i] = error_result(request, ERROR_OUT_OF_MEMORY)
+        else:
+            todo.append(i)
     if todo:
         try:
             evaluated = evaluate(tensor, [requests[i] for i in todo], previous=previous)
@@ -396,19 +398,16 @@ class Checker:
                 problems.append(msg)
 
         for iteration in sorted(set(iterations)):
-            wanted: dict[TensorKey, list[tuple[Watch, int]]] = {}
+            # per tensor, each watchpoint id once (the first watch), even if listed twice
+            wanted: dict[TensorKey, dict[int, Watch]] = {}
             for watch in watches:
                 if watch.iterations is not None and iteration not in watch.iterations:
                     continue
                 for (rank, graph), pairs in watch.tensors.items():
                     for node, slot in pairs:
                         key = TensorKey(rank, graph, node, slot, iteration)
-                        wanted.setdefault(key, []).append((watch, watch.watchpoint_id))
-            for key, watch_list in wanted.items():
-                # one watchpoint id once per tensor, even if listed twice
-                uniq: dict[int, Watch] = {}
-                for watch, wp_id in watch_list:
-                    uniq.setdefault(wp_id, watch)
+                        wanted.setdefault(key, {}).setdefault(watch.watchpoint_id, watch)
+            for key, uniq in wanted.items():
                 tensor_file = dump.tensor_file(key.rank, key.graph, key.node, key.slot, iteration)
                 if tensor_file is None:
                     if error_on_no_value:
