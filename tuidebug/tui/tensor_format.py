@@ -434,9 +434,5 @@ def sparkline(counts: Sequence[int] | np.ndarray) -> str:
     return "".join(SPARK[level] for level in levels.tolist())
 
 
-def format_index(index: Sequence[int]) -> str:
-    return "[" + ", ".join(str(i) for i in index) + "]"
-
-
 def short_number(value: float | None) -> str:
     return "–" if value is None else f"{value:.4g}"

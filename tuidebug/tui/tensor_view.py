@@ -52,7 +52,6 @@ from tuidebug.tui.tensor_format import (
     choose_format,
     download_name,
     finite_range,
-    format_index,
     full_value,
     is_exact,
     parse_index_tuple,
@@ -491,11 +490,11 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
                     ("diff", self._comparison.diff),
                 )
             )
-            status.update(f"{format_index(index)}  {values}   {where}")
+            status.update(f"{format_slice(index)}  {values}   {where}")
             return
         displayed = self._displayed()
         value = full_value(displayed[index]) if displayed is not None else "–"
-        status.update(f"{format_index(index)} = {value}   {where}")
+        status.update(f"{format_slice(index)} = {value}   {where}")
 
     def _update_stats(self) -> None:
         panel = self.query_one("#tv-stats", Static)
@@ -758,7 +757,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             cell = geometry.locate(numbers)
             if cell is None:
                 self._set_error(
-                    f"Element {format_index(numbers)} is not in the slice {geometry.text}."
+                    f"Element {format_slice(numbers)} is not in the slice {geometry.text}."
                 )
                 return False
         elif len(numbers) == sliced:
@@ -861,7 +860,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         index = geometry.tensor_index(canvas.cursor_row, canvas.cursor_col)
         text = full_value(displayed[index])
         self.app.copy_to_clipboard(text)
-        self.notify(f"Copied {format_index(index)} = {text}", timeout=3)
+        self.notify(f"Copied {format_slice(index)} = {text}", timeout=3)
 
     def action_save(self, whole: bool) -> None:
         """Save the slice (or the whole tensor) of the current mode to `.npy` in the cwd."""
