@@ -597,7 +597,7 @@ class Checker:
 
     def _ordered(self, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
         dump = self.dump
-        cache: dict[tuple[int, str, str], tuple[int, int]] = {}
+        cache: dict[tuple[int, str, str], int] = {}
         graph_rank: dict[tuple[int, str], int] = {}
 
         def position(o: CheckOutcome) -> tuple[Any, ...]:
@@ -607,8 +607,7 @@ class Checker:
                 graph_rank[gk] = dump.graph_order(k.rank, k.graph)
             nk = (k.rank, k.graph, k.node)
             if nk not in cache:
-                pos = dump.execution_position(k.rank, k.graph, k.node)
-                cache[nk] = (0, pos) if pos is not None else (1, 0)
+                cache[nk] = dump.execution_position(k.rank, k.graph, k.node)
             return (k.iteration, k.rank, graph_rank[gk], cache[nk], k.node, k.slot, o.watchpoint_id)
 
         return sorted(outcomes, key=position)
