@@ -279,13 +279,7 @@ class OfflineDump:
                 out.extend(self._graph_problems[rank])
             for key in sorted(self._indexes):
                 out.extend(self._indexes[key].problems)
-        seen: set[str] = set()
-        unique = []
-        for msg in out:
-            if msg not in seen:
-                seen.add(msg)
-                unique.append(msg)
-        return unique
+        return list(dict.fromkeys(out))  # each once, first occurrence kept
 
     def new_problems(self) -> list[str]:
         """Problems not returned by an earlier call (so each is shown once)."""
