@@ -262,43 +262,31 @@ class EventListener:
     def SendTensorStats(
         self, request_iterator: Iterator[Any], context: grpc.ServicerContext
     ) -> pb.EventReply:
-        items = self._collect("SendTensorStats", request_iterator, self.options.max_summaries)
-        if isinstance(items, pb.EventReply):
-            self.session.wire_tensor_stats([], "The training's statistics stream broke off.")
-            return items
-        try:
-            self.session.wire_tensor_stats(items)
-        except Exception as exc:
-            log.warning("SendTensorStats failed: %s: %s", type(exc).__name__, exc)
-            return failed_reply()
-        return _reply()
+        return self._deliver(
+            "SendTensorStats",
+            request_iterator,
+            self.options.max_summaries,
+            self.session.wire_tensor_stats,
+            "The training's statistics stream broke off.",
+        )
 
     def SendTensorBase(
         self, request_iterator: Iterator[Any], context: grpc.ServicerContext
     ) -> pb.EventReply:
-        items = self._collect("SendTensorBase", request_iterator, self.options.max_summaries)
-        if isinstance(items, pb.EventReply):
-            self.session.wire_tensor_base([], "The training's tensor-base stream broke off.")
-            return items
-        try:
-            self.session.wire_tensor_base(items)
-        except Exception as exc:
-            log.warning("SendTensorBase failed: %s: %s", type(exc).__name__, exc)
-            return failed_reply()
-        return _reply()
+        return self._deliver(
+            "SendTensorBase",
+            request_iterator,
+            self.options.max_summaries,
+            self.session.wire_tensor_base,
+            "The training's tensor-base stream broke off.",
+        )
 
     def SendWatchpointHits(
         self, request_iterator: Iterator[Any], context: grpc.ServicerContext
     ) -> pb.EventReply:
-        items = self._collect("SendWatchpointHits", request_iterator, self.options.max_hits)
-        if isinstance(items, pb.EventReply):
-            return items
-        try:
-            self.session.wire_hits(items)
-        except Exception as exc:
-            log.warning("SendWatchpointHits failed: %s: %s", type(exc).__name__, exc)
-            return failed_reply()
-        return _reply()
+        return self._deliver(
+            "SendWatchpointHits", request_iterator, self.options.max_hits, self.session.wire_hits
+        )
 
     # ---------------------------------------------------------------- helpers
     def _collect(self, rpc: str, items: Iterable[Any], cap: int) -> list[Any] | pb.EventReply:
@@ -320,6 +308,28 @@ class EventListener:
         if dropped:
             log.warning("%s: kept the first %d messages, dropped %d", rpc, cap, dropped)
         return out
+
+    def _deliver(
+        self,
+        rpc: str,
+        items: Iterable[Any],
+        cap: int,
+        deliver: Callable[..., None],
+        broken: str | None = None,
+    ) -> pb.EventReply:
+        """`_collect` the stream and hand it to the session; a failed stream is reported
+        to `deliver` as `([], broken)` when `broken` is given (a view waits for it)."""
+        collected = self._collect(rpc, items, cap)
+        if isinstance(collected, pb.EventReply):
+            if broken is not None:
+                deliver([], broken)
+            return collected
+        try:
+            deliver(collected)
+        except Exception as exc:
+            log.warning("%s failed: %s: %s", rpc, type(exc).__name__, exc)
+            return failed_reply()
+        return _reply()
 
     def _garbage(
         self, rpc: str, garbage: _Garbage, context: grpc.ServicerContext | None
