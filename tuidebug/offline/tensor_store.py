@@ -237,7 +237,11 @@ def read_header(path: Path) -> NpyHeader:
     return header
 
 
-def _validate(header: NpyHeader, path: Path | str, file_size: int) -> None:
+def _validate(
+    header: NpyHeader, path: Path | str, file_size: int, max_bytes: int | None = None
+) -> None:
+    """Refuse pickles, unreadable dtypes, truncated files and (with `max_bytes`) tensors
+    larger than the memory limit."""
     dt = header.dtype
     if dt.hasobject:
         raise TensorPickleError(
@@ -253,6 +257,14 @@ def _validate(header: NpyHeader, path: Path | str, file_size: int) -> None:
             path,
             f"{_name(path)} is truncated: its header declares {header.nbytes} bytes of data "
             f"but the file holds {max(available, 0)}.",
+        )
+    if max_bytes is not None and header.nbytes > max_bytes:
+        raise TensorTooLargeError(
+            path,
+            f"{_name(path)} holds {_size_text(header.nbytes)}, more than the memory "
+            f"limit of {_size_text(max_bytes)}.",
+            header.nbytes,
+            max_bytes,
         )
 
 
@@ -287,15 +299,7 @@ def load_npy(
         if header is None:
             return _load_npy_numpy(Path(path), root=root, mmap=mmap, max_bytes=max_bytes)
         size = os.fstat(fd).st_size
-        _validate(header, path, size)
-        if max_bytes is not None and header.nbytes > max_bytes:
-            raise TensorTooLargeError(
-                path,
-                f"{_name(path)} holds {_size_text(header.nbytes)}, more than the memory "
-                f"limit of {_size_text(max_bytes)}.",
-                header.nbytes,
-                max_bytes,
-            )
+        _validate(header, path, size, max_bytes)
         order = "F" if header.fortran_order else "C"
         if header.size == 0 or not mmap or header.nbytes <= SMALL_READ_BYTES:
             data = _read_data(fd, header, path)
@@ -331,15 +335,7 @@ def _load_npy_numpy(
     try:
         with open(target, "rb") as fp:
             header = _read_header(fp, path)
-            _validate(header, path, os.fstat(fp.fileno()).st_size)
-            if max_bytes is not None and header.nbytes > max_bytes:
-                raise TensorTooLargeError(
-                    path,
-                    f"{_name(path)} holds {_size_text(header.nbytes)}, more than the memory "
-                    f"limit of {_size_text(max_bytes)}.",
-                    header.nbytes,
-                    max_bytes,
-                )
+            _validate(header, path, os.fstat(fp.fileno()).st_size, max_bytes)
             order = "F" if header.fortran_order else "C"
             if header.size == 0 or not mmap:
                 # mmap cannot map zero bytes; small or explicit reads come from the open file
