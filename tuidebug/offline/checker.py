@@ -32,7 +32,6 @@ gives one sentence in `CheckReport.problems` and the rest is checked.
 
 from __future__ import annotations
 
-import math
 import os
 import queue
 import subprocess
@@ -618,9 +617,3 @@ def _file_size(path: str) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
-
-
-def gigabytes_per_second(report: CheckReport) -> float:
-    if report.seconds <= 0:
-        return math.inf
-    return report.bytes_read / report.seconds / 1e9

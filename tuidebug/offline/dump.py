@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +32,6 @@ from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, 
 
 if TYPE_CHECKING:
     from tuidebug.offline.filenames import TensorFile
-    from tuidebug.offline.statistic_csv import StatisticRow
 
 __all__ = ["DumpError", "OfflineDump", "TensorFileError", "TensorTooLargeError"]
 
@@ -161,12 +159,6 @@ class OfflineDump:
     def indexes(self, rank: int) -> list[TensorIndex]:
         return [self.index(rank, name) for name in self.graphs(rank)]
 
-    def build_indexes(self, ranks: Iterable[int] | None = None) -> None:
-        """Index every graph of the given ranks now (the session does this while loading, so
-        that later steps do not pause to list folders)."""
-        for rank in self.ranks if ranks is None else ranks:
-            self.indexes(rank)
-
     # ------------------------------------------------------------------ iterations
     def iterations(self, rank: int | None = None, graph: str | None = None) -> list[int]:
         """Dumped iterations: of one graph, of one rank (union over its graph folders), or of
@@ -261,12 +253,6 @@ class OfflineDump:
             for row in table.rows:
                 out.setdefault(row.key, []).append(dict(row.raw))
         return out
-
-    def statistic_rows(
-        self, rank: int, graph: str, iteration: int
-    ) -> Mapping[tuple[str, str, int], StatisticRow]:
-        """statistic.csv rows of one graph and iteration by (node name, io, slot)."""
-        return self.index(rank, graph).statistics_for(iteration)
 
     # ------------------------------------------------------------------ problems
     @property
