@@ -272,7 +272,6 @@ class SliceError(ValueError):
 Index = tuple[int | slice, ...]
 
 MAX_SLICED_DIMS = 2  # spec §6.5: the table view is 2-D
-SLICE_ELEMENT_LIMIT = 100_000  # spec §6.5: larger selections show "Too large to show."
 _INT = re.compile(r"[+-]?\d+")
 
 
@@ -449,14 +448,6 @@ class TensorStatistics:
     @property
     def is_bool(self) -> bool:
         return self.true_count is not None
-
-    @property
-    def finite_count(self) -> int:
-        return self.count - self.nan_count - self.pos_inf_count - self.neg_inf_count
-
-    @property
-    def has_nan_or_inf(self) -> bool:
-        return self.nan_count + self.pos_inf_count + self.neg_inf_count > 0
 
     def summary_line(self) -> str:
         """One line for hit lists and headers: `float32<6,1,5,5> ∈[-0.19, 0.2] μ=0.003 σ=0.11`
