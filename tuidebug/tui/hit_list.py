@@ -18,43 +18,22 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Select, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from tuidebug.core.conditions import get_condition
 from tuidebug.core.graph import Graph
+from tuidebug.core.watchpoints import WatchpointHit
 from tuidebug.tui.messages import HitChosen
 
 ALL = "*"
 MAX_ROWS_PER_GROUP = 2000
 
-_ERROR_TEXT = {
-    1: "tensor contains NaN",
-    2: "tensor contains ±Inf",
-    4: "previous step value cannot be found",
-    8: "tensor exceeds the memory limit",
-    16: "graph history file is not available",
-    32: "tensor has no value",
-}
 
-
-def condition_abbr(condition: Any) -> str:
-    try:
-        return get_condition(condition).abbr
-    except Exception:
-        return str(condition)
-
-
-def hit_detail(hit: Any) -> tuple[str, bool]:
+def hit_detail(hit: WatchpointHit) -> tuple[str, bool]:
     """(text, is_error): the statistic that hit against its threshold
     (`abs_mean_gt: 2.3025 > 1`), or the error text."""
-    code = int(getattr(hit, "error_code", 0) or 0)
-    summary = getattr(hit, "summary", None)
-    text = str(summary()) if callable(summary) else ""
-    abbr = condition_abbr(hit.condition)
-    if text.startswith(abbr + " "):
-        text = text[len(abbr) + 1 :]  # the row shows the abbreviation in its own column
-    if code and not text:
-        messages = list(getattr(hit, "error_messages", ()) or ())
-        text = " ".join(messages) or "; ".join(t for b, t in _ERROR_TEXT.items() if code & b)
-    return text or "hit", bool(code)
+    text = hit.summary()
+    prefix = hit.condition.abbr + " "
+    if text.startswith(prefix):
+        text = text[len(prefix) :]  # the row shows the abbreviation in its own column
+    return text or "hit", hit.is_error
 
 
 def distinct_names(names: Iterable[str]) -> dict[str, str]:
@@ -101,7 +80,7 @@ class HitList(Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._hits: list[Any] = []
+        self._hits: list[WatchpointHit] = []
         self._graphs: dict[str, Graph] = {}
         self._ranks: tuple[int, ...] = (0,)
 
@@ -149,7 +128,7 @@ class HitList(Vertical):
         self._fill_filters()
         self._rebuild()
 
-    def set_hits(self, hits: Sequence[Any]) -> None:
+    def set_hits(self, hits: Sequence[WatchpointHit]) -> None:
         self._hits = list(hits)
         self._fill_filters()
         self._rebuild()
@@ -169,7 +148,7 @@ class HitList(Vertical):
         seen: dict[int, str] = {}
         for hit in self._hits:
             if hit.watchpoint_id not in seen:
-                seen[hit.watchpoint_id] = condition_abbr(hit.condition)
+                seen[hit.watchpoint_id] = hit.condition.abbr
         options = [("all watchpoints", ALL)] + [
             (f"#{wp_id} {abbr}", str(wp_id)) for wp_id, abbr in sorted(seen.items())
         ]
@@ -194,7 +173,7 @@ class HitList(Vertical):
             select.set_options(options)
             select.value = keep if any(v == keep for _, v in options) else ALL
 
-    def _filtered(self) -> list[Any]:
+    def _filtered(self) -> list[WatchpointHit]:
         wp = self.query_one("#hit-filter-watchpoint", Select).value
         graph = self.query_one("#hit-filter-graph", Select).value
         rank = self.query_one("#hit-filter-rank", Select).value
@@ -222,12 +201,12 @@ class HitList(Vertical):
         if not hits:
             status.update(f"{len(self._hits)} hits, none match the filters")
             return
-        errors = sum(1 for h in hits if getattr(h, "error_code", 0))
+        errors = sum(1 for h in hits if h.is_error)
         shown = f"{len(hits)} hits" + (f" ({errors} check errors)" if errors else "")
         if len(hits) != len(self._hits):
             shown += f" of {len(self._hits)}"
         status.update(shown + " · Enter jumps to the node")
-        groups: dict[int, list[Any]] = {}
+        groups: dict[int, list[WatchpointHit]] = {}
         for hit in hits:  # dicts keep first-seen order: groups follow execution order
             groups.setdefault(hit.watchpoint_id, []).append(hit)
         multi_graph = len(self._graphs) > 1
@@ -237,11 +216,7 @@ class HitList(Vertical):
         for wp_id in sorted(groups):
             group = groups[wp_id]
             first = group[0]
-            try:
-                spec = get_condition(first.condition)
-                title = f"{spec.abbr} {spec.name}"
-            except Exception:
-                title = str(first.condition)
+            title = f"{first.condition.abbr} {first.condition.name}"
             label = Text.assemble(
                 (f"#{wp_id} ", "bold"), (title, "bold cyan"), (f"  {len(group)}", "bold red")
             )
@@ -264,12 +239,15 @@ class HitList(Vertical):
 
     @staticmethod
     def _row(
-        hit: Any, multi_graph: bool, multi_rank: bool, labels: Mapping[str, str] | None = None
+        hit: WatchpointHit,
+        multi_graph: bool,
+        multi_rank: bool,
+        labels: Mapping[str, str] | None = None,
     ) -> Text:
         ref = hit.tensor
         detail, is_error = hit_detail(hit)
         row = Text()
-        row.append(f"{condition_abbr(hit.condition):<4}", style="bold")
+        row.append(f"{hit.condition.abbr:<4}", style="bold")
         label = (labels or {}).get(ref.node) or ref.node.rsplit("/", 1)[-1]
         scope, _, short = label.rpartition("/")
         if scope:
