@@ -33,6 +33,7 @@ from tuidebug.core.tensor import (
     data_type_of,
     tensor_statistics,
 )
+from tuidebug.offline.checker import CHANGE_CONDITIONS
 
 log = logging.getLogger("tuidebug.client")
 
@@ -42,9 +43,6 @@ MAX_WAIT_FAILURES = 5  # spec §2.5: more than this many failures in a row → E
 HEARTBEAT_MAX_FAILURES = 5
 HEARTBEAT_RETRY = 0.5
 
-_CHANGE_CONDITIONS = frozenset(
-    {ConditionType.CHANGE_TOO_LARGE, ConditionType.CHANGE_TOO_SMALL, ConditionType.NOT_CHANGED}
-)
 _INIT = int(ConditionType.INIT)
 
 
@@ -425,7 +423,7 @@ class ProtocolClient:
             for wp in wps:
                 if (wp.condition == _INIT) != self.initial_suspension:
                     continue
-                if per_kernel and wp.condition in _CHANGE_CONDITIONS:
+                if per_kernel and wp.condition in CHANGE_CONDITIONS:
                     continue
                 key = (wp.id, item.node_name, item.slot, cur_step)
                 if not recheck and key in self._checked:
@@ -438,7 +436,7 @@ class ProtocolClient:
             if not chosen:
                 continue
             requests = [wp.request for wp, _ in chosen]
-            wants_previous = any(wp.condition in _CHANGE_CONDITIONS for wp, _ in chosen)
+            wants_previous = any(wp.condition in CHANGE_CONDITIONS for wp, _ in chosen)
             if item.evaluate is not None:
                 evaluated = item.evaluate(requests, wants_previous)
                 if evaluated is None:

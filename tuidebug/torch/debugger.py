@@ -63,7 +63,8 @@ from tuidebug.client.protocol import (
     ProtocolClient,
     RunCommand,
 )
-from tuidebug.core.conditions import CheckRequest, CheckResult, ConditionType
+from tuidebug.core.conditions import CheckRequest, CheckResult
+from tuidebug.offline.checker import CHANGE_CONDITIONS
 from tuidebug.torch.dump import DumpSink, StepSelection
 from tuidebug.torch.graph import (
     ForwardRecorder,
@@ -91,13 +92,6 @@ OnDisconnect = Literal["continue", "wait", "raise"]
 Keep = Literal["auto", "all", "watched"]
 
 BACKEND = "GPU"  # see the module docstring
-_CHANGE_CONDITIONS = frozenset(
-    {
-        int(ConditionType.CHANGE_TOO_LARGE),
-        int(ConditionType.CHANGE_TOO_SMALL),
-        int(ConditionType.NOT_CHANGED),
-    }
-)
 _RUN_STEP = RunCommand("step")
 _WAIT_DELAYS = (1.0, 2.0, 5.0, 10.0)  # "wait" policy: reconnect attempts, then every 10 s
 _WAIT_NOTICE_EVERY = 60.0
@@ -578,7 +572,7 @@ class Debugger:
         watched: set[str] = set()
         change: set[str] = set()
         for _, wp in items:
-            is_change = wp.condition in _CHANGE_CONDITIONS
+            is_change = wp.condition in CHANGE_CONDITIONS
             for name in self._names:
                 if wp.match(name) is not None:
                     watched.add(name)
