@@ -45,6 +45,9 @@ from tuidebug.core.tensor import (
     storage_dtype,
 )
 
+# a graph name as MindSpore ≥ 2.4 writes it into file names (the reader's own encoding)
+from tuidebug.offline.filenames import encode_dump_name as encode_name
+
 IO = Literal["input", "output"]
 TensorKey = tuple[str, IO, int]
 AttrValue = bool | int | float | str
@@ -116,15 +119,6 @@ class _Graph:
     by_name: dict[str, NodeDef]
     param_names: set[str]
     iterations: list[int] = field(default_factory=list)
-
-
-def encode_name(name: str) -> str:
-    """A graph name as MindSpore ≥ 2.4 writes it into file names: `/`, `\\`, `.` and spaces
-    become `_` (the reader encodes graph names the same way to find files)."""
-    return name.translate(_ENCODE)
-
-
-_ENCODE = str.maketrans({"/": "_", "\\": "_", ".": "_", " ": "_"})
 
 
 def format_source_address(stack: Iterable[StackFrame]) -> str:
