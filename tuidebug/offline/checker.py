@@ -155,10 +155,6 @@ def error_result(request: CheckRequest, error_code: int) -> CheckResult:
     return CheckResult(False, error_code, params)
 
 
-def _worth_reporting(result: CheckResult | None) -> bool:
-    return result is not None and (result.hit or result.error_code != 0)
-
-
 def _confine(path: str, root: str) -> Path | None:
     """The root to confine `path` to, or None when it needs no check: discovery already
     refused symbolic links leaving the dump, so only a file that is (now) a link is resolved
@@ -218,7 +214,7 @@ def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
         for i, res in zip(todo, evaluated, strict=True):
             results[i] = res
     del tensor, previous
-    reported = tuple((i, r) for i, r in enumerate(results) if _worth_reporting(r))
+    reported = tuple((i, r) for i, r in enumerate(results) if r is not None and r.reported)
     return _TaskResult(task.tid, reported, tuple(problems), nbytes)  # type: ignore[arg-type]
 
 
