@@ -527,8 +527,7 @@ class ProtocolClient:
             data_type, dims, flat = encoded
             view = memoryview(flat).cast("B")
             total = len(view)
-            start = 0
-            while True:
+            for start in range(0, max(total, 1), self.chunk_size):  # an empty tensor: 1 piece
                 stop = min(start + self.chunk_size, total)
                 yield graph_pb.TensorProto(
                     tensor_content=bytes(view[start:stop]),
@@ -537,9 +536,6 @@ class ProtocolClient:
                     finished=stop >= total,
                     **names,
                 )
-                if stop >= total:
-                    break
-                start = stop
 
     # ------------------------------------------------------------- heartbeat
     def _start_heartbeat(self) -> None:
