@@ -1403,7 +1403,8 @@ def _statistic(stat: str, req: CheckRequest, st: _Stats, has_prev: bool) -> floa
     return math.nan
 
 
-def _untouched(req: CheckRequest) -> tuple[ParamResult, ...]:
+def untouched_params(req: CheckRequest) -> tuple[ParamResult, ...]:
+    """The request's parameters echoed, none evaluated (for results decided without data)."""
     return tuple(ParamResult(p.name, p.value, p.disabled) for p in req.params)
 
 
@@ -1413,7 +1414,7 @@ def _decide(req: CheckRequest, st: _Stats, prev: np.ndarray | None) -> CheckResu
     if cond == _CT.IS_OVERFLOW:
         # decided from Ascend's overflow records by the caller, never from values; MindSpore
         # does not run the tensor summary for it, so there are no error bits either
-        return CheckResult(False, 0, _untouched(req))
+        return CheckResult(False, 0, untouched_params(req))
     error = (ERROR_NAN_BIT if st.has_nan else 0) | (ERROR_INF_BIT if st.has_inf else 0)
     hit = False
     if cond == _CT.HAS_NAN:
@@ -1428,7 +1429,7 @@ def _decide(req: CheckRequest, st: _Stats, prev: np.ndarray | None) -> CheckResu
     elif cond in _CHANGE_TYPES and prev is None:
         error |= ERROR_NO_PREV_BIT
     if error:
-        return CheckResult(hit, error, _untouched(req))
+        return CheckResult(hit, error, untouched_params(req))
     results = []
     for p in req.params:
         if p.disabled:
@@ -1465,7 +1466,7 @@ def evaluate(
     """
     tensor = np.asarray(tensor)
     if tensor.size == 0 or not supported_dtype(tensor.dtype):
-        return [CheckResult(False, 0, _untouched(r)) for r in requests]
+        return [CheckResult(False, 0, untouched_params(r)) for r in requests]
     if previous is not None:
         previous = np.asarray(previous)
         if not supported_dtype(previous.dtype):

@@ -47,8 +47,8 @@ from tuidebug.core.conditions import (
     CheckRequest,
     CheckResult,
     ConditionType,
-    ParamResult,
     evaluate,
+    untouched_params,
 )
 from tuidebug.core.watchpoints import ERROR_NO_HISTORY, ERROR_NO_VALUE, ERROR_OUT_OF_MEMORY
 from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, load_npy
@@ -151,8 +151,7 @@ def needs_previous(condition: int) -> bool:
 
 def error_result(request: CheckRequest, error_code: int) -> CheckResult:
     """A result with an error code and nothing evaluated (parameters echoed, not hit)."""
-    params = tuple(ParamResult(p.name, p.value, p.disabled, False, None) for p in request.params)
-    return CheckResult(False, error_code, params)
+    return CheckResult(False, error_code, untouched_params(request))
 
 
 def _confine(path: str, root: str) -> Path | None:
