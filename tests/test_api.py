@@ -75,6 +75,7 @@ def test_exports_and_top_level_reexport() -> None:
         "TensorChangeAboveThresholdCondition",
     ]:
         assert getattr(tuidebug, name) is getattr(api, name)
+    assert all(hasattr(api, name) for name in api.__all__)
     with pytest.raises(AttributeError):
         _ = tuidebug.NoSuchThing  # type: ignore[attr-defined]
 

@@ -26,32 +26,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tuidebug import _API_NAMES
+
 if TYPE_CHECKING:
     import numpy as np
 
     from tuidebug.core.graph import Graph
     from tuidebug.core.graph import Node as GraphNode
 
-__all__ = [
-    "ConditionBase",
-    "DebuggerParamTypeError",
-    "DebuggerParamValueError",
-    "DebuggerTensor",
-    "DumpAnalyzer",
-    "DumpAnalyzerError",
-    "Node",
-    "OperatorOverflowCondition",
-    "TensorAllZeroCondition",
-    "TensorChangeAboveThresholdCondition",
-    "TensorChangeBelowThresholdCondition",
-    "TensorOverflowCondition",
-    "TensorRangeCondition",
-    "TensorTooLargeCondition",
-    "TensorTooSmallCondition",
-    "TensorUnchangedCondition",
-    "Watchpoint",
-    "WatchpointHit",
-]
+# the names `tuidebug` re-exports lazily are listed there once; the errors are this module's own
+__all__ = sorted(
+    {*_API_NAMES, "DebuggerParamTypeError", "DebuggerParamValueError", "DumpAnalyzerError"}
+)
 
 
 # ------------------------------------------------------------------ errors
