@@ -547,19 +547,24 @@ class Debugger:
     def _after_kernel(self, name: str) -> None:
         """A node just produced `name`'s tensor: check it, and suspend on a hit or when
         node stepping asks for it (spec §2.6 GPU suspension points)."""
+        if self._client is None:
+            return
+        hit = name in self._watched and self._check_now(name)
+        cmd = self._cmd
+        if hit or (cmd.level == "node" and cmd.node_name in ("", name)):
+            self._suspend(name, boundary=False)
+
+    def _check_now(self, name: str) -> bool:
+        """Check `name`'s tensors of the running step and send the hits; True on a hit."""
         client = self._client
         if client is None:
-            return
-        hits = []
-        if name in self._watched:
-            hits = client.check(
-                self, self.step + 1, recheck=True, per_kernel=True, items=self._items_of(name)
-            )
-            if hits:
-                client.send_hits(hits)
-        cmd = self._cmd
-        if hits or (cmd.level == "node" and cmd.node_name in ("", name)):
-            self._suspend(name, boundary=False)
+            return False
+        hits = client.check(
+            self, self.step + 1, recheck=True, per_kernel=True, items=self._items_of(name)
+        )
+        if hits:
+            client.send_hits(hits)
+        return bool(hits)
 
     # ================================================================= watching
     def _refresh_watch(self) -> None:
@@ -750,14 +755,7 @@ class Debugger:
                         self._check_input(name)
 
     def _check_input(self, name: str) -> None:
-        client = self._client
-        if client is None:
-            return
-        hits = client.check(
-            self, self.step + 1, recheck=True, per_kernel=True, items=self._items_of(name)
-        )
-        if hits:
-            client.send_hits(hits)
+        if self._check_now(name):
             # named like a kernel suspension: with cur_node "" the server would take this
             # mid-step stop for the step's end and miscount a step budget given from here
             self._suspend(name, boundary=False)
