@@ -129,7 +129,6 @@ class WireStatistics:
 class _PendingView:
     requests: list[graph_pb.TensorProto]
     level: int
-    generation: int
     delivered: bool = False
     done: bool = False
     error: str = ""
@@ -275,8 +274,7 @@ class OnlineSession(DebugSession):
                 return
             self._closed = True
             self._stop_watchdog()
-            if self._view is not None and not self._view.done:
-                self._finish_view(self._view, "The debugger was closed.")
+            self._fail_view("The debugger was closed.")
             self._cond.notify_all()
         for hook in self._close_hooks:
             try:
@@ -559,7 +557,7 @@ class OnlineSession(DebugSession):
                 raise SessionError(
                     "Tensor values can only be read while the training is suspended."
                 )
-            view = _PendingView(requests, level, self._generation)
+            view = _PendingView(requests, level)
             self._view = view
             self._commands.append(
                 pb.EventReply(status=_OK, view_cmd=pb.ViewCMD(tensors=requests, level=level))
