@@ -277,22 +277,29 @@ class RankLayout:
             elif m := _HISTORY_FILE.fullmatch(e.name):
                 self.history_files[int(m.group(1))] = Path(e.path)
 
-    def _net_candidates(self, children: dict[str, _Entry]) -> list[str]:
-        out = []
+    def _net_candidates(
+        self, children: dict[str, _Entry]
+    ) -> dict[str, tuple[list[_Entry], list[str]]]:
+        """Folders holding a graph-id folder, by name, with their listing and its problems
+        (kept for the chosen one, so it is not listed again)."""
+        out = {}
         for name, e in sorted(children.items()):
             if not e.is_dir or name in _RANK_SYSTEM_DIRS or name.startswith("."):
                 continue
-            sub = self._scanner.scan(e.path, [])
+            problems: list[str] = []
+            sub = self._scanner.scan(e.path, problems)
             if sub and any(s.is_dir and s.name.isdigit() for s in sub):
-                out.append(name)
+                out[name] = (sub, problems)
         return out
 
     def _discover_net(self, children: dict[str, _Entry], hint: str | None) -> None:
         chosen: str | None = None
+        listed: tuple[list[_Entry], list[str]] | None = None
         if hint and hint in children and children[hint].is_dir:
             chosen = hint
         else:
-            candidates = self._net_candidates(children)
+            scanned = self._net_candidates(children)
+            candidates = list(scanned)
             if hint and candidates:
                 self.problems.append(
                     f"rank_{self.rank_id} has no folder for the net {hint!r} named in "
@@ -304,6 +311,7 @@ class RankLayout:
                     f"only {candidates[0]!r} is read."
                 )
             chosen = candidates[0] if candidates else None
+            listed = scanned[chosen] if chosen is not None else None
         if chosen is None:
             self.problems.append(
                 f"{self._show(self.path)} holds no <net_name>/<graph_id>/<iteration> folder, "
@@ -313,7 +321,12 @@ class RankLayout:
         self.net_name = chosen
         self.net_dir = Path(children[chosen].path)
         garbage: list[str] = []
-        for g in self._scanner.scan(str(self.net_dir), self.problems) or []:
+        if listed is None:
+            entries = self._scanner.scan(str(self.net_dir), self.problems)
+        else:
+            entries, problems = listed
+            self.problems.extend(problems)
+        for g in entries or []:
             if not (g.is_dir and _is_number_name(g.name)):
                 garbage.append(g.name)
                 continue
