@@ -7,6 +7,7 @@ computes them in a worker and hands them in with `set_summary`; rows wait with "
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.markup import escape
@@ -155,42 +156,36 @@ class NodeDetails(VerticalScroll):
         assert node is not None and graph is not None
         io_list = self.query_one("#io-list", OptionList)
         highlighted = io_list.highlighted
-        options: list[Option | None] = []
+        options: list[Option] = []
         options.append(Option(Text("outputs", style="bold underline"), disabled=True))
         if not node.outputs:
             options.append(Option(Text("  (no tensor outputs)", style="dim"), disabled=True))
         for spec in node.outputs:
             options.append(Option(self._output_row(spec), id=f"out:{spec.slot}"))
-        inputs = graph.inputs(node.name)
-        options.append(
-            Option(Text(f"inputs ({len(inputs)})", style="bold underline"), disabled=True)
-        )
-        if not inputs:
-            options.append(Option(Text("  (none)", style="dim"), disabled=True))
-        for producer in inputs[:MAX_INPUT_ROWS]:
-            row = Text("  ← ")
-            row.append(producer.short_name, style="cyan")
-            row.append(f"  {producer.op_type}", style="dim")
-            options.append(Option(row, id=f"in:{producer.name}"))
-        if len(inputs) > MAX_INPUT_ROWS:
-            more = len(inputs) - MAX_INPUT_ROWS
-            options.append(Option(Text(f"  … {more} more", style="dim"), disabled=True))
-        consumers = graph.consumers(node.name)
-        options.append(
-            Option(Text(f"consumers ({len(consumers)})", style="bold underline"), disabled=True)
-        )
-        for consumer in consumers[:MAX_INPUT_ROWS]:
-            row = Text("  → ")
-            row.append(consumer.short_name, style="cyan")
-            row.append(f"  {consumer.op_type}", style="dim")
-            options.append(Option(row, id=f"in:{consumer.name}"))
-        if len(consumers) > MAX_INPUT_ROWS:
-            more = len(consumers) - MAX_INPUT_ROWS
-            options.append(Option(Text(f"  … {more} more", style="dim"), disabled=True))
+        options += self._neighbour_rows("inputs", "←", graph.inputs(node.name), "  (none)")
+        options += self._neighbour_rows("consumers", "→", graph.consumers(node.name), None)
         io_list.clear_options()
-        io_list.add_options([o for o in options if o is not None])
+        io_list.add_options(options)
         if highlighted is not None and highlighted < io_list.option_count:
             io_list.highlighted = highlighted
+
+    @staticmethod
+    def _neighbour_rows(
+        title: str, arrow: str, nodes: Sequence[Node], empty: str | None
+    ) -> list[Option]:
+        """A heading with the count, then up to MAX_INPUT_ROWS rows (Enter jumps there)."""
+        rows = [Option(Text(f"{title} ({len(nodes)})", style="bold underline"), disabled=True)]
+        if not nodes and empty is not None:
+            rows.append(Option(Text(empty, style="dim"), disabled=True))
+        for other in nodes[:MAX_INPUT_ROWS]:
+            row = Text(f"  {arrow} ")
+            row.append(other.short_name, style="cyan")
+            row.append(f"  {other.op_type}", style="dim")
+            rows.append(Option(row, id=f"in:{other.name}"))
+        if len(nodes) > MAX_INPUT_ROWS:
+            more = len(nodes) - MAX_INPUT_ROWS
+            rows.append(Option(Text(f"  … {more} more", style="dim"), disabled=True))
+        return rows
 
     def _output_row(self, spec: TensorSpec) -> Text:
         row = Text(f"  :{spec.slot} ", style="bold")
