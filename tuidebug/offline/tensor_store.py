@@ -25,6 +25,7 @@ from tuidebug.core.tensor import (
     dtype_label,
     is_numeric_data_type,
     numpy_dtype,
+    storage_dtype,
 )
 
 # numpy's own guard against hostile headers (it parses them with ast.literal_eval)
@@ -389,13 +390,12 @@ def check_expected(array: np.ndarray, spec: TensorSpec | None, path: Path | str)
         except UnsupportedDataTypeError:  # pragma: no cover - guarded by is_numeric
             expected = None
         actual = array.dtype.newbyteorder("=") if array.dtype.byteorder == ">" else array.dtype
-        if expected is not None and actual != expected:
-            stored_bf16 = expected == BFLOAT16 and actual == np.float32
-            if not stored_bf16:
-                return (
-                    f"{name} holds {dtype_label(actual)} data but the graph says "
-                    f"{dtype_label(expected)}."
-                )
+        # storage_dtype: bfloat16 is stored as float32
+        if expected is not None and actual not in (expected, storage_dtype(expected)):
+            return (
+                f"{name} holds {dtype_label(actual)} data but the graph says "
+                f"{dtype_label(expected)}."
+            )
     if spec.shape is not None and not _shape_matches(tuple(array.shape), spec.shape):
         return (
             f"{name} has shape {_shape_text(tuple(array.shape))} but the graph says "
