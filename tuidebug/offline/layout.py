@@ -94,7 +94,6 @@ class GraphRun:
     graph_id: int
     graph_name: str
     has_data: bool
-    sub_graph_names: tuple[str, ...] = ()
 
 
 @dataclass
