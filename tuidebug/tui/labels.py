@@ -21,6 +21,12 @@ def shape_label(shape: tuple[int, ...] | None) -> str:
     return "<" + ",".join(str(d) for d in shape) + ">"
 
 
+def source_place(file_path: str, line_no: int | None, missing: str = "") -> str:
+    """`train.py:42`: a stack frame's file name (without its folder) and line."""
+    where = file_path.rsplit("/", 1)[-1] if file_path else missing
+    return where if line_no is None else f"{where}:{line_no}"
+
+
 def number(value: float | int | None) -> str:
     """Compact, stable rendering of a threshold or an actual value."""
     if value is None:

@@ -19,7 +19,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuidebug.core.graph import Graph, Node, TensorSpec
-from tuidebug.tui.labels import dtype_label, shape_label
+from tuidebug.tui.labels import dtype_label, shape_label, source_place
 from tuidebug.tui.messages import NodeChosen, TensorRequested
 
 MAX_ATTRIBUTE_CHARS = 1024  # spec §6.5: longer attribute values are hidden
@@ -230,10 +230,7 @@ class NodeDetails(VerticalScroll):
         for frame in node.stack:
             text.append("\n  ")
             if frame.file_path:
-                where = frame.file_path.rsplit("/", 1)[-1]
-                if frame.line_no is not None:
-                    where += f":{frame.line_no}"
-                text.append(where, style="cyan")
+                text.append(source_place(frame.file_path, frame.line_no), style="cyan")
                 text.append(" ")
             text.append(frame.code_line.strip())
         stack.update(text)

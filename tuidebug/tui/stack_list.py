@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from tuidebug.core.graph import Graph, Node, StackFrame
+from tuidebug.tui.labels import source_place
 from tuidebug.tui.messages import NodeChosen
 
 MAX_LINES_SHOWN = 2000
@@ -41,10 +42,7 @@ class SourceLine:
     def label(self) -> Text:
         text = Text()
         if self.file_path:
-            where = self.file_path.rsplit("/", 1)[-1]
-            if self.line_no is not None:
-                where += f":{self.line_no}"
-            text.append(where, style="cyan")
+            text.append(source_place(self.file_path, self.line_no), style="cyan")
             text.append(" ")
         text.append(self.code_line.strip() or "(no code)")
         text.append(f"  {len(self.nodes)}", style="dim")
@@ -218,9 +216,7 @@ class StackList(Vertical):
         self._chosen = line
         graph = self.graph
         title = self.query_one("#stack-nodes-title", Static)
-        where = line.file_path.rsplit("/", 1)[-1] if line.file_path else "(no file)"
-        if line.line_no is not None:
-            where += f":{line.line_no}"
+        where = source_place(line.file_path, line.line_no, missing="(no file)")
         count = len(line.nodes)
         title.update(f"{count} node{'s' if count != 1 else ''} created at {where}")
         nodes_list = self.query_one("#stack-nodes", OptionList)
