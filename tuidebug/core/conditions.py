@@ -107,7 +107,8 @@ _LEGACY_STAT: dict[int, str] = {
 }
 _LEGACY_GT = frozenset({_CT.MAX_GT, _CT.MIN_GT, _CT.MAX_MIN_GT, _CT.MEAN_GT, _CT.SD_GT})
 _LEGACY_LT = frozenset({_CT.MAX_LT, _CT.MIN_LT, _CT.MAX_MIN_LT, _CT.MEAN_LT, _CT.SD_LT})
-_CHANGE_TYPES = frozenset({_CT.CHANGE_TOO_LARGE, _CT.CHANGE_TOO_SMALL, _CT.NOT_CHANGED})
+# the conditions that compare with the previous iteration
+CHANGE_CONDITIONS = frozenset({_CT.CHANGE_TOO_LARGE, _CT.CHANGE_TOO_SMALL, _CT.NOT_CHANGED})
 # these clear the NaN/Inf error bits, so their parameters are evaluated even on such tensors
 _CLEARS_ERRORS = frozenset({_CT.HAS_NAN, _CT.HAS_INF, _CT.GENERAL_OVERFLOW})
 
@@ -1426,7 +1427,7 @@ def _decide(req: CheckRequest, st: _Stats, prev: np.ndarray | None) -> CheckResu
     elif cond == _CT.NOT_CHANGED and prev is not None and not error:
         # a previous tensor of another size reads as NaN, which is never "close"
         hit = prev.size == st.n and st.all_close.get(_close_key(req), False)
-    elif cond in _CHANGE_TYPES and prev is None:
+    elif cond in CHANGE_CONDITIONS and prev is None:
         error |= ERROR_NO_PREV_BIT
     if error:
         return CheckResult(hit, error, untouched_params(req))

@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuidebug.core.conditions import (
+    CHANGE_CONDITIONS,
     CheckRequest,
     CheckResult,
-    ConditionType,
     evaluate,
     untouched_params,
 )
@@ -55,11 +55,6 @@ from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, 
 
 if TYPE_CHECKING:
     from tuidebug.offline.dump import OfflineDump
-
-# Change conditions: the ones that read the previous iteration's value.
-CHANGE_CONDITIONS = frozenset(
-    {ConditionType.CHANGE_TOO_LARGE, ConditionType.CHANGE_TOO_SMALL, ConditionType.NOT_CHANGED}
-)
 
 # Below these, a check runs in the calling process: a pool costs ~0.3 s to start and LeNet-
 # sized dumps check faster than that.
