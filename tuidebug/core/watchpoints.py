@@ -358,10 +358,6 @@ def check_watchpoints(
 
 
 # ---------------------------------------------------------------------------------- targets
-def _target_exists(graph: Graph, target: str) -> bool:
-    return target == "" or graph.get(target) is not None or graph.is_scope(target)
-
-
 def resolve_targets(
     condition: ConditionSpec | str, targets: Sequence[str], graph: Graph
 ) -> list[Node]:
@@ -386,12 +382,12 @@ def resolve_targets(
         else:
             chosen = {n.name for n in graph.nodes_in(cond.target)}
     for target in targets:
-        if not _target_exists(graph, target):
-            raise WatchpointError(f"No node or scope named {target!r} in graph {graph.name}.")
         node = graph.get(target)
         if node is not None:
             chosen.add(node.name)
             continue
+        if target != "" and not graph.is_scope(target):
+            raise WatchpointError(f"No node or scope named {target!r} in graph {graph.name}.")
         chosen.update(n.name for n in graph.leaves(target) if in_category(n))
     return [n for n in graph if n.name in chosen]
 
