@@ -18,44 +18,28 @@ from textual.widgets import DataTable
 
 from tuidebug.core.conditions import WatchpointError, get_condition
 from tuidebug.core.graph import Category, Graph, Node
-from tuidebug.core.watchpoints import resolve_targets
+from tuidebug.core.watchpoints import Watchpoint, resolve_targets
 from tuidebug.tui.labels import number
 from tuidebug.tui.messages import WatchpointAction
 
 Badges = tuple[set[str], set[str], dict[str, int], dict[str, int]]
 
 
-def watch_params(watchpoint: Any) -> dict[str, float]:
+def watch_params(watchpoint: Watchpoint) -> dict[str, float]:
     """The user-set parameters of a watchpoint as name → value (hidden ones left out)."""
-    params = getattr(watchpoint, "params", None) or {}
-    try:
-        spec = get_condition(watchpoint.condition)
-        visible = {p.name for p in spec.visible_params}
-    except Exception:
-        visible = None
-    if isinstance(params, Mapping):
-        items = [(str(k), v) for k, v in params.items()]
-    else:
-        items = [(p.name, p.value) for p in params if not getattr(p, "disabled", False)]
-    return {
-        name: float(value)
-        for name, value in items
-        if value is not None and (visible is None or name in visible)
-    }
+    visible = {p.name for p in watchpoint.condition.visible_params}
+    return {name: value for name, value in watchpoint.params.items() if name in visible}
 
 
-def params_text(watchpoint: Any) -> str:
+def params_text(watchpoint: Watchpoint) -> str:
     values = watch_params(watchpoint)
     return ", ".join(f"{k}={number(v)}" for k, v in values.items()) or "—"
 
 
-def targets_text(watchpoint: Any) -> str:
-    targets = tuple(getattr(watchpoint, "targets", ()) or ())
+def targets_text(watchpoint: Watchpoint) -> str:
+    targets = watchpoint.targets
     if not targets:
-        try:
-            category = get_condition(watchpoint.condition).target
-        except Exception:
-            return "all"
+        category = watchpoint.condition.target
         return "every node" if category is Category.TENSOR else f"all {category.value}s"
     shown = ", ".join(t.rsplit("/", 1)[-1] or t for t in targets[:3])
     if len(targets) > 3:
