@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -284,7 +283,7 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         self.query_one("#condition-help", Static).update(help_text)
         params = self.query_one("#params", VerticalScroll)
         params.remove_children()
-        current = self._editing_values() if (self.editing is not None and initial) else {}
+        current = self.editing.params if (self.editing is not None and initial) else {}
         rows = []
         for p in spec.visible_params:
             value = current.get(p.name)
@@ -303,16 +302,6 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
             params.mount(Static(Text("This condition has no parameters.", style="dim")))
         self._fill_targets(spec)
         self.query_one("#editor-error", Static).update("")
-
-    def _editing_values(self) -> dict[str, float]:
-        params = getattr(self.editing, "params", None) or {}
-        if isinstance(params, Mapping):
-            return {str(k): float(v) for k, v in params.items() if v is not None}
-        values: dict[str, float] = {}
-        for p in params:  # a sequence of Param-like objects
-            if not getattr(p, "disabled", False):
-                values[p.name] = float(p.value)
-        return values
 
     def _fill_targets(self, spec: ConditionSpec) -> None:
         options: list[tuple[str, str]] = []
