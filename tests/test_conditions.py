@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from tuidebug.core import conditions as C
+from tuidebug.core import kernels
 from tuidebug.core.conditions import (
     CONDITIONS,
     CheckRequest,
@@ -767,10 +768,20 @@ def _every_threshold() -> list[CheckRequest]:
     return reqs
 
 
+@pytest.fixture(params=["numpy", "compiled"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test on the numpy engine and on the compiled kernel (any tensor size)."""
+    compiled = request.param == "compiled"
+    monkeypatch.setattr(C, "KERNEL_MIN_ELEMENTS", 0 if compiled else 1 << 62)
+    if compiled:
+        assert kernels.load() is not None, "numba is a dependency: the kernel must load"
+    return str(request.param)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int32", "int64", "bool"])
 @pytest.mark.parametrize("prev_mode", ["none", "changed", "partly_unchanged", "other_dtype"])
 def test_threads_do_not_change_results(
-    monkeypatch: pytest.MonkeyPatch, dtype: str, prev_mode: str
+    monkeypatch: pytest.MonkeyPatch, engine: str, dtype: str, prev_mode: str
 ) -> None:
     # tiny units so that a few thousand elements take the threaded path
     monkeypatch.setattr(C, "PARALLEL_MIN_ELEMENTS", 1000)
@@ -801,7 +812,9 @@ def test_threads_do_not_change_results(
 
 
 @pytest.mark.parametrize("bad", ["nan_then_inf", "inf_only", "nan_late"])
-def test_threads_find_every_error_bit(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
+def test_threads_find_every_error_bit(
+    monkeypatch: pytest.MonkeyPatch, engine: str, bad: str
+) -> None:
     monkeypatch.setattr(C, "PARALLEL_MIN_ELEMENTS", 1000)
     monkeypatch.setattr(C, "PARALLEL_UNIT", 256)
     x = np.random.default_rng(4).standard_normal(6000).astype(np.float32)
@@ -988,9 +1001,10 @@ def requests(draw: st.DrawFn) -> CheckRequest:
     reqs=st.lists(requests(), min_size=1, max_size=4),
     prev_mode=st.sampled_from(["none", "same", "perturbed", "other_size", "nan"]),
     chunk=st.integers(1, 17),
+    compiled=st.booleans(),
 )
 def test_engine_matches_reference(
-    x: np.ndarray, reqs: list[CheckRequest], prev_mode: str, chunk: int
+    x: np.ndarray, reqs: list[CheckRequest], prev_mode: str, chunk: int, compiled: bool
 ) -> None:
     prev: np.ndarray | None
     if prev_mode == "none":
@@ -1003,7 +1017,21 @@ def test_engine_matches_reference(
         prev = np.ones(x.size + 1, np.float32)
     else:
         prev = np.full(x.shape, np.nan)
-    got = evaluate(x, reqs, prev, chunk_elements=chunk)
+    saved = C.KERNEL_MIN_ELEMENTS
+    C.KERNEL_MIN_ELEMENTS = 0 if compiled else 1 << 62  # the compiled kernel or numpy
+    try:
+        got = evaluate(x, reqs, prev, chunk_elements=chunk)
+    finally:
+        C.KERNEL_MIN_ELEMENTS = saved
+    # float64 sums are exact only to rounding relative to the data's magnitude, so a sum
+    # statistic's hit is checked only when it is clear of the threshold by more than that
+    magnitude = np.abs(x.astype(np.float64))
+    scale = 1.0 + float(np.max(magnitude, initial=0.0, where=~np.isnan(magnitude)))
+
+    def clear(value: float, threshold: float, exact: bool) -> bool:
+        margin = 1e-9 * max(1.0, abs(value))
+        return abs(value - threshold) > (margin if exact else max(margin, 1e-12 * scale))
+
     for req, res in zip(reqs, got, strict=True):
         hit, err, actuals, hits = reference(x, req, prev)
         assert res.error_code == err
@@ -1018,12 +1046,11 @@ def test_engine_matches_reference(
                 assert r.actual == want, (p, r, want)
                 assert r.hit == want_hit
             else:
-                scale = 1.0 + float(np.nanmax(np.abs(x.astype(np.float64)), initial=0.0))
                 assert r.actual == pytest.approx(want, rel=1e-9, abs=1e-12 * scale), (p, r, want)
-                if abs(want - p.value) > 1e-9 * max(1.0, abs(want)):
+                if clear(want, p.value, exact=False):
                     assert r.hit == want_hit, (p, r, want)
         if all(
-            a is None or abs(a - p.value) > 1e-9 * max(1.0, abs(a))
+            a is None or clear(a, p.value, exact=p.name.rsplit("_", 1)[0] in _EXACT_STATS)
             for p, a in zip(req.params, actuals, strict=True)
         ):
             assert res.hit == hit
@@ -1126,3 +1153,55 @@ def test_change_watchpoints_match_mindinsight(fixtures_dir: Path, index: int) ->
                 if p["hit"]:
                     assert actual(res, p["name"]) == pytest.approx(p["actual"], rel=1e-9)
                     assert phit(res, p["name"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "uint8"])
+def test_compiled_kernel_matches_numpy_engine(monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
+    """Large tensors take the compiled kernel; its results equal the numpy engine's (sums
+    to rounding), with several threads, unchanged stretches and a previous tensor."""
+    assert kernels.load() is not None, "numba is a dependency: the kernel must load"
+    rng = np.random.default_rng(11)
+    n = C.KERNEL_MIN_ELEMENTS + 12_345
+    raw = rng.standard_normal(n) * 2
+    raw[rng.integers(0, n, 500)] = 0.0
+    x = raw.astype(BF16 if dtype == "bfloat16" else dtype)
+    prev = x.copy()
+    prev[n // 2 :] = (raw[n // 2 :] * 1.5).astype(x.dtype)
+    reqs = _every_threshold()
+    monkeypatch.setattr(C, "PARALLEL_MIN_ELEMENTS", 1000)
+    monkeypatch.setattr(C, "PARALLEL_UNIT", 1 << 16)
+    for p in (None, prev, x.copy()):
+        compiled = evaluate(x, reqs, p, threads=2)
+        assert C._Scan(x, p, C._plan(reqs, p is not None), C.CHUNK_ELEMENTS).kernel is not None
+        with monkeypatch.context() as m:
+            m.setattr(C, "KERNEL_MIN_ELEMENTS", 1 << 62)
+            plain = evaluate(x, reqs, p, threads=1)
+        for a, b in zip(compiled, plain, strict=True):
+            assert (a.hit, a.error_code) == (b.hit, b.error_code)
+            for pa, pb in zip(a.params, b.params, strict=True):
+                assert pa.actual == pytest.approx(pb.actual, rel=1e-12, abs=1e-300)
+
+
+def test_kernel_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = np.ones(C.KERNEL_MIN_ELEMENTS, np.float32)
+    plan = C._plan([request("TL", mean_gt=0)], False)
+    monkeypatch.setenv("TUIDEBUG_KERNEL", "numpy")
+    assert C._Scan(x, None, plan, C.CHUNK_ELEMENTS).kernel is None
+    assert one(x, request("TL", mean_gt=0)).hit
+    monkeypatch.delenv("TUIDEBUG_KERNEL")
+    assert C._Scan(x, None, plan, C.CHUNK_ELEMENTS).kernel is not None
+    assert C._Scan(x[:-1], None, plan, C.CHUNK_ELEMENTS).kernel is None  # below the size
+
+
+def test_compiled_kernel_errors_and_extrema_past_nan(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(C, "KERNEL_MIN_ELEMENTS", 0)
+    x = np.arange(-50_000, 50_000, dtype=np.float32)
+    x[70_000] = np.nan
+    # HAS_NAN with a parameter reads the statistics past the NaN: max over non-NaN values
+    res = one(x, CheckRequest(CT.HAS_NAN, (Param("max_gt", 0, False),)))
+    assert res.hit and res.error_code == 0 and res.params[0].actual == 49_999.0
+    x[99_999] = -np.inf
+    assert one(x, request("TL", max_gt=0)).error_code == 3
+    x[:] = np.nan
+    res = one(x, CheckRequest(CT.HAS_NAN, (Param("min_lt", 0, False),)))
+    assert res.hit and res.params[0].actual == np.finfo(np.float64).max  # MindSpore's start

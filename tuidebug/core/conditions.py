@@ -45,6 +45,7 @@ from typing import Literal
 
 import numpy as np
 
+from tuidebug.core import kernels
 from tuidebug.core.graph import Category
 
 try:  # ml_dtypes is a declared dependency; the guard only keeps core importable without it
@@ -497,6 +498,9 @@ F64_ELEMENTS = 1 << 15
 PARALLEL_MIN_ELEMENTS = 1 << 21
 PARALLEL_UNIT = 1 << 20
 THREADS = min(2, _cores())
+# Tensors of at least KERNEL_MIN_ELEMENTS get the float64 stage from the compiled kernel
+# (`kernels.py`) when numba is there; smaller ones do not earn back loading it.
+KERNEL_MIN_ELEMENTS = 1 << 18
 
 ERROR_NAN_BIT = 1
 ERROR_INF_BIT = 2
@@ -761,6 +765,17 @@ class _Thresholds:
         # for checking thresholds against the block's min/max without numpy scalars
         self.floats = [float(v) for v in values]
         self.array = np.array(values, dtype=dtype).reshape(-1, 1)
+        self.flat = self.array.reshape(-1)
+
+    def tally(self, part: _Partial, counts: list[int], m: int) -> None:
+        """Add the zero and range counts of `m` elements with these c(t) to `part`."""
+        if self.zero is not None:
+            part.zeros += counts[self.zero[0]] - counts[self.zero[1]]
+        for i, pair in enumerate(self.ranges):
+            if pair is not None:
+                lo, above_hi = pair
+                inside = m if lo is None else counts[lo]
+                part.in_range[i] += inside - (0 if above_hi is None else counts[above_hi])
 
     def counts(self, xv: np.ndarray, lo: float, hi: float, flags: np.ndarray) -> list[int]:
         """c(t) for every threshold; `lo`/`hi` are the block's min/max (NaN: unknown)."""
@@ -823,6 +838,7 @@ class _Scratch:
     def __init__(self) -> None:
         self.rows = np.empty((3, 0), np.float64)  # float64 rows: x, p, x − p
         self.conv: dict[np.dtype, np.ndarray] = {}  # blocks of non-native dtypes, converted
+        self.conv_prev: dict[np.dtype, np.ndarray] = {}  # the same for the previous tensor
         self.flags = np.empty((0, 0), np.bool_)
 
     def get_rows(self, size: int) -> np.ndarray:
@@ -836,6 +852,12 @@ class _Scratch:
             buf = self.conv[dtype] = np.empty(size, dtype)
         return buf
 
+    def get_conv_prev(self, dtype: np.dtype, size: int) -> np.ndarray:
+        buf = self.conv_prev.get(dtype)
+        if buf is None or buf.size < size:
+            buf = self.conv_prev[dtype] = np.empty(size, dtype)
+        return buf
+
     def get_flags(self, rows: int, size: int) -> np.ndarray:
         if self.flags.shape[0] < rows or self.flags.shape[1] < size:
             self.flags = np.empty((max(rows, self.flags.shape[0]), size), np.bool_)
@@ -846,6 +868,7 @@ class _Scratch:
         if self.rows.shape[1] > size:
             self.rows = np.empty((3, 0), np.float64)
         self.conv = {k: v for k, v in self.conv.items() if v.size <= size}
+        self.conv_prev = {k: v for k, v in self.conv_prev.items() if v.size <= size}
         if self.flags.shape[1] > size:
             self.flags = np.empty((0, 0), np.bool_)
 
@@ -948,6 +971,13 @@ class _Scan:
             self.same_dtype = pv.dtype == dtype and self.work is None
         self.thresholds = _thresholds(plan, self.dtype)
         self.counting = plan.zeros or bool(plan.ranges)
+        self.kernel = None
+        if (
+            self.n >= KERNEL_MIN_ELEMENTS
+            and self.dtype in kernels.KERNEL_DTYPES
+            and (self.prev is None or prev.dtype == x.dtype)  # else p converts on its own
+        ):
+            self.kernel = kernels.load()
         # "x == p everywhere" settles every tolerance test only when no tolerance is negative
         self.closes_trivial = all(rtol >= 0.0 and atol >= 0.0 for rtol, atol in plan.closes)
         # shared between threads
@@ -957,6 +987,10 @@ class _Scan:
         self.errors = False  # NaN/Inf seen and no parameter will be evaluated past them
         self.use_prev = self.prev is not None
         self.closes = dict.fromkeys(plan.closes, True)
+        self.close_keys = (
+            np.array([k[0] for k in plan.closes], np.float64),
+            np.array([k[1] for k in plan.closes], np.float64),
+        )
 
     @property
     def sums_wanted(self) -> bool:
@@ -967,6 +1001,8 @@ class _Scan:
         plan = self.plan
         if not (plan.needs_params or self.is_float):
             return self._merge([])  # integers and nothing to compute: no NaN/Inf to find
+        if self.kernel is not None:
+            return self._merge(self._run_compiled(threads))
         if threads <= 1 or self.n < PARALLEL_MIN_ELEMENTS or self.n <= self.unit:
             part, sc = _Partial(len(plan.ranges)), _scratch()
             try:
@@ -1034,6 +1070,105 @@ class _Scan:
                     parts.append(hp)
             sc.trim(_KEEP_ELEMENTS)
         return parts
+
+    def _run_compiled(self, threads: int) -> list[_Partial]:
+        """The scan with the compiled kernel: each thread claims whole units and gathers
+        everything from each in one kernel call, which releases the GIL."""
+        units = _Units(-(-self.n // self.unit))
+        part = _Partial(len(self.plan.ranges))
+        if threads <= 1 or self.n < PARALLEL_MIN_ELEMENTS or units.count == 1:
+            self._compiled_units(units, part)
+            return [part]
+        helper_parts = [_Partial(len(self.plan.ranges)) for _ in range(threads - 1)]
+        helpers = [_pool().submit(self._compiled_units, units, hp) for hp in helper_parts]
+        try:
+            self._compiled_units(units, part)
+        finally:
+            self.stop = True  # (after an error here) helpers return after their unit
+            parts = [part]
+            for future, hp in zip(helpers, helper_parts, strict=True):
+                if not future.cancel():  # a helper that never started added nothing
+                    future.result()
+                    parts.append(hp)
+        return parts
+
+    def _compiled_units(self, units: _Units, part: _Partial) -> None:
+        sc = _scratch()
+        try:
+            while not (self.stop or self._done()):
+                u = units.claim()
+                if u is None:
+                    break
+                self._compiled_unit(part, sc, *self._unit_bounds(u))
+        finally:
+            sc.trim(_KEEP_ELEMENTS)
+
+    def _compiled_unit(self, part: _Partial, sc: _Scratch, start: int, stop: int) -> None:
+        plan, th = self.plan, self.thresholds
+        xv = np.asarray(self._elements(sc, start, stop))
+        use_prev = self.use_prev
+        if use_prev:
+            pn = _block(self.prev, self.prev_contig, start, stop)  # type: ignore[arg-type]
+            if pn.dtype != xv.dtype:  # float16, bfloat16, 64-bit integers: as x was
+                pv = sc.get_conv_prev(xv.dtype, stop - start)[: stop - start]
+                np.copyto(pv, pn, casting="unsafe")
+                pn = pv
+        else:
+            pn = xv[:0]
+        keys = list(self.closes) if use_prev else []
+        alive = np.array([self.closes[k] for k in keys], dtype=np.bool_)
+        count = -(-(stop - start) // self.sub)
+        sums = np.zeros((count, 4), np.float64)
+        moments = np.zeros((count if plan.sd else 0, 3), np.float64)
+        counts = np.zeros(len(th.values), np.int64)
+        extremes = np.array([-_INF, _INF])
+        errors = self.errors  # then only the missing error bit is still searched for
+        found = np.array([errors and self.has_nan, errors and self.has_inf], dtype=np.bool_)
+        self.kernel(  # type: ignore[misc]
+            xv,
+            np.asarray(pn),
+            self.sub,
+            self.is_float,
+            not plan.through_errors,
+            plan.sd,
+            th.flat,
+            self.close_keys[0][: len(keys)],
+            self.close_keys[1][: len(keys)],
+            alive,
+            sums,
+            moments,
+            counts,
+            extremes,
+            found,
+        )
+        nan, inf = found.tolist()
+        self.has_nan |= nan
+        self.has_inf |= inf
+        if (nan or inf) and not plan.through_errors:
+            self.errors = True
+        if self.errors:
+            return  # the statistics are no longer read
+        if plan.extrema:
+            part.max = max(part.max, float(extremes[0]))
+            part.min = min(part.min, float(extremes[1]))
+        if self.counting:
+            th.tally(part, counts.tolist(), stop - start)
+        if plan.mean:
+            part.sums_x.extend(sums[:, 0].tolist())
+        if plan.abs_sum:
+            part.sums_abs.extend(sums[:, 1].tolist())
+        if plan.sd:
+            for k, (m, bmean, m2) in enumerate(moments.tolist()):
+                part.moments[start + k * self.sub] = (int(m), bmean, m2)
+        if use_prev:
+            if plan.ratio:
+                part.sums_diff.extend(sums[:, 2].tolist())
+                part.sums_prev.extend(sums[:, 3].tolist())
+            for key, ok in zip(keys, alive.tolist(), strict=True):
+                if not ok:
+                    self.closes[key] = False
+            if not plan.ratio and not any(self.closes.values()):
+                self.use_prev = False  # nothing left to learn from the previous tensor
 
     @staticmethod
     def _wait(ready: queue.SimpleQueue, helpers: list[Future]) -> tuple[int, object]:
@@ -1138,15 +1273,7 @@ class _Scan:
         self, part: _Partial, sc: _Scratch, xv: np.ndarray, bmin: float, bmax: float
     ) -> None:
         th = self.thresholds
-        counts = th.counts(xv, bmin, bmax, sc.get_flags(len(th.values), xv.size))
-        if th.zero is not None:
-            part.zeros += counts[th.zero[0]] - counts[th.zero[1]]
-        m = xv.size
-        for i, pair in enumerate(th.ranges):
-            if pair is not None:
-                lo, above_hi = pair
-                inside = m if lo is None else counts[lo]
-                part.in_range[i] += inside - (0 if above_hi is None else counts[above_hi])
+        th.tally(part, th.counts(xv, bmin, bmax, sc.get_flags(len(th.values), xv.size)), xv.size)
 
     def _sums(
         self,
