@@ -1,7 +1,7 @@
 """Benchmark the watchpoint condition engine against the floor of one `numpy.max` pass.
 
     python benchmarks/bench_conditions.py [--mb 256] [--repeat 5] [--dtypes float32,float16,int32]
-                                          [--threads 1,2]
+                                          [--threads 1,2] [--engine auto|numpy]
 
 For each dtype it builds a tensor of `--mb` MiB and a previous-step tensor of the same size,
 then times ONE `evaluate()` call that checks all 17 catalogue conditions with every threshold
@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tuidebug.core import conditions
+from tuidebug.core import conditions, kernels
 from tuidebug.core.conditions import CONDITIONS, evaluate
 from tuidebug.core.watchpoints import Watchpoint
 
@@ -112,7 +112,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtypes", default="float32,float16,int32")
     parser.add_argument("--threads", default="", help="thread counts to time, e.g. 1,2")
     parser.add_argument("--chunk", type=int, default=0, help="override CHUNK_ELEMENTS")
+    parser.add_argument(
+        "--engine",
+        choices=("auto", "numpy"),
+        default="auto",
+        help="numpy: keep every tensor on the numpy engine (as without numba)",
+    )
     args = parser.parse_args(argv)
+    if args.engine == "numpy":
+        os.environ["TUIDEBUG_KERNEL"] = "numpy"
+    t0 = time.perf_counter()
+    kernel = kernels.load()
+    load_s = time.perf_counter() - t0
     if args.chunk:
         conditions.CHUNK_ELEMENTS = args.chunk
     threads = (
@@ -129,6 +140,14 @@ def main(argv: list[str] | None = None) -> int:
         f"blocks of {conditions.CHUNK_ELEMENTS} elements, float64 sub-blocks of "
         f"{conditions.F64_ELEMENTS}; load average {_load()}"
     )
+    if kernel is None:
+        print("engine: numpy (no compiled kernel)")
+    else:
+        print(
+            f"engine: compiled kernel for tensors of {conditions.KERNEL_MIN_ELEMENTS}+ elements "
+            f"(numba {_numba_version()}; loading it took {load_s:.2f} s, the first call of "
+            "each dtype loads or compiles its code, outside the timed runs)"
+        )
     print(
         f"{'case':42s} {'threads':>7s} {'seconds':>8s} {'GB/s':>6s} {'x floor':>8s} "
         f"{'extra MB':>9s}"
@@ -172,6 +191,12 @@ def main(argv: list[str] | None = None) -> int:
         del x, prev, same
     print(f"load average {_load()}")
     return 0
+
+
+def _numba_version() -> str:
+    import numba
+
+    return str(numba.__version__)
 
 
 def _load() -> str:

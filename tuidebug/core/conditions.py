@@ -12,7 +12,11 @@ Two halves live here:
 
 The pass runs over cache-sized blocks of the flattened tensor (C order), so its extra memory
 is a few small float64 buffers whatever the tensor size (a memory-mapped `.npy` is read once,
-block by block), and it computes only the statistics the requests read.
+block by block), and it computes only the statistics the requests read. Tensors of
+`KERNEL_MIN_ELEMENTS` or more are scanned by the numba kernel of `_scan_kernel.py` (one
+GIL-free call per unit of elements, see `kernels.py`); smaller ones, and every tensor when
+numba is missing or `TUIDEBUG_KERNEL=numpy`, by the numpy stages below. The two agree to
+rounding, and the tests hold both to the same reference.
 
 Where the result cannot differ from MindSpore's it takes cheaper routes: min/max, zero and
 range counts on the raw dtype when that is exact (float32 bounds rounded inwards, integer
