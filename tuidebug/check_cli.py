@@ -494,8 +494,7 @@ def _hit_json(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> dict[str, 
 
 
 def _result_text(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> str:
-    """The hit list's one-line summary without its leading abbreviation (the WATCH column
-    shows the watchpoint)."""
+    """The hit's one-line detail (the WATCH column shows the watchpoint)."""
     from tuidebug.core.tensor import TensorRef
     from tuidebug.core.watchpoints import WatchpointHit
 
@@ -507,9 +506,7 @@ def _result_text(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> str:
         TensorRef(k.node, k.slot, k.iteration, k.rank, k.graph),
         outcome.result,
     )
-    text = hit.summary()
-    prefix = cond.abbr + " "
-    return text[len(prefix) :] if text.startswith(prefix) else text
+    return hit.detail()
 
 
 # Column widths stop growing here: a longer cell (a recommended range spec) overflows its

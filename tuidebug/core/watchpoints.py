@@ -323,18 +323,21 @@ class WatchpointHit:
 
     def summary(self) -> str:
         """One line for the hit list: `TL abs_mean_gt: 2.3025 > 1`, or the error text."""
-        abbr = self.condition.abbr
+        return f"{self.condition.abbr} {self.detail()}"
+
+    def detail(self) -> str:
+        """`summary()` without the abbreviation, for views that show the condition in a
+        column of its own: `abs_mean_gt: 2.3025 > 1`, or the error text."""
         if self.error_code:
-            return f"{abbr} {' '.join(self.error_messages)}"
+            return " ".join(self.error_messages)
         shown = []
         for p in self.hit_params:
             op = _SYMBOL.get(p.name.rsplit("_", 1)[-1], "vs")
             actual = _format_actual(p.actual) if p.actual is not None else "?"
             shown.append(f"{p.name}: {actual} {op} {format_value(p.value)}")
         if shown:
-            return f"{abbr} {', '.join(shown)}"
-        text = _VALUE_HIT_TEXT.get(ConditionType(self.condition.proto), self.condition.name)
-        return f"{abbr} {text}"
+            return ", ".join(shown)
+        return _VALUE_HIT_TEXT.get(ConditionType(self.condition.proto), self.condition.name)
 
 
 def check_watchpoints(

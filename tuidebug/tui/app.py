@@ -43,6 +43,7 @@ from tuidebug.core.session import (
     WatchpointsChanged,
 )
 from tuidebug.core.tensor import TensorRef, tensor_statistics
+from tuidebug.core.watchpoints import Watchpoint
 from tuidebug.tui.commands import DebuggerCommands, PaletteCommand
 from tuidebug.tui.control_bar import ControlBar
 from tuidebug.tui.dialogs import ConfirmScreen, HistoryScreen, PromptScreen, int_check
@@ -937,10 +938,10 @@ class DebuggerApp(App[int]):
                 control=False,
             )
 
-    def _edit_watchpoint(self, watchpoint: Any) -> None:
+    def _edit_watchpoint(self, watchpoint: Watchpoint) -> None:
         if not self._guard("new_watchpoint"):
             return
-        graph = self.graphs.get(getattr(watchpoint, "graph_name", "") or self.current_graph or "")
+        graph = self.graphs.get(watchpoint.graph_name or self.current_graph or "")
         if graph is None and self.graphs:
             graph = next(iter(self.graphs.values()))
         if graph is None:

@@ -29,11 +29,8 @@ MAX_ROWS_PER_GROUP = 2000
 def hit_detail(hit: WatchpointHit) -> tuple[str, bool]:
     """(text, is_error): the statistic that hit against its threshold
     (`abs_mean_gt: 2.3025 > 1`), or the error text."""
-    text = hit.summary()
-    prefix = hit.condition.abbr + " "
-    if text.startswith(prefix):
-        text = text[len(prefix) :]  # the row shows the abbreviation in its own column
-    return text or "hit", hit.is_error
+    # the row shows the abbreviation in its own column
+    return hit.detail() or "hit", hit.is_error
 
 
 def distinct_names(names: Iterable[str]) -> dict[str, str]:

@@ -16,9 +16,9 @@ from textual import on
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
-from tuidebug.core.conditions import WatchpointError, get_condition
+from tuidebug.core.conditions import WatchpointError
 from tuidebug.core.graph import Category, Graph, Node
-from tuidebug.core.watchpoints import Watchpoint, resolve_targets
+from tuidebug.core.watchpoints import Watchpoint, WatchpointHit, resolve_targets
 from tuidebug.tui.labels import number
 from tuidebug.tui.messages import WatchpointAction
 
@@ -52,12 +52,11 @@ def _strip_graph(target: str, graph: Graph) -> str:
     return target[len(prefix) :] if target.startswith(prefix) else target
 
 
-def watched_nodes(graph: Graph, watchpoint: Any) -> tuple[list[Node], list[str]]:
+def watched_nodes(graph: Graph, watchpoint: Watchpoint) -> tuple[list[Node], list[str]]:
     """(nodes a watchpoint watches in this graph, scope paths it names)."""
-    wp_graph = getattr(watchpoint, "graph_name", None)
-    if wp_graph and wp_graph != graph.name:
+    if watchpoint.graph_name and watchpoint.graph_name != graph.name:
         return [], []
-    targets = [_strip_graph(t, graph) for t in getattr(watchpoint, "targets", ()) or ()]
+    targets = [_strip_graph(t, graph) for t in watchpoint.targets]
     try:
         nodes = resolve_targets(watchpoint.condition, targets, graph)
     except WatchpointError:
@@ -72,12 +71,14 @@ def _add_ancestors(path: str, into: set[str]) -> None:
         scope = scope.rpartition("/")[0]
 
 
-def watch_badges(graph: Graph, watchpoints: Sequence[Any], hits: Sequence[Any]) -> Badges:
+def watch_badges(
+    graph: Graph, watchpoints: Sequence[Watchpoint], hits: Sequence[WatchpointHit]
+) -> Badges:
     """Node names and scope paths to badge as watched, and hit counts per node and scope."""
     nodes: set[str] = set()
     scopes: set[str] = set()
     for watchpoint in watchpoints:
-        if not getattr(watchpoint, "enabled", True):
+        if not watchpoint.enabled:
             continue
         found, named_scopes = watched_nodes(graph, watchpoint)
         for scope in named_scopes:
@@ -150,7 +151,7 @@ class WatchpointList(DataTable[Any]):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
-        self._watchpoints: list[Any] = []
+        self._watchpoints: list[Watchpoint] = []
         self._hit_counts: dict[int, int] = {}
         self._widths: tuple[int, ...] = ()
 
@@ -171,10 +172,10 @@ class WatchpointList(DataTable[Any]):
             self.add_column(label, key=key, width=size)
 
     @property
-    def watchpoints(self) -> list[Any]:
+    def watchpoints(self) -> list[Watchpoint]:
         return list(self._watchpoints)
 
-    def set_watchpoints(self, watchpoints: Iterable[Any]) -> None:
+    def set_watchpoints(self, watchpoints: Iterable[Watchpoint]) -> None:
         self._watchpoints = list(watchpoints)
         if self.is_mounted and self.columns:
             self._render_rows()
@@ -191,12 +192,8 @@ class WatchpointList(DataTable[Any]):
             self.add_row("", "", "", "", Text("none yet: press w", "dim"), "", "")
             return
         for wp in self._watchpoints:
-            try:
-                spec = get_condition(wp.condition)
-                abbr, name = spec.abbr, spec.name
-            except Exception:
-                abbr, name = "?", str(wp.condition)
-            enabled = getattr(wp, "enabled", True)
+            abbr, name = wp.condition.abbr, wp.condition.name
+            enabled = wp.enabled
             hits = self._hit_counts.get(wp.id, 0)
             style = "" if enabled else "dim"
             self.add_row(
