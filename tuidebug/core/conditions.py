@@ -978,6 +978,7 @@ class _Scan:
         self.kernel = None
         if (
             self.n >= KERNEL_MIN_ELEMENTS
+            and (plan.needs_params or self.is_float)  # else there is nothing to scan for
             and self.dtype in kernels.KERNEL_DTYPES
             and (self.prev is None or prev.dtype == x.dtype)  # else p converts on its own
         ):
