@@ -222,6 +222,39 @@ def _run_demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+def _run_keys(_args: argparse.Namespace) -> int:
+    """List every key binding the TUI defines and where the user's keys file is read from;
+    a bad keys file: its problems on stderr (one sentence each) and exit status 2.
+    Loads the TUI's classes (and so Textual), as only this subcommand needs them."""
+    from tuidebug.tui.keymap import EXAMPLE, keys_file_origin, known_bindings, load_keymap
+
+    path, origin = keys_file_origin()
+    keymap, problems = load_keymap(path)
+    rows = [("binding id", "default keys", "does", "your keys" if keymap else "")]
+    rows += [
+        (info.id, ",".join(info.keys), info.description or info.action, keymap.get(info.id, ""))
+        for info in known_bindings().values()
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
+        print(f"{line}  {row[3]}".rstrip())
+    if path.is_file():
+        state = f"found, {len(keymap)} binding{'s' if len(keymap) != 1 else ''} remapped"
+    elif path.exists():
+        state = "it exists but is not a file"
+    else:
+        state = "not found: create it to remap keys"
+    print(f"\nKeys file: {path} ({origin}; {state}).")
+    if origin != "$TUIDEBUG_KEYS":
+        print("Set $TUIDEBUG_KEYS to read another file.")
+    print("Its format, for example:\n")
+    print("".join(f"  {line}\n" for line in EXAMPLE.splitlines()), end="")
+    for problem in problems:
+        _say(f"tuidebug keys: {problem}")
+    return EXIT_USAGE if problems else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     from tuidebug import __version__
 
@@ -252,6 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="where to write the demo dump")
     p.add_argument("--online", action="store_true", help="replay it as a live training")
     p.set_defaults(run=_run_demo)
+
+    p = sub.add_parser("keys", help="list the TUI's key bindings and where to remap them")
+    p.set_defaults(run=_run_keys)
 
     p = sub.add_parser("simulate", help="replay a dump as a live training client")
     p.add_argument("dump", help="dump root (the folder holding rank_N/)")

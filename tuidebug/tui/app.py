@@ -50,6 +50,7 @@ from tuidebug.tui.dialogs import ConfirmScreen, HistoryScreen, PromptScreen, int
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.help_screen import HelpScreen, KeyRow, context_help
 from tuidebug.tui.hit_list import HitList
+from tuidebug.tui.keymap import Keymap, active_keys, load_keymap
 from tuidebug.tui.messages import (
     ControlRequested,
     GraphSwitched,
@@ -95,13 +96,21 @@ PANES: dict[int, tuple[str | None, str, str]] = {
     6: (None, "#watchpoints", "watchpoint list"),
 }
 
-EXTRA_KEYS: tuple[KeyRow, ...] = (
-    ("enter", "open: a node's tensor, a hit's node, a stack line's nodes, edit a watchpoint", ""),
-    ("escape", "back: clear a filter, or return to the previous pane", ""),
-    ("1 … 6", "focus tree, hits, stack, details, tensor, watchpoints", ""),
-    ("← →", "tree: collapse / expand a scope", ""),
-    ("e / d / space", "watchpoint list: edit / delete / enable-disable", ""),
-    ("ctrl+p", "command palette: state-aware commands and go to node", ""),
+# Help rows the binding list does not word well: (the key as fixed text, or the ids of the
+# bindings whose current keys are shown — so a remapped key shows as remapped; what it does)
+EXTRA_KEYS: tuple[tuple[str | tuple[str, ...], str], ...] = (
+    ("enter", "open: a node's tensor, a hit's node, a stack line's nodes, edit a watchpoint"),
+    (("tuidebug.back",), "back: clear a filter, or return to the previous pane"),
+    (
+        tuple(f"tuidebug.pane{n}" for n in PANES),
+        "focus tree, hits, stack, details, tensor, watchpoints",
+    ),
+    ("← →", "tree: collapse / expand a scope"),
+    (
+        ("watchpoints.edit", "watchpoints.delete", "watchpoints.toggle"),
+        "watchpoint list: edit / delete / enable-disable",
+    ),
+    ("ctrl+p", "command palette: state-aware commands and go to node"),
 )
 
 
@@ -166,10 +175,15 @@ class DebuggerApp(App[int]):
         *,
         start_session: bool = False,
         source_label: str | None = None,
+        user_keys: bool = False,
     ) -> None:
         """`start_session=True`: call `session.start()` in a worker once mounted.
-        `source_label` replaces the dump path in the header (stable screenshots)."""
+        `source_label` replaces the dump path in the header (stable screenshots).
+        `user_keys=True` applies the user's keys.toml (`run_app` does; tests and
+        screenshots leave it off so a developer's own file cannot change them)."""
         super().__init__()
+        self._user_keys = user_keys
+        self.keymap: Keymap = {}  # binding id → keys, as applied (see keymap.py)
         self.session = session
         self._start_session_on_mount = start_session
         self._source_label = source_label
@@ -212,6 +226,8 @@ class DebuggerApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        if self._user_keys:
+            self._apply_user_keys()
         header = self.query_one(SessionHeader)
         if self._source_label is not None:
             header.shown_source = self._source_label
@@ -227,6 +243,29 @@ class DebuggerApp(App[int]):
         if self._start_session_on_mount:
             self._start_session()
         self.query_one("#scope-tree").focus()
+
+    def _apply_user_keys(self) -> None:
+        """Remap keys from the user's keys.toml; its mistakes are one warning, never a
+        traceback (the valid entries still apply)."""
+        self.keymap, problems = load_keymap()
+        if self.keymap:
+            self.set_keymap(self.keymap)
+        if problems:
+            shown = problems[:3]
+            if len(problems) > 3:
+                shown.append(f"(+{len(problems) - 3} more: `tuidebug keys` lists them)")
+            self.notify(
+                "\n".join(shown),
+                title="Your keys file",
+                severity="warning",
+                timeout=20,
+                markup=False,  # the sentences quote [keys]
+            )
+
+    def key_hint(self, binding_id: str) -> str:
+        """The first key that runs `binding_id` now, as the help and the palette show it."""
+        keys = active_keys(binding_id, self.keymap)
+        return _key_display(keys[0]) if keys else binding_id
 
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:
@@ -778,10 +817,10 @@ class DebuggerApp(App[int]):
                 return
 
     def _bindings_for_key(self, key: str) -> list[Binding]:
-        found = []
-        for binding in self._bindings.key_to_bindings.get(key, ()):
-            found.append(binding)
-        return found
+        bindings = self._bindings.copy()
+        if self.keymap:  # a remapped key is the binding's now, its old key is not
+            bindings.apply_keymap(self.keymap)
+        return list(bindings.key_to_bindings.get(key, ()))
 
     # ----------------------------------------------------------------- actions
     def action_step(self) -> None:
@@ -1051,7 +1090,8 @@ class DebuggerApp(App[int]):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(self.help_keys(), context_help(self.focused)))
+        close = self.key_hint("help.close")
+        self.push_screen(HelpScreen(self.help_keys(), context_help(self.focused), close_key=close))
 
     def help_keys(self) -> list[KeyRow]:
         rows: list[KeyRow] = []
@@ -1059,34 +1099,43 @@ class DebuggerApp(App[int]):
             assert isinstance(binding, Binding)
             if binding.action.startswith("focus_pane") or binding.action == "back":
                 continue  # listed below with their fuller wording
-            keys = ", ".join(_key_display(k) for k in binding.key.split(","))
+            bound = active_keys(binding.id, self.keymap) if binding.id else []
+            keys = ", ".join(_key_display(k) for k in bound or binding.key.split(","))
             unavailable = ""
             if binding.action in GUARDED_ACTIONS:
                 state = self.action_state(binding.action)
                 unavailable = "" if state.enabled else state.reason
             rows.append((keys, _ACTION_HELP.get(binding.action, binding.description), unavailable))
-        rows.extend(EXTRA_KEYS)
+        for key, does in EXTRA_KEYS:
+            if not isinstance(key, str):
+                # Textual's key names here ("escape", "space"), as these rows always had
+                hints = [(active_keys(i, self.keymap) or [i])[0] for i in key]
+                key = "1 … 6" if hints == ["1", "2", "3", "4", "5", "6"] else " / ".join(hints)
+            rows.append((key, does, ""))
         return rows
 
     # ----------------------------------------------------------------- palette
     def palette_commands(self) -> list[PaletteCommand]:
         commands: list[PaletteCommand] = []
         offered = [
-            ("step", "Step", "Run one step and check the watchpoints  (n)"),
-            ("step_many", "Step N times…", "Run several steps  (N)"),
-            ("continue", "Continue", "Run until a watchpoint hits  (c)"),
-            ("step_node", "Next node", "Run to the next kernel (GPU)  (x)"),
-            ("run_to_node", "Run to the selected node", "Run until that kernel (GPU)  (X)"),
-            ("pause", "Pause", "Pause the running training  (p)"),
-            ("terminate", "Terminate training…", "Stop the training process  (T)"),
-            ("reset_step", "Go to step…", "Jump to another step of the dump  (g)"),
-            ("recheck", "Recheck watchpoints", "Check every enabled watchpoint again  (r)"),
-            ("history", "Graph execution history", "Which graph ran at which step  (h)"),
-            ("new_watchpoint", "New watchpoint…", "Watch the selected node or scope  (w)"),
+            ("step", "Step", "Run one step and check the watchpoints"),
+            ("step_many", "Step N times…", "Run several steps"),
+            ("continue", "Continue", "Run until a watchpoint hits"),
+            ("step_node", "Next node", "Run to the next kernel (GPU)"),
+            ("run_to_node", "Run to the selected node", "Run until that kernel (GPU)"),
+            ("pause", "Pause", "Pause the running training"),
+            ("terminate", "Terminate training…", "Stop the training process"),
+            ("reset_step", "Go to step…", "Jump to another step of the dump"),
+            ("recheck", "Recheck watchpoints", "Check every enabled watchpoint again"),
+            ("history", "Graph execution history", "Which graph ran at which step"),
+            ("new_watchpoint", "New watchpoint…", "Watch the selected node or scope"),
         ]
         for action, title, help_text in offered:
             if self.action_state(action).enabled:
-                commands.append(PaletteCommand(title, help_text, _runner(self, action)))
+                key = self.key_hint(f"tuidebug.{action}")  # the user's key, if remapped
+                commands.append(
+                    PaletteCommand(title, f"{help_text}  ({key})", _runner(self, action))
+                )
         if self.graphs and self.action_state("new_watchpoint").enabled:
             commands.append(
                 PaletteCommand(
@@ -1278,7 +1327,7 @@ def run_app(session: DebugSession, *, start_session: bool = False) -> int:
     call `session.start()` in a worker, so a slow load shows progress in the header
     (offline); leave it False when the session was started already (online).
     """
-    app = DebuggerApp(session, start_session=start_session)
+    app = DebuggerApp(session, start_session=start_session, user_keys=True)
     result = app.run()
     if app.return_code not in (None, 0):
         return int(app.return_code)

@@ -51,10 +51,16 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "close", "Close", show=False),
     ]
 
-    def __init__(self, keys: Sequence[KeyRow], context: tuple[str, str] | None) -> None:
+    def __init__(
+        self, keys: Sequence[KeyRow], context: tuple[str, str] | None, *, close_key: str = "Esc"
+    ) -> None:
+        """`keys`: the rows to list, with the keys as they are bound now (the app reads
+        them through the user's keymap, so a remapped key shows remapped); `close_key`:
+        the key of `help.close` for the footer line, for the same reason."""
         super().__init__()
         self._keys = list(keys)
         self._pane_help = context
+        self._close_key = close_key
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -66,7 +72,11 @@ class HelpScreen(ModalScreen[None]):
                     yield Static(text, id="help-context", markup=False)
                     yield Static("")
                 yield Static(self._table(), id="help-keys")
-            yield Static("Esc closes · the mouse works everywhere too", id="help-footer")
+            yield Static(
+                f"{self._close_key} closes · the mouse works everywhere too",
+                id="help-footer",
+                markup=False,
+            )
 
     def _table(self) -> Table:
         table = Table(box=None, show_header=True, header_style="bold", expand=True)
