@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Button
 from tui_support import FakeSession
 
 from tuidebug import cli
 from tuidebug.core.session import SessionState
 from tuidebug.tui.app import DebuggerApp
+from tuidebug.tui.control_bar import ControlBar
 from tuidebug.tui.dialogs import ConfirmScreen
 from tuidebug.tui.help_screen import HelpScreen
 from tuidebug.tui.keymap import (
@@ -194,6 +196,9 @@ async def test_a_remapped_key_steps_and_the_old_one_no_longer_does(
         assert warnings(app) == []
         # the help screen, its footer and the palette show the key as it is now
         assert app.help_keys()[0][0] == "j"
+        bar = app.query_one(ControlBar)
+        assert str(bar.query_one("#control-step", Button).label) == "j Step"
+        assert str(bar.query_one("#control-continue", Button).label) == "c Continue"
         step_help = next(c.help for c in app.palette_commands() if c.title == "Step")
         assert step_help.endswith("(j)")
         await pilot.press("question_mark")

@@ -228,6 +228,7 @@ class DebuggerApp(App[int]):
     def on_mount(self) -> None:
         if self._user_keys:
             self._apply_user_keys()
+        self.query_one(ControlBar).set_keys(lambda action: self.key_hint(f"tuidebug.{action}"))
         header = self.query_one(SessionHeader)
         if self._source_label is not None:
             header.shown_source = self._source_label

@@ -13,19 +13,20 @@ from textual.widgets import Button, Static
 from tuidebug.core.session import Capabilities
 from tuidebug.tui.messages import ControlRequested
 
-# (action, label) in the order a user reaches for them; the key comes first, as in the
-# footer, so the bar doubles as the list of run keys (the footer leaves them out).
+# (action, label) in the order a user reaches for them; `set_keys` puts each action's key in
+# front, as in the footer, so the bar doubles as the list of run keys (the footer leaves
+# them out) and stays true when the user remaps them.
 CONTROLS: tuple[tuple[str, str], ...] = (
-    ("step", "n Step"),
-    ("step_many", "N Step N…"),
-    ("continue", "c Continue"),
-    ("step_node", "x Next node"),
-    ("pause", "p Pause"),
-    ("terminate", "T Terminate"),
-    ("reset_step", "g Go to step"),
-    ("recheck", "r Recheck"),
-    ("history", "h History"),
-    ("new_watchpoint", "w Watch"),
+    ("step", "Step"),
+    ("step_many", "Step N…"),
+    ("continue", "Continue"),
+    ("step_node", "Next node"),
+    ("pause", "Pause"),
+    ("terminate", "Terminate"),
+    ("reset_step", "Go to step"),
+    ("recheck", "Recheck"),
+    ("history", "History"),
+    ("new_watchpoint", "Watch"),
 )
 
 
@@ -43,6 +44,11 @@ class ControlBar(Horizontal):
         for action, label in CONTROLS:
             yield Button(label, id=f"control-{action}", compact=True)
         yield Static("", id="control-status")
+
+    def set_keys(self, key_for: Callable[[str], str]) -> None:
+        """Label each button with the key that runs its action now (`key_for(action)`)."""
+        for action, label in CONTROLS:
+            self.query_one(f"#control-{action}", Button).label = f"{key_for(action)} {label}"
 
     def update_enabled(self, is_enabled: Callable[[str], bool]) -> None:
         for action, _label in CONTROLS:
