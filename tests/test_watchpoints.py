@@ -469,3 +469,14 @@ def test_recommended_sigmoid_and_empty_sets() -> None:
     assert flat.nodes["c"].scope == ""  # its consumer sits at the top level too
     overflow = recommended_watchpoints(flat)[0]
     assert overflow.condition == "tensor_overflow" and overflow.targets == ("Add-op1",)
+
+
+def test_changed_keeps_what_is_not_given_and_validates_params() -> None:
+    wp = Watchpoint(3, "TL", {"max_gt": 1.0}, ("a",), "g", name="mine")
+    new = wp.changed(params={"abs_mean_gt": 2.0}, enabled=False)
+    assert (new.id, new.targets, new.graph_name, new.name) == (3, ("a",), "g", "mine")
+    assert new.params == {"abs_mean_gt": 2.0} and not new.enabled
+    assert wp.params == {"max_gt": 1.0} and wp.enabled  # the original is untouched
+    assert wp.changed(targets=["b"]).targets == ("b",)
+    with pytest.raises(WatchpointError, match="rtol"):
+        Watchpoint(1, "WNC").changed(params={"rtol": -1.0})

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -226,6 +227,24 @@ class Watchpoint:
         self.condition = get_condition(self.condition)
         self.params = validate_params(self.condition, self.params)
         self.targets = tuple(self.targets)
+
+    def changed(
+        self,
+        *,
+        params: Mapping[str, float] | None = None,
+        targets: Sequence[str] | None = None,
+        enabled: bool | None = None,
+    ) -> Watchpoint:
+        """This watchpoint with new parameters, targets or enabled state (None = keep);
+        the parameters are validated as a new watchpoint's are."""
+        changes: dict[str, Any] = {}
+        if params is not None:
+            changes["params"] = dict(params)
+        if targets is not None:
+            changes["targets"] = tuple(targets)
+        if enabled is not None:
+            changes["enabled"] = enabled
+        return replace(self, **changes)
 
     def wire_params(self) -> tuple[Param, ...]:
         """Every parameter in declared order (spec §2.7): user-set ones enabled, hidden ones

@@ -48,7 +48,6 @@ from tuidebug.core.watchpoints import (
     WatchpointError,
     WatchpointHit,
     resolve_targets,
-    validate_params,
 )
 from tuidebug.offline.checker import Checker, CheckReport, Watch
 from tuidebug.offline.dump import DumpError, OfflineDump
@@ -293,18 +292,7 @@ class OfflineSession(DebugSession):
         targets: Sequence[str] | None = None,
         enabled: bool | None = None,
     ) -> Watchpoint:
-        old = self._find(watchpoint_id)
-        new_params = dict(params) if params is not None else dict(old.params)
-        validate_params(old.condition, new_params)
-        new = Watchpoint(
-            old.id,
-            old.condition,
-            new_params,
-            tuple(targets) if targets is not None else old.targets,
-            old.graph_name,
-            old.enabled if enabled is None else enabled,
-            old.name,
-        )
+        new = self._find(watchpoint_id).changed(params=params, targets=targets, enabled=enabled)
         if self._graphs:
             self._resolve(new)
         self._watchpoints = [new if w.id == watchpoint_id else w for w in self._watchpoints]

@@ -323,21 +323,13 @@ class OnlineSession(DebugSession):
         targets: Sequence[str] | None = None,
         enabled: bool | None = None,
     ) -> Watchpoint:
-        from dataclasses import replace
-
-        from tuidebug.core.watchpoints import resolve_targets, validate_params
+        from tuidebug.core.watchpoints import resolve_targets
 
         with self._lock:
             wp = self._get_watchpoint(watchpoint_id)
-            changes: dict[str, Any] = {}
-            if params is not None:
-                changes["params"] = validate_params(wp.condition, dict(params))
-            if targets is not None:
-                resolve_targets(wp.condition, tuple(targets), self._graph_for(wp.graph_name))
-                changes["targets"] = tuple(targets)
-            if enabled is not None:
-                changes["enabled"] = enabled
-            wp = replace(wp, **changes)
+            wp = wp.changed(params=params, targets=targets, enabled=enabled)
+            if targets is not None:  # raises for unknown targets
+                resolve_targets(wp.condition, wp.targets, self._graph_for(wp.graph_name))
             self._watchpoints[wp.id] = wp
             self._dirty[wp.id] = None
             self._post(WatchpointsChanged(tuple(self._watchpoints.values())))
