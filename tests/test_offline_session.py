@@ -148,6 +148,32 @@ def test_step_checks_each_iteration(s210) -> None:  # type: ignore[no-untyped-de
     assert session.metadata.state is SessionState.WAITING
 
 
+def test_targets_are_resolved_once_until_the_watchpoint_or_rank_changes(
+    s210, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    import tuidebug.offline.session as offline_session
+
+    calls: list[str] = []
+    real = offline_session.resolve_targets
+
+    def counting(cond, targets, graph):  # type: ignore[no-untyped-def]
+        calls.append(cond.abbr)
+        return real(cond, targets, graph)
+
+    monkeypatch.setattr(offline_session, "resolve_targets", counting)
+    session, _log = s210
+    wp = session.create_watchpoint("WCL", {"abs_mean_update_ratio_gt": 1.0})
+    resolved = len(calls)
+    session.step()
+    session.step()
+    assert len(calls) == resolved  # both steps reused the creation's resolution
+    session.update_watchpoint(wp.id, params={"abs_mean_update_ratio_gt": 2.0})
+    after_update = len(calls)
+    assert after_update > resolved
+    session.step()
+    assert len(calls) == after_update
+
+
 def test_continue_stops_at_hits_and_at_the_last_step(s210) -> None:  # type: ignore[no-untyped-def]
     session, _log = s210
     wp = session.create_watchpoint("TL", {"abs_mean_gt": 1.0})

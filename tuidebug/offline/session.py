@@ -89,6 +89,10 @@ class OfflineSession(DebugSession):
         self._metadata = Metadata(mode="offline", source=self.dump_dir)
         self._graphs: dict[str, Graph] = {}
         self._watchpoints: list[Watchpoint] = []
+        # watchpoint id → (that watchpoint, the graphs it was resolved in, its tensors)
+        self._resolved: dict[
+            int, tuple[Watchpoint, dict[str, Graph], dict[tuple[int, str], list[tuple[str, int]]]]
+        ] = {}
         self._hits: tuple[WatchpointHit, ...] = ()
         self._next_id = 1
         self._rank = 0
@@ -243,7 +247,11 @@ class OfflineSession(DebugSession):
 
     # ------------------------------------------------------------------ watchpoints
     def _resolve(self, wp: Watchpoint) -> dict[tuple[int, str], list[tuple[str, int]]]:
-        """(rank, graph) → (node, slot) pairs the watchpoint watches on the current rank."""
+        """(rank, graph) → (node, slot) pairs the watchpoint watches on the current rank.
+        Kept until the watchpoint or the rank's graphs change: every step asks again."""
+        cached = self._resolved.get(wp.id)
+        if cached is not None and cached[0] is wp and cached[1] is self._graphs:
+            return cached[2]
         out: dict[tuple[int, str], list[tuple[str, int]]] = {}
         names = [wp.graph_name] if wp.graph_name else list(self._graphs)
         errors: list[str] = []
@@ -266,6 +274,7 @@ class OfflineSession(DebugSession):
                 out[(self._rank, name)] = pairs
         if errors and len(errors) == len(names):
             raise WatchpointError(errors[0])
+        self._resolved[wp.id] = (wp, self._graphs, out)
         return out
 
     def create_watchpoint(
@@ -302,6 +311,7 @@ class OfflineSession(DebugSession):
     def delete_watchpoint(self, watchpoint_id: int) -> None:
         self._find(watchpoint_id)
         self._watchpoints = [w for w in self._watchpoints if w.id != watchpoint_id]
+        self._resolved.pop(watchpoint_id, None)
         self.emit(WatchpointsChanged(tuple(self._watchpoints)))
         if any(h.watchpoint_id == watchpoint_id for h in self._hits):
             self._hits = tuple(h for h in self._hits if h.watchpoint_id != watchpoint_id)
