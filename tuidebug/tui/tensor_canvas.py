@@ -4,6 +4,8 @@ Both are `ScrollView`s with `render_line` (Textual's Line API, the toolong/memra
 only the lines on screen are drawn, and only the cells on those lines are read from the
 (often memory-mapped) tensor. The table keeps formatted row pieces in a small LRU, the
 heatmap keeps rendered lines; a scroll step therefore formats one new row, not a screen.
+While a search is active the table also marks matching cells, testing only the cells it
+formats (so highlighting costs nothing for cells off screen).
 
 The cursor lives in slice coordinates (row, column of the 2-D selection); the owning
 `TensorView` syncs it between the two surfaces through `CursorMoved`.
@@ -24,6 +26,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tuidebug.core.tensor_search import Matcher, SearchSpec
 from tuidebug.tui.colormap import (
     CODE_EMPTY,
     ColorScale,
@@ -212,6 +215,7 @@ class TensorTable(TensorCanvas):
         "tensor-table--nan",
         "tensor-table--pos-inf",
         "tensor-table--neg-inf",
+        "tensor-table--match",
     }
 
     DEFAULT_CSS = """
@@ -236,6 +240,8 @@ class TensorTable(TensorCanvas):
     TensorTable > .tensor-table--nan { color: #ff40ff; text-style: bold; }
     TensorTable > .tensor-table--pos-inf { color: #ffd200; text-style: bold; }
     TensorTable > .tensor-table--neg-inf { color: #00d25a; text-style: bold; }
+    /* Search matches: only the background, so NaN/Inf keep their colours on it. */
+    TensorTable > .tensor-table--match { background: $warning 45%; text-style: bold; }
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -245,6 +251,20 @@ class TensorTable(TensorCanvas):
         )
         # Whole rendered rows (not the cursor row) for the current scroll_x and width.
         self._rows: LRUCache[tuple[int, ...], Strip] = LRUCache(LINE_CACHE_LINES)
+        self.highlight: SearchSpec | None = None
+        self._matcher: tuple[int, Matcher] | None = None  # (data token, compiled spec)
+        # Which cells of a cached piece match the highlight (None: no search active).
+        self._matches: LRUCache[tuple[int, int, int], list[bool]] = LRUCache(ROW_CACHE_PIECES)
+
+    def set_highlight(self, spec: SearchSpec | None) -> None:
+        """Mark the cells matching `spec` (None: none). Only drawn cells are tested."""
+        if spec == self.highlight:
+            return
+        self.highlight = spec
+        self._matcher = None
+        self._matches.clear()
+        self._rows.clear()
+        self.refresh()
 
     # ------------------------------------------------------------------- geometry
     @property
@@ -263,6 +283,7 @@ class TensorTable(TensorCanvas):
     def _clear_caches(self) -> None:
         self._pieces.clear()
         self._rows.clear()
+        self._matches.clear()
 
     def _update_virtual_size(self) -> None:
         if self.data is None:
@@ -325,6 +346,35 @@ class TensorTable(TensorCanvas):
             self._pieces.put(key, cells)
         return cells
 
+    def _piece_matches(self, data: GridData, row: int, piece: int) -> list[bool] | None:
+        """Which cells of a piece match the highlight (None when no search is active)."""
+        if self.highlight is None:
+            return None
+        key = (data.token, row, piece)
+        matches = self._matches.get(key)
+        if matches is None:
+            if self._matcher is None or self._matcher[0] != data.token:
+                # Per grid: diff mode and bfloat16 slices change the dtype.
+                self._matcher = (data.token, self.highlight.matcher(data.view.dtype))
+            start = piece * CHUNK_COLUMNS
+            stop = min(start + CHUNK_COLUMNS, data.geometry.cols)
+            values = np.asarray(data.view[row, start:stop])
+            matches = self._matcher[1].mask(values).tolist()
+            self._matches.put(key, matches)
+        return matches
+
+    def row_matches(self, row: int, first: int, last: int) -> list[bool]:
+        """Whether cells `first..last-1` of one slice row match the highlight."""
+        data = self.data
+        if data is None or self.highlight is None:
+            return [False] * max(last - first, 0)
+        out: list[bool] = []
+        for piece in range(first // CHUNK_COLUMNS, (last - 1) // CHUNK_COLUMNS + 1):
+            matches = self._piece_matches(data, row, piece) or []
+            base = piece * CHUNK_COLUMNS
+            out.extend(matches[max(first - base, 0) : max(last - base, 0)])
+        return out
+
     def row_cells(self, row: int, first: int, last: int) -> list[tuple[str, int]]:
         """Formatted cells `first..last-1` of one slice row (also used by tests)."""
         data = self.data
@@ -378,10 +428,20 @@ class TensorTable(TensorCanvas):
             left = [Segment(f"{row:>{header_w - 2}} │", label_style)]
             styles = self._cell_styles()
             cursor_style = self.style_of("tensor-table--cursor")
+            cells = self.row_cells(row, first, last)
+            matches = (
+                self.row_matches(row, first, last)
+                if self.highlight is not None
+                else [False] * len(cells)
+            )
+            marked = self._match_styles(styles) if any(matches) else styles
             segments = []
-            for offset, (text, kind) in enumerate(self.row_cells(row, first, last)):
+            for offset, ((text, kind), match) in enumerate(zip(cells, matches, strict=True)):
                 col = first + offset
-                style = cursor_style if is_cursor_row and col == self.cursor_col else styles[kind]
+                if is_cursor_row and col == self.cursor_col:
+                    style = cursor_style
+                else:
+                    style = marked[kind] if match else styles[kind]
                 segments.append(Segment(text.rjust(col_w), style))
         body = Strip(segments).crop(crop_start, crop_start + data_w)
         line = Strip.join([Strip(left, header_w), body]).adjust_cell_length(
@@ -398,6 +458,12 @@ class TensorTable(TensorCanvas):
             CELL_POS_INF: self.style_of("tensor-table--pos-inf"),
             CELL_NEG_INF: self.style_of("tensor-table--neg-inf"),
         }
+
+    def _match_styles(self, styles: dict[int, Style]) -> dict[int, Style]:
+        """The cell styles on the match background (each class keeps its colour)."""
+        match = self.style_of("tensor-table--match")
+        overlay = Style(bgcolor=match.bgcolor, bold=True)
+        return {kind: style + overlay for kind, style in styles.items()}
 
 
 class TensorHeatmap(TensorCanvas):

@@ -1,18 +1,20 @@
 """The tensor slice viewer: slice box, number table / heatmap, statistics, compare, save.
 
 The App embeds one `TensorView` and calls `show(...)`, `show_loading(...)` or
-`show_error(...)`; everything else (slicing, modes, go-to, saving, copying) happens here.
+`show_error(...)`; everything else (slicing, modes, go-to, find, saving, copying) happens
+here.
 
 Tensors may be read-only memory maps of 10⁸+ elements. Nothing on the UI thread touches
 more than a bounded sample plus the cells on screen; whole-tensor passes (statistics,
-histogram, compare, block-extreme heatmap, saving) run in thread workers whose results
-are dropped if the user has moved on to another tensor meanwhile.
+histogram, compare, block-extreme heatmap, find, saving) run in thread workers whose
+results are dropped if the user has moved on to another tensor meanwhile.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import Literal
 import numpy as np
 from rich.text import Text
 from textual import on
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -44,6 +47,16 @@ from tuidebug.core.tensor import (
     histogram,
     parse_slice,
     tensor_statistics,
+)
+from tuidebug.core.tensor_search import (
+    MatchCount,
+    SearchCancelled,
+    SearchSpec,
+    SearchSpecError,
+    count_matches,
+    describe_value,
+    find_match,
+    parse_search,
 )
 from tuidebug.tui.colormap import SPECIALS, gradient, scale_for, special_style
 from tuidebug.tui.tensor_canvas import GridData, TensorCanvas, TensorHeatmap, TensorTable
@@ -71,6 +84,14 @@ STATISTICS_CHUNK = 1 << 20
 # Block-extreme heatmaps read the whole slice; above this the heatmap stays strided
 # (the legend says so) rather than streaming hundreds of MB for one picture.
 REFINE_LIMIT = 32 << 20
+# Find: chunks as small as the statistics' (GIL), and the match positions of one search
+# are kept (8 bytes each) when there are at most this many, so ]/[ then need no scan.
+SEARCH_CHUNK = STATISTICS_CHUNK
+KEEP_MATCHES = 1 << 16
+SEARCH_PROGRESS_AFTER = 0.3  # seconds before a running search shows its progress
+DEFAULT_FIND = "nonfinite"
+# (search spec, tensor generation, slice, mode, displayed array): what a result is about.
+SearchKey = tuple[object, ...]
 
 
 COMPACT_HEIGHT = 16  # below this many rows the statistics shrink to their summary line
@@ -81,6 +102,17 @@ EMPTY_MESSAGE = (
 
 def _viewable(dtype: np.dtype) -> bool:
     return dtype.kind in "biuf" or dtype == BFLOAT16
+
+
+def _nearest_position(positions: np.ndarray, start: int, *, backward: bool) -> int | None:
+    """The first kept match at or after `start` (or the last at or before it), wrapping."""
+    if positions.size == 0:
+        return None
+    if backward:
+        at = int(np.searchsorted(positions, start, side="right")) - 1
+        return int(positions[at]) if at >= 0 else int(positions[-1])
+    at = int(np.searchsorted(positions, start, side="left"))
+    return int(positions[at]) if at < positions.size else int(positions[0])
 
 
 class _GotoInput(Input):
@@ -94,6 +126,19 @@ class _GotoInput(Input):
         view = next((a for a in self.ancestors if isinstance(a, TensorView)), None)
         if view is not None:
             view.close_goto()
+
+
+class _FindInput(Input):
+    """The find box: the go-to box's twin (Escape closes it, keeping the search)."""
+
+    BINDINGS: list[BindingType] = [  # noqa: RUF012
+        Binding("escape", "close", "Close", show=False, id="tensor.find_close"),
+    ]
+
+    def action_close(self) -> None:
+        view = next((a for a in self.ancestors if isinstance(a, TensorView)), None)
+        if view is not None:
+            view.close_find()
 
 
 class TensorView(Vertical):
@@ -111,6 +156,8 @@ Only the cells on screen are read, so tensors of any size open at once.
   m                 table ⇄ heatmap (map) (▀ two rows per line; ? NaN, + +Inf, - −Inf)
   + / -             heatmap zoom in / out (out stops at the whole slice)
   i                 go to an element (index): "row, col" of the slice or a full tensor index
+  f                 find nan, inf, nonfinite, zero, > 1e3, [-1, 1]… and highlight matches
+  ] / [             next / previous match (wraps around); Esc ends the search
   d                 current → diff → previous step (Parameters with a previous step)
   t                 compare tolerance t ∈ [0, 1]: |diff| ≤ t × max|diff| shows as 0
   y                 copy the value under the cursor (OSC 52 clipboard)
@@ -135,7 +182,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     TensorView #tv-tolerance { width: 10; }
     TensorView #tv-mode { width: auto; padding: 0 1; color: $accent; }
     TensorView #tv-error { height: auto; color: $error; }
-    TensorView #tv-goto { height: 1; display: none; }
+    TensorView #tv-goto, TensorView #tv-find { height: 1; display: none; }
     TensorView #tv-message {
         height: 1fr; content-align: center middle; text-align: center; color: $text-muted;
     }
@@ -149,6 +196,11 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         Binding("m", "toggle_heatmap", "Heatmap", id="tensor.heatmap"),
         Binding("d", "cycle_mode", "Compare", id="tensor.compare"),
         Binding("i", "goto", "Go to index", id="tensor.goto"),
+        Binding("f", "find", "Find", id="tensor.find"),
+        Binding("right_square_bracket", "find_next(1)", "Next match", id="tensor.find_next"),
+        Binding("left_square_bracket", "find_next(-1)", "Prev match", id="tensor.find_prev"),
+        # Only while a search is active (else SkipAction hands Esc to the App's "back").
+        Binding("escape", "clear_find", "Clear find", show=False, id="tensor.find_clear"),
         Binding("s", "save(False)", "Save slice", id="tensor.save_slice"),
         Binding("S", "save(True)", "Save tensor", id="tensor.save_tensor"),
         Binding("y", "copy_value", "Copy value", id="tensor.copy"),
@@ -184,6 +236,15 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._generation = 0  # bumps on every show(); stale worker results are dropped
         self._token = 0  # bumps on every new GridData
         self._children_ready = False
+        # find (f, ], [): the spec typed last, the active search, and what is known of it.
+        # Everything known is tagged with the SearchKey it was computed for, so a new
+        # slice, mode or spec never shows a stale count or moves the cursor to a stale hit.
+        self._find_text = DEFAULT_FIND
+        self._search: SearchSpec | None = None
+        self._search_count: tuple[SearchKey, MatchCount] | None = None
+        self._search_hit: tuple[SearchKey, int, int | None] | None = None  # flat, rank
+        self._search_note = ""  # "searching 'nan'… 40%" while a worker runs
+        self._search_running: SearchKey | None = None  # what the worker searches
 
     # ----------------------------------------------------------------- composition
     def compose(self) -> ComposeResult:
@@ -197,6 +258,11 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         yield Static("", id="tv-error", markup=False)
         yield _GotoInput(
             placeholder="go to element: row, col (or a full index)", id="tv-goto", compact=True
+        )
+        yield _FindInput(
+            placeholder="find: nan, inf, +inf, -inf, nonfinite, zero, > 1e3, [-1, 1] …",
+            id="tv-find",
+            compact=True,
         )
         yield Static("", id="tv-message", markup=False)
         yield TensorTable(id="tv-table")
@@ -281,6 +347,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._stats_problem = ""
         self._mode = "current"
         self._geometry = None
+        self._end_search()
         if array is None:
             self._state = "empty"
             self._message = note or "No value to show."
@@ -306,6 +373,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def show_loading(self, title: str) -> None:
         """Say that `title` is being fetched (the previous tensor is released)."""
         self._generation += 1
+        self._end_search()
         self._title = title
         self._array = self._previous = None
         self._comparison = None
@@ -316,6 +384,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def show_error(self, sentence: str) -> None:
         """Replace the tensor by one error sentence (e.g. the tensor could not be read)."""
         self._generation += 1
+        self._end_search()
         self._array = self._previous = None
         self._comparison = None
         self._state = "error"
@@ -376,6 +445,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             format_low = min(stats.min, low) if low is not None else stats.min
             format_high = max(stats.max, high) if high is not None else stats.max  # type: ignore[type-var]
         self._token += 1
+        if self._search_running != self._search_key():
+            self._cancel_search()  # it reads what is no longer shown
         data = GridData(
             view=view,
             geometry=geometry,
@@ -419,8 +490,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self.query_one("#tv-legend").display = has_tensor and self._heatmap
         self.query_one("#tv-status").display = has_tensor
         self.query_one("#tv-stats").display = has_tensor
-        goto = self.query_one("#tv-goto")
-        goto.display = goto.display and has_tensor
+        for prompt in self.query("#tv-goto, #tv-find"):
+            prompt.display = prompt.display and has_tensor
         if not has_tensor:
             self._set_error("")
         self._update_title()
@@ -490,11 +561,42 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
                     ("diff", self._comparison.diff),
                 )
             )
-            status.update(f"{format_slice(index)}  {values}   {where}")
+            status.update(f"{format_slice(index)}  {values}   {where}{self._find_suffix()}")
             return
         displayed = self._displayed()
-        value = full_value(displayed[index]) if displayed is not None else "–"
-        status.update(f"{format_slice(index)} = {value}   {where}")
+        if displayed is None:
+            status.update(f"{format_slice(index)} = –   {where}")
+            return
+        value = displayed[index]
+        rank = self._rank_at(row * geometry.cols + col)
+        if rank is not None:
+            counted = self._known_count()
+            of = (
+                f"match {rank:,} of {counted.total:,}"
+                if rank > 0 and counted is not None
+                else "counting matches…"
+            )
+            text = f"{describe_value(value)} at {format_slice(index)}  ({of})   {where}"
+            status.update(text + (f"   {self._search_note}" if self._search_note else ""))
+            return
+        status.update(f"{format_slice(index)} = {full_value(value)}   {where}{self._find_suffix()}")
+
+    def _find_suffix(self) -> str:
+        """What the status line adds about an active search away from its match."""
+        if self._search_note:
+            return f"   {self._search_note}"
+        if self._search is None:
+            return ""
+        counted = self._known_count()
+        total = f": {counted.total:,} matches" if counted is not None else ""
+        return f"   find {self._search.text!r}{total}"
+
+    def _rank_at(self, flat: int) -> int | None:
+        """The landed match's rank (0 = not known yet) when the cursor is on it, else None."""
+        hit = self._search_hit
+        if hit is None or hit[0] != self._search_key() or hit[1] != flat:
+            return None
+        return hit[2] or 0
 
     def _update_stats(self) -> None:
         panel = self.query_one("#tv-stats", Static)
@@ -784,6 +886,253 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def close_goto(self) -> None:
         self.query_one("#tv-goto").display = False
         self.canvas.focus()
+
+    # --------------------------------------------------------------------- find
+    @property
+    def search(self) -> SearchSpec | None:
+        """The active search (None when nothing is being looked for)."""
+        return self._search
+
+    def _search_key(self) -> SearchKey:
+        """What search results are about: the spec and the tensor, slice and mode shown.
+        A statistics refresh rebuilds the grid with the same values: results survive it."""
+        return (self._search, self._generation, self._index, self._mode, id(self._displayed()))
+
+    def _known_count(self) -> MatchCount | None:
+        """The match count of the active search over what is shown now, if computed."""
+        if self._search_count is not None and self._search_count[0] == self._search_key():
+            return self._search_count[1]
+        return None
+
+    def _cursor_flat(self) -> int:
+        """The cursor as a flat C-order index of the slice."""
+        assert self._geometry is not None
+        canvas = self.canvas
+        return canvas.cursor_row * self._geometry.cols + canvas.cursor_col
+
+    def action_find(self) -> None:
+        if not self._require_tensor() or self._geometry is None:
+            return
+        box = self.query_one("#tv-find", Input)
+        box.display = True
+        box.value = self._find_text  # selected on focus: typing replaces it
+        box.focus()
+
+    def close_find(self) -> None:
+        self.query_one("#tv-find").display = False
+        self.canvas.focus()
+
+    @on(Input.Submitted, "#tv-find")
+    def _find_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.find(event.value):
+            self.close_find()
+
+    def find(self, text: str) -> bool:
+        """Look for `text` (a search spec) in the slice from the cursor on and highlight
+        the matches; an empty text ends the search. A bad spec is a notice and False."""
+        if not self._require_tensor() or self._geometry is None:
+            return False
+        if not text.strip():
+            self.clear_find()
+            return True
+        try:
+            spec = parse_search(text)
+            displayed = self._displayed()
+            if displayed is not None:
+                spec.matcher(displayed.dtype)  # a dtype that cannot be searched says so now
+        except SearchSpecError as exc:
+            self.notify(str(exc), severity="error", timeout=6)
+            return False
+        self._find_text = spec.text
+        self._start_search(spec, self._cursor_flat(), backward=False)
+        return True
+
+    def action_find_next(self, direction: int) -> None:
+        """The next (1) or previous (-1) match from the cursor, wrapping around; without
+        an active search, the last spec (`nonfinite` at first) is looked for."""
+        if not self._require_tensor() or self._geometry is None:
+            return
+        spec = self._search or parse_search(self._find_text)
+        self._start_search(spec, self._cursor_flat() + direction, backward=direction < 0)
+
+    def action_clear_find(self) -> None:
+        if self._search is None:
+            raise SkipAction  # Esc then means the App's "back"
+        self.clear_find()
+
+    def clear_find(self) -> None:
+        """End the search: no highlight, no match note."""
+        self._end_search()
+        if self._ready:
+            self._update_status()
+
+    def _end_search(self) -> None:
+        self._cancel_search()
+        self._search = None
+        self._search_count = None
+        self._search_hit = None
+        self._search_note = ""
+        if self._ready:
+            with contextlib.suppress(NoMatches):
+                self.table.set_highlight(None)
+
+    def _cancel_search(self) -> None:
+        self._search_running = None
+        if self._ready:
+            with contextlib.suppress(NoMatches, RuntimeError):
+                self.workers.cancel_group(self, "tensor-search")
+
+    def _start_search(self, spec: SearchSpec, start: int, *, backward: bool) -> None:
+        data = self.table.data
+        if data is None or data.geometry.size == 0:
+            return
+        if spec != self._search:
+            self._search = spec
+            self._search_count = None
+            self._search_hit = None
+            self.table.set_highlight(spec)
+        key = self._search_key()
+        start %= data.geometry.size
+        counted = self._known_count()
+        self._cancel_search()
+        if counted is not None and counted.positions is not None:
+            # Every match is known: jump without reading the tensor again.
+            flat = _nearest_position(counted.positions, start, backward=backward)
+            if flat is None:
+                self._search_missed(key, spec)
+            else:
+                self._land(key, flat, counted.rank(flat))
+            return
+        self._search_note = ""
+        self._search_running = key
+        self.run_worker(
+            partial(
+                self._search_work, self._generation, key, data.view, spec, start, backward, counted
+            ),
+            thread=True,
+            group="tensor-search",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    def _search_work(
+        self,
+        generation: int,
+        key: SearchKey,
+        view: np.ndarray,
+        spec: SearchSpec,
+        start: int,
+        backward: bool,
+        counted: MatchCount | None,
+    ) -> None:
+        """Find the match, post it, then count (once per search) to rank it."""
+        worker = get_current_worker()
+        began = time.monotonic()
+        shown = [0.0]
+
+        def cancelled() -> bool:
+            return worker.is_cancelled
+
+        def progress(what: str, done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - began < SEARCH_PROGRESS_AFTER or now - shown[0] < 0.1:
+                return
+            shown[0] = now
+            note = f"{what} {spec.text!r}… {done * 100 // max(total, 1)}%"
+            self._post_back(generation, partial(self._search_progressed, key, note))
+
+        try:
+            matcher = spec.matcher(view.dtype)
+            flat = find_match(
+                view,
+                matcher,
+                start,
+                backward=backward,
+                progress=partial(progress, "searching"),
+                chunk=SEARCH_CHUNK,
+                cancelled=cancelled,
+            )
+            if flat is None:
+                self._post_back(generation, partial(self._search_missed, key, spec))
+                return
+            rank = counted.rank(flat) if counted is not None else None
+            self._post_back(generation, partial(self._search_landed, key, flat, rank))
+            if counted is None:
+                counted = count_matches(
+                    view,
+                    matcher,
+                    keep=KEEP_MATCHES,
+                    progress=partial(progress, "counting"),
+                    chunk=SEARCH_CHUNK,
+                    cancelled=cancelled,
+                )
+                self._post_back(generation, partial(self._search_counted, key, counted))
+                rank = counted.rank(flat)
+            if rank is None:  # too many matches to keep: count the ones before it
+                before = count_matches(
+                    view,
+                    matcher,
+                    stop=flat,
+                    progress=partial(progress, "ranking"),
+                    chunk=SEARCH_CHUNK,
+                    cancelled=cancelled,
+                )
+                rank = before.total + 1
+            self._post_back(generation, partial(self._search_ranked, key, flat, rank))
+        except SearchCancelled:
+            return
+        except (ValueError, OSError, MemoryError) as exc:
+            self._post_back(generation, partial(self._search_failed, key, str(exc)))
+
+    def _search_current(self, key: SearchKey) -> bool:
+        return self._search is not None and key == self._search_key() and self._ready
+
+    def _search_progressed(self, key: SearchKey, note: str) -> None:
+        if self._search_current(key):
+            self._search_note = note
+            self._update_status()
+
+    def _search_landed(self, key: SearchKey, flat: int, rank: int | None) -> None:
+        if self._search_current(key):
+            self._search_note = ""
+            self._land(key, flat, rank)
+
+    def _land(self, key: SearchKey, flat: int, rank: int | None) -> None:
+        """Put the cursor on match `flat` (scrolled into view) and say which it is."""
+        geometry = self._geometry
+        if geometry is None or geometry.size == 0:
+            return
+        row, col = divmod(flat, geometry.cols)
+        self._search_hit = (key, flat, rank)
+        self._cursor = (row, col)
+        self.canvas.set_cursor(row, col)
+        self._update_status()
+
+    def _search_counted(self, key: SearchKey, counted: MatchCount) -> None:
+        if self._search_current(key):
+            self._search_count = (key, counted)
+
+    def _search_ranked(self, key: SearchKey, flat: int, rank: int) -> None:
+        if not self._search_current(key):
+            return
+        self._search_note = ""
+        hit = self._search_hit
+        if hit is not None and hit[0] == key and hit[1] == flat:
+            self._search_hit = (key, flat, rank)
+        self._update_status()
+
+    def _search_missed(self, key: SearchKey, spec: SearchSpec) -> None:
+        if not self._search_current(key):
+            return
+        self.clear_find()  # nothing to highlight or step through
+        self.notify(f"No element of this slice matches {spec.text!r}.", timeout=5)
+
+    def _search_failed(self, key: SearchKey, sentence: str) -> None:
+        if self._search_current(key):
+            self._search_note = ""
+            self._update_status()
+            self.notify(f"The search failed: {sentence}", severity="error", timeout=6)
 
     # ------------------------------------------------------------------ actions
     def _require_tensor(self) -> bool:

@@ -1,0 +1,245 @@
+"""TensorView find: `f` + a spec jumps to the first match from the cursor, `]` / `[` step
+through the matches (wrapping), matching cells are highlighted, Esc clears the search, and a
+bad spec or a search without a match is a notice, never a crash."""
+
+from __future__ import annotations
+
+import numpy as np
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+from textual.widgets import Input
+from tui_support import FakeSession
+
+from tuidebug.tui.app import DebuggerApp
+from tuidebug.tui.tensor_canvas import TensorCanvas
+from tuidebug.tui.tensor_view import TensorView
+
+SIZE = (100, 32)
+
+
+class ViewApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield TensorView()
+
+
+async def settle(app: App[None], pilot: Pilot[None]) -> None:
+    """Let workers finish and their results land on the UI thread."""
+    for _ in range(3):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def notices(app: App[None]) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+def cursor(canvas: TensorCanvas) -> tuple[int, int]:
+    return canvas.cursor_row, canvas.cursor_col
+
+
+def with_nans() -> np.ndarray:
+    array = np.linspace(-3, 3, 40 * 30, dtype=np.float32).reshape(40, 30)
+    array[3, 17] = np.nan
+    array[25, 2] = np.nan  # below the first screen: the jump must scroll to it
+    array[38, 29] = np.nan
+    array[10, 10] = np.inf
+    return array
+
+
+async def open_view(app: ViewApp, pilot: Pilot[None], array: np.ndarray) -> TensorView:
+    view = app.query_one(TensorView)
+    view.show("Default/fc1/MatMul-op1:0", array)
+    await settle(app, pilot)
+    view.table.focus()
+    await pilot.pause()
+    return view
+
+
+async def test_find_nan_then_next_and_previous() -> None:
+    app = ViewApp()
+    async with app.run_test(size=SIZE) as pilot:
+        view = await open_view(app, pilot, with_nans())
+        table = view.table
+        await pilot.press("f")
+        box = view.query_one("#tv-find", Input)
+        assert box.display and box.has_focus
+        assert box.value == "nonfinite"  # the default spec, prefilled
+        box.value = ""
+        await pilot.press(*"nan", "enter")
+        await settle(app, pilot)
+        assert not box.display and table.has_focus
+        assert cursor(table) == (3, 17)
+        assert view.status_text.startswith("NaN at [3, 17]  (match 1 of 3)")
+
+        await pilot.press("right_square_bracket")
+        await settle(app, pilot)
+        assert cursor(table) == (25, 2)
+        assert view.status_text.startswith("NaN at [25, 2]  (match 2 of 3)")
+        row_line = next(
+            y for y in range(table.view_size.height) if table.render_line(y).text.startswith("25 ")
+        )
+        assert row_line > 0  # scrolled into view
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        await settle(app, pilot)
+        assert cursor(table) == (3, 17)  # wrapped past the end
+        await pilot.press("left_square_bracket")
+        await settle(app, pilot)
+        assert cursor(table) == (38, 29)  # and back past the start
+        assert "(match 3 of 3)" in view.status_text
+
+        await pilot.press("f")  # the last spec is offered again
+        assert box.value == "nan"
+        await pilot.press("escape")
+        assert not box.display and table.has_focus
+        assert view.search is not None  # closing the box keeps the search
+
+
+async def test_matches_are_highlighted_and_escape_clears() -> None:
+    app = ViewApp()
+    async with app.run_test(size=SIZE) as pilot:
+        array = with_nans()
+        view = await open_view(app, pilot, array)
+        table = view.table
+        assert view.find("> 2.9")
+        await settle(app, pilot)
+        match_bg = table.style_of("tensor-table--match").bgcolor
+        assert match_bg is not None
+        assert table.row_matches(39, 0, 30) == (array[39] > 2.9).tolist()
+        assert 0 < sum(table.row_matches(39, 0, 30)) < 30
+        assert cursor(table) == (10, 10)  # +Inf > 2.9 too, and it comes first
+        await pilot.press("home")
+        assert view.find("nonfinite")
+        await settle(app, pilot)
+        assert cursor(table) == (3, 17)
+        await pilot.press("right_square_bracket")  # → the Inf at [10, 10]
+        await settle(app, pilot)
+        assert cursor(table) == (10, 10)
+        assert view.status_text.startswith("+Inf at [10, 10]  (match 2 of 4)")
+        await pilot.press("up")
+        line = next(
+            y for y in range(table.view_size.height) if table.render_line(y).text.startswith("10 ")
+        )
+        strip = table.render_line(line)
+        marked = [seg.text.strip() for seg in strip if seg.style and seg.style.bgcolor == match_bg]
+        assert marked == ["inf"]
+        assert "find 'nonfinite': 4 matches" in view.status_text
+
+        await pilot.press("escape")
+        await pilot.pause()
+        assert view.search is None and table.highlight is None
+        strip = table.render_line(line)
+        assert not [seg for seg in strip if seg.style and seg.style.bgcolor == match_bg]
+
+
+async def test_bad_spec_and_no_match_are_notices() -> None:
+    app = ViewApp()
+    async with app.run_test(size=SIZE) as pilot:
+        view = await open_view(app, pilot, np.arange(12, dtype=np.int32).reshape(3, 4))
+        await pilot.press("f")
+        box = view.query_one("#tv-find", Input)
+        box.value = "x > abc"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert (
+            "Cannot read 'x > abc' as a search: expected nan, inf, +inf, -inf, nonfinite, "
+            "zero, a comparison like '> 1e3' or a range like '[-1, 1]'."
+        ) in notices(app)
+        assert box.display and box.has_focus  # left open to be corrected
+        box.value = "nan"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert "No element of this slice matches 'nan'." in notices(app)
+        assert view.search is None
+        assert cursor(view.table) == (0, 0)
+        assert view.find("[5, 7)")
+        await settle(app, pilot)
+        assert cursor(view.table) == (1, 1)
+        assert view.status_text.startswith("5 at [1, 1]  (match 1 of 2)")
+        assert view.find("")  # an empty spec ends the search
+        assert view.search is None
+
+
+async def test_find_in_heatmap_and_after_slice_change() -> None:
+    app = ViewApp()
+    async with app.run_test(size=SIZE) as pilot:
+        array = np.zeros((3, 50, 60), np.float32)
+        array[1, 40, 7] = -np.inf
+        array[0, 30, 59] = -np.inf
+        view = await open_view(app, pilot, array)
+        await pilot.press("m")
+        await settle(app, pilot)
+        assert view.find("-inf")
+        await settle(app, pilot)
+        assert cursor(view.heatmap) == (30, 59)
+        assert view.status_text.startswith("-Inf at [0, 30, 59]  (match 1 of 1)")
+        assert view.apply_slice("[1, :, :]")  # the search stays, over the new slice
+        await settle(app, pilot)
+        await pilot.press("right_square_bracket")
+        await settle(app, pilot)
+        assert cursor(view.heatmap) == (40, 7)
+        assert view.status_text.startswith("-Inf at [1, 40, 7]  (match 1 of 1)")
+        await pilot.press("m")
+        assert cursor(view.table) == (40, 7)
+
+
+async def test_next_without_a_search_uses_the_last_spec() -> None:
+    app = ViewApp()
+    async with app.run_test(size=SIZE) as pilot:
+        view = await open_view(app, pilot, with_nans())
+        await pilot.press("right_square_bracket")  # nonfinite, strictly after the cursor
+        await settle(app, pilot)
+        assert cursor(view.table) == (3, 17)
+        assert view.search is not None and view.search.text == "nonfinite"
+        await pilot.press("escape")
+        assert view.search is None
+        view.show("other", np.full((2, 2), np.nan, np.float32))  # a new tensor: no search
+        await settle(app, pilot)
+        assert view.search is None
+
+
+async def test_results_for_a_slice_no_longer_shown_are_dropped() -> None:
+    app = ViewApp()
+    async with app.run_test(size=SIZE) as pilot:
+        array = np.zeros((2, 2000, 4000), np.float32)
+        array[0, 1999, 3990] = np.nan  # the search over [0, :, :] reads nearly everything
+        view = await open_view(app, pilot, array)
+        assert view.find("nan")
+        assert view.apply_slice("[1, :, :]")  # at once: the running search is for [0]
+        await settle(app, pilot)
+        assert cursor(view.table) == (0, 0)
+        assert view.status_text.startswith("[1, 0, 0] = 0.0")
+        assert "match" not in view.status_text
+        await pilot.press("right_square_bracket")  # the same spec over the new slice
+        await settle(app, pilot)
+        assert "No element of this slice matches 'nan'." in notices(app)
+
+
+async def test_in_the_app_find_keys_and_escape() -> None:
+    """In the debugger: open a tensor with NaN and Inf, `f` from the tensor pane, then Esc
+    ends the search first and only a second Esc goes back to the previous pane."""
+    relu = "Default/network-Net/layer0-Block/ReLU-op1"
+    app = DebuggerApp(FakeSession(nan_node=relu), start_session=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("n")  # no recommended watchpoints
+        await settle(app, pilot)
+        assert app.go_to_node("kernel_graph_0", relu)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        await pilot.press("5")
+        view = app.query_one(TensorView)
+        assert view.table.has_focus
+        await pilot.press("right", "f")
+        assert view.query_one("#tv-find", Input).value == "nonfinite"
+        await pilot.press("enter")  # from the cursor at [0, 1] on: the +Inf at [1, 1]
+        await settle(app, pilot)
+        assert cursor(view.table) == (1, 1)
+        assert view.status_text.startswith("+Inf at [1, 1]  (match 2 of 2)")
+        await pilot.press("right_square_bracket")
+        await settle(app, pilot)
+        assert view.status_text.startswith("NaN at [0, 0]  (match 1 of 2)")
+        await pilot.press("escape")
+        assert view.search is None and view.table.has_focus
+        await pilot.press("escape")  # now the App's "back"
+        assert not view.table.has_focus
