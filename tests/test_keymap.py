@@ -16,7 +16,7 @@ from tuidebug.core.session import SessionState
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.control_bar import ControlBar
 from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.help_screen import HelpScreen
+from tuidebug.tui.help_screen import HelpScreen, context_help
 from tuidebug.tui.keymap import (
     ENV_VAR,
     active_keys,
@@ -26,6 +26,7 @@ from tuidebug.tui.keymap import (
     load_keymap,
     parse_keymap,
 )
+from tuidebug.tui.tensor_view import TensorView
 
 SIZE = (160, 48)
 FILE = "/home/u/.config/tuidebug/keys.toml"
@@ -345,3 +346,19 @@ def test_keys_with_a_bad_file_prints_the_sentences_and_exits_2(
     path.write_text("[keys")
     assert cli.main(["keys"]) == cli.EXIT_USAGE
     assert "is not valid TOML" in capsys.readouterr().err
+
+
+async def test_the_tensor_panes_help_shows_its_keys_as_bound_now(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    keys_file_with(monkeypatch, tmp_path, '[keys]\n"tensor.find" = "F"\n')
+    app = DebuggerApp(FakeSession(), start_session=True, user_keys=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot)
+        # what the help screen shows when focus is in the tensor pane
+        found = context_help(app.query_one(TensorView), app.key_hint)
+        assert found is not None
+        text = found[1]
+        assert "  F    " in text and "find nan" in text
+        assert "  m    " in text  # a default key, filled in too
+        assert "] / [" in text and "{" not in text

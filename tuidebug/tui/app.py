@@ -1092,7 +1092,8 @@ class DebuggerApp(App[int]):
         if isinstance(self.screen, HelpScreen):
             return
         close = self.key_hint("help.close")
-        self.push_screen(HelpScreen(self.help_keys(), context_help(self.focused), close_key=close))
+        context = context_help(self.focused, self.key_hint)
+        self.push_screen(HelpScreen(self.help_keys(), context, close_key=close))
 
     def help_keys(self) -> list[KeyRow]:
         rows: list[KeyRow] = []
@@ -1276,8 +1277,20 @@ def _no_graph_text(md: Metadata) -> str:
     return "This dump has no readable graph."
 
 
+_KEY_NAMES = {
+    "slash": "/",
+    "question_mark": "?",
+    "escape": "Esc",
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+}
+
+
 def _key_display(key: str) -> str:
-    return {"slash": "/", "question_mark": "?", "escape": "Esc"}.get(key, key)
+    return _KEY_NAMES.get(key, key)
 
 
 def _runner(app: DebuggerApp, action: str) -> Callable[[], object]:

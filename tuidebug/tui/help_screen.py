@@ -6,7 +6,8 @@ nearest ancestor that has one (posting's habit), so a pane documents itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rich.table import Table
@@ -21,16 +22,37 @@ from textual.widgets import Static
 KeyRow = tuple[str, str, str]  # key, what it does, when it is unavailable (or "")
 
 
-def context_help(widget: Widget | None) -> tuple[str, str] | None:
-    """(pane title, help text) of the focused widget's pane, if it documents itself."""
+def context_help(
+    widget: Widget | None, key_for: Callable[[str], str] | None = None
+) -> tuple[str, str] | None:
+    """(pane title, help text) of the focused widget's pane, if it documents itself.
+
+    In the text, `{binding id}` stands for the key that runs that binding now (`key_for`,
+    e.g. the app's `key_hint`, so a remapped key shows remapped), and the "  key  what it
+    does" rows are lined up after the keys are filled in."""
     node = widget
     while node is not None:
         text = getattr(type(node), "CONTEXT_HELP", "")
         if text:
-            return getattr(type(node), "CONTEXT_TITLE", type(node).__name__), text
+            title = getattr(type(node), "CONTEXT_TITLE", type(node).__name__)
+            return title, _fill_keys(text, key_for or (lambda binding_id: binding_id))
         parent = node.parent
         node = parent if isinstance(parent, Widget) else None
     return None
+
+
+_PLACEHOLDER = re.compile(r"\{([a-z_][\w.]*)\}")
+_KEY_ROW = re.compile(r"^  (\S.*?) {2,}(\S.*)$")
+
+
+def _fill_keys(text: str, key_for: Callable[[str], str]) -> str:
+    lines = _PLACEHOLDER.sub(lambda m: key_for(m.group(1)), text).splitlines()
+    rows = [_KEY_ROW.match(line) for line in lines]
+    width = max((len(m.group(1)) for m in rows if m), default=0) + 3
+    return "\n".join(
+        f"  {m.group(1).ljust(width)}{m.group(2)}" if m else line
+        for line, m in zip(lines, rows, strict=True)
+    )
 
 
 class HelpScreen(ModalScreen[None]):

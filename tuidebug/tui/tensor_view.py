@@ -144,24 +144,25 @@ class _FindInput(Input):
 class TensorView(Vertical):
     """Shows one tensor: a slice of it as numbers or as a heatmap, plus its statistics."""
 
-    # Read by the App's help screen (help_screen.context_help) when focus is in here.
+    # Read by the App's help screen (help_screen.context_help) when focus is in here; a
+    # {binding id} stands for that binding's key as it is bound now.
     CONTEXT_TITLE = "Tensor view"
     CONTEXT_HELP = """\
 The tensor pane shows one slice of the selected tensor (numpy syntax, e.g. [0, :, 1:10]).
 Only the cells on screen are read, so tensors of any size open at once.
 
-  arrows, j k       move the cursor (PageUp/PageDown, Home/End: rows; Shift+Home/End: columns)
-  click             select a cell
-  e                 edit the slice (Enter applies; a mistake keeps the last good slice)
-  m                 table ⇄ heatmap (map) (▀ two rows per line; ? NaN, + +Inf, - −Inf)
-  + / -             heatmap zoom in / out (out stops at the whole slice)
-  i                 go to an element (index): "row, col" of the slice or a full tensor index
-  f                 find nan, inf, nonfinite, zero, > 1e3, [-1, 1]… and highlight matches
-  ] / [             next / previous match (wraps around); Esc ends the search
-  d                 current → diff → previous step (Parameters with a previous step)
-  t                 compare tolerance t ∈ [0, 1]: |diff| ≤ t × max|diff| shows as 0
-  y                 copy the value under the cursor (OSC 52 clipboard)
-  s / S             save the slice / the whole tensor as .npy in the current directory
+  arrows, j k  move the cursor (PageUp/PageDown, Home/End: rows; Shift+Home/End: columns)
+  click  select a cell
+  {tensor.edit_slice}  edit the slice (Enter applies; a mistake keeps the last good slice)
+  {tensor.heatmap}  table ⇄ heatmap (map) (▀ two rows per line; ? NaN, + +Inf, - −Inf)
+  {tensor.zoom_in} / {tensor.zoom_out}  heatmap zoom in / out (out stops at the whole slice)
+  {tensor.goto}  go to an element (index): "row, col" of the slice or a full tensor index
+  {tensor.find}  find nan, inf, nonfinite, zero, > 1e3, [-1, 1]… and highlight matches
+  {tensor.find_next} / {tensor.find_prev}  next / previous match (wraps around); Esc ends the search
+  {tensor.compare}  current → diff → previous step (Parameters with a previous step)
+  {tensor.tolerance}  compare tolerance t ∈ [0, 1]: |diff| ≤ t × max|diff| shows as 0
+  {tensor.copy}  copy the value under the cursor (OSC 52 clipboard)
+  {tensor.save_slice} / {tensor.save_tensor}  save the slice / the whole tensor as .npy in the current directory
 
 Statistics are over the whole tensor (min/max/mean over finite values)."""
 
