@@ -79,6 +79,15 @@ async def tensor_table(app: DebuggerApp, pilot: Any) -> None:
     await settle(pilot)
 
 
+async def tensor_find(app: DebuggerApp, pilot: Any) -> None:
+    """The overflowing tensor with its non-finite elements found and highlighted."""
+    await tensor_table(app, pilot)
+    await pilot.press("f")
+    await settle(pilot)
+    await pilot.press("enter")  # the prefilled search: nonfinite
+    await settle(pilot, rounds=8)
+
+
 async def heatmap(app: DebuggerApp, pilot: Any) -> None:
     await _open(app, pilot, recommended=False)
     await pilot.press("n")
@@ -110,6 +119,7 @@ SCENES: dict[str, Scene] = {
     "tree_and_details": tree_and_details,
     "hit_list": hit_list,
     "tensor_table": tensor_table,
+    "tensor_find": tensor_find,
     "heatmap": heatmap,
     "watchpoint_editor": watchpoint_editor,
 }
