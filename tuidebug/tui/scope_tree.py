@@ -61,8 +61,8 @@ class GraphTree(Tree[TreeEntry]):
     """A `Tree` whose rows carry watched/hit badges looked up when a row is drawn."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("right", "expand_cursor", "Expand", show=False),
-        Binding("left", "collapse_cursor", "Collapse", show=False),
+        Binding("right", "expand_cursor", "Expand", show=False, id="tree.expand"),
+        Binding("left", "collapse_cursor", "Collapse", show=False, id="tree.collapse"),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
