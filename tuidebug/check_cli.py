@@ -6,8 +6,9 @@ A watch SPEC is a condition abbreviation or id with optional parameters (`TO`,
 `TL:abs_mean_gt=1e10`, `tensor_range:range_start_inclusive=-1e6,range_end_inclusive=1e6,
 range_percentage_lt=100`). Weight, gradient and activation conditions (W*, G*, AR) watch the
 nodes of that category; tensor conditions watch every output tensor of every operator and
-parameter (spec §3.2). `--node REGEX` narrows the nodes; `--recommended` adds MindInsight's
-recommended watchpoints (spec §4).
+parameter (spec §3.2). `--watch-file FILE` reads specs one a line (what the TUI's "Save
+watchpoints to file…" writes). `--node REGEX` narrows the nodes; `--recommended` adds
+MindInsight's recommended watchpoints (spec §4).
 
 Output: a table (default) or ONE JSON array of hits (`--json`) on stdout; warnings about the
 dump on stderr, one sentence each; a progress bar on stderr only when it is a terminal.
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import sys
@@ -29,10 +29,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tuidebug.cli import EXIT_HITS, EXIT_OK, EXIT_USAGE, UsageError
+from tuidebug.cli import (
+    EXIT_HITS,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_watch_arguments,
+    parse_watch_arguments,
+)
 
 if TYPE_CHECKING:
     from tuidebug.core.conditions import ConditionSpec
+    from tuidebug.core.watchpoints import WatchpointHit
     from tuidebug.offline.checker import CheckOutcome, CheckReport, Watch
     from tuidebug.offline.dump import OfflineDump
 
@@ -63,16 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("dump", help="dump root (the folder holding rank_N/)")
-    p.add_argument(
-        "--watch",
-        action="append",
-        default=[],
-        metavar="SPEC",
-        help="a watchpoint, e.g. TO or TL:abs_mean_gt=1e10 (repeatable)",
-    )
-    p.add_argument(
-        "--recommended", action="store_true", help="add MindInsight's recommended watchpoints"
-    )
+    add_watch_arguments(p)
     p.add_argument(
         "--rank", action="append", type=int, default=None, metavar="R", help="rank(s) to check"
     )
@@ -174,22 +173,6 @@ def _select_iterations(text: str, dumped: Sequence[int]) -> tuple[list[int], str
     return chosen, warning
 
 
-def _parse_watch(spec: str) -> _WatchDef:
-    from tuidebug.core.watchpoints import Watchpoint, WatchpointError, parse_watch_spec
-
-    try:
-        cond, params = parse_watch_spec(spec)
-        # parse_watch_spec hands back floats; a true/false parameter (equal_nan) must go
-        # back to a bool before a Watchpoint validates it again
-        typed: dict[str, Any] = {
-            k: bool(v) if cond.param(k).is_bool else v for k, v in params.items()
-        }
-        Watchpoint(0, cond, dict(typed))  # the same validation the plan will do
-    except WatchpointError as err:
-        raise UsageError(f"--watch {spec!r}: {err}") from None
-    return _WatchDef(spec, cond, typed)
-
-
 def _condition_notes(watches: Sequence[_WatchDef], backend: str) -> list[str]:
     """Sentences about conditions whose offline meaning differs from what their name says."""
     from tuidebug.core.conditions import condition_available
@@ -221,9 +204,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--workers must be between 1 and {MAX_WORKERS}, not {args.workers}.")
     if args.mem_limit is not None and args.mem_limit < 1:
         raise UsageError("--mem-limit must be a positive number of megabytes.")
-    if not args.watch and not args.recommended:
-        raise UsageError("give at least one --watch SPEC (e.g. --watch TO) or --recommended.")
-    watches = [_parse_watch(spec) for spec in args.watch]
+    if not args.watch and not args.watch_file and not args.recommended:
+        raise UsageError(
+            "give at least one --watch SPEC (e.g. --watch TO), a --watch-file or --recommended."
+        )
+    watches = [_WatchDef(w.spec, w.condition, w.params) for w in parse_watch_arguments(args)]
     node_filter = None
     if args.node is not None:
         try:
@@ -464,49 +449,29 @@ def _plan(
 
 
 # ------------------------------------------------------------------ output
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
 def _hit_json(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> dict[str, Any]:
-    from tuidebug.core.watchpoints import error_messages
+    from tuidebug.core.watchpoints import hit_record
 
     wdef = watches[outcome.watchpoint_id]
-    k = outcome.key
-    return {
-        "watchpoint": wdef.spec,
-        "condition": wdef.condition.id,
-        "rank": k.rank,
-        "graph": k.graph,
-        "iteration": k.iteration,
-        "node": k.node,
-        "slot": k.slot,
-        "error_code": outcome.error_code,
-        "error_messages": error_messages(outcome.error_code),
-        # what the user set, plus the visible parameters; not the hidden ones sent with
-        # their defaults (atol, epsilon, equal_nan) unless the user set them
-        "params": [
-            {"name": p.name, "value": p.value, "actual": _finite(p.actual), "hit": p.hit}
-            for p in outcome.result.params
-            if not p.disabled and (p.name in wdef.params or wdef.condition.param(p.name).visible)
-        ],
-    }
+    return hit_record(_hit(outcome, watches), wdef.spec, wdef.params)
 
 
-def _result_text(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> str:
-    """The hit's one-line detail (the WATCH column shows the watchpoint)."""
+def _hit(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> WatchpointHit:
     from tuidebug.core.tensor import TensorRef
     from tuidebug.core.watchpoints import WatchpointHit
 
     k = outcome.key
-    cond = watches[outcome.watchpoint_id].condition
-    hit = WatchpointHit.from_result(
+    return WatchpointHit.from_result(
         outcome.watchpoint_id,
-        cond,
+        watches[outcome.watchpoint_id].condition,
         TensorRef(k.node, k.slot, k.iteration, k.rank, k.graph),
         outcome.result,
     )
-    return hit.detail()
+
+
+def _result_text(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> str:
+    """The hit's one-line detail (the WATCH column shows the watchpoint)."""
+    return _hit(outcome, watches).detail()
 
 
 # Column widths stop growing here: a longer cell (a recommended range spec) overflows its

@@ -12,14 +12,115 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tuidebug.core.conditions import ConditionSpec
 
 EXIT_OK = 0
 EXIT_HITS = 1
 EXIT_USAGE = 2
 
+# A watch file holds a few specs: anything larger is the wrong file.
+MAX_WATCH_FILE_BYTES = 1 << 20
+
 
 class UsageError(Exception):
     """A mistake the user can fix; its message is one sentence shown on stderr."""
+
+
+# ------------------------------------------------------------------ watchpoint options
+# `tuidebug check` and the TUI commands (offline, online, demo) take the same options.
+def add_watch_arguments(p: argparse.ArgumentParser) -> None:
+    """--watch SPEC (repeatable), --watch-file FILE (repeatable) and --recommended."""
+    p.add_argument(
+        "--watch",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a watchpoint, e.g. TO or TL:abs_mean_gt=1e10 (repeatable)",
+    )
+    p.add_argument(
+        "--watch-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="watchpoints from FILE: one SPEC a line, # starts a comment (repeatable)",
+    )
+    p.add_argument(
+        "--recommended", action="store_true", help="add MindInsight's recommended watchpoints"
+    )
+
+
+@dataclass(frozen=True)
+class WatchOption:
+    """One validated watch spec of the command line."""
+
+    spec: str  # as the user wrote it
+    condition: ConditionSpec
+    params: dict[str, Any]
+
+
+def parse_watch_option(spec: str, origin: str | None = None) -> WatchOption:
+    """Validate one spec with the core parser (the rules a Watchpoint applies); UsageError
+    with one sentence naming it (`origin`, e.g. "--watch-file w.txt, line 3") else."""
+    from tuidebug.core.watchpoints import Watchpoint, WatchpointError, parse_watch_spec
+
+    try:
+        cond, params = parse_watch_spec(spec)
+        # parse_watch_spec hands back floats; a true/false parameter (equal_nan) goes back
+        # to a bool, as the user wrote it
+        typed: dict[str, Any] = {
+            k: bool(v) if cond.param(k).is_bool else v for k, v in params.items()
+        }
+        Watchpoint(0, cond, dict(typed))  # the same validation a session does
+    except WatchpointError as err:
+        where = f"{origin} ({spec!r})" if origin else f"--watch {spec!r}"
+        raise UsageError(f"{where}: {err}") from None
+    return WatchOption(spec.strip(), cond, typed)
+
+
+def read_watch_file(path: str) -> list[WatchOption]:
+    """The specs of a --watch-file, each validated; UsageError with one sentence for an
+    unreadable or empty file, or the first bad spec (with its line number)."""
+    from tuidebug.core.watchpoints import watch_file_specs
+
+    try:
+        with open(os.path.expanduser(path), "rb") as handle:
+            data = handle.read(MAX_WATCH_FILE_BYTES + 1)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UsageError(f"cannot read --watch-file {path}: {reason}.") from None
+    if len(data) > MAX_WATCH_FILE_BYTES:
+        raise UsageError(
+            f"--watch-file {path} is larger than 1 MiB; it should hold one watch spec a line."
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UsageError(f"--watch-file {path} is not UTF-8 text.") from None
+    specs = watch_file_specs(text)
+    if not specs:
+        raise UsageError(
+            f"--watch-file {path} holds no watch spec (one SPEC a line, # for comments)."
+        )
+    return [parse_watch_option(spec, f"--watch-file {path}, line {n}") for n, spec in specs]
+
+
+def parse_watch_arguments(args: argparse.Namespace) -> list[WatchOption]:
+    """Every --watch, then every --watch-file's specs, validated (UsageError on the first
+    mistake). --recommended is the caller's: it needs the graphs."""
+    options = [parse_watch_option(spec) for spec in args.watch]
+    for path in args.watch_file:
+        options.extend(read_watch_file(path))
+    return options
+
+
+def _watch_specs(args: argparse.Namespace) -> list[str]:
+    """The specs of --watch and --watch-file, validated now: a mistake ends the command
+    before anything starts."""
+    return [option.spec for option in parse_watch_arguments(args)]
 
 
 def _not_built(name: str) -> Callable[[argparse.Namespace], int]:
@@ -45,6 +146,7 @@ def _run_online(args: argparse.Namespace) -> int:
     from tuidebug.online.session import OnlineSession
 
     _check_port(args.port)
+    specs = _watch_specs(args)
     if args.host not in _LOOPBACK:
         _say(
             f"tuidebug online: warning: the debugger protocol has no authentication; anyone "
@@ -59,7 +161,14 @@ def _run_online(args: argparse.Namespace) -> int:
     try:
         run_app = _tui_runner() if _on_terminal() else None
         if run_app is not None:
-            return int(run_app(session) or 0)
+            if not specs and not args.recommended:
+                return int(run_app(session) or 0)
+            return int(run_app(session, watch_specs=specs, recommended=args.recommended) or 0)
+        if specs or args.recommended:
+            _say(
+                "tuidebug online: warning: --watch, --watch-file and --recommended are "
+                "created by the TUI, which is not running, so no watchpoint is set."
+            )
         return _headless_online(session)
     finally:
         session.close()
@@ -210,16 +319,18 @@ def _run_simulate(args: argparse.Namespace) -> int:
 def _run_offline(args: argparse.Namespace) -> int:
     """Open a dump in the TUI (tuidebug.tui.launch; imported here so other commands never
     load Textual)."""
+    specs = _watch_specs(args)  # mistakes end here, before Textual loads
     from tuidebug.tui.launch import run_offline
 
-    return run_offline(args)
+    return run_offline(args, watch_specs=specs, recommended=args.recommended)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     """Write the demo dump and open it (`--online`: the hook in tuidebug.tui.launch)."""
+    specs = _watch_specs(args)  # before the demo dump is written
     from tuidebug.tui.launch import run_demo
 
-    return run_demo(args)
+    return run_demo(args, watch_specs=specs, recommended=args.recommended)
 
 
 def _run_keys(_args: argparse.Namespace) -> int:
@@ -268,11 +379,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("offline", help="open a MindSpore dump directory in the TUI")
     p.add_argument("dump", help="dump root (the folder holding rank_N/)")
     p.add_argument("--rank", type=int, default=None, help="rank to show first")
+    add_watch_arguments(p)
     p.set_defaults(run=_run_offline)
 
     p = sub.add_parser("online", help="wait for a training process to connect")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=50051, help="port to listen on (default 50051)")
+    add_watch_arguments(p)
     p.set_defaults(run=_run_online)
 
     p = sub.add_parser("check", help="headless watchpoint check of a dump")
@@ -284,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="write a small synthetic dump and open it")
     p.add_argument("--out", default=None, help="where to write the demo dump")
     p.add_argument("--online", action="store_true", help="replay it as a live training")
+    add_watch_arguments(p)
     p.set_defaults(run=_run_demo)
 
     p = sub.add_parser("keys", help="list the TUI's key bindings and where to remap them")

@@ -47,10 +47,12 @@ __all__ = [
     "check_watchpoints",
     "error_messages",
     "format_value",
+    "hit_record",
     "parse_watch_spec",
     "recommended_watchpoints",
     "resolve_targets",
     "validate_params",
+    "watch_file_specs",
 ]
 
 # ----------------------------------------------------------------------------- error codes
@@ -208,6 +210,18 @@ def parse_watch_spec(spec: str) -> tuple[ConditionSpec, dict[str, float]]:
     return cond, validate_params(cond, params)
 
 
+def watch_file_specs(text: str) -> list[tuple[int, str]]:
+    """The specs of a watch file (`--watch-file`), as (line number, spec): one spec a line;
+    blank lines and `#` comments, whole lines or after a spec, are skipped. The specs are
+    not parsed here: hand each to `parse_watch_spec`."""
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        spec = line.split("#", 1)[0].strip()
+        if spec:
+            found.append((number, spec))
+    return found
+
+
 # ------------------------------------------------------------------------------ watchpoint
 @dataclass
 class Watchpoint:
@@ -357,6 +371,34 @@ class WatchpointHit:
         if shown:
             return ", ".join(shown)
         return _VALUE_HIT_TEXT.get(ConditionType(self.condition.proto), self.condition.name)
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def hit_record(hit: WatchpointHit, spec: str, params: Mapping[str, float]) -> dict[str, Any]:
+    """A hit as one object of `tuidebug check --json`'s array; `spec` and `params` are those
+    of the hit's watchpoint (`Watchpoint.spec`, or the spec as the user wrote it)."""
+    ref = hit.tensor
+    return {
+        "watchpoint": spec,
+        "condition": hit.condition.id,
+        "rank": ref.rank,
+        "graph": ref.graph,
+        "iteration": ref.iteration,
+        "node": ref.node,
+        "slot": ref.slot,
+        "error_code": hit.error_code,
+        "error_messages": error_messages(hit.error_code),
+        # what the user set, plus the visible parameters; not the hidden ones sent with
+        # their defaults (atol, epsilon, equal_nan) unless the user set them
+        "params": [
+            {"name": p.name, "value": p.value, "actual": _finite(p.actual), "hit": p.hit}
+            for p in hit.params
+            if not p.disabled and (p.name in params or hit.condition.param(p.name).visible)
+        ],
+    }
 
 
 def check_watchpoints(

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -43,10 +45,28 @@ from tuidebug.core.session import (
     WatchpointsChanged,
 )
 from tuidebug.core.tensor import TensorRef, tensor_statistics
-from tuidebug.core.watchpoints import Watchpoint
-from tuidebug.tui.commands import DebuggerCommands, PaletteCommand
+from tuidebug.core.watchpoints import (
+    Watchpoint,
+    WatchpointError,
+    WatchpointHit,
+    hit_record,
+    parse_watch_spec,
+    resolve_targets,
+)
+from tuidebug.tui.commands import (
+    DebuggerCommands,
+    PaletteCommand,
+    check_command,
+    watch_file_text,
+)
 from tuidebug.tui.control_bar import ControlBar
-from tuidebug.tui.dialogs import ConfirmScreen, HistoryScreen, PromptScreen, int_check
+from tuidebug.tui.dialogs import (
+    ConfirmScreen,
+    HistoryScreen,
+    PromptScreen,
+    int_check,
+    path_check,
+)
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.help_screen import HelpScreen, KeyRow, context_help
 from tuidebug.tui.hit_list import HitList
@@ -176,12 +196,20 @@ class DebuggerApp(App[int]):
         start_session: bool = False,
         source_label: str | None = None,
         user_keys: bool = False,
+        watch_specs: Sequence[str] = (),
+        recommended: bool = False,
     ) -> None:
         """`start_session=True`: call `session.start()` in a worker once mounted.
         `source_label` replaces the dump path in the header (stable screenshots).
         `user_keys=True` applies the user's keys.toml (`run_app` does; tests and
-        screenshots leave it off so a developer's own file cannot change them)."""
+        screenshots leave it off so a developer's own file cannot change them).
+        `watch_specs` (`--watch`, `--watch-file`) and `recommended` (`--recommended`) are
+        created once the graphs are loaded, instead of offering the recommended set."""
         super().__init__()
+        self._startup_specs = tuple(watch_specs)
+        self._startup_recommended = recommended
+        # watchpoint id → the spec the user wrote for it (`1e3` stays `1e3` in exports)
+        self._given_specs: dict[int, str] = {}
         self._user_keys = user_keys
         self.keymap: Keymap = {}  # binding id → keys, as applied (see keymap.py)
         self.session = session
@@ -348,8 +376,16 @@ class DebuggerApp(App[int]):
         self._update_controls()
         if first_time and self.graphs and not self._recommendation_offered:
             self._recommendation_offered = True
-            # after the first frame: the user sees the graph, then the question
-            self.call_after_refresh(self._offer_recommended)
+            if self._startup_specs or self._startup_recommended:
+                graphs = dict(self.graphs)
+                self._run_session_call(
+                    "Creating the watchpoints of the command line",
+                    lambda: self._create_startup_watchpoints(graphs),
+                    control=False,
+                )
+            else:
+                # after the first frame: the user sees the graph, then the question
+                self.call_after_refresh(self._offer_recommended)
 
     def _apply_metadata(self, metadata: Metadata) -> None:
         step_changed = metadata.step != self._last_step
@@ -1020,6 +1056,182 @@ class DebuggerApp(App[int]):
         created = self.session.apply_recommended()
         self._from_worker(self.notify, f"{len(created)} recommended watchpoints created.")
 
+    # ------------------------------------------- watchpoints in and out as specs
+    def _create_startup_watchpoints(self, graphs: Mapping[str, Graph]) -> None:
+        """(worker) Create the command line's watchpoints on the loaded graphs. A spec
+        that watches nothing here, or that the session refuses, is a notice naming it."""
+        created = 0
+        for spec in self._startup_specs:
+            try:
+                condition, params = parse_watch_spec(spec)
+            except WatchpointError as err:  # the CLI validated it; a direct caller may not
+                self._warn_from_worker(f"--watch {spec}: {err}")
+                continue
+            if not any(resolve_targets(condition, (), graph) for graph in graphs.values()):
+                target = condition.target.value
+                what = "node" if target == "tensor" else f"{target} node"
+                self._warn_from_worker(
+                    f"--watch {spec} watches no {what} in the loaded graphs, so it was not created."
+                )
+                continue
+            try:
+                watchpoint = self.session.create_watchpoint(condition.id, params)
+            except (WatchpointError, SessionError) as err:
+                self._warn_from_worker(f"--watch {spec}: {err}")
+                continue
+            self._from_worker(self._given_specs.__setitem__, watchpoint.id, spec)
+            created += 1
+        if self._startup_recommended:
+            created += len(self.session.apply_recommended())
+        self._from_worker(
+            self.notify,
+            f"{created} watchpoint{'s' if created != 1 else ''} created from the command line.",
+        )
+
+    def _warn_from_worker(self, text: str) -> None:
+        self._from_worker(self.notify, text, severity="warning", timeout=15, markup=False)
+
+    def spec_of(self, watchpoint: Watchpoint) -> str:
+        """The watchpoint as a --watch spec: as the user wrote it on the command line while
+        it is unchanged, else `Watchpoint.spec`."""
+        given = self._given_specs.get(watchpoint.id)
+        if given is not None:
+            with contextlib.suppress(WatchpointError):
+                if parse_watch_spec(given) == (watchpoint.condition, watchpoint.params):
+                    return given
+        return watchpoint.spec
+
+    def _exported_specs(self) -> tuple[list[str], list[str], str]:
+        """(specs of the enabled watchpoints, of the disabled ones, a note when some watch
+        chosen nodes, which the spec form cannot say), each spec once, in list order."""
+        watchpoints = list(self.session.watchpoints)
+        enabled = [wp for wp in watchpoints if wp.enabled]
+        specs = list(dict.fromkeys(self.spec_of(wp) for wp in enabled))
+        disabled = list(dict.fromkeys(self.spec_of(wp) for wp in watchpoints if not wp.enabled))
+        narrowed = sum(1 for wp in enabled if self._narrowed(wp))
+        note = ""
+        if narrowed:
+            note = (
+                f"{narrowed} of them watch{'es' if narrowed == 1 else ''} chosen nodes here; "
+                "a --watch spec watches every node of its kind."
+            )
+        return specs, disabled, note
+
+    def _narrowed(self, watchpoint: Watchpoint) -> bool:
+        """True when the watchpoint's targets watch fewer nodes than its spec would."""
+        if not watchpoint.targets:
+            return False
+        names = [watchpoint.graph_name] if watchpoint.graph_name else list(self.graphs)
+        for name in names:
+            graph = self.graphs.get(name)
+            if graph is None:
+                continue
+            try:
+                chosen = resolve_targets(watchpoint.condition, watchpoint.targets, graph)
+            except WatchpointError:
+                return True
+            if len(chosen) != len(resolve_targets(watchpoint.condition, (), graph)):
+                return True
+        return False
+
+    def action_copy_check_command(self) -> None:
+        """Copy `tuidebug check DUMP --watch …` (online: the --watch options) and show it."""
+        specs, disabled, note = self._exported_specs()
+        if not specs:
+            self.notify("There is no enabled watchpoint to copy: press w to add one.")
+            return
+        if disabled:
+            left_out = f"{len(disabled)} disabled watchpoint"
+            left_out += "s are left out." if len(disabled) != 1 else " is left out."
+            note = f"{left_out} {note}".strip()
+        md = self._metadata
+        dump = os.path.abspath(md.source) if md.mode == "offline" and md.source else None
+        command = check_command(specs, dump)
+        self.copy_to_clipboard(command)
+        self.notify(
+            f"Copied to the clipboard:\n{command}" + (f"\n{note}" if note else ""),
+            timeout=20,
+            markup=False,
+        )
+
+    def action_save_watchpoints(self) -> None:
+        """Ask for a file, then write the watchpoints in the --watch-file format."""
+        specs, disabled, note = self._exported_specs()
+        if not specs and not disabled:
+            self.notify("There are no watchpoints to save: press w to add one.")
+            return
+        text = watch_file_text(specs, disabled)
+        count = f"{len(specs)} watchpoint{'s' if len(specs) != 1 else ''}"
+        if disabled:
+            count += f" and {len(disabled)} disabled one{'s' if len(disabled) != 1 else ''} as "
+            count += "comments"
+
+        def answered(value: str | None) -> None:
+            if value:
+                path = os.path.abspath(os.path.expanduser(value))
+                done = f"Saved {count} to {path}; read them back with --watch-file." + (
+                    f" {note}" if note else ""
+                )
+                self._write_file_worker(path, lambda: text, done)
+
+        self.push_screen(
+            PromptScreen(
+                "Save the watchpoints to",
+                value="tuidebug-watchpoints.txt",
+                hint="One --watch spec a line. Enter saves, Esc cancels.",
+                check=path_check(),
+            ),
+            answered,
+        )
+
+    @on(HitList.SaveRequested)
+    def _save_hits_requested(self, message: HitList.SaveRequested) -> None:
+        message.stop()
+        self.action_save_hits()
+
+    def action_save_hits(self) -> None:
+        """Ask for a file, then write every hit as `tuidebug check --json` prints them."""
+        hits = tuple(self.session.hits)
+        if not hits:
+            self.notify("There are no hits to save yet: step (n), continue (c) or recheck (r).")
+            return
+        specs = {wp.id: (self.spec_of(wp), dict(wp.params)) for wp in self.session.watchpoints}
+        shown = self.query_one(HitList).shown_count
+        which = f"all {len(hits)} hits" if len(hits) != 1 else "the hit"
+        if shown != len(hits):
+            which += f" (not only the {shown} the filters show)"
+
+        def answered(value: str | None) -> None:
+            if value:
+                path = os.path.abspath(os.path.expanduser(value))
+                self._write_file_worker(
+                    path, lambda: hits_json(hits, specs), f"Saved {which} to {path}."
+                )
+
+        self.push_screen(
+            PromptScreen(
+                "Save the hits as JSON to",
+                value=f"tuidebug-hits-step{self._metadata.step}.json",
+                hint="Every hit, as tuidebug check --json prints them. Enter saves, Esc cancels.",
+                check=path_check(),
+            ),
+            answered,
+        )
+
+    @work(thread=True, group="save", exit_on_error=False)
+    def _write_file_worker(self, path: str, text: Callable[[], str], done: str) -> None:
+        try:
+            content = text()
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(content)
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            self._from_worker(
+                self.notify, f"Could not write {path}: {reason}.", severity="error", markup=False
+            )
+            return
+        self._from_worker(self.notify, done, timeout=10, markup=False)
+
     def action_filter(self) -> None:
         tabs = self.query_one("#left-tabs", TabbedContent)
         self._remember_focus()
@@ -1148,6 +1360,30 @@ class DebuggerApp(App[int]):
                         self._apply_recommended,
                         control=False,
                     ),
+                )
+            )
+        if self.session.watchpoints:
+            commands.append(
+                PaletteCommand(
+                    "Copy watchpoints as a check command",
+                    "tuidebug check DUMP --watch SPEC …, to the clipboard",
+                    self.action_copy_check_command,
+                )
+            )
+            commands.append(
+                PaletteCommand(
+                    "Save watchpoints to file…",
+                    "One --watch spec a line, for --watch-file",
+                    self.action_save_watchpoints,
+                )
+            )
+        if self.session.hits:
+            commands.append(
+                PaletteCommand(
+                    "Save hits…",
+                    f"Every hit as JSON, like tuidebug check --json  ({self.key_hint('hits.save')}"
+                    " in the hit list)",
+                    self.action_save_hits,
                 )
             )
         md = self._metadata
@@ -1334,14 +1570,39 @@ def _summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
     )
 
 
-def run_app(session: DebugSession, *, start_session: bool = False) -> int:
+def hits_json(
+    hits: Sequence[WatchpointHit], specs: Mapping[int, tuple[str, Mapping[str, float]]]
+) -> str:
+    """The hits as `tuidebug check --json` prints them; `specs`: watchpoint id → (spec,
+    user-set parameters). A hit whose watchpoint is gone gets its condition's abbreviation."""
+    records = []
+    for hit in hits:
+        spec, params = specs.get(hit.watchpoint_id, (hit.condition.abbr, {}))
+        records.append(hit_record(hit, spec, params))
+    return json.dumps(records, indent=2) + "\n"
+
+
+def run_app(
+    session: DebugSession,
+    *,
+    start_session: bool = False,
+    watch_specs: Sequence[str] = (),
+    recommended: bool = False,
+) -> int:
     """Run the TUI on a session until the user quits; returns an exit status for the CLI.
 
     The caller owns the session: it closes it afterwards. `start_session=True` lets the app
     call `session.start()` in a worker, so a slow load shows progress in the header
     (offline); leave it False when the session was started already (online).
+    `watch_specs` and `recommended`: watchpoints to create once the graphs are loaded.
     """
-    app = DebuggerApp(session, start_session=start_session, user_keys=True)
+    app = DebuggerApp(
+        session,
+        start_session=start_session,
+        user_keys=True,
+        watch_specs=watch_specs,
+        recommended=recommended,
+    )
     result = app.run()
     if app.return_code not in (None, 0):
         return int(app.return_code)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -178,6 +179,28 @@ def int_check(low: int, high: int | None, what: str) -> Callable[[str], str | No
             return f"The {what} must be at least {low}."
         if high is not None and not low <= number <= high:
             return f"The {what} must be between {low} and {high}."
+        return None
+
+    return check
+
+
+def path_check() -> Callable[[str], str | None]:
+    """A `PromptScreen` check for a file to write: its folder must exist and it must not be
+    a folder; an existing file is replaced only when Enter is pressed on it a second time."""
+    warned: list[str] = []
+
+    def check(value: str) -> str | None:
+        if not value:
+            return "Give a file name."
+        path = Path(value).expanduser()
+        if path.is_dir():
+            return f"{value} is a folder; give a file name."
+        folder = path.parent
+        if not folder.is_dir():
+            return f"There is no folder {folder}."
+        if path.exists() and warned[-1:] != [value]:
+            warned.append(value)
+            return f"{value} exists: press Enter again to replace it."
         return None
 
     return check

@@ -3,18 +3,21 @@
 Each row says which tensor hit, the condition's abbreviation, and either the threshold
 against the measured value (`abs_mean_gt 1 ← 2.303`) or the error text (`previous step
 value cannot be found`). Enter on a row asks the app to jump to the node and open the
-tensor at the hit's iteration.
+tensor at the hit's iteration. `s` asks the app to save every hit (not only the filtered
+ones) as `tuidebug check --json` prints them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.widgets import Select, Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -67,13 +70,22 @@ class HitList(Vertical):
     HitList #hit-tree { height: 1fr; }
     """
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "save", "Save hits", id="hits.save"),
+    ]
+
     CONTEXT_TITLE = "hit list"
     CONTEXT_HELP = (
         "Watchpoint hits grouped by watchpoint, in execution order. Each row shows the\n"
         "condition, the tensor, and the threshold against the actual value (or the error).\n"
         "Enter jumps to the node in the tree and opens the tensor at the hit's iteration;\n"
-        "Esc comes back here. / moves to the filters (watchpoint, graph, rank)."
+        "Esc comes back here. / moves to the filters (watchpoint, graph, rank).\n"
+        "{hits.save} saves every hit (not only the filtered ones) as JSON, the schema of\n"
+        "tuidebug check --json."
     )
+
+    class SaveRequested(Message):
+        """The user asked to save the hits (the app knows the watchpoints and the step)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -135,6 +147,14 @@ class HitList(Vertical):
         for hit in self._hits:
             counts[hit.watchpoint_id] = counts.get(hit.watchpoint_id, 0) + 1
         return counts
+
+    @property
+    def shown_count(self) -> int:
+        """How many hits the filters let through."""
+        return len(self._filtered())
+
+    def action_save(self) -> None:
+        self.post_message(self.SaveRequested())
 
     def focus_filters(self) -> None:
         self.query_one("#hit-filter-watchpoint", Select).focus()

@@ -6,6 +6,10 @@ as one sentence on stderr with exit status 2, never a traceback.
 
 `tuidebug demo --online` asks `tuidebug.online.demo.run_demo_online(dump_dir)` for a
 started `OnlineSession` replaying the demo dump as a live training, and shows that.
+
+`watch_specs` and `recommended` are the command line's watchpoints, validated by the CLI;
+the app creates them once the graphs are loaded (and then does not offer the recommended
+set).
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 EXIT_USAGE = 2
 
@@ -33,7 +39,22 @@ def check_dump_dir(path: str) -> str | None:
     return None
 
 
-def open_offline(dump: str | Path, rank: int | None = None, *, command: str = "offline") -> int:
+def startup_watches(watch_specs: Sequence[str], recommended: bool) -> dict[str, Any]:
+    """`run_app`'s keyword arguments for the watchpoints to create at start; none at all
+    when there are none (the app then offers the recommended set)."""
+    if not watch_specs and not recommended:
+        return {}
+    return {"watch_specs": list(watch_specs), "recommended": recommended}
+
+
+def open_offline(
+    dump: str | Path,
+    rank: int | None = None,
+    *,
+    command: str = "offline",
+    watch_specs: Sequence[str] = (),
+    recommended: bool = False,
+) -> int:
     """Open a dump directory in the TUI; loading runs in the app's worker with progress."""
     problem = check_dump_dir(str(dump))
     if problem:
@@ -50,16 +71,25 @@ def open_offline(dump: str | Path, rank: int | None = None, *, command: str = "o
     from tuidebug.tui.app import run_app
 
     try:
-        return run_app(session, start_session=True)
+        return run_app(session, start_session=True, **startup_watches(watch_specs, recommended))
     finally:
         session.close()
 
 
-def run_offline(args: argparse.Namespace) -> int:
-    return open_offline(args.dump, getattr(args, "rank", None))
+def run_offline(
+    args: argparse.Namespace, *, watch_specs: Sequence[str] = (), recommended: bool = False
+) -> int:
+    return open_offline(
+        args.dump,
+        getattr(args, "rank", None),
+        watch_specs=watch_specs,
+        recommended=recommended,
+    )
 
 
-def run_demo(args: argparse.Namespace) -> int:
+def run_demo(
+    args: argparse.Namespace, *, watch_specs: Sequence[str] = (), recommended: bool = False
+) -> int:
     """Write the demo dump to --out (or a temporary folder) and open it."""
     out = getattr(args, "out", None)
     if out is not None:
@@ -78,12 +108,12 @@ def run_demo(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail("demo", f"cannot write the demo dump to {out_dir}: {exc.strerror or exc}.")
     if getattr(args, "online", False):
-        return _run_demo_online(dump_root)
+        return _run_demo_online(dump_root, startup_watches(watch_specs, recommended))
     print(f"tuidebug demo: demo dump written to {dump_root}", file=sys.stderr)
-    return open_offline(dump_root, command="demo")
+    return open_offline(dump_root, command="demo", watch_specs=watch_specs, recommended=recommended)
 
 
-def _run_demo_online(dump_root: Path) -> int:
+def _run_demo_online(dump_root: Path, startup: dict[str, Any]) -> int:
     """Serve the demo dump as a live training (the online side's simulator) and open it."""
     from tuidebug.online.demo import run_demo_online
 
@@ -94,6 +124,6 @@ def _run_demo_online(dump_root: Path) -> int:
     from tuidebug.tui.app import run_app
 
     try:
-        return run_app(session)
+        return run_app(session, **startup)
     finally:
         session.close()
