@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from torch_support import torch
 
@@ -51,6 +51,7 @@ values = st.one_of(
 
 
 @settings(max_examples=60, deadline=None)
+@example(data=[1.0, -1.0, 1.84e-10], change=0.0, with_prev=False, dtype=torch.float32)
 @given(
     data=st.lists(values, min_size=1, max_size=40),
     change=st.floats(-2, 2, width=32),
@@ -64,6 +65,10 @@ def test_torch_statistics_decide_like_the_engine(
     prev = (x.to(torch.float64) * 0.5 + change).to(dtype) if with_prev else None
     expected = evaluate(to_numpy(x), REQUESTS, to_numpy(prev) if prev is not None else None)
     got = evaluate_with_torch(x, REQUESTS, prev, chunk_elements=7)
+    # sums are exact only to rounding relative to the data's magnitude: the two engines add
+    # in different orders, so [1, -1, 1.84e-10] may lose 1e-16 against 1.84e-10 in either
+    finite = [abs(v) for v in data if math.isfinite(v)]
+    scale = 1e-14 * (1.0 + max(finite, default=0.0) * (1.0 + abs(change)))
     for e, g in zip(expected, got, strict=True):
         assert (g.hit, g.error_code) == (e.hit, e.error_code)
         for pe, pg in zip(e.params, g.params, strict=True):
@@ -71,7 +76,7 @@ def test_torch_statistics_decide_like_the_engine(
             if pe.actual is None:
                 assert pg.actual is None
             else:
-                assert pg.actual == pytest.approx(pe.actual, rel=1e-12, abs=1e-300), pe.name
+                assert pg.actual == pytest.approx(pe.actual, rel=1e-12, abs=scale), pe.name
 
 
 def test_integer_and_bool_tensors_and_size_mismatch() -> None:
