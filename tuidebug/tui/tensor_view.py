@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from rich.text import Text
@@ -115,30 +115,34 @@ def _nearest_position(positions: np.ndarray, start: int, *, backward: bool) -> i
     return int(positions[at]) if at < positions.size else int(positions[0])
 
 
-class _GotoInput(Input):
-    """The go-to box: Escape closes it (only while it has focus, so the App keeps Esc)."""
+class _PaneBox(Input):
+    """A one-line box of the tensor pane: Escape closes it through the view's `CLOSE`
+    method (only while the box has focus, so the App keeps Esc)."""
 
+    CLOSE: ClassVar[str] = ""
+
+    def action_close(self) -> None:
+        view = next((a for a in self.ancestors if isinstance(a, TensorView)), None)
+        if view is not None:
+            getattr(view, self.CLOSE)()
+
+
+class _GotoInput(_PaneBox):
+    """The go-to box."""
+
+    CLOSE = "close_goto"
     BINDINGS: list[BindingType] = [  # noqa: RUF012
         Binding("escape", "close", "Close", show=False, id="tensor.goto_close"),
     ]
 
-    def action_close(self) -> None:
-        view = next((a for a in self.ancestors if isinstance(a, TensorView)), None)
-        if view is not None:
-            view.close_goto()
 
+class _FindInput(_PaneBox):
+    """The find box (Escape closes it, keeping the search)."""
 
-class _FindInput(Input):
-    """The find box: the go-to box's twin (Escape closes it, keeping the search)."""
-
+    CLOSE = "close_find"
     BINDINGS: list[BindingType] = [  # noqa: RUF012
         Binding("escape", "close", "Close", show=False, id="tensor.find_close"),
     ]
-
-    def action_close(self) -> None:
-        view = next((a for a in self.ancestors if isinstance(a, TensorView)), None)
-        if view is not None:
-            view.close_find()
 
 
 class TensorView(Vertical):
