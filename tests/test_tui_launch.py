@@ -51,7 +51,7 @@ def test_bad_path_fails_without_importing_textual(tmp_path: Path) -> None:
 def test_offline_opens_the_app_on_the_dump(monkeypatch: pytest.MonkeyPatch, dump_2_0: Path) -> None:
     seen: dict[str, Any] = {}
 
-    def fake_run_app(session: Any, *, start_session: bool = False) -> int:
+    def fake_run_app(session: Any, *, start_session: bool = False, **_watches: Any) -> int:
         seen["session"] = session
         seen["start"] = start_session
         return 0
@@ -69,7 +69,7 @@ def test_demo_writes_the_dump_and_opens_it(
 ) -> None:
     opened: list[str] = []
 
-    def fake_run_app(session: Any, *, start_session: bool = False) -> int:
+    def fake_run_app(session: Any, *, start_session: bool = False, **_watches: Any) -> int:
         opened.append(session.dump_dir)
         return 0
 

@@ -65,7 +65,8 @@ def test_offline_without_watch_options_starts_as_before(
     opened: list[dict[str, Any]], dump_2_10: Path
 ) -> None:
     assert cli.main(["offline", str(dump_2_10)]) == 0
-    assert set(opened[0]) == {"session", "start_session"}  # the app offers the recommended set
+    # no watchpoints to create: the app offers the recommended set
+    assert opened[0]["watch_specs"] == [] and opened[0]["recommended"] is False
 
 
 @pytest.mark.parametrize(
@@ -190,7 +191,7 @@ def test_online_passes_the_watchpoints_to_the_tui(monkeypatch: pytest.MonkeyPatc
     assert cli.main(["online", "--port", "0", "--watch", "TO", "--recommended"]) == 0
     assert seen[0][1] == {"watch_specs": ["TO"], "recommended": True}
     assert cli.main(["online", "--port", "0"]) == 0
-    assert seen[1][1] == {}
+    assert seen[1][1] == {"watch_specs": [], "recommended": False}
 
 
 def test_online_headless_says_the_watchpoints_are_not_set(

@@ -161,8 +161,6 @@ def _run_online(args: argparse.Namespace) -> int:
     try:
         run_app = _tui_runner() if _on_terminal() else None
         if run_app is not None:
-            if not specs and not args.recommended:
-                return int(run_app(session) or 0)
             return int(run_app(session, watch_specs=specs, recommended=args.recommended) or 0)
         if specs or args.recommended:
             _say(

@@ -19,7 +19,6 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 EXIT_USAGE = 2
 
@@ -37,14 +36,6 @@ def check_dump_dir(path: str) -> str | None:
     if not target.is_dir():
         return f"{path} is not a directory; give the dump root (the folder holding rank_N/)."
     return None
-
-
-def startup_watches(watch_specs: Sequence[str], recommended: bool) -> dict[str, Any]:
-    """`run_app`'s keyword arguments for the watchpoints to create at start; none at all
-    when there are none (the app then offers the recommended set)."""
-    if not watch_specs and not recommended:
-        return {}
-    return {"watch_specs": list(watch_specs), "recommended": recommended}
 
 
 def open_offline(
@@ -71,7 +62,9 @@ def open_offline(
     from tuidebug.tui.app import run_app
 
     try:
-        return run_app(session, start_session=True, **startup_watches(watch_specs, recommended))
+        return run_app(
+            session, start_session=True, watch_specs=watch_specs, recommended=recommended
+        )
     finally:
         session.close()
 
@@ -108,12 +101,12 @@ def run_demo(
     except OSError as exc:
         return _fail("demo", f"cannot write the demo dump to {out_dir}: {exc.strerror or exc}.")
     if getattr(args, "online", False):
-        return _run_demo_online(dump_root, startup_watches(watch_specs, recommended))
+        return _run_demo_online(dump_root, watch_specs, recommended)
     print(f"tuidebug demo: demo dump written to {dump_root}", file=sys.stderr)
     return open_offline(dump_root, command="demo", watch_specs=watch_specs, recommended=recommended)
 
 
-def _run_demo_online(dump_root: Path, startup: dict[str, Any]) -> int:
+def _run_demo_online(dump_root: Path, watch_specs: Sequence[str], recommended: bool) -> int:
     """Serve the demo dump as a live training (the online side's simulator) and open it."""
     from tuidebug.online.demo import run_demo_online
 
@@ -124,6 +117,6 @@ def _run_demo_online(dump_root: Path, startup: dict[str, Any]) -> int:
     from tuidebug.tui.app import run_app
 
     try:
-        return run_app(session, **startup)
+        return run_app(session, watch_specs=watch_specs, recommended=recommended)
     finally:
         session.close()
