@@ -14,6 +14,7 @@ import contextlib
 import functools
 import json
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -30,6 +31,7 @@ from textual.widgets import Footer, Input, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.origins import OriginTrace, TraceCancelled, nonfinite_counts, trace_in_session
 from tuidebug.core.session import (
     ClientDisconnected,
     DebugSession,
@@ -82,6 +84,7 @@ from tuidebug.tui.messages import (
     WatchpointAction,
 )
 from tuidebug.tui.node_details import NodeDetails, OutputSummary
+from tuidebug.tui.origin_screen import Counts, OriginScreen
 from tuidebug.tui.scope_tree import ScopeTree
 from tuidebug.tui.stack_list import StackList
 from tuidebug.tui.tensor_view import TensorView
@@ -103,8 +106,12 @@ GUARDED_ACTIONS = frozenset(
         "recheck",
         "history",
         "new_watchpoint",
+        "trace_origin",
     }
 )
+
+TRACE_PROGRESS_AFTER = 0.5  # seconds before a running trace shows "Tracing… N tensors read"
+MAX_COUNTED_ORIGINS = 20  # origins whose NaN/Inf are counted for the origin screen
 
 # Pane number → (tab to show or None, widget id to focus)
 PANES: dict[int, tuple[str | None, str, str]] = {
@@ -179,6 +186,7 @@ class DebuggerApp(App[int]):
         Binding("r", "recheck", "Recheck", show=False, id="tuidebug.recheck"),
         Binding("h", "history", "History", show=False, id="tuidebug.history"),
         Binding("w", "new_watchpoint", "Watch", show=False, id="tuidebug.new_watchpoint"),
+        Binding("o", "trace_origin", "Trace NaN", show=False, id="tuidebug.trace_origin"),
         Binding("slash", "filter", "Filter", id="tuidebug.filter"),
         Binding("escape", "back", "Back", show=False, id="tuidebug.back"),
         Binding("question_mark,f1", "help", "Help", id="tuidebug.help"),
@@ -228,6 +236,7 @@ class DebuggerApp(App[int]):
         self.loaded = False  # GraphsLoaded seen (tests and benchmarks wait on it)
         self.messages: list[Notice] = []  # every Notice of the session, for the dialog
         self._pending_notices: list[Notice] = []
+        self._tracing = False  # a NaN/Inf trace runs (Esc cancels it)
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -779,6 +788,8 @@ class DebuggerApp(App[int]):
             if not self.graphs:
                 return ActionState(False, "No graph is loaded yet.")
             return ActionState(True)
+        if action == "trace_origin":
+            return self._trace_state()
         if action == "new_watchpoint":
             if not self.graphs:
                 return ActionState(False, "No graph is loaded yet.")
@@ -1244,6 +1255,11 @@ class DebuggerApp(App[int]):
             self.query_one(ScopeTree).focus_filter()
 
     def action_back(self) -> None:
+        if self._tracing:
+            self.workers.cancel_group(self, "origins")
+            self._trace_finished()
+            self.notify("Trace cancelled.")
+            return
         focused = self.focused
         if isinstance(focused, Input):
             if focused.id == "name-filter":
@@ -1328,6 +1344,149 @@ class DebuggerApp(App[int]):
             rows.append((key, does, ""))
         return rows
 
+    # ------------------------------------------------------ NaN/Inf origins
+    def _trace_target(self) -> tuple[str, str, int | None] | None:
+        """(graph, node, iteration) to trace: the hit under the cursor while the hit list
+        has focus, else the selected node at the current step."""
+        hits = self.query_one(HitList)
+        if self.focused is hits.tree:
+            cursor = hits.tree.cursor_node
+            hit = cursor.data if cursor is not None else None
+            if isinstance(hit, WatchpointHit):
+                ref = hit.tensor
+                graph_name = ref.graph if ref.graph in self.graphs else ""
+                if not graph_name:
+                    graph_name = next((n for n, g in self.graphs.items() if g.get(ref.node)), "")
+                if graph_name and ref.rank in (self._metadata.rank, None):
+                    return graph_name, ref.node, ref.iteration
+        if self.current_node is not None and self.current_graph in self.graphs:
+            return self.current_graph, self.current_node.name, None
+        return None
+
+    def _trace_state(self) -> ActionState:
+        if not self.graphs:
+            return ActionState(False, "No graph is loaded yet.")
+        md = self._metadata
+        if md.mode == "offline" and md.step < 1:
+            return ActionState(False, "Step 0 holds no values: step first (n).")
+        if self._trace_target() is None:
+            return ActionState(False, "Select a node in the tree (1) or a hit (2) first.")
+        return ActionState(True)
+
+    def action_trace_origin(self) -> None:
+        if not self._guard("trace_origin"):
+            return
+        target = self._trace_target()
+        if target is None:
+            return
+        graph_name, node, iteration = target
+        if iteration is None:
+            step = self._metadata.step
+        else:
+            step = iteration + 1 if self._metadata.mode == "offline" else iteration
+        self._tracing = True
+        self._trace_worker(self.graphs[graph_name], node, iteration, self._metadata.rank, step)
+
+    @work(thread=True, exclusive=True, group="origins", exit_on_error=False)
+    def _trace_worker(
+        self, graph: Graph, start: str, iteration: int | None, rank: int, step: int
+    ) -> None:
+        worker = get_current_worker()
+        began = time.monotonic()
+        shown = [0.0]  # when progress was last posted: a few updates a second at most
+
+        def progress(read: int) -> None:
+            now = time.monotonic()
+            if now - began >= TRACE_PROGRESS_AFTER and now - shown[0] >= 0.1:
+                shown[0] = now
+                self._from_worker(self._trace_progress, read)
+
+        try:
+            trace = trace_in_session(
+                self.session,
+                graph,
+                start,
+                iteration=iteration,
+                rank=rank,
+                cancelled=lambda: worker.is_cancelled,
+                progress=progress,
+            )
+            counts = self._origin_counts(trace, graph, iteration, rank, worker)
+        except TraceCancelled:
+            return  # Esc said so, and said it already
+        except Exception as exc:
+            if not worker.is_cancelled:
+                message = str(exc) if _is_user_error(exc) else f"The trace failed: {exc}"
+                self._from_worker(self._trace_finished)
+                self._from_worker(self.notify, message, severity="error", markup=False)
+            return
+        if worker.is_cancelled:
+            return
+        self._from_worker(self._trace_done, trace, graph, iteration, step, counts)
+
+    def _origin_counts(
+        self, trace: OriginTrace, graph: Graph, iteration: int | None, rank: int, worker: Any
+    ) -> dict[str, Counts]:
+        """NaN/±Inf counts of each origin's first non-finite slot (worker; a few origins,
+        each read in chunks). Parameters are counted as the trace judged them: their value
+        when the step began, where the session has one."""
+        counts: dict[str, Counts] = {}
+        for origin in trace.origins[:MAX_COUNTED_ORIGINS]:
+            if worker.is_cancelled:
+                raise TraceCancelled
+            if not origin.slots:
+                continue
+            node = graph.get(origin.node)
+            ref = TensorRef(origin.node, origin.slots[0], iteration, rank, graph.name)
+            try:
+                array = None
+                if node is not None and node.is_parameter and origin.node != trace.start:
+                    array = self.session.tensor(ref, previous=True)
+                if array is None:
+                    array = self.session.tensor(ref)
+            except Exception:
+                continue  # the counts are a nicety: the row stays without them
+            if array is not None:
+                counts[origin.node] = nonfinite_counts(array)
+        return counts
+
+    def _trace_progress(self, read: int) -> None:
+        if self._tracing:
+            self.query_one(SessionHeader).set_progress(
+                f"Tracing… {read} tensors read (Esc cancels)", read, 0
+            )
+
+    def _trace_finished(self) -> None:
+        self._tracing = False
+        self.query_one(SessionHeader).set_progress("", 1, 1)
+
+    def _trace_done(
+        self,
+        trace: OriginTrace,
+        graph: Graph,
+        iteration: int | None,
+        step: int,
+        counts: dict[str, Counts],
+    ) -> None:
+        self._trace_finished()
+        node = graph.get(trace.start)
+        short = node.short_name if node is not None else trace.start
+        if not trace.found:
+            if trace.start_has_value:
+                self.notify(f"{short} has no NaN or Inf at step {step}.", markup=False)
+            else:
+                self.notify(f"{short} has no value at step {step}.", markup=False)
+            return
+
+        def chosen(answer: tuple[str, int] | None) -> None:
+            if answer is None:
+                return
+            origin, slot = answer
+            if self.go_to_node(graph.name, origin):
+                self._request_tensor(graph.name, origin, slot, iteration)
+
+        self.push_screen(OriginScreen(trace, graph, f"step {step}", counts), chosen)
+
     # ----------------------------------------------------------------- palette
     def palette_commands(self) -> list[PaletteCommand]:
         commands: list[PaletteCommand] = []
@@ -1343,6 +1502,11 @@ class DebuggerApp(App[int]):
             ("recheck", "Recheck watchpoints", "Check every enabled watchpoint again"),
             ("history", "Graph execution history", "Which graph ran at which step"),
             ("new_watchpoint", "New watchpoint…", "Watch the selected node or scope"),
+            (
+                "trace_origin",
+                "Trace NaN/Inf to its origin",
+                "Walk upstream from the selected hit or node to where the NaN/Inf appeared",
+            ),
         ]
         for action, title, help_text in offered:
             if self.action_state(action).enabled:
@@ -1479,6 +1643,7 @@ _ACTION_HELP = {
     "recheck": "recheck every enabled watchpoint at this step",
     "history": "graph execution history (Enter on a row goes to that step)",
     "new_watchpoint": "new watchpoint on the selected node or scope",
+    "trace_origin": "trace NaN/Inf of the selected hit or node to its origin (Esc cancels)",
     "filter": "filter: tree name filter, stack search, hit filters",
     "back": "back",
     "help": "this help",
