@@ -30,7 +30,6 @@ from tuidebug.core.tensor import (
     BFLOAT16,
     TensorRef,
     UnsupportedDataTypeError,
-    iter_chunks,
     numpy_dtype,
 )
 from tuidebug.core.tensor_search import (
@@ -288,19 +287,6 @@ def has_nonfinite(
     if matcher.constant is not None:
         return matcher.constant
     return find_match(array, matcher, chunk=chunk, cancelled=cancelled) is not None
-
-
-def nonfinite_counts(array: np.ndarray, *, chunk: int = CHUNK) -> tuple[int, int, int]:
-    """(NaN, +Inf, −Inf) element counts in one chunked pass; zeros for non-float dtypes."""
-    if array.dtype.kind not in "fc" and array.dtype != BFLOAT16:
-        return 0, 0, 0
-    nan = pos = neg = 0
-    for piece in iter_chunks(array, chunk):
-        values = piece.astype(np.float32) if piece.dtype.itemsize < 4 else piece
-        nan += int(np.count_nonzero(np.isnan(values)))
-        pos += int(np.count_nonzero(values == np.inf))
-        neg += int(np.count_nonzero(values == -np.inf))
-    return nan, pos, neg
 
 
 def _declared_float(dtype: int | None) -> bool | None:

@@ -31,7 +31,7 @@ from textual.widgets import Footer, Input, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from tuidebug.core.graph import Graph, Node, NodeKind
-from tuidebug.core.origins import OriginTrace, TraceCancelled, nonfinite_counts, trace_in_session
+from tuidebug.core.origins import OriginTrace, TraceCancelled, trace_in_session
 from tuidebug.core.session import (
     ClientDisconnected,
     DebugSession,
@@ -1444,10 +1444,11 @@ class DebuggerApp(App[int]):
                     array = self.session.tensor(ref, previous=True)
                 if array is None:
                     array = self.session.tensor(ref)
+                stats = tensor_statistics(array) if array is not None else None
             except Exception:
                 continue  # the counts are a nicety: the row stays without them
-            if array is not None:
-                counts[origin.node] = nonfinite_counts(array)
+            if stats is not None:
+                counts[origin.node] = (stats.nan_count, stats.pos_inf_count, stats.neg_inf_count)
         return counts
 
     def _trace_progress(self, read: int) -> None:
