@@ -1,7 +1,7 @@
 """End to end over 127.0.0.1: the dump simulator replays the real LeNet dumps as a live
 training and `OnlineSession` drives it (spec §2): graph, watchpoints, continue until a hit,
 step N, tensor values against the `.npy` files, statistics/base levels, recheck, terminate,
-node stepping, version mismatch."""
+node stepping, version mismatch (--strict-version) and an old MindSpore's warning."""
 
 from __future__ import annotations
 
@@ -34,8 +34,10 @@ class Live:
     """A session with a simulator attached, plus the dump read independently (offline
     index) to check what the wire delivers."""
 
-    def __init__(self, dump: Path, backend: str = "Ascend", **sim: object) -> None:
-        self.session, self.log = make_session()
+    def __init__(
+        self, dump: Path, backend: str = "Ascend", strict_version: str | None = None, **sim: object
+    ) -> None:
+        self.session, self.log = make_session(strict_version=strict_version)
         self.sim = DumpSimulator(dump, self.session.address, backend=backend, **sim)
         self.thread = self.sim.start_thread()
         self.dump = dump
@@ -276,12 +278,14 @@ def test_gpu_node_stepping(dump_2_0: Path) -> None:
 
 
 def test_version_mismatch_allows_only_terminate(dump_2_0: Path) -> None:
-    live = Live(dump_2_0, ms_version="1.10.1")
+    # only with --strict-version: by default every MindSpore is accepted
+    live = Live(dump_2_0, ms_version="1.10.1", strict_version="2.3")
     try:
         session = live.session
         wait_state(session, SessionState.MISMATCH)
         notice = live.log.wait_for(Notice)
         assert "1.10.1" in notice.message and notice.severity == "error"
+        assert "--strict-version" in notice.message
         assert "1.10.1" in session.metadata.message
         for action in (session.step, session.continue_, session.recheck):
             with pytest.raises(SessionError):
@@ -292,6 +296,27 @@ def test_version_mismatch_allows_only_terminate(dump_2_0: Path) -> None:
         live.thread.join(TIMEOUT)
         assert not live.thread.is_alive()
         assert live.sim.client.terminated
+    finally:
+        live.close()
+
+
+@pytest.mark.parametrize(("ms_version", "warned"), [("2.2.14", False), ("1.3.0", True)])
+def test_older_mindspore_is_debugged(dump_2_0: Path, ms_version: str, warned: bool) -> None:
+    live = Live(dump_2_0, ms_version=ms_version)
+    try:
+        session = live.session
+        wait_state(session, SessionState.WAITING)
+        assert session.metadata.ms_version == ms_version and session.graphs
+        session.step(2)
+        wait_until(lambda: session.metadata.step == 2, what="step 2")
+        wait_state(session, SessionState.WAITING)
+        warnings = [e for e in live.log.events if isinstance(e, Notice)]
+        assert [ms_version in n.message for n in warnings] == ([True] if warned else [])
+        assert (ms_version in session.metadata.message) is warned  # the header's banner
+        session.terminate()
+        wait_state(session, SessionState.DONE)
+        live.thread.join(TIMEOUT)
+        assert not live.thread.is_alive() and live.sim.client.terminated
     finally:
         live.close()
 

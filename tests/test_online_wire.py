@@ -47,38 +47,55 @@ def online() -> Iterator[tuple[OnlineSession, object]]:
 
 # ----------------------------------------------------------------------- SendMetadata
 @pytest.mark.parametrize(
-    ("ms_version", "matched"),
+    ("ms_version", "strict", "matched"),
     [
-        ("2.3.0", True),
-        ("2.3.1", True),
-        ("2.4.0", True),  # newer minor: a warning only (spec §2.3 result 1)
-        ("2.2.0", False),
-        ("1.10.1", False),
-        ("3.0.0", False),
-        ("", False),
-        ("garbage", False),
-        ("torch-2.1.0", True),  # our PyTorch client: no MindSpore version rule
+        ("2.3.0", None, True),
+        ("2.3.1", None, True),
+        ("2.4.0", None, True),
+        # every MindSpore is accepted (old or unreadable ones with a warning:
+        # test_online_versions.py) ...
+        ("2.2.0", None, True),
+        ("1.10.1", None, True),
+        ("3.0.0", None, True),
+        ("", None, True),
+        ("garbage", None, True),
+        ("torch-2.1.0", None, True),  # our PyTorch client: no MindSpore version rule
+        # ... and --strict-version 2.3 keeps MindInsight 2.3's refusal
+        ("2.3.1", "2.3", True),
+        ("2.4.0", "2.3", True),  # newer minor: a warning only (spec §2.3 result 1)
+        ("2.2.0", "2.3", False),
+        ("1.10.1", "2.3", False),
+        ("3.0.0", "2.3", False),
+        ("", "2.3", False),
+        ("garbage", "2.3", False),
+        ("torch-2.1.0", "2.3", True),
     ],
 )
-def test_version_matched_is_always_set(online, ms_version: str, matched: bool) -> None:
-    session, _ = online
+def test_version_matched_is_always_set(ms_version: str, strict: str | None, matched: bool) -> None:
+    session, _ = make_session(strict_version=strict)
     client = RawClient(session.address)
-    reply = client.hello(ms_version)
-    assert reply.status == OK
-    assert reply.WhichOneof("cmd") == "version_matched"
-    assert reply.version_matched is matched
-    # proto3 oneof: a set `false` is on the wire (field 6, varint 0)
-    assert b"\x30\x00" in reply.SerializeToString() or matched
-    expected = SessionState.PENDING if matched else SessionState.MISMATCH
-    wait_state(session, expected)
-    client.close()
+    try:
+        reply = client.hello(ms_version)
+        assert reply.status == OK
+        assert reply.WhichOneof("cmd") == "version_matched"
+        assert reply.version_matched is matched
+        # proto3 oneof: a set `false` is on the wire (field 6, varint 0)
+        assert b"\x30\x00" in reply.SerializeToString() or matched
+        expected = SessionState.PENDING if matched else SessionState.MISMATCH
+        wait_state(session, expected)
+    finally:
+        client.close()
+        session.close()
 
 
 def test_version_match_rule() -> None:
+    # MindInsight's own rule, kept for --strict-version
     assert version_match("2.3.0") == 0
     assert version_match("2.9") == 1
     assert version_match("2.1.0") == 2
     assert version_match("1.3.0") == 2
+    assert version_match("2.2.14", "2.2") == 0
+    assert version_match("1.10.1", "1.8") == 1
 
 
 def test_training_done_has_no_version_handling(online, graph) -> None:

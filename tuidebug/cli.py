@@ -143,8 +143,14 @@ def _run_online(args: argparse.Namespace) -> int:
     """Serve the debugger protocol; the TUI when it is built and stdin/stdout are a
     terminal, else the session's events as lines on stdout."""
     from tuidebug.online.server import ServerStartError
-    from tuidebug.online.session import OnlineSession
+    from tuidebug.online.session import OnlineSession, parse_strict_version
 
+    strict = None
+    if args.strict_version is not None:
+        try:
+            strict = parse_strict_version(args.strict_version)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     _check_port(args.port)
     specs = _watch_specs(args)
     if args.host not in _LOOPBACK:
@@ -153,7 +159,7 @@ def _run_online(args: argparse.Namespace) -> int:
             f"who can reach {args.host}:{args.port} can control the training (prefer the "
             f"default 127.0.0.1 and an SSH tunnel: ssh -L {args.port}:127.0.0.1:{args.port})."
         )
-    session = OnlineSession(args.host, args.port)
+    session = OnlineSession(args.host, args.port, strict_version=strict)
     try:
         session.start()
     except ServerStartError as exc:
@@ -383,6 +389,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("online", help="wait for a training process to connect")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=50051, help="port to listen on (default 50051)")
+    p.add_argument(
+        "--strict-version",
+        default=None,
+        metavar="X.Y",
+        help="refuse MindSpore versions that MindInsight X.Y would refuse (default: accept "
+        "every MindSpore, warning about those older than 1.5 or unreadable)",
+    )
     add_watch_arguments(p)
     p.set_defaults(run=_run_online)
 

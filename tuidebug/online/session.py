@@ -10,9 +10,18 @@ request. The gRPC transport (`server.py`) calls the `wire_*` methods; the TUI ca
 `DebugSession` methods. Events go out on a dispatcher thread so neither side ever blocks the
 other (a listener may call back into the session).
 
-Our version check compares against MindInsight **2.3** (`MINDINSIGHT_VERSION`): the last
-MindInsight release, whose protocol this server speaks. Clients whose `ms_version` starts
-with `torch-` are our own PyTorch adapter and are accepted without the MindSpore rule.
+Versions (spec §0, §1.4, §2.3): the wire protocol was the same from MindInsight 1.5 to 2.3,
+and MindSpore's online debugger client exists from 1.x through the 2.3 era, so by default
+every MindSpore `ms_version` is accepted (`version_matched=true`): 1.5 to 2.x silently;
+older versions (no tensor base/statistics replies before MindInsight 1.5's protocol, no
+heartbeats before 1.3's, a different graph transfer before 1.1's), versions from 3.0 on
+(newer than any MindSpore with an online debugger client) and versions that cannot be read
+(empty, `garbage`) with one warning that names what was received: logged, posted as a
+`Notice` and kept as the header's banner line for the session (`check_version`).
+`strict_version="X.Y"` (`tuidebug online --strict-version X.Y`) applies MindInsight X.Y's own
+rule instead (`version_match`): a mismatch gets `version_matched=false` and the training
+can only be terminated. Clients whose `ms_version` starts with `torch-` are our own PyTorch
+adapter and are accepted without any MindSpore rule.
 
 For those clients only, step N / continue send the real remaining count in `run_steps`
 (MindSpore ignores it; MindSpore-like clients keep getting `run_steps=1`, one WaitCMD per
@@ -28,6 +37,7 @@ from __future__ import annotations
 import logging
 import math
 import queue
+import re
 import threading
 import time
 from collections import deque
@@ -65,7 +75,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tuidebug.online")
 
-MINDINSIGHT_VERSION = "2.3"
+MINDINSIGHT_VERSION = "2.3"  # the last MindInsight; the protocol tuidebug speaks
+_VERSION = re.compile(r"(\d+)\.(\d+)", re.ASCII)
 TORCH_VERSION_PREFIX = "torch-"
 MAX_RUN_STEPS = 2**31 - 1
 HEARTBEAT_LIMITS = (5, 3600)  # seconds, MindInsight's accepted `period` range (spec §2.10)
@@ -76,6 +87,91 @@ MAX_SETCMD_BYTES = 3 * 1024 * 1024 + 512 * 1024
 _OK = pb.EventReply.OK
 _ERROR_NO_PREV = 4  # core.watchpoints.ERROR_NO_PREV, without importing the condition engine
 _FAILED = pb.EventReply.FAILED
+
+
+def parse_version(text: str) -> tuple[int, int] | None:
+    """`major.minor` of a version such as `2.2.14`, `2.3.0rc1` or `1.8`; None when `text`
+    does not start with two dot-separated numbers."""
+    found = _VERSION.match(text.strip())
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def parse_strict_version(text: str) -> str:
+    """A `--strict-version` value as `X.Y` (`2.3`, or `2.3.0` which the rule reads the
+    same); ValueError with one sentence else."""
+    if not re.fullmatch(r"\d{1,4}\.\d{1,4}(\.\d{1,4})?", text.strip(), re.ASCII):
+        raise ValueError(f"--strict-version must be a MindInsight version like 2.3, not {text!r}.")
+    major, minor = text.strip().split(".")[:2]
+    return f"{int(major)}.{int(minor)}"
+
+
+@dataclass(frozen=True)
+class VersionCheck:
+    """The answer to a client's `ms_version`: `matched` goes on the wire as
+    `version_matched`; `warning` (one sentence, naming the version received) is shown once."""
+
+    matched: bool
+    warning: str = ""
+
+
+def check_version(ms_version: str, strict_version: str | None = None) -> VersionCheck:
+    """Spec §2.3 with this debugger's policy (module docstring): every MindSpore version is
+    accepted, with a warning for those the MindInsight 1.5–2.3 protocol may not fit;
+    `strict_version` = MindInsight's own rule against that MindInsight version."""
+    shown = ms_version or "(none)"
+    if ms_version.startswith(TORCH_VERSION_PREFIX):
+        return VersionCheck(True)
+    if strict_version is not None:
+        result = version_match(ms_version, strict_version)
+        if result == 2:
+            return VersionCheck(
+                False,
+                f"MindSpore {shown} does not match MindInsight {strict_version} "
+                "(--strict-version); only terminate is possible.",
+            )
+        if result == 1:
+            return VersionCheck(
+                True,
+                f"MindSpore {shown} is newer than MindInsight {strict_version} "
+                "(--strict-version); continuing.",
+            )
+        return VersionCheck(True)
+    version = parse_version(ms_version)
+    if version is None:
+        return VersionCheck(
+            True,
+            f"The training sent MindSpore version {ms_version!r}, which cannot be read; "
+            "assuming the MindInsight 1.5–2.3 protocol (if the graph or commands fail, "
+            "the training may not be a MindSpore online debugger client).",
+        )
+    if version < (1, 1):
+        return VersionCheck(
+            True,
+            f"MindSpore {shown} is older than MindInsight 1.1's protocol (graphs were not "
+            "sent in chunks, watchpoints had only the NaN/Inf conditions, no heartbeats or "
+            "tensor statistics); the graph, watchpoints and tensors may not work.",
+        )
+    if version < (1, 3):
+        return VersionCheck(
+            True,
+            f"MindSpore {shown} predates MindInsight 1.3's protocol: it sends no heartbeats "
+            "(a training that vanishes is not noticed) and ignores graph names in "
+            "watchpoints; tensor statistics and sizes (MindInsight 1.5) may not load either.",
+        )
+    if version < (1, 5):
+        return VersionCheck(
+            True,
+            f"MindSpore {shown} predates MindInsight 1.5's protocol: ViewCMD levels and the "
+            "tensor base/statistics replies came with 1.5, so tensor statistics and sizes "
+            "may not load (full tensor values still do).",
+        )
+    if version >= (3, 0):
+        return VersionCheck(
+            True,
+            f"MindSpore {shown} is newer than any MindSpore with an online debugger client "
+            "(the last are 2.3-era releases); continuing with the MindInsight 2.3 protocol.",
+        )
+    return VersionCheck(True)
 
 
 def version_match(ms_version: str, mi_version: str = MINDINSIGHT_VERSION) -> int:
@@ -157,8 +253,11 @@ class OnlineSession(DebugSession):
         heartbeat_limits: tuple[float, float] = HEARTBEAT_LIMITS,
         heartbeat_scale: float = 1.0,
         max_graph_nodes: int | None = None,
+        strict_version: str | None = None,
     ) -> None:
-        """`heartbeat_limits`/`heartbeat_scale` are test hooks: the watchdog expects a
+        """`strict_version` ("X.Y"): MindInsight X.Y's version rule instead of accepting
+        every MindSpore (module docstring); ValueError when malformed.
+        `heartbeat_limits`/`heartbeat_scale` are test hooks: the watchdog expects a
         heartbeat every `(period + 0.5) * heartbeat_scale` seconds."""
         super().__init__()
         self.host = host
@@ -169,6 +268,10 @@ class OnlineSession(DebugSession):
         self.heartbeat_limits = heartbeat_limits
         self.heartbeat_scale = heartbeat_scale
         self.max_graph_nodes = max_graph_nodes  # None = the graph reader's limit
+        self.strict_version = (
+            None if strict_version is None else parse_strict_version(strict_version)
+        )
+        self._version_warning = ""  # this training's version warning (wire_metadata)
         self.address = ""
         self._server: grpc.Server | None = None
         self._close_hooks: list[Callable[[], None]] = []
@@ -610,35 +713,28 @@ class OnlineSession(DebugSession):
                     self._cond.notify_all()
                 return pb.EventReply(status=_OK)
             self._new_session(md, peer)
-            ms_version = md.ms_version
-            if ms_version.startswith(TORCH_VERSION_PREFIX):
-                matched = True
-                self._free_running = True
-            else:
-                result = version_match(ms_version)
-                matched = result != 2
-                if result == 1:
-                    log.warning(
-                        "MindSpore %s is newer than MindInsight %s; continuing.",
-                        ms_version,
-                        MINDINSIGHT_VERSION,
-                    )
-            if not matched:
-                message = (
-                    f"MindSpore {ms_version or '(unknown)'} does not match this debugger "
-                    f"(MindInsight {MINDINSIGHT_VERSION} protocol); only terminate is possible."
-                )
-                self._set_meta(state=SessionState.MISMATCH, message=message)
-                self._post(Notice(message, "error"))
+            self._free_running = md.ms_version.startswith(TORCH_VERSION_PREFIX)
+            check = check_version(md.ms_version, self.strict_version)
+            if not check.matched:
+                self._set_meta(state=SessionState.MISMATCH, message=check.warning)
+                self._post(Notice(check.warning, "error"))
+            elif check.warning:
+                # once per training: the log, a notice, and the header's banner line
+                # whenever it has nothing else to say (`_set_meta`)
+                log.warning("%s", check.warning)
+                self._version_warning = check.warning
+                self._set_meta(message=check.warning)
+                self._post(Notice(check.warning, "warning"))
             self._cond.notify_all()
             # spec §1.6: the oneof member must be *set*, even to false
-            return pb.EventReply(status=_OK, version_matched=matched)
+            return pb.EventReply(status=_OK, version_matched=check.matched)
 
     def _new_session(self, md: pb.Metadata, peer: str) -> None:
         """Spec §2.3: a SendMetadata always starts a new training session."""
         if self._active:
             log.info("a new training connected; the previous session is reset")
         self._fail_view("A new training connected.")
+        self._version_warning = ""
         self._generation += 1
         self._active = True
         # MindSpore's heartbeat thread starts before SendMetadata: a running watchdog keeps
@@ -1100,6 +1196,8 @@ class OnlineSession(DebugSession):
 
     def _set_meta(self, **changes: Any) -> None:
         with self._lock:
+            if changes.get("message") == "" and self._version_warning:
+                changes["message"] = self._version_warning  # the banner's resting text
             new = self._meta.with_(**changes)
             if new == self._meta:
                 return

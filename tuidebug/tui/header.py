@@ -52,7 +52,9 @@ def header_segments(
         if md.backend:
             segments.append(Segment("backend", md.backend, keep=4))
         if md.ms_version:
-            segments.append(Segment("MindSpore", md.ms_version, keep=1))
+            # which MindSpore is connected matters (its version warning is the banner
+            # line): it outlasts the device, backend, rank and graph on a narrow line
+            segments.append(Segment("MindSpore", md.ms_version, keep=5))
     else:
         segments.append(Segment("", source, elide=True))
     rank = str(md.rank) + (f" of {len(md.ranks)}" if len(md.ranks) > 1 else "")
