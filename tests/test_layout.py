@@ -14,6 +14,7 @@ import pytest
 from dump_copy import copy_dump
 from hypothesis import given
 from hypothesis import strategies as st
+from subgraph_dump import add_graph_without_history
 
 from tuidebug.offline import layout as layout_module
 from tuidebug.offline.dump_error import DumpError
@@ -255,11 +256,11 @@ def test_history_and_previous_iteration(lenet_dump: Path) -> None:
 def test_graph_runs(lenet_dump: Path) -> None:
     rank = DumpLayout.open(lenet_dump).rank(0)
     runs = rank.graph_runs({0: "kernel_graph_0"})
-    assert [(r.count, r.iteration, r.graph_id, r.has_data) for r in runs] == [
-        (1, 0, 0, True),
-        (2, 1, 0, True),
-        (3, 2, 0, True),
-        (4, 3, 0, True),
+    assert [(r.count, r.iteration, r.graph_id, r.has_data, r.from_history) for r in runs] == [
+        (1, 0, 0, True, True),
+        (2, 1, 0, True, True),
+        (3, 2, 0, True, True),
+        (4, 3, 0, True, True),
     ]
     assert {r.graph_name for r in runs} == {"kernel_graph_0"}
     assert rank.graph_runs()[0].graph_name == "kernel_graph_0"
@@ -520,8 +521,68 @@ def test_missing_history_file(dump_2_0: Path, tmp_path: Path) -> None:
     assert not rank.has_history(0)
     assert rank.previous_iteration(0, 2) is None
     assert rank.step_count == 4  # from the dumped iterations
-    assert [r.iteration for r in rank.graph_runs()] == [0, 1, 2, 3]
+    runs = rank.graph_runs()
+    assert [(r.iteration, r.has_data, r.from_history) for r in runs] == [
+        (i, True, False) for i in range(4)
+    ]
     assert rank.execution_order(0)  # the rest stays usable
+
+
+def test_graph_without_history_is_listed_from_its_dumped_folders(
+    dump_2_0: Path, tmp_path: Path
+) -> None:
+    """A control-flow net: the root graph 0 has a history, sub-graph 1 only iteration
+    folders. Its runs sort in with the root graph's, by step then graph id."""
+    root = copy_dump(dump_2_0, tmp_path / "d")
+    add_graph_without_history(root, 1, {1: 1, 2: 2})
+    rank = DumpLayout.open(root).rank(0)
+    assert rank.problems == [
+        "rank_0/execution_order/ms_global_execution_order_graph_1.csv is missing, so iterations "
+        "of graph 1 have no previous run for change conditions."
+    ]
+    assert rank.history == {0: [0, 1, 2, 3]} and not rank.history_discarded
+    assert rank.has_history(0) and not rank.has_history(1)
+    assert rank.previous_iteration(1, 2) is None  # the checker's no-history rule decides
+    assert rank.step_count == 4
+    runs = rank.graph_runs({0: "kernel_graph_0", 1: "kernel_graph_1"})
+    assert [(r.count, r.graph_name, r.has_data, r.from_history) for r in runs] == [
+        (1, "kernel_graph_0", True, True),
+        (2, "kernel_graph_0", True, True),
+        (2, "kernel_graph_1", True, False),
+        (3, "kernel_graph_0", True, True),
+        (3, "kernel_graph_1", True, False),
+        (4, "kernel_graph_0", True, True),
+    ]
+
+
+def test_graph_without_history_past_the_root_history_extends_the_steps(
+    dump_2_0: Path, tmp_path: Path
+) -> None:
+    """An iteration folder of a graph without history after the last iteration of the
+    root graph's history is still a step one can go to."""
+    root = copy_dump(dump_2_0, tmp_path / "d")
+    add_graph_without_history(root, 1, {5: 3}, with_graph_file=False)
+    rank = DumpLayout.open(root).rank(0)
+    assert rank.step_count == 6
+    assert [(r.count, r.graph_id, r.from_history) for r in rank.graph_runs()][-2:] == [
+        (4, 0, True),
+        (6, 1, False),
+    ]
+    assert rank.graph_runs()[-1].graph_name == "kernel_graph_1"  # no graph file
+
+
+def test_many_graphs_without_history_are_one_problem(dump_2_0: Path, tmp_path: Path) -> None:
+    root = copy_dump(dump_2_0, tmp_path / "d")
+    for gid in (1, 2, 3, 5):
+        add_graph_without_history(root, gid, {0: 0}, with_graph_file=False)
+    (root / "rank_0" / "LeNet" / "4").mkdir()  # no iteration: no run, nothing missing
+    rank = DumpLayout.open(root).rank(0)
+    assert rank.problems == [
+        "rank_0/execution_order has no ms_global_execution_order_graph_<id>.csv for graphs "
+        "1–3, 5, so their iterations have no previous run for change conditions."
+    ]
+    first = [(r.graph_id, r.from_history) for r in rank.graph_runs() if r.iteration == 0]
+    assert first == [(0, True), (1, False), (2, False), (3, False), (5, False)]
 
 
 def test_history_not_covering_the_dump_is_discarded(dump_2_10: Path, tmp_path: Path) -> None:
@@ -534,7 +595,9 @@ def test_history_not_covering_the_dump_is_discarded(dump_2_10: Path, tmp_path: P
     assert rank.has_history(0)
     assert rank.previous_iteration(0, 1) == 0
     assert rank.previous_iteration(0, 3) is None
-    assert [r.iteration for r in rank.graph_runs()] == [0, 1, 2, 3]
+    # listed from the dumped folders, and marked so: the history file was not used
+    runs = rank.graph_runs()
+    assert [(r.iteration, r.from_history) for r in runs] == [(i, False) for i in range(4)]
     [problem] = rank.problems
     assert problem == (
         "rank_0/execution_order/ms_global_execution_order_graph_0.csv does not list the dumped "
@@ -556,6 +619,7 @@ def test_history_tolerates_one_extra_final_iteration(dump_2_10: Path, tmp_path: 
     assert "iteration 3 of graph 0" in problem and "dataset sink mode" in problem
     runs = rank.graph_runs()
     assert [r.iteration for r in runs] == [0, 1, 2]
+    assert all(r.from_history for r in runs)
 
 
 def test_history_with_bad_lines_and_gaps(dump_2_10: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from damaged_dumps import DAMAGES, Damage, damaged_copy
 from dump_copy import copy_dump
+from subgraph_dump import add_graph_without_history
 
 from tuidebug.core.session import (
     EventLog,
@@ -318,6 +319,54 @@ def test_graph_runs(s210) -> None:  # type: ignore[no-untyped-def]
     assert [(r.iteration, r.graph_name, r.has_data) for r in runs] == [
         (i, "kernel_graph0", True) for i in range(4)
     ]
+
+
+def test_graph_without_history_runs_steps_and_checks(dump_2_0: Path, tmp_path: Path) -> None:
+    """A control-flow dump: sub-graph 1 has iteration folders but no history file. Its runs
+    are listed (marked), its steps can be gone to, and checks treat its change conditions
+    with the no-history rule (error 16) while the root graph keeps its history."""
+    root = copy_dump(dump_2_0, tmp_path / "d", with_data=True)
+    sub = add_graph_without_history(root, 1, {1: 1, 2: 2})
+    session, log = started(root)
+    try:
+        assert list(session.graphs) == ["kernel_graph_0", sub]
+        assert session.metadata.max_step == 4
+        assert any("ms_global_execution_order_graph_1.csv is missing" in m for m in notices(log))
+        runs = session.graph_runs()
+        assert [(r.iteration, r.graph_name, r.has_data, r.from_history) for r in runs] == [
+            (0, "kernel_graph_0", True, True),
+            (1, "kernel_graph_0", True, True),
+            (1, sub, True, False),
+            (2, "kernel_graph_0", True, True),
+            (2, sub, True, False),
+            (3, "kernel_graph_0", True, True),
+        ]
+        session.create_watchpoint("WCL", {"abs_mean_update_ratio_gt": 1.0})
+        session.create_watchpoint("TL", {"abs_mean_gt": 1.0})
+        session.reset_step(runs[4].iteration + 1)  # a run listed from the dumped folders
+        assert session.metadata.step == 3
+        session.recheck()
+        hits = session.hits
+        wcl = {
+            g: [h for h in hits if h.condition.abbr == "WCL" and h.tensor.graph == g]
+            for g in ("kernel_graph_0", sub)
+        }
+        assert all(h.error_code == 0 for h in wcl["kernel_graph_0"])  # it has a history
+        assert {h.tensor.node for h in wcl[sub]} == WEIGHTS
+        assert {h.error_code for h in wcl[sub]} == {16}
+        tl = {
+            g: {h.tensor.node for h in hits if h.condition.abbr == "TL" and h.tensor.graph == g}
+            for g in ("kernel_graph_0", sub)
+        }
+        assert tl[sub] and tl[sub] == tl["kernel_graph_0"]  # the same data, checked alike
+        # the previous value of a graph without history is its previous dumped iteration
+        it1 = next((root / "rank_0/LeNet/1/1").glob("Parameter.fc1.bias.*.npy"))
+        ref = TensorRef("fc1.bias", 0, 2, 0, sub)
+        np.testing.assert_array_equal(session.tensor(ref, previous=True), np.load(it1))
+        first = TensorRef("fc1.bias", 0, 1, 0, sub)
+        assert session.tensor(first, previous=True) is None  # its first dumped iteration
+    finally:
+        session.close()
 
 
 def test_select_rank(s210) -> None:  # type: ignore[no-untyped-def]

@@ -12,13 +12,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from textual.widgets import Input, OptionList
+from dump_copy import copy_dump
+from subgraph_dump import add_graph_without_history
+from textual.widgets import DataTable, Input, Label, OptionList, Static
 
 from tuidebug.core.tensor import TensorRef, tensor_statistics
 from tuidebug.offline.demo import write_demo_dump
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen, PromptScreen
+from tuidebug.tui.dialogs import ConfirmScreen, HistoryScreen, PromptScreen
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.hit_list import HitList
 from tuidebug.tui.messages import HitChosen
@@ -173,6 +175,96 @@ async def test_lenet_bad_slice_heatmap_and_reset_step(dump_2_0: Path) -> None:
         assert "step 3" in view._title
         expected = session.tensor(TensorRef(weight.name, 0, 2, 0, graph.name))
         assert view._array is not None and np.array_equal(view._array, expected)
+
+
+def history_table(screen: HistoryScreen) -> tuple[list[str], list[list[str]]]:
+    table = screen.query_one(DataTable)
+    columns = [str(c.label) for c in table.ordered_columns]
+    rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+    return columns, rows
+
+
+async def test_history_lists_graphs_without_history_file(dump_2_0: Path, tmp_path: Path) -> None:
+    """A control-flow dump: sub-graph 1 has dumped iterations 1 and 2 but no history file.
+    Its runs sort in with the root graph's, marked "dumped folders", and Enter on one goes
+    to that step like any row."""
+    root = copy_dump(dump_2_0, tmp_path / "d")
+    sub = add_graph_without_history(root, 1, {1: 1, 2: 2})
+    session = OfflineSession(root)
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_dump(pilot)
+        await pilot.press("h")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        assert str(screen.query_one("#history-title", Label).render()) == (
+            "Graph execution history"
+        )
+        note = str(screen.query_one("#history-note", Static).render())
+        assert note.startswith(f"1 graph has no history file ({sub}):")
+        columns, rows = history_table(screen)
+        assert columns == ["step", "iteration", "graph", "data", "from", "sub-graphs"]
+        assert [(r[0].strip(), r[2], r[3], r[4]) for r in rows] == [
+            ("1", "kernel_graph_0", "dumped", "history file"),
+            ("2", "kernel_graph_0", "dumped", "history file"),
+            ("2", sub, "dumped", "dumped folders"),
+            ("3", "kernel_graph_0", "dumped", "history file"),
+            ("3", sub, "dumped", "dumped folders"),
+            ("4", "kernel_graph_0", "dumped", "history file"),
+        ]
+        await pilot.press("down", "down", "down", "down", "enter")  # sub-graph, step 3
+        await settle(pilot)
+        assert not isinstance(app.screen, HistoryScreen)
+        assert session.metadata.step == 3
+        assert "step 3/4 (iteration 2)" in str(app.query_one(SessionHeader).render())
+        await pilot.press("h")
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        assert table.cursor_row == 3  # the first row of the current step
+        assert history_table(app.screen)[1][4][0].startswith("▶")
+
+
+async def test_history_without_any_history_file(dump_2_0: Path, tmp_path: Path) -> None:
+    root = copy_dump(
+        dump_2_0, tmp_path / "d", keep=lambda rel: "ms_global_execution_order" not in rel
+    )
+    session = OfflineSession(root)
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_dump(pilot)
+        await pilot.press("h")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        title = str(screen.query_one("#history-title", Label).render())
+        assert title == "Graph runs (no history file — from dumped folders)"
+        assert "No graph has a usable history file" in str(
+            screen.query_one("#history-note", Static).render()
+        )
+        columns, rows = history_table(screen)
+        assert columns[4] == "from"
+        assert [(r[0].strip(), r[4]) for r in rows] == [
+            (str(s), "dumped folders") for s in range(1, 5)
+        ]
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert session.metadata.step == 2
+
+
+async def test_history_with_history_file_has_no_from_column(dump_2_0: Path) -> None:
+    session = OfflineSession(dump_2_0)
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_dump(pilot)
+        await pilot.press("h")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        assert not screen.query("#history-note")
+        columns, rows = history_table(screen)
+        assert columns == ["step", "iteration", "graph", "data", "sub-graphs"]
+        assert len(rows) == 4
 
 
 async def test_demo_continue_finds_the_overflow(demo_dump: Path) -> None:

@@ -87,6 +87,9 @@ class GraphRun:
     graph_name: str
     has_data: bool
     sub_graphs: tuple[str, ...] = ()
+    # False when the graph has no history file and its runs are its dumped iteration
+    # folders (offline: the sub-graphs of a control-flow net)
+    from_history: bool = True
 
 
 # ------------------------------------------------------------------ events

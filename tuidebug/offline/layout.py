@@ -94,6 +94,9 @@ class GraphRun:
     graph_id: int
     graph_name: str
     has_data: bool
+    # False: the graph has no usable history file (sub-graphs of a control-flow net have
+    # none), so its runs are its dumped iteration folders and each has data
+    from_history: bool = True
 
 
 @dataclass
@@ -370,15 +373,23 @@ class RankLayout:
                     f"{'are' if bad != 1 else 'is'} not an iteration number."
                 )
             raw[gid] = sorted(set(iterations))
-        for gid, dumped in sorted(self.dumped_iterations.items()):
-            if gid in raw or not dumped:
-                continue
+        missing = [g for g, dumped in sorted(self.dumped_iterations.items()) if dumped]
+        missing = [g for g in missing if g not in raw]
+        if len(missing) == 1:
             expected = (
-                self.path / EXECUTION_ORDER_DIR / f"ms_global_execution_order_graph_{gid}.csv"
+                self.path
+                / EXECUTION_ORDER_DIR
+                / f"ms_global_execution_order_graph_{missing[0]}.csv"
             )
             self.problems.append(
-                f"{self._show(expected)} is missing, so iterations of graph {gid} have no "
-                "previous run for change conditions."
+                f"{self._show(expected)} is missing, so iterations of graph {missing[0]} have "
+                "no previous run for change conditions."
+            )
+        elif missing:  # a control-flow net: one sentence, not one per sub-graph
+            self.problems.append(
+                f"{self._show(self.path / EXECUTION_ORDER_DIR)} has no "
+                f"ms_global_execution_order_graph_<id>.csv for graphs {_ranges(missing)}, so "
+                "their iterations have no previous run for change conditions."
             )
         for gid, dumped in sorted(self.dumped_iterations.items()):
             history = raw.get(gid)
@@ -418,12 +429,24 @@ class RankLayout:
 
     @property
     def step_count(self) -> int:
-        """§5.5 step 6: max(history) + 1, else max(dumped iteration) + 1, else 0."""
-        history = [i for its in self.history.values() for i in its]
-        if history:
-            return max(history) + 1
-        dumped = self.iterations
-        return max(dumped) + 1 if dumped else 0
+        """§5.5 step 6: max(history) + 1, else max(dumped iteration) + 1, else 0. A graph
+        without a usable history file counts with its dumped iterations (MindInsight
+        ignores such graphs), so every listed graph run is a step one can go to."""
+        counted = [i for its, _ in self._run_iterations().values() for i in its]
+        return max(counted) + 1 if counted else 0
+
+    def _run_iterations(self) -> dict[int, tuple[list[int], bool]]:
+        """Graph id → (iterations in which it ran, whether they come from its history file).
+        Graphs without a usable history (no file, an empty one, or the rank's history
+        discarded by the consistency rule) ran in their dumped iterations."""
+        out: dict[int, tuple[list[int], bool]] = {}
+        for gid in sorted(set(self.history) | set(self.dumped_iterations)):
+            history = self.history.get(gid)
+            if history:
+                out[gid] = (history, True)
+            elif self.dumped_iterations.get(gid):
+                out[gid] = (self.dumped_iterations[gid], False)
+        return out
 
     def has_history(self, graph_id: int) -> bool:
         """True when a readable history file exists for this root graph (even one that
@@ -508,15 +531,18 @@ class RankLayout:
 
     def graph_runs(self, graph_names: Mapping[int, str] | None = None) -> list[GraphRun]:
         """Spec §5.7: one row per root graph and iteration of its history, sorted by count
-        then graph id. Without any usable history the dumped iterations are listed instead
-        (MindInsight would list nothing), all with data."""
+        then graph id. A graph without a usable history file (the sub-graphs of a
+        control-flow net, or every graph when the rank's history is discarded) is listed
+        from its dumped iteration folders, with `from_history=False`; MindInsight would
+        list nothing for it."""
         names = graph_names or {}
         runs: list[GraphRun] = []
-        source = self.history or self.dumped_iterations
-        for gid, iterations in source.items():
+        for gid, (iterations, from_history) in self._run_iterations().items():
             dumped = set(self.dumped_iterations.get(gid, ()))
             name = names.get(gid, f"kernel_graph_{gid}")
-            runs.extend(GraphRun(i + 1, i, gid, name, i in dumped) for i in iterations)
+            runs.extend(
+                GraphRun(i + 1, i, gid, name, i in dumped, from_history) for i in iterations
+            )
         runs.sort(key=lambda r: (r.count, r.graph_id))
         return runs
 

@@ -208,7 +208,12 @@ def path_check() -> Callable[[str], str | None]:
 
 class HistoryScreen(ModalScreen[int | None]):
     """The graph execution history (spec §5.7). Enter on a row answers its step number so
-    the app can offer to jump there."""
+    the app can offer to jump there.
+
+    Runs of graphs without a history file (`GraphRun.from_history` false: the sub-graphs of
+    a control-flow net, or every graph of a dump without usable history) are listed with the
+    others, marked "dumped folders" in a `from` column, and the title and a note line say
+    so instead of claiming a history."""
 
     DEFAULT_CSS = """
     HistoryScreen { align: center middle; }
@@ -217,6 +222,7 @@ class HistoryScreen(ModalScreen[int | None]):
         border: thick $accent; background: $surface; padding: 0 1;
     }
     HistoryScreen #history-title { text-style: bold; padding: 1 0; }
+    HistoryScreen #history-note { color: $warning; padding: 0 0 1 0; }
     HistoryScreen DataTable { height: auto; max-height: 30; }
     HistoryScreen #history-hint { color: $text-muted; }
     """
@@ -233,8 +239,11 @@ class HistoryScreen(ModalScreen[int | None]):
         self._can_jump = can_jump
 
     def compose(self) -> ComposeResult:
+        title, note = self._title_and_note()
         with Vertical():
-            yield Label("Graph execution history", id="history-title")
+            yield Label(title, id="history-title")
+            if note:
+                yield Static(note, id="history-note")
             yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
             hint = "Enter jumps to that step, Esc closes" if self._can_jump else "Esc closes"
             yield Static(hint, id="history-hint")
@@ -249,22 +258,50 @@ class HistoryScreen(ModalScreen[int | None]):
         with contextlib.suppress(NoMatches):  # closed before it was drawn
             self._fill()
 
+    def _title_and_note(self) -> tuple[str, str]:
+        without = list(dict.fromkeys(r.graph_name for r in self._runs if not r.from_history))
+        if not without:
+            return "Graph execution history", ""
+        if len(without) == len({r.graph_name for r in self._runs}):
+            return (
+                "Graph runs (no history file — from dumped folders)",
+                "No graph has a usable history file, so each row is a dumped iteration folder.",
+            )
+        shown = ", ".join(without[:4])
+        if len(without) > 4:
+            shown += f" and {len(without) - 4} more"
+        which = "graph has" if len(without) == 1 else "graphs have"
+        return (
+            "Graph execution history",
+            f"{len(without)} {which} no history file ({shown}): "
+            "their rows are their dumped iteration folders, marked “dumped folders”.",
+        )
+
     def _fill(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("step", "iteration", "graph", "data", "sub-graphs")
+        marked = any(not r.from_history for r in self._runs)
+        columns = ["step", "iteration", "graph", "data"]
+        if marked:
+            columns.append("from")
+        table.add_columns(*columns, "sub-graphs")
         if not self._runs:
             table.add_row("—", "—", "this session records no graph runs", "", "")
         for i, run in enumerate(self._runs):
             step = run.iteration + 1
             mark = "▶ " if step == self._current else "  "
-            table.add_row(
+            cells: list[str | Text] = [
                 Text(f"{mark}{step}", style="bold" if step == self._current else ""),
                 str(run.iteration),
                 run.graph_name,
                 Text("dumped", style="green") if run.has_data else Text("no data", style="dim"),
-                ", ".join(run.sub_graphs),
-                key=str(i),
-            )
+            ]
+            if marked:
+                cells.append(
+                    Text("history file")
+                    if run.from_history
+                    else Text("dumped folders", style="yellow")
+                )
+            table.add_row(*cells, ", ".join(run.sub_graphs), key=str(i))
         current = next(
             (i for i, run in enumerate(self._runs) if run.iteration + 1 == self._current), None
         )
