@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Dump discovery + tensor-file index over a synthetic MindSpore 2.10-grammar dump.
 
-Writes ~20,000 empty `.npy`-named files (2 ranks × 4 iterations by default) with real
+Writes ~20,000 one-element `.npy` files (2 ranks × 4 iterations by default) with real
 2.10 names (`{op_type}.{full scope name with / → _}.0.0.{ts}.{io}.{slot}.DefaultFormat.{dtype}.npy`,
-parameters `Parameter.{name with . → _}`, a few kernels with a different `-opN` on disk to
-exercise the fallback), then times what opening the dump costs:
+kernels numbered as MindSpore 2.4+ numbers them (spec §5.2a), parameters
+`Parameter.{name with . → _}`), then times what opening the dump and using every iteration
+costs:
 
     layout   DumpLayout.open (ranks, graphs folder, iterations, history)
-    index    TensorIndex per rank (listing every iteration folder once, matching names)
+    index    TensorIndex per rank (listing every iteration folder once, matching names) and
+             files_for every iteration (reads the header of every output file once, to check
+             it against the graph's declared dtype and shape)
 
-Target (task brief): ≤ 1 s per 10,000 files. The files are empty: indexing never opens them.
+Target (task brief): ≤ 1 s per 10,000 files.
 
 Usage: python benchmarks/bench_index.py [--files N] [--ranks R] [--iterations I] [--repeat K]
 """
@@ -17,6 +20,7 @@ Usage: python benchmarks/bench_index.py [--files N] [--ranks R] [--iterations I]
 from __future__ import annotations
 
 import argparse
+import io
 import shutil
 import statistics
 import sys
@@ -24,14 +28,27 @@ import tempfile
 import time
 from pathlib import Path
 
-from tuidebug.core.graph import Graph, Node, NodeKind
+import numpy as np
+
+from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
+from tuidebug.core.tensor import DT_FLOAT32
+from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.filenames import encode_dump_name
 from tuidebug.offline.layout import DumpLayout
 from tuidebug.offline.tensor_index import TensorIndex
 
 _OPS = ["Conv2D", "BiasAdd", "ReLU", "MatMul", "Add", "Mul", "Cast", "Reshape"]
 _FILES_PER_OP = 4  # input.0, input.1, input.2, output.0
-_MISNUMBERED = 5  # kernels written with another -opN on disk (the 2.10 quirk)
+
+
+def _npy_bytes() -> bytes:
+    """A one-element float32 `.npy` file as numpy writes it."""
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(1, np.float32))
+    return buf.getvalue()
+
+
+_NPY = _npy_bytes()
 
 
 def build_graph(n_ops: int, n_params: int) -> Graph:
@@ -48,6 +65,7 @@ def build_graph(n_ops: int, n_params: int) -> Graph:
                 kind=NodeKind.OPERATOR,
                 op_type=op_type,
                 scope=scope,
+                outputs=[TensorSpec(0, DT_FLOAT32, (1,))],
             )
         )
     return Graph("kernel_graph_0", nodes, root_name="0")
@@ -56,7 +74,7 @@ def build_graph(n_ops: int, n_params: int) -> Graph:
 def write_dump(root: Path, graph: Graph, ranks: int, iterations: int) -> int:
     """The synthetic dump; returns the number of tensor files written."""
     ops = graph.operators
-    misnumbered = {op.name for op in ops[:_MISNUMBERED]}
+    dump_names = kernel_dump_names([graph])
     count = 0
     ts = 1795310821150000
     for rank in range(ranks):
@@ -75,38 +93,37 @@ def write_dump(root: Path, graph: Graph, ranks: int, iterations: int) -> int:
             folder = rank_dir / "Net" / "0" / str(iteration)
             folder.mkdir(parents=True)
             for op in ops:
-                name = encode_dump_name(op.name)
-                if op.name in misnumbered:
-                    name = name.rsplit("-op", 1)[0] + "-op0"
-                for io, slot in (("input", 0), ("input", 1), ("input", 2), ("output", 0)):
+                name = dump_names[(graph.name, op.name)]
+                for io_name, slot in (("input", 0), ("input", 1), ("input", 2), ("output", 0)):
                     ts += 37
-                    f = f"{op.op_type}.{name}.0.0.{ts}.{io}.{slot}.DefaultFormat.Float32.npy"
-                    (folder / f).touch()
+                    f = f"{op.op_type}.{name}.0.0.{ts}.{io_name}.{slot}.DefaultFormat.Float32.npy"
+                    (folder / f).write_bytes(_NPY)
                     count += 1
             for param in graph.parameters:
                 ts += 37
                 name = encode_dump_name(param.name)
-                (folder / f"Parameter.{name}.0.0.{ts}.output.0.DefaultFormat.Float32.npy").touch()
+                (
+                    folder / f"Parameter.{name}.0.0.{ts}.output.0.DefaultFormat.Float32.npy"
+                ).write_bytes(_NPY)
                 count += 1
     return count
 
 
-def open_and_index(root: Path, graph: Graph) -> tuple[float, float, int, int]:
-    """(layout seconds, index seconds, files indexed, fallbacks)."""
+def open_and_index(root: Path, graph: Graph) -> tuple[float, float, int]:
+    """(layout seconds, index seconds, files indexed)."""
     t0 = time.perf_counter()
     dump = DumpLayout.open(root)
     t1 = time.perf_counter()
-    files = fallbacks = 0
+    files = 0
     for rank_id in dump.rank_ids:
         index = TensorIndex(dump.rank(rank_id), graph)
         files += sum(len(index.files_for(i)) for i in index.iterations)
-        fallbacks += len(index.fallbacks)
         if index.unmatched or index.problems:
             raise SystemExit(f"unexpected: {index.problems[:3]}")
     t2 = time.perf_counter()
     if dump.problems:
         raise SystemExit(f"unexpected problems: {dump.problems[:3]}")
-    return t1 - t0, t2 - t1, files, fallbacks
+    return t1 - t0, t2 - t1, files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,12 +147,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{n_ops:,} kernels + {n_params:,} parameters) in {time.perf_counter() - t:.1f} s"
         )
         runs = [open_and_index(tmp, graph) for _ in range(args.repeat)]
-        indexed, fallbacks = runs[0][2], runs[0][3]
-        totals = [a + b for a, b, _, _ in runs]
+        indexed = runs[0][2]
+        totals = [a + b for a, b, _ in runs]
         best = min(totals)
         median = statistics.median(totals)
         per_10k = median * 10_000 / n_files
-        print(f"indexed {indexed:,} tensors, {fallbacks} op-number fallbacks per run")
+        print(f"indexed {indexed:,} tensors per run")
         print(f"layout  median {statistics.median(r[0] for r in runs) * 1e3:7.1f} ms")
         print(f"index   median {statistics.median(r[1] for r in runs) * 1e3:7.1f} ms")
         print(

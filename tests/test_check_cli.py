@@ -146,15 +146,25 @@ def test_error_on_no_value(capsys, dump_2_0: Path) -> None:
     assert not any(h["node"].startswith("cst") for h in hits)
 
 
-def test_mem_limit_gives_error_8(capsys, dump_2_10: Path, tmp_path: Path) -> None:
+def test_mem_limit_gives_error_8(capsys, tmp_path: Path) -> None:
     """A tensor above --mem-limit is not read: error code 8, and the rest is checked."""
     import numpy as np
-    from dump_copy import copy_dump
 
-    root = copy_dump(dump_2_10, tmp_path / "d", with_data=True)
-    big = next((root / "rank_0/LeNet/0/0").glob("Parameter.inputs0.*.npy"))
-    big.unlink()
-    np.save(big, np.zeros(600_000, np.float32))  # 2.4 MB
+    from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+
+    writer = DumpWriter(tmp_path / "d", start_timestamp=1000)
+    relu = "Default/net/ReLU-op0"
+    writer.add_graph(
+        0,
+        [NodeDef(relu, "ReLU", ["inputs0"], shape=(4,))],
+        [ParamDef("inputs0", np.float32, (600_000,))],
+    )
+    big = np.zeros(600_000, np.float32)  # 2.4 MB
+    writer.write_iteration(
+        0, 0, {(relu, "output", 0): np.ones(4, np.float32), ("inputs0", "output", 0): big}
+    )
+    writer.finish()
+    root = tmp_path / "d"
     code, out, _ = run(capsys, str(root), "--watch", "TO", "--mem-limit", "1", "--json")
     assert code == 1
     (hit,) = json.loads(out)

@@ -254,7 +254,7 @@ def test_demo_graph_and_tensor_index(demo_dump: Path) -> None:
 
     rank = DumpLayout.open(demo_dump).rank(0)
     index = TensorIndex(rank, graph)
-    assert index.problems == [] and index.unmatched == [] and index.fallbacks == []
+    assert index.problems == [] and index.unmatched == []
     files = index.files_for(3)
     on_disk = list(_iteration_dir(demo_dump, 3).glob("*.npy"))
     assert len(files) == len(on_disk)

@@ -424,14 +424,12 @@ def test_a_zero_padded_iteration_folder_is_not_a_second_copy(
     assert DumpLayout.open(root).rank(0).dumped_iterations[0] == [0, 1, 2, 3, 4, 5]
 
 
-def test_hits_read_through_the_op_number_fallback_say_so(
+def test_hits_on_renumbered_kernels_need_no_warning(
     capsys: pytest.CaptureFixture[str], dump_2_10: Path
 ) -> None:
-    """MindSpore 2.10 writes `…Conv2DBackpropFilter-op0` files for the graph's `-op1` node;
-    a hit read from such files names them, so a wrong attribution is never silent."""
-    code, _out, err = check(capsys, str(dump_2_10), "--watch", "TO")
-    assert code == 0 and "-op number" not in err
-    code, _out, err = check(
+    """MindSpore 2.10 writes `…Conv2DBackpropFilter-op0` files for the graph's `-op1` node
+    (spec §5.2a): that is its numbering, not a guess, so the hit reads them silently."""
+    code, out, err = check(
         capsys,
         str(dump_2_10),
         "--watch",
@@ -440,14 +438,33 @@ def test_hits_read_through_the_op_number_fallback_say_so(
         "conv1-Conv2d/Grad_Conv2D/Conv2DBackpropFilter",
         "--iteration",
         "1",
+        "--json",
     )
-    assert code == 1
+    assert code == 1 and err == ""
+    (hit,) = json.loads(out)
+    assert hit["node"].endswith("conv1-Conv2d/Grad_Conv2D/Conv2DBackpropFilter-op1")
+
+
+def test_a_file_that_contradicts_its_node_is_not_checked(
+    capsys: pytest.CaptureFixture[str], dump_2_10: Path, tmp_path: Path
+) -> None:
+    """A ReLU output file holding another shape than the graph declares is never read as that
+    ReLU's tensor: one warning names the file and the node, and the rest is checked."""
+    import numpy as np
+    from dump_copy import copy_dump
+
+    root = copy_dump(dump_2_10, tmp_path / "d", with_data=True)
+    (relu,) = (root / "rank_0/LeNet/0/1").glob("ReLU.*relu-ReLU_ReLU-op1.*.output.0.*.npy")
+    relu.unlink()
+    np.save(relu, np.full((3, 3), np.inf, np.float32))
+    code, out, err = check(capsys, str(root), "--watch", "TO", "--iteration", "1", "--json")
+    assert code == 0 and json.loads(out) == []
     (line,) = sentences(err)
-    assert line.startswith("warning: tensor files named 'Gradients_Default_")
-    assert line.endswith(
-        "were given to Gradients/Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/"
-        "Grad_Conv2D/Conv2DBackpropFilter-op1 (same scope and operator type, different -op "
-        "number on disk)."
+    assert line == (
+        f"warning: rank_0/LeNet/0/1/{relu.name} has shape (3, 3), but the graph declares "
+        "Default/network-WithLossCell/_backbone-LeNet5/relu-ReLU/ReLU-op1 output 0 as "
+        "(4, 16, 10, 10), so the file is not shown under that node (nor are other files of it "
+        "that disagree)."
     )
 
 

@@ -1,21 +1,28 @@
 """The tensor-file index (offline/tensor_index.py): every file of both real dumps matched to
-a graph node or accounted for, the 2.10 op-number fallback, 2.0 constants, newest-wins."""
+a graph node or accounted for, MindSpore 2.4+ op numbers (spec §5.2a), the dtype/shape
+cross-check, 2.0 constants, newest-wins."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from dump_copy import copy_dump
 
-from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
+from tuidebug.core.tensor import DT_FLOAT16, DT_FLOAT32, numpy_dtype
+from tuidebug.offline.dump import OfflineDump
+from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.filenames import parse_tensor_file_name
 from tuidebug.offline.graph_pb import load_graph_file
 from tuidebug.offline.layout import DumpLayout, RankLayout
 from tuidebug.offline.tensor_index import TensorIndex
+from tuidebug.offline.tensor_store import check_expected, load_npy
 
 LENET = "Default/network-WithLossCell/_backbone-LeNet5"
+RESHAPES = {"Reshape", "Flatten", "ExpandDims", "Squeeze"}  # dumped in their input's shape
 GRAD = f"Gradients/{LENET}"
 CONV1_FILTER_GRAD = f"{GRAD}/conv1-Conv2d/Grad_Conv2D/Conv2DBackpropFilter-op1"
 CONV2_FILTER_GRAD = f"{GRAD}/conv2-Conv2d/Grad_Conv2D/Conv2DBackpropFilter-op1"
@@ -68,10 +75,11 @@ def test_every_2_10_file_matches_a_node(index_2_10: TensorIndex, dump_2_10: Path
             assert f.op_name == node.name.replace(".", "_")
         else:
             assert node.op_type == f.op_type
-            # full scope name with / → _, op number aside (the fallback)
+            # full scope name with / → _, op number aside (spec §5.2a renumbers)
             assert re.sub(r"-op\d+$", "", f.op_name) == re.sub(
                 r"-op\d+$", "", node.name.replace("/", "_")
             )
+            assert f.op_name == kernel_dump_names([graph])[(graph.name, node_name)]
 
 
 def test_2_10_output_counts(index_2_10: TensorIndex) -> None:
@@ -90,14 +98,11 @@ def test_every_2_0_file_matches_a_node_or_is_accounted_for(
     unmatched = {f.path for f in index_2_0.unmatched}
     assert indexed.keys() | unmatched == on_disk
     assert not indexed.keys() & unmatched
-    # constants the graph does not know (CPU kernel shapes): data-5 … data-9
+    # constants the graph does not know (CPU kernel shapes): data-5 … data-9; MindInsight
+    # shows none of them either, so they are not worth a warning
     assert sorted(f.op_name for f in index_2_0.unmatched) == [f"data-{n}" for n in range(5, 10)]
     assert all(f.path.parent.name == "constants" for f in index_2_0.unmatched)
-    assert index_2_0.problems == [
-        f"1 tensor file named Parameter.data-{n} under rank_0/LeNet/0/constants matches no node "
-        "of graph kernel_graph_0, so it is not shown."
-        for n in range(5, 10)
-    ]
+    assert index_2_0.problems == []
     graph = index_2_0.graph
     for path, (node_name, _io, _slot) in indexed.items():
         f = parse_tensor_file_name(path.name)
@@ -123,21 +128,16 @@ def test_2_10_short_names_are_not_unique(index_2_10: TensorIndex) -> None:
     assert "_fc1-Dense_MatMul-op0." in fc1.name and "_fc2-Dense_MatMul-op0." in fc2.name
 
 
-def test_2_10_op_number_fallback(index_2_10: TensorIndex) -> None:
-    fallbacks = {(f.node_name, f.file_op_name) for f in index_2_10.fallbacks}
-    assert fallbacks == {
-        (node, node.replace("/", "_")[:-1] + "0")
-        for node in (CONV1_FILTER_GRAD, CONV2_FILTER_GRAD, CONV2_INPUT_GRAD)
-    }
+def test_2_10_renumbered_kernels(index_2_10: TensorIndex) -> None:
+    """MindSpore 2.10 names the graph's `Conv2DBackpropFilter-op1` files `…-op0` (the only
+    kernel of its type in its scope: k = 0, spec §5.2a); nothing about it is a problem."""
     for iteration in range(4):
         f = index_2_10.lookup(CONV1_FILTER_GRAD, 0, iteration)
         assert f is not None
         assert "_conv1-Conv2d_Grad_Conv2D_Conv2DBackpropFilter-op0." in f.name
         assert index_2_10.lookup(CONV1_FILTER_GRAD, 1, iteration, is_output=False) is not None
     assert index_2_10.iterations_with_data(CONV2_INPUT_GRAD) == [0, 1, 2, 3]
-    notes = index_2_10.notes()
-    assert len(notes) == 3 and all("different -op number on disk" in n for n in notes)
-    # the execution order names the graph's kernels, fallback ones included
+    # the execution order names the graph's kernels, renumbered ones included
     order = index_2_10.rank.execution_order(0)
     assert CONV1_FILTER_GRAD in order
 
@@ -306,48 +306,129 @@ def test_parameter_names_holding_underscores(tmp_path: Path) -> None:
     assert index.lookup("b_", 0, 0) is not None
 
 
-def test_fallback_needs_one_free_node_and_one_stray_name(tmp_path: Path) -> None:
+def test_2_4_names_follow_mindspores_numbering(tmp_path: Path) -> None:
+    """k = the node's index among the nodes of its scope and type in graph order: the file
+    named like a node's own graph name may belong to another node."""
     scope = "Default/blk"
     graph = Graph(
         "kernel_graph_0",
         [
             _op(f"{scope}/Add-op1", "Add"),
-            _op(f"{scope}/Add-op2", "Add"),
             _op(f"{scope}/Mul-op5", "Mul"),
+            _op(f"{scope}/Add-op2", "Add"),
             _op("Default/other/Mul-op6", "Mul"),
-            _op(f"{scope}/Sub-op7", "Sub"),
         ],
     )
     rank = _hand_dump(
         tmp_path,
         [
-            _f("Add", "Default_blk_Add-op1"),  # exact
-            _f("Add", "Default_blk_Add-op0"),  # stray: the only free Add is op2 → fallback
-            _f("Mul", "Default_blk_Mul-op0"),  # two stray Mul names, one free Mul: ambiguous
-            _f("Mul", "Default_blk_Mul-op1"),
-            _f("Sub", "Default_blk_Sub-op7"),
-            _f("Sub", "Default_blk_Sub-op8"),  # Sub-op7 has its own file: nobody free
-            _f("Div", "Default_blk_Div-op0"),  # no such type in that scope
+            _f("Add", "Default_blk_Add-op0"),
+            _f("Add", "Default_blk_Add-op1", ts=11),
+            _f("Mul", "Default_blk_Mul-op0"),
+            _f("Mul", "Default_other_Mul-op0"),
+            _f("Add", "Default_blk_Add-op2"),  # a third Add the graph does not have
         ],
     )
     index = TensorIndex(rank, graph)
-    assert [(f.file_op_name, f.node_name) for f in index.fallbacks] == [
-        ("Default_blk_Add-op0", f"{scope}/Add-op2")
-    ]
-    assert index.lookup(f"{scope}/Add-op2", 0, 0).op_name == "Default_blk_Add-op0"  # type: ignore[union-attr]
-    assert index.lookup(f"{scope}/Add-op1", 0, 0).op_name == "Default_blk_Add-op1"  # type: ignore[union-attr]
-    assert sorted(f.op_name for f in index.unmatched) == [
-        "Default_blk_Div-op0",
-        "Default_blk_Mul-op0",
-        "Default_blk_Mul-op1",
-        "Default_blk_Sub-op8",
-    ]
-    assert index.lookup(f"{scope}/Mul-op5", 0, 0) is None
-    assert len(index.problems) == 4
-    assert (
-        "1 tensor file named Mul.Default_blk_Mul-op0 under rank_0/Net/0 matches no node of "
+    assert index.lookup(f"{scope}/Add-op1", 0, 0).op_name == "Default_blk_Add-op0"  # type: ignore[union-attr]
+    assert index.lookup(f"{scope}/Add-op2", 0, 0).op_name == "Default_blk_Add-op1"  # type: ignore[union-attr]
+    assert index.lookup(f"{scope}/Mul-op5", 0, 0).op_name == "Default_blk_Mul-op0"  # type: ignore[union-attr]
+    assert index.lookup("Default/other/Mul-op6", 0, 0).op_name == "Default_other_Mul-op0"  # type: ignore[union-attr]
+    assert [f.op_name for f in index.unmatched] == ["Default_blk_Add-op2"]
+    assert index.problems == [
+        "1 tensor file named Add.Default_blk_Add-op2 under rank_0/Net/0 matches no node of "
         "graph kernel_graph_0, so it is not shown."
-    ) in index.problems
+    ]
+
+
+def test_2_4_numbers_run_on_across_the_graphs_of_a_rank() -> None:
+    first = Graph("kernel_graph_0", [_op("Default/Add-op3", "Add"), _op("Default/Add-op9", "Add")])
+    second = Graph("kernel_graph_1", [_op("Default/Add-op1", "Add"), _op("Default/Sub-op2", "Sub")])
+    assert kernel_dump_names([first, second]) == {
+        ("kernel_graph_0", "Default/Add-op3"): "Default_Add-op0",
+        ("kernel_graph_0", "Default/Add-op9"): "Default_Add-op1",
+        ("kernel_graph_1", "Default/Add-op1"): "Default_Add-op2",
+        ("kernel_graph_1", "Default/Sub-op2"): "Default_Sub-op0",
+    }
+
+
+def test_2_4_dump_keeping_graph_numbers_is_read_by_graph_names(tmp_path: Path) -> None:
+    """Should a dump name its files by the graph's own numbers, the index notices (more
+    names fit the graph than the rule) and uses them."""
+    graph = Graph(
+        "kernel_graph_0",
+        [
+            _op("Default/Add-op4", "Add"),
+            _op("Default/Add-op7", "Add"),
+            _op("Default/Mul-op1", "Mul"),
+        ],
+    )
+    rank = _hand_dump(
+        tmp_path,
+        [_f("Add", "Default_Add-op4"), _f("Add", "Default_Add-op7"), _f("Mul", "Default_Mul-op1")],
+    )
+    index = TensorIndex(rank, graph)
+    assert index.lookup("Default/Add-op4", 0, 0).op_name == "Default_Add-op4"  # type: ignore[union-attr]
+    assert index.lookup("Default/Add-op7", 0, 0).op_name == "Default_Add-op7"  # type: ignore[union-attr]
+    assert index.unmatched == [] and index.problems == []
+
+
+def _typed_op(name: str, op_type: str, dtype: int, shape: tuple[int, ...]) -> Node:
+    node = _op(name, op_type)
+    node.outputs = [TensorSpec(0, dtype, shape)]
+    return node
+
+
+def test_a_file_contradicting_its_node_is_not_shown(tmp_path: Path) -> None:
+    """The dtype in a 2.4+ name, or the .npy header, against the graph's declared output: a
+    file that contradicts its node is never handed out for it, and one sentence names both."""
+    graph = Graph(
+        "kernel_graph_0",
+        [
+            _typed_op("Default/Cast-op3", "Cast", DT_FLOAT16, (6, 16)),
+            _typed_op("Default/ReLU-op1", "ReLU", DT_FLOAT32, (6, 16)),
+            _typed_op("Default/Flatten-op2", "Flatten", DT_FLOAT32, (6, 16)),
+        ],
+    )
+    rank = _hand_dump(
+        tmp_path,
+        [
+            "Cast.Default_Cast-op0.0.0.10.output.0.DefaultFormat.Float32.npy",
+            "ReLU.Default_ReLU-op0.0.0.10.output.0.DefaultFormat.Float32.npy",
+            "Flatten.Default_Flatten-op0.0.0.10.output.0.DefaultFormat.Float32.npy",
+        ],
+    )
+    it = tmp_path / "d" / "rank_0" / "Net" / "0" / "0"
+    np.save(
+        it / "Cast.Default_Cast-op0.0.0.10.output.0.DefaultFormat.Float32.npy",
+        np.zeros((16, 16), np.float32),
+    )
+    np.save(
+        it / "ReLU.Default_ReLU-op0.0.0.10.output.0.DefaultFormat.Float32.npy",
+        np.zeros((16, 16), np.float32),
+    )
+    # a reshape-type kernel dumps its input's shape: the same element count is accepted
+    np.save(
+        it / "Flatten.Default_Flatten-op0.0.0.10.output.0.DefaultFormat.Float32.npy",
+        np.zeros((6, 4, 4), np.float32),
+    )
+    index = TensorIndex(rank, graph)
+    assert index.problems == [
+        "rank_0/Net/0/0/Cast.Default_Cast-op0.0.0.10.output.0.DefaultFormat.Float32.npy is named "
+        "as float32 data, but the graph declares Default/Cast-op3 output 0 as float16, so the "
+        "file is not shown under that node (nor are other files of it that disagree)."
+    ]
+    assert index.lookup("Default/Cast-op3", 0, 0) is None
+    # the header is read when the iteration is first used
+    assert index.lookup("Default/ReLU-op1", 0, 0) is None
+    assert index.problems[1] == (
+        "rank_0/Net/0/0/ReLU.Default_ReLU-op0.0.0.10.output.0.DefaultFormat.Float32.npy has shape "
+        "(16, 16), but the graph declares Default/ReLU-op1 output 0 as (6, 16), so the file is "
+        "not shown under that node (nor are other files of it that disagree)."
+    )
+    assert index.lookup("Default/Flatten-op2", 0, 0) is not None
+    assert set(index.files_for(0)) == {("Default/Flatten-op2", "output", 0)}
+    assert len(index.problems) == 2
 
 
 def test_short_names_for_old_grammar_only_when_unique(tmp_path: Path) -> None:
@@ -373,3 +454,55 @@ def test_short_names_for_old_grammar_only_when_unique(tmp_path: Path) -> None:
     assert b is not None and b.op_name == "Default_b_MatMul-op0"
     assert index.lookup("Default/a/MatMul-op0", 0, 0) is None
     assert [f.op_name for f in index.unmatched] == ["MatMul-op0"]
+
+
+# ====================================================================== int/bool/float16 dumps
+@pytest.fixture(scope="module", params=["ms2_0_0", "ms2_10_0"])
+def int_fp16(request: pytest.FixtureRequest, fixtures_dir: Path) -> OfflineDump:
+    """The int/bool/float16 network with many same-type kernels per scope (spec §5.2a)."""
+    return OfflineDump(fixtures_dir / "mindspore_int_fp16_dump" / request.param)
+
+
+def test_every_kernel_with_files_agrees_with_the_graph(int_fp16: OfflineDump) -> None:
+    """Every execution-order kernel maps to files whose dtype and shape are the graph's, and
+    no kernel file is left over or contradicted."""
+    (graph,) = int_fp16.graphs(0).values()
+    index = int_fp16.index(0, graph.name)
+    order = index.rank.execution_order(graph.graph_id)
+    assert len(order) > 50
+    checked = 0
+    for iteration in index.iterations:
+        for name in order:
+            node = graph.node(name)
+            for spec in node.outputs:
+                f = index.lookup(name, spec.slot, iteration)
+                if f is None:
+                    continue
+                array = load_npy(f.path)
+                assert check_expected(array, spec, f.path) is None or node.op_type in RESHAPES
+                checked += 1
+    assert checked >= 4 * 50
+    assert [f for f in index.unmatched if f.path.parent.name != "constants"] == []
+    assert int_fp16.problems == []
+
+
+def test_the_float16_cast_shows_its_own_tensor(int_fp16: OfflineDump) -> None:
+    """The graph's `hidden-Dense/Cast-op3` outputs float16 (6, 16); in 2.10 the file named
+    `…Cast-op3…` holds another Cast's float32 (16, 16)."""
+    (graph,) = int_fp16.graphs(0).values()
+    casts = [
+        n.name
+        for n in graph.operators
+        if n.op_type == "Cast" and "/hidden-Dense/" in n.name and n.name.startswith("Default/")
+    ]
+    assert len(casts) == 6
+    seen = {}
+    for name in casts:
+        value = int_fp16.value(0, graph.name, name, 0, 1)
+        assert value is not None, name
+        (spec,) = graph.node(name).outputs
+        assert value.dtype == numpy_dtype(spec.dtype) and value.shape == spec.shape, name
+        seen[name] = value.dtype
+    op3 = "Default/network-NetWithMetrics/net-Classifier/hidden-Dense/Cast-op3"
+    if op3 in seen:  # the 2.10 graph's name
+        assert seen[op3] == np.float16

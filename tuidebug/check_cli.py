@@ -299,13 +299,6 @@ def run(args: argparse.Namespace) -> int:
         _warn(problem)
     for problem in dump.new_problems():
         _warn(problem)
-    # a hit read from files given to its node by the -opN fallback: say so
-    hit_nodes = {(o.key.rank, o.key.node) for o in report.outcomes}
-    for rank in usable_ranks:
-        for index in dump.indexes(rank):
-            for fallback in index.fallbacks:
-                if (rank, fallback.node_name) in hit_nodes:
-                    _warn(fallback.describe())
 
     if not report.outcomes and not report.problems and not report.tensors_checked:
         # "0 hits" would read as "all clear" although nothing was looked at

@@ -24,6 +24,7 @@ import numpy as np
 
 from tuidebug.client.protocol import CheckItem, ClientError, ProtocolClient, RunCommand
 from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.graph_pb import GraphFileError, graph_from_proto, parse_model_proto
 from tuidebug.offline.layout import DumpLayout, RankLayout
 from tuidebug.offline.tensor_index import TensorIndex
@@ -63,6 +64,7 @@ class DumpReplay:
         self.root = layout.root
         self.rank: RankLayout = layout.rank(rank_id)
         self.graphs: list[_GraphReplay] = []
+        parsed: list[tuple[int, Graph, bytes]] = []
         for gid, files in sorted(self.rank.graph_files.items()):
             if files.pb is None:
                 continue
@@ -71,11 +73,15 @@ class DumpReplay:
                 graph = graph_from_proto(model.graph)
             except (OSError, GraphFileError) as exc:
                 raise SimulatorError(str(exc).rstrip(".") + ".") from None
-            index = TensorIndex(self.rank, graph, graph.root_graph_id)
+            parsed.append((gid, graph, model.graph.SerializeToString()))
+        dump_names = kernel_dump_names(graph for _, graph, _ in parsed)
+        for gid, graph, proto_bytes in parsed:
+            names = {n: d for (g, n), d in dump_names.items() if g == graph.name}
+            index = TensorIndex(self.rank, graph, graph.root_graph_id, names)
             order = [n for n in self.rank.execution_order(gid) if n in graph.nodes]
             if not order:
                 order = [n.name for n in graph.operators]
-            self.graphs.append(_GraphReplay(graph, model.graph.SerializeToString(), index, order))
+            self.graphs.append(_GraphReplay(graph, proto_bytes, index, order))
         if not self.graphs:
             raise SimulatorError(f"{dump_dir} has no graph file (.pb) to send.")
         self.iterations: list[int] = sorted({i for g in self.graphs for i in g.index.iterations})

@@ -25,6 +25,7 @@ import numpy as np
 from tuidebug.core.graph import Graph, Node, NodeKind
 from tuidebug.core.session import GraphRun
 from tuidebug.offline.dump_error import DumpError
+from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.graph_pb import GraphFileError, GraphTooLargeError, load_graph_file
 from tuidebug.offline.layout import DumpLayout, RankLayout
 from tuidebug.offline.tensor_index import TensorIndex
@@ -56,6 +57,7 @@ class OfflineDump:
         self._graphs: dict[int, dict[str, Graph]] = {}
         self._graph_file_ids: dict[tuple[int, str], int] = {}
         self._indexes: dict[tuple[int, str], TensorIndex] = {}
+        self._rank_dump_names: dict[int, dict[tuple[str, str], str]] = {}
         self._graph_problems: dict[int, list[str]] = {}
         self._reported: set[str] = set()
 
@@ -152,9 +154,24 @@ class OfflineDump:
         with self._lock:
             found = self._indexes.get(key)
             if found is None:
-                found = TensorIndex(self.rank_layout(rank), self.graph(rank, graph))
+                found = TensorIndex(
+                    self.rank_layout(rank),
+                    self.graph(rank, graph),
+                    dump_names=self._dump_names(rank, graph),
+                )
                 self._indexes[key] = found
             return found
+
+    def _dump_names(self, rank: int, graph: str) -> dict[str, str]:
+        """2.4+ dump names of the graph's kernels (spec §5.2a: numbered across the rank's
+        graphs in graph-id order), computed once per rank."""
+        names = self._rank_dump_names.get(rank)
+        if names is None:
+            graphs = sorted(
+                self.graphs(rank).values(), key=lambda g: self.graph_order(rank, g.name)
+            )
+            names = self._rank_dump_names[rank] = kernel_dump_names(graphs)
+        return {node: dump for (g, node), dump in names.items() if g == graph}
 
     def indexes(self, rank: int) -> list[TensorIndex]:
         return [self.index(rank, name) for name in self.graphs(rank)]
@@ -276,10 +293,6 @@ class OfflineDump:
             fresh = [p for p in self.problems if p not in self._reported]
             self._reported.update(fresh)
         return fresh
-
-    def notes(self, rank: int) -> list[str]:
-        """Informational sentences about name fallbacks in the rank's indexes."""
-        return [n for index in self.indexes(rank) for n in index.notes()]
 
     def _relative(self, message: str) -> str:
         """Messages name files relative to the dump root, like the layout's."""

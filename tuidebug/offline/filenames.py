@@ -34,7 +34,6 @@ _OVERFLOW_PREFIX = "Opdebug.Node_OpDebug."
 # `{op_type}.{op_name}.{task}.{stream}.{timestamp}` with no extension: an Ascend async dump
 # in `bin` format, which needs CANN's msaccucmp to become .npy.
 _ASYNC_BIN = re.compile(r"[^.]+\..+\.\d+\.\d+\.\d+")
-_OP_NUMBER = re.compile(r"-op\d+$")
 _DATA_CONSTANT = re.compile(r"(data-\d+)$")
 
 
@@ -164,11 +163,6 @@ def encode_dump_name(name: str) -> str:
 
 
 _ENCODE = str.maketrans({"/": "_", "\\": "_", ".": "_", " ": "_"})
-
-
-def strip_op_number(name: str) -> str:
-    """`…/Conv2DBackpropFilter-op1` → `…/Conv2DBackpropFilter` (for the op-number fallback)."""
-    return _OP_NUMBER.sub("", name)
 
 
 def constant_data_name(dump_name: str) -> str | None:

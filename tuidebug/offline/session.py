@@ -208,10 +208,6 @@ class OfflineSession(DebugSession):
         self._graphs = dict(graphs)
         self._hits = ()
         self._flush_problems()
-        for note in dump.notes(rank):
-            if note not in self._noticed:
-                self._noticed.add(note)
-                self._notice(note, "information")
         if not graphs:
             self._notice(
                 f"rank_{rank} has no readable graph, so its tensors cannot be shown or checked.",
@@ -494,6 +490,10 @@ class OfflineSession(DebugSession):
             return dump.value(rank, graph.name, node.name, ref.slot, iteration, ref.is_output)
         except TensorFileError as err:
             raise SessionError(str(err)) from None
+        finally:
+            # the first read of an iteration checks its files against the graph (spec §5.2a):
+            # a file that contradicts its node is left out, and the notice says why
+            self._flush_problems()
 
     def _graph_of(self, node: str) -> str:
         for name, graph in self._graphs.items():

@@ -1,4 +1,4 @@
-"""Joins tensor files to graph nodes (spec §5.2, fixtures/README.md).
+"""Joins tensor files to graph nodes (spec §5.2, §5.2a, fixtures/README.md).
 
 How a file names its node depends on the MindSpore version, so the index never decodes
 file names; it encodes every graph node in each way MindSpore spells it and looks the file's
@@ -6,55 +6,43 @@ file names; it encodes every graph node in each way MindSpore spells it and look
 
 * ≤ 2.3: operators by their short name (`Conv2D-op77`), parameters by their name with dots
   kept (`moments.fc1.weight`), constants as `data-N` in `constants/` (from the constant's dump
-  name `Default--data-N`) or, in older dumps, `cstN` in the iteration folder.
-* ≥ 2.4: operators by their full scope name with `/` → `_`, parameters with `.` → `_`
-  (`fc1_weight`). Short names are not unique there (`fc1-Dense/MatMul-op0`,
-  `fc2-Dense/MatMul-op0`), so the full name is tried first for files carrying a dtype, the
-  short name first for the others; a short name is only used when it is unique.
+  name `Default--data-N`) or, in older dumps, `cstN` in the iteration folder. A short name is
+  only used when it is unique.
+* ≥ 2.4 (files carrying a dtype): operators by their full scope name with `/` → `_` and
+  MindSpore's own op number (`dump_names`, spec §5.2a: the index among the nodes of the same
+  scope and type, counted across the rank's graphs), parameters with `.` → `_`
+  (`fc1_weight`). Should a dump's files follow the graph's own numbers instead (more of its
+  names are the graph's than the rule's), the graph's names are used.
 
-Op-number fallback: MindSpore 2.10 writes a few kernels with a different `-opN` on disk than
-in the graph and execution order (LeNet: `…/Grad_Conv2D/Conv2DBackpropFilter-op1` in the
-graph, `…-op0` on disk). A file whose name matches no node is given to the unique node with
-the same scope and operator type that has no file of its own, provided that exactly one
-unmatched name claims it. Each such match is recorded in `fallbacks` so the UI and CLI can
-say so. Files that still match nothing are listed in `unmatched` and summed up in `problems`.
+Every file is checked against the graph's declared output dtype and shape before it is shown
+under a node: the dtype of 2.4+ names when the index is built, the `.npy` header of an
+iteration's files when the iteration is first used (reading headers costs an open a file, so
+it is paid only for iterations someone looks at). A file that contradicts its node is never
+handed out for it; one sentence in `problems` names both. Reshape-type kernels dump their
+output in their input's shape, so a shape with the declared element count is accepted.
 
 When several files name the same tensor, the one with the newest timestamp wins (MindSpore's
-offline engine does the same).
+offline engine does the same). Files that match no node are listed in `unmatched` and summed
+up in `problems`, except 2.0-era `constants/` files of constants the graph does not hold
+(MindInsight shows none of them either).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
-from tuidebug.core.graph import Graph, Node, NodeKind
-from tuidebug.offline.filenames import (
-    TensorFile,
-    constant_data_name,
-    encode_dump_name,
-    strip_op_number,
-)
+from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
+from tuidebug.core.tensor import UnsupportedDataTypeError, dtype_from_dump_name
+from tuidebug.offline.dump_names import kernel_dump_names
+from tuidebug.offline.filenames import TensorFile, constant_data_name, encode_dump_name
 from tuidebug.offline.layout import RankLayout
 from tuidebug.offline.statistic_csv import StatisticRow
+from tuidebug.offline.tensor_store import peek_header, spec_conflict
 
 TensorKey = tuple[str, str, int]  # (node name, "input" | "output", slot)
-
-
-@dataclass(frozen=True)
-class NameFallback:
-    """A file name matched to a node by the op-number fallback."""
-
-    file_op_name: str
-    node_name: str
-    op_type: str
-
-    def describe(self) -> str:
-        return (
-            f"tensor files named {self.file_op_name!r} match no node exactly and were given to "
-            f"{self.node_name} (same scope and operator type, different -op number on disk)."
-        )
 
 
 def _unique(nodes: list[Node] | None) -> Node | None:
@@ -64,21 +52,22 @@ def _unique(nodes: list[Node] | None) -> Node | None:
 class _NodeMatcher:
     """Every graph node under each name MindSpore may give its files."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, dump_names: Mapping[str, str]) -> None:
         self.full: dict[str, list[Node]] = defaultdict(list)
         self.short: dict[str, list[Node]] = defaultdict(list)
+        self.renamed: dict[str, Node] = {}
         self.param_raw: dict[str, Node] = {}
         self.param_encoded: dict[str, list[Node]] = defaultdict(list)
         self.const_key: dict[str, Node] = {}
         self.const_data: dict[str, Node] = {}
-        # (op type, encoded full name without -opN) → operators, for the fallback
-        self.scope_type: dict[tuple[str, str], list[Node]] = defaultdict(list)
+        self.by_rule = True
         for node in graph:
             if node.kind is NodeKind.OPERATOR:
-                encoded = encode_dump_name(node.name)
-                self.full[encoded].append(node)
+                self.full[encode_dump_name(node.name)].append(node)
                 self.short[node.short_name].append(node)
-                self.scope_type[(node.op_type, strip_op_number(encoded))].append(node)
+                renamed = dump_names.get(node.name)
+                if renamed is not None:
+                    self.renamed[renamed] = node
             elif node.kind is NodeKind.PARAMETER:
                 self.param_raw[node.name] = node
                 self.param_encoded[encode_dump_name(node.name)].append(node)
@@ -88,8 +77,18 @@ class _NodeMatcher:
                 if data is not None:
                     self.const_data[data] = node
 
+    def choose_scheme(self, op_names: set[str]) -> None:
+        """Name 2.4+ kernels by MindSpore's renumbering unless the graph's own names explain
+        more of the dump's files."""
+        by_rule = sum(1 for n in op_names if n in self.renamed)
+        by_graph = sum(1 for n in op_names if self._graph_name(n) is not None)
+        self.by_rule = by_rule >= by_graph
+
+    def _graph_name(self, op_name: str) -> Node | None:
+        return _unique(self.full.get(op_name)) or _unique(self.short.get(op_name))
+
     def match(
-        self, op_type: str, op_name: str, full_first: bool, in_constants: bool
+        self, op_type: str, op_name: str, new_grammar: bool, in_constants: bool
     ) -> Node | None:
         if in_constants:
             return self.const_data.get(op_name) or self.const_key.get(op_name)
@@ -100,9 +99,16 @@ class _NodeMatcher:
                 or self.const_key.get(op_name)
                 or self.const_data.get(op_name)
             )
-        if full_first:
-            return _unique(self.full.get(op_name)) or _unique(self.short.get(op_name))
+        if new_grammar:
+            return self.renamed.get(op_name) if self.by_rule else self._graph_name(op_name)
         return _unique(self.short.get(op_name)) or _unique(self.full.get(op_name))
+
+
+def _spec(node: Node, slot: int) -> TensorSpec | None:
+    for spec in node.outputs:
+        if spec.slot == slot:
+            return spec
+    return None
 
 
 class TensorIndex:
@@ -110,22 +116,36 @@ class TensorIndex:
 
     `graph_id` is the folder the files live in, the root graph id by default (sub-graph
     tensors are stored under their root graph's folder on Ascend); the execution order is
-    read for the graph's own id.
+    read for the graph's own id. `dump_names` maps the graph's operators to their 2.4+ dump
+    names (`dump_names.kernel_dump_names` over all graphs of the rank, which number on across
+    graphs); without it they are computed from this graph alone.
+
+    Thread safety: built in the constructor; an iteration's header check runs once, under a
+    lock, the first time the iteration is looked up.
     """
 
-    def __init__(self, rank: RankLayout, graph: Graph, graph_id: int | None = None) -> None:
+    def __init__(
+        self,
+        rank: RankLayout,
+        graph: Graph,
+        graph_id: int | None = None,
+        dump_names: Mapping[str, str] | None = None,
+    ) -> None:
         self.rank = rank
         self.graph = graph
         self.graph_id = graph.root_graph_id if graph_id is None else graph_id
         self.problems: list[str] = []
-        self.fallbacks: list[NameFallback] = []
         self.unmatched: list[TensorFile] = []
-        self._matcher = _NodeMatcher(graph)
+        if dump_names is None:
+            dump_names = {n: d for (_, n), d in kernel_dump_names([graph]).items()}
+        self._matcher = _NodeMatcher(graph, dump_names)
         self._by_iteration: dict[int, dict[TensorKey, TensorFile]] = {}
         self._constants: dict[TensorKey, TensorFile] = {}
         self._node_iterations: dict[str, set[int]] = defaultdict(set)
         self._positions: dict[str, int] | None = None
-        self._fallback_names: dict[tuple[str, str], Node] = {}
+        self._checked: set[int | None] = set()  # iterations (None: constants) header-checked
+        self._conflicts: set[TensorKey] = set()
+        self._lock = threading.Lock()
         self._build()
 
     def __repr__(self) -> str:
@@ -136,27 +156,43 @@ class TensorIndex:
 
     # ------------------------------------------------------------------ build
     def _build(self) -> None:
-        pending: list[tuple[int | None, TensorFile]] = []
-        owners: set[str] = set()
+        listed = [(it, self.rank.tensor_files(self.graph_id, it)) for it in self.iterations]
+        self._matcher.choose_scheme(
+            {
+                f.op_name
+                for _, files in listed
+                for f in files
+                if f.dtype is not None and f.op_type != "Parameter"
+            }
+        )
         match = self._matcher.match
-        for iteration in self.iterations:
+        left: dict[tuple[str, str, Path], int] = defaultdict(int)
+        for iteration, files in listed:
             table = self._by_iteration.setdefault(iteration, {})
-            for f in self.rank.tensor_files(self.graph_id, iteration):
+            for f in files:
                 node = match(f.op_type, f.op_name, f.dtype is not None, False)
                 if node is None:
-                    pending.append((iteration, f))
-                    continue
-                owners.add(node.name)
-                self._add(table, node.name, f)
-                self._node_iterations[node.name].add(iteration)
+                    self.unmatched.append(f)
+                    # iteration files are summed over iterations: name the graph folder
+                    left[(f.op_type, f.op_name, f.path.parent.parent)] += 1
+                elif self._named_dtype_fits(node, f):
+                    self._add(table, node.name, f)
+                    self._node_iterations[node.name].add(iteration)
         for f in self.rank.constant_files(self.graph_id):
             node = match(f.op_type, f.op_name, f.dtype is not None, True)
             if node is None:
-                pending.append((None, f))
-                continue
-            owners.add(node.name)
-            self._add(self._constants, node.name, f)
-        self._resolve_pending(pending, owners)
+                # 2.0 dumps write every constant of the session here, most of them of no
+                # node of this graph; MindInsight lists none of them either
+                self.unmatched.append(f)
+            elif self._named_dtype_fits(node, f):
+                self._add(self._constants, node.name, f)
+        show = self.rank._show
+        for (op_type, op_name, where), count in sorted(left.items()):
+            self.problems.append(
+                f"{count} tensor file{'s' if count != 1 else ''} named {op_type}.{op_name} under "
+                f"{show(where)} match{'' if count != 1 else 'es'} no node of graph "
+                f"{self.graph.name}, so {'they are' if count != 1 else 'it is'} not shown."
+            )
         self._check_execution_order()
 
     @staticmethod
@@ -166,47 +202,67 @@ class TensorIndex:
         if old is None or f.timestamp > old.timestamp:
             table[key] = f
 
-    def _resolve_pending(
-        self, pending: list[tuple[int | None, TensorFile]], owners: set[str]
-    ) -> None:
-        """The op-number fallback, then the report of what is left."""
-        groups: dict[tuple[str, str], set[str]] = defaultdict(set)
-        for iteration, f in pending:
-            if iteration is not None and f.op_type != "Parameter":
-                groups[(f.op_type, strip_op_number(f.op_name))].add(f.op_name)
-        for (op_type, prefix), names in groups.items():
-            if len(names) != 1 or prefix == next(iter(names)):
-                continue
-            free = [
-                n
-                for n in self._matcher.scope_type.get((op_type, prefix), ())
-                if n.name not in owners
-            ]
-            if len(free) != 1:
-                continue
-            (name,) = names
-            self._fallback_names[(op_type, name)] = free[0]
-            self.fallbacks.append(NameFallback(name, free[0].name, op_type))
-        left: dict[tuple[str, str, Path], int] = defaultdict(int)
-        for iteration, f in pending:
-            node = (
-                self._fallback_names.get((f.op_type, f.op_name)) if iteration is not None else None
-            )
-            if node is None:
-                self.unmatched.append(f)
-                # iteration files are summed over iterations: name the graph folder
-                where = f.path.parent if iteration is None else f.path.parent.parent
-                left[(f.op_type, f.op_name, where)] += 1
-                continue
-            self._add(self._by_iteration[iteration], node.name, f)  # type: ignore[index]
-            self._node_iterations[node.name].add(iteration)  # type: ignore[arg-type]
-        show = self.rank._show
-        for (op_type, op_name, where), count in sorted(left.items()):
-            self.problems.append(
-                f"{count} tensor file{'s' if count != 1 else ''} named {op_type}.{op_name} under "
-                f"{show(where)} match{'' if count != 1 else 'es'} no node of graph "
-                f"{self.graph.name}, so {'they are' if count != 1 else 'it is'} not shown."
-            )
+    def _named_dtype_fits(self, node: Node, f: TensorFile) -> bool:
+        """The dtype in a 2.4+ output file name against the node's declared output type."""
+        if f.dtype is None or f.io != "output":
+            return True
+        try:
+            named = dtype_from_dump_name(f.dtype)
+        except UnsupportedDataTypeError:
+            named = None
+        if named is None:
+            return True
+        conflict = spec_conflict(named, (), _spec(node, f.slot), reshaped_ok=True)
+        if conflict is None or conflict.kind != "dtype":
+            return True  # only the dtype is known from the name
+        self._conflict(node, f, f"is named as {conflict.found}", conflict.declared)
+        return False
+
+    def _conflict(self, node: Node, f: TensorFile, found: str, declared: str) -> None:
+        """Record a file that contradicts its node: one sentence per node output."""
+        key = (node.name, f.io, f.slot)
+        if key in self._conflicts:
+            return
+        self._conflicts.add(key)
+        self.problems.append(
+            f"{self.rank._show(f.path)} {found}, but the graph declares {node.name} output "
+            f"{f.slot} as {declared}, so the file is not shown under that node (nor are other "
+            "files of it that disagree)."
+        )
+
+    def _checked_table(
+        self, iteration: int | None, table: dict[TensorKey, TensorFile]
+    ) -> dict[TensorKey, TensorFile]:
+        """`table` after its output files' headers were checked against the graph (once)."""
+        if iteration in self._checked:
+            return table
+        with self._lock:
+            if iteration not in self._checked:
+                for key, f in list(table.items()):
+                    if f.io != "output":
+                        continue
+                    node = self.graph.get(key[0])
+                    spec = None if node is None else _spec(node, f.slot)
+                    if spec is None or (spec.dtype is None and spec.shape is None):
+                        continue
+                    header = peek_header(f.path)  # None: reading it will say what is wrong
+                    if header is None:
+                        continue
+                    conflict = spec_conflict(header.dtype, header.shape, spec, reshaped_ok=True)
+                    if conflict is not None:
+                        del table[key]
+                        verb = "holds" if conflict.kind == "dtype" else "has"
+                        found = f"{verb} {conflict.found}"
+                        self._conflict(node, f, found, conflict.declared)  # type: ignore[arg-type]
+                self._checked.add(iteration)
+        return table
+
+    def _table(self, iteration: int) -> dict[TensorKey, TensorFile] | None:
+        table = self._by_iteration.get(iteration)
+        return None if table is None else self._checked_table(iteration, table)
+
+    def _constant_table(self) -> dict[TensorKey, TensorFile]:
+        return self._checked_table(None, self._constants)
 
     def _check_execution_order(self) -> None:
         names = self.rank.execution_order(self.graph.graph_id)
@@ -241,18 +297,21 @@ class TensorIndex:
         if node is None:
             return None
         key = (node.name, "output" if is_output else "input", slot)
-        found = self._by_iteration.get(iteration, {}).get(key)
-        if found is None and node.kind is NodeKind.CONSTANT and iteration in self._by_iteration:
-            found = self._constants.get(key)
+        table = self._table(iteration)
+        if table is None:
+            return None
+        found = table.get(key)
+        if found is None and node.kind is NodeKind.CONSTANT:
+            found = self._constant_table().get(key)
         return found
 
     def files_for(self, iteration: int) -> dict[TensorKey, TensorFile]:
         """Every matched file of one iteration by (node name, io, slot), constants from
         `constants/` included. A new dict: callers may keep or change it."""
-        table = self._by_iteration.get(iteration)
+        table = self._table(iteration)
         if table is None:
             return {}
-        merged = dict(self._constants)
+        merged = dict(self._constant_table())
         merged.update(table)
         return merged
 
@@ -298,11 +357,7 @@ class TensorIndex:
         for row in table.rows:
             node = self._matcher.match(row.op_type, row.op_name, True, False)
             if node is None:
-                node = self._fallback_names.get((row.op_type, row.op_name))
+                node = self._matcher.match(row.op_type, row.op_name, False, False)
             if node is not None:
                 out[(node.name, row.io, row.slot)] = row
         return out
-
-    def notes(self) -> list[str]:
-        """Sentences about fallback matches, for the UI and the CLI."""
-        return [f.describe() for f in self.fallbacks]

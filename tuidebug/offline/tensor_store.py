@@ -12,8 +12,9 @@ import math
 import mmap as mmap_module
 import os
 import re
+import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 from numpy.lib import format as npy_format
@@ -377,31 +378,70 @@ def check_expected(array: np.ndarray, spec: TensorSpec | None, path: Path | str)
     """Compare a loaded tensor with what the graph says about its slot.
 
     Returns a warning sentence on a mismatch (the tensor is still usable), None when it fits
-    or when the graph says nothing. MindSpore 2.4+ stores bfloat16 as float32, so that pair
-    is accepted; unknown graph dims (-1) match anything; a graph scalar `()` matches a file of
-    shape `(1,)` and vice versa (MindSpore writes both for one-element parameters).
+    or when the graph says nothing. See `spec_conflict` for what counts as fitting.
+    """
+    conflict = spec_conflict(array.dtype, tuple(array.shape), spec)
+    if conflict is None:
+        return None
+    verb = "holds" if conflict.kind == "dtype" else "has"
+    return f"{_name(Path(path))} {verb} {conflict.found} but the graph says {conflict.declared}."
+
+
+class SpecConflict(NamedTuple):
+    """How a tensor disagrees with the graph: `kind` "dtype" or "shape", and the two sides in
+    words (`float32 data` / `float16`, `shape (3, 3)` / `(6, 16)`)."""
+
+    kind: str
+    found: str
+    declared: str
+
+
+def spec_conflict(
+    dtype: np.dtype, shape: tuple[int, ...], spec: TensorSpec | None, *, reshaped_ok: bool = False
+) -> SpecConflict | None:
+    """How a tensor of `dtype` and `shape` contradicts the graph's `spec` for its slot, or
+    None when it fits or the graph says nothing.
+
+    MindSpore 2.4+ stores bfloat16 as float32, so that pair fits; unknown graph dims (-1)
+    match anything; a graph scalar `()` matches a file of shape `(1,)` and vice versa
+    (MindSpore writes both for one-element parameters). With `reshaped_ok`, a shape with the
+    graph's element count fits too: reshape-type kernels (Flatten, Reshape, ExpandDims…)
+    share their input's memory and MindSpore dumps their output in the input's shape.
     """
     if spec is None:
         return None
-    name = _name(Path(path))
     if spec.dtype is not None and is_numeric_data_type(spec.dtype):
         try:
             expected = numpy_dtype(spec.dtype)
         except UnsupportedDataTypeError:  # pragma: no cover - guarded by is_numeric
             expected = None
-        actual = array.dtype.newbyteorder("=") if array.dtype.byteorder == ">" else array.dtype
+        actual = dtype.newbyteorder("=") if dtype.byteorder == ">" else dtype
         # storage_dtype: bfloat16 is stored as float32
         if expected is not None and actual not in (expected, storage_dtype(expected)):
-            return (
-                f"{name} holds {dtype_label(actual)} data but the graph says "
-                f"{dtype_label(expected)}."
-            )
-    if spec.shape is not None and not _shape_matches(tuple(array.shape), spec.shape):
-        return (
-            f"{name} has shape {_shape_text(tuple(array.shape))} but the graph says "
-            f"{_shape_text(spec.shape)}."
-        )
+            return SpecConflict("dtype", f"{dtype_label(actual)} data", dtype_label(expected))
+    if spec.shape is not None and not _shape_matches(shape, spec.shape):
+        same_count = -1 not in spec.shape and math.prod(shape) == math.prod(spec.shape)
+        if not (reshaped_ok and same_count):
+            return SpecConflict("shape", f"shape {_shape_text(shape)}", _shape_text(spec.shape))
     return None
+
+
+def peek_header(path: Path | str) -> NpyHeader | None:
+    """The header of a regular `.npy` file in its usual form, read without blocking; None for
+    anything else (missing, not a regular file, unusual header): reading the tensor then
+    reports what is wrong with it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the open
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return _simple_header(fd, os.read(fd, _HEAD_BYTES))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _shape_matches(actual: tuple[int, ...], expected: tuple[int, ...]) -> bool:
