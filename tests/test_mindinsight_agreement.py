@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tuidebug.cli import main as cli_main
 from tuidebug.offline.dump import OfflineDump
 
 REL = 1e-6
@@ -136,3 +137,91 @@ def test_every_watchpoint_agrees(
             if value is not None:
                 assert have[key] is not None, (label, key)
                 assert math.isclose(have[key], value, rel_tol=REL), (label, key, have[key], value)
+
+
+# ------------------------------------------------------------------ tuidebug check
+WEIGHTS_RE = r"^(?!(moments|accum|stat|moment1|moment2)\.).*\.(weight|bias)$"
+TARGETS = {
+    "all": None,
+    "weights": WEIGHTS_RE,
+    "gradients": r"^Gradients/",
+    "activations": r"/(ReLU|Tanh)-op[0-9]+$",
+}
+# watch_api.py's twenty watchpoints as `tuidebug check` specs, by target
+SPECS: dict[str, list[tuple[str, str]]] = {
+    "all": [
+        ("W1", "TO"),
+        ("W2", "TL:abs_mean_gt=1e10"),
+        ("W3", "TL:max_gt=1e30"),
+        ("W4", "TL:abs_mean_gt=1"),
+        ("W5", "TS:abs_mean_lt=1e-9"),
+        ("W6", "TZ:zero_percentage_ge=100"),
+        ("W7", "TR:range_start_inclusive=-1e6,range_end_inclusive=1e6,range_percentage_lt=100"),
+        ("E7", "TL:min_gt=0.5,mean_gt=0.5"),
+        ("E8", "TS:max_lt=0,min_lt=-3,mean_lt=-0.5"),
+        ("E9", "TZ:zero_percentage_ge=50"),
+    ],
+    "weights": [
+        ("W8", "WCL:abs_mean_update_ratio_gt=1"),
+        ("W9", "WCS:abs_mean_update_ratio_lt=1e-3"),
+        ("W10", "WNC:rtol=1e-5,atol=1e-8"),
+        ("E1", "TO"),
+        ("E2", "TL:abs_mean_gt=10,max_gt=100"),
+        ("E10", "TR:range_start_inclusive=-0.1,range_end_inclusive=0.1,range_percentage_lt=50"),
+    ],
+    "gradients": [("E3", "TL:abs_mean_gt=1,max_gt=10"), ("E4", "TS:abs_mean_lt=1e-4")],
+    "activations": [
+        ("E5", "TR:range_start_inclusive=0,range_end_inclusive=0,range_percentage_gt=40"),
+        ("E6", "TR:max_min_lt=1e-3,max_min_gt=5"),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_check_cli_agrees(
+    case: tuple[str, str, str], fixtures_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, version, expected_name = case
+    root = fixtures_dir / folder / version
+    expected_doc = json.loads((fixtures_dir / "expected" / expected_name).read_text())
+    expected = (
+        _mindinsight_keys(expected_doc) if version == "ms2_0_0" else _reference_keys(expected_doc)
+    )
+    dump = OfflineDump(root)
+    compared = set()
+    for target, specs in SPECS.items():
+        wanted = [(label, spec) for label, spec in specs if label in expected]
+        if not wanted:
+            continue
+        argv = ["check", str(root), "--json"]
+        if TARGETS[target] is not None:
+            argv += ["--node", TARGETS[target]]
+        for _, spec in wanted:
+            argv += ["--watch", spec]
+        code = cli_main(argv)
+        captured = capsys.readouterr()
+        assert code in (0, 1), captured.err
+        hits = json.loads(captured.out)
+        for label, spec in wanted:
+            got: dict[Key, float | None] = {}
+            for h in hits:
+                if h["watchpoint"] != spec:
+                    continue
+                node = h["node"]
+                if version != "ms2_0_0":
+                    found = dump.tensor_file(h["rank"], h["graph"], node, h["slot"], h["iteration"])
+                    assert found is not None
+                    node = found.op_name
+                actual = next((p["actual"] for p in h["params"] if p["hit"]), None)
+                got[(h["iteration"], node, h["slot"], h["error_code"])] = actual
+            want = expected[label]
+            assert set(got) == set(want), (
+                label,
+                sorted(set(got) - set(want))[:5],
+                sorted(set(want) - set(got))[:5],
+            )
+            for key, value in want.items():
+                if value is not None:
+                    assert got[key] is not None and math.isclose(got[key], value, rel_tol=REL)
+            compared.add(label)
+    assert compared == set(expected)
