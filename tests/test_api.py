@@ -230,8 +230,9 @@ def test_node_properties_and_str(a20: DumpAnalyzer) -> None:
     assert node.root_graph_id == 0
     assert str(node) == f"rank: 0\ngraph_name: kernel_graph_0\nnode_name: {CONV1_2_0}"
     frame = node.stack[0]
-    assert set(frame) == {"file_path", "line_no", "code_line"}
-    assert isinstance(frame["line_no"], int)
+    assert set(frame) == {"file_path", "line_no", "code_line", "has_substack"}
+    assert isinstance(frame["line_no"], int) and frame.line_no == frame["line_no"]
+    assert node.node_type is api.NodeType.OPERATOR
     # MindInsight's display name for Load nodes: {scope}/Load-op{proto index}
     loads = a20.select_nodes("/Load-op", use_regex=False)
     assert "Default/network-WithLossCell/_backbone-LeNet5/Load-op1" in {n.name for n in loads}

@@ -543,7 +543,51 @@ def test_parse_source_address_markers() -> None:
     assert frames[2].code_line == "Corresponding code candidate:"
     assert frames[-1].code_line == "junk that is no location"
     assert str(frames[0]) == "/m/cell.py:10 y = self.op(x)"
+    # the ` - ` marked located frames open a sub-stack (MindInsight's has_substack)
+    assert [f.has_substack for f in frames] == [
+        False,
+        False,
+        False,
+        True,
+        False,
+        True,
+        False,
+        True,
+        False,
+        False,
+    ]
     assert parse_source_address("") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "frames"),
+    [
+        # a header with no `In file` line after it names no code: an empty stack
+        ("      # Corresponding code candidate:\n", []),
+        ("      # Corresponding forward node candidate:", []),
+        # a dangling header after a stack, or before another header, is dropped
+        (
+            "      # In file /m/a.py:1/a()/\n      # Corresponding code candidate:\n",
+            [("/m/a.py", 1, "a()", 0, False)],
+        ),
+        (
+            "      # Corresponding code candidate:\n"
+            "      # Corresponding forward node candidate:\n"
+            "      #  - In file /m/b.py:2/b()/\n",
+            [
+                ("", None, "Corresponding forward node candidate:", 1, False),
+                ("/m/b.py", 2, "b()", 1, True),
+            ],
+        ),
+        # a marked line that names no location opens no sub-stack frame
+        ("      #  - something else\n", [("", None, "something else", 1, False)]),
+    ],
+)
+def test_parse_source_address_headers_without_frames(
+    text: str, frames: list[tuple[str, int | None, str, int, bool]]
+) -> None:
+    got = parse_source_address(text)
+    assert [(f.file_path, f.line_no, f.code_line, f.group, f.has_substack) for f in got] == frames
 
 
 def test_parse_ir_stacks_literal() -> None:
@@ -579,6 +623,31 @@ def test_parse_ir_stacks_literal() -> None:
         ("", None, 1),
         ("/m/inner.py", 2, 1),
         ("/m/outer.py", 1, 1),
+    ]
+    # the innermost frame opens the sub-stack, as the ` - ` marked line of a `.pb` does
+    assert [f.has_substack for f in grad] == [False, False, True, False]
+
+
+def test_parse_ir_stacks_drop_headers_without_frames() -> None:
+    lines = [
+        "      # Fullname with scope: (Default/net/Cast-op1)\n",
+        "      # Corresponding code candidate:\n",
+        "      # Fullname with scope: (Default/net/Cast-op2)\n",
+        "      # In file /m/a.py:1/a()/\n",
+        "      # Corresponding code candidate:\n",
+        "      # Corresponding forward node candidate:\n",
+        "      # In file /m/b.py:2/b()/\n",
+        "      # Corresponding code candidate:\n",
+        "}\n",
+    ]
+    stacks = parse_ir_stacks(lines)
+    assert "Default/net/Cast-op1" not in stacks  # a lone header is no stack
+    assert [
+        (f.file_path, f.code_line, f.group, f.has_substack) for f in stacks["Default/net/Cast-op2"]
+    ] == [
+        ("/m/a.py", "a()", 0, False),
+        ("", "Corresponding forward node candidate:", 1, False),
+        ("/m/b.py", "b()", 1, True),
     ]
 
 

@@ -11,7 +11,16 @@ Differences from MindInsight, all deliberate:
   there); small checks run in-process, big ones in a process pool;
 * `export_graphs` writes CSV (nodes and stacks) instead of xlsx;
 * user mistakes raise `DebuggerParamValueError` / `DebuggerParamTypeError` (subclasses of
-  `ValueError` / `TypeError` and of `DumpAnalyzerError`) whose message is one sentence.
+  `ValueError` / `TypeError` and of `DumpAnalyzerError`) whose message is one sentence;
+* graph edges are the graph's own: an `Assign` keeps its first (parameter) input, which
+  MindInsight drops from a three-input `Assign`, so the parameter's outputs list the
+  `Assign` too; a producer that feeds two inputs of a node is listed once by
+  `get_input_nodes` / `get_output_nodes` / `list_affected_nodes` (MindInsight lists it
+  once per input), while `get_input_tensors` numbers its slots per input as MindInsight does;
+* stacks: a `source_address` whose candidate header is followed by no frame is an empty
+  stack (MindInsight returns the lone header line as a frame); locations in the newer
+  `In file p:12~14, 4~20/code/` and the old `In file p(12)` forms are parsed (MindInsight
+  keeps such a line as a code-only frame); blank lines inside a `source_address` are skipped.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,12 +41,21 @@ from tuidebug import _API_NAMES
 if TYPE_CHECKING:
     import numpy as np
 
-    from tuidebug.core.graph import Graph
+    from tuidebug.core.graph import Graph, StackFrame
     from tuidebug.core.graph import Node as GraphNode
 
-# the names `tuidebug` re-exports lazily are listed there once; the errors are this module's own
+# the names `tuidebug` re-exports lazily are listed there once; the errors, the node types
+# and the stack frame type are this module's own (MindInsight keeps the last two in
+# mindinsight.domain.graph.base)
 __all__ = sorted(
-    {*_API_NAMES, "DebuggerParamTypeError", "DebuggerParamValueError", "DumpAnalyzerError"}
+    {
+        *_API_NAMES,
+        "DebuggerParamTypeError",
+        "DebuggerParamValueError",
+        "DumpAnalyzerError",
+        "NodeType",
+        "Source",
+    }
 )
 
 
@@ -453,6 +472,89 @@ class HitDetail(ConditionBase):
 
 
 # ------------------------------------------------------------------ nodes and tensors
+class NodeType(Enum):
+    """The kind of a `Node` (`Node.node_type`), MindInsight's enum with its values:
+    `n.node_type == NodeType.PARAMETER` or `n.node_type.value == "parameter"`."""
+
+    OPERATOR = "operator"
+    PARAMETER = "parameter"
+    CONSTANT = "constant"
+
+
+_NODE_TYPES = {t.value: t for t in NodeType}
+
+
+class Source(dict):  # type: ignore[type-arg]
+    """One frame of `Node.stack`, as MindInsight's `Source`: attributes `file_path`,
+    `line_no`, `code_line` and `has_substack`, and — as MindInsight documents it — a dict
+    with those keys (`frame["file_path"]`, `frame.get(...)`, `json.dumps`). Read-only.
+
+    A header line (`# Corresponding code candidate:`) or a line naming no location is a
+    frame with `file_path` "" and `line_no` 0 whose `code_line` is the line itself;
+    `has_substack` is true on the located frame that opens a ` - ` marked sub-stack.
+    `str()` is MindInsight's: `# - path:line  code` (`-` for `has_substack`, else a space)
+    or the bare `code_line`; `select_by="code_stack"` matches that string."""
+
+    __slots__ = ()
+
+    def __init__(
+        self, file_path: str, line_no: int, code_line: str, has_substack: bool = False
+    ) -> None:
+        super().__init__(
+            file_path=file_path, line_no=line_no, code_line=code_line, has_substack=has_substack
+        )
+
+    @property
+    def file_path(self) -> str:
+        return self["file_path"]  # type: ignore[no-any-return]
+
+    @property
+    def line_no(self) -> int:
+        return self["line_no"]  # type: ignore[no-any-return]
+
+    @property
+    def code_line(self) -> str:
+        return self["code_line"]  # type: ignore[no-any-return]
+
+    @property
+    def has_substack(self) -> bool:
+        return self["has_substack"]  # type: ignore[no-any-return]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict of the four fields (MindInsight's method)."""
+        return dict(self)
+
+    def _read_only(self, *args: object, **kwargs: object) -> Any:
+        raise TypeError("A stack frame is read-only.")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash((self.file_path, self.line_no, self.code_line, self.has_substack))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Source, (self.file_path, self.line_no, self.code_line, self.has_substack))
+
+    def __repr__(self) -> str:
+        return repr(self.to_dict())
+
+    def __str__(self) -> str:
+        if not self.file_path:
+            return self.code_line
+        marker = "-" if self.has_substack else " "
+        return f"# {marker} {self.file_path}:{self.line_no}  {self.code_line}"
+
+
+def _source(frame: StackFrame) -> Source:
+    """A core frame as MindInsight's parser gives it: lines naming no location keep their
+    `# ` (MindInsight keeps the stripped line) and `line_no` 0."""
+    if not frame.file_path:
+        return Source("", 0, f"# {frame.code_line}", False)
+    line = 0 if frame.line_no is None else frame.line_no
+    return Source(frame.file_path, line, frame.code_line, frame.has_substack)
+
+
 class Node:
     """A node of a computational graph on one rank (spec §6.2). Not built by users."""
 
@@ -462,6 +564,8 @@ class Node:
         self._graph = graph
         self._node = node
         self._name = _api_node_name(node)
+        self._node_type = _NODE_TYPES[node.kind.value]
+        self._stack: tuple[Source, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -469,16 +573,23 @@ class Node:
         return self._name
 
     @property
-    def stack(self) -> list[dict[str, Any]]:
-        """Source stack of an operator as `{'file_path', 'line_no', 'code_line'}` dicts."""
-        from tuidebug.core.graph import NodeKind
+    def node_type(self) -> NodeType:
+        """`NodeType.OPERATOR`, `NodeType.PARAMETER` or `NodeType.CONSTANT`."""
+        return self._node_type
 
-        if self._node.kind is not NodeKind.OPERATOR:
-            return []
-        return [
-            {"file_path": f.file_path, "line_no": f.line_no, "code_line": f.code_line}
-            for f in self._node.stack
-        ]
+    @property
+    def stack(self) -> list[Source]:
+        """Source stack of an operator, innermost call first, as `Source` frames (each also
+        a dict with `file_path`, `line_no`, `code_line`, `has_substack`); parameters and
+        constants have none. Candidate headers are frames with `line_no` 0 and
+        `code_line` `# Corresponding code candidate:`; a header with no frame after it is
+        no stack at all (MindInsight gives the lone header as a frame)."""
+        if self._stack is None:
+            if self._node_type is not NodeType.OPERATOR:
+                self._stack = ()
+            else:
+                self._stack = self._analyzer._sources(self._node.stack)
+        return list(self._stack)
 
     @property
     def rank(self) -> int:
@@ -504,11 +615,15 @@ class Node:
     def get_input_tensors(
         self, iterations: int | list[int] | None = None, slots: list[int] | None = None
     ) -> list[DebuggerTensor]:
-        """Output tensors of the input nodes; `slots` index the concatenated input slots."""
+        """Output tensors of the input nodes. `slots` index the concatenated output slots
+        of the inputs taken one input at a time, as MindInsight numbers them: a producer
+        feeding two inputs holds slots at both places, but each tensor is returned once.
+        An `Assign`'s parameter input counts (MindInsight drops it from a three-input
+        `Assign`, whose later inputs then start at slot 0)."""
         slots = _validate_slots(slots)
-        out: list[DebuggerTensor] = []
+        out: dict[DebuggerTensor, None] = {}
         offset = 0
-        for producer in self._analyzer._input_nodes(self):
+        for producer in self._analyzer._input_occurrences(self):
             size = producer.output_slot_size
             wanted = (
                 None
@@ -516,9 +631,9 @@ class Node:
                 else [s - offset for s in slots if offset <= s < offset + size]
             )
             if wanted is None or wanted:
-                out.extend(producer.get_output_tensors(iterations, wanted))
+                out.update(dict.fromkeys(producer.get_output_tensors(iterations, wanted)))
             offset += size
-        return out
+        return list(out)
 
     def get_output_tensors(
         self, iterations: int | list[int] | None = None, slots: list[int] | None = None
@@ -781,6 +896,8 @@ class DumpAnalyzer:
             raise DebuggerParamValueError(str(err)) from None
         self._dump_dir = str(self._dump.root)
         self._lock = threading.Lock()
+        # one `Source` per distinct core frame: thousands of nodes share their frames
+        self._frames: dict[StackFrame, Source] = {}
         # rank → {(graph name, node name): Node}; built eagerly like MindInsight's parser
         self._nodes: dict[int, dict[tuple[str, str], Node]] = {}
         self._by_api_name: dict[int, dict[tuple[str, str], Node]] = {}
@@ -832,19 +949,15 @@ class DumpAnalyzer:
         ranks: int | list[int] | None = None,
         case_sensitive: bool = True,
     ) -> list[Node]:
-        """Nodes whose name (or any code-stack frame) contains — or, with `use_regex`,
-        matches (`re.search`) — `query_string`."""
+        """Nodes whose name (or, with `select_by="code_stack"`, any stack frame's `str()`,
+        MindInsight's `# - path:line  code` form) contains — or, with `use_regex`, matches
+        (`re.search`) — `query_string`."""
         matches = _query(query_string, use_regex, case_sensitive)
         by_stack = _select_by(select_by)
         chosen = self._ranks(ranks)
         out = []
         for rank in chosen:
-            for node in self._nodes[rank].values():
-                if by_stack:
-                    if any(matches(_frame_text(f)) for f in node.stack):
-                        out.append(node)
-                elif matches(node.name):
-                    out.append(node)
+            out.extend(n for n in self._nodes[rank].values() if _selected(n, matches, by_stack))
         return out
 
     def select_tensors(
@@ -867,11 +980,7 @@ class DumpAnalyzer:
         out: list[DebuggerTensor] = []
         for rank in chosen:
             for node in self._nodes[rank].values():
-                if by_stack:
-                    hit = any(matches(_frame_text(f)) for f in node.stack)
-                else:
-                    hit = matches(node.name)
-                if hit:
+                if _selected(node, matches, by_stack):
                     out.extend(node.get_output_tensors(wanted, slots))
         return out
 
@@ -960,16 +1069,33 @@ class DumpAnalyzer:
             )
         return found
 
+    def _sources(self, frames: Iterable[StackFrame]) -> tuple[Source, ...]:
+        cache = self._frames
+        out = []
+        for frame in frames:
+            source = cache.get(frame)
+            if source is None:
+                source = cache[frame] = _source(frame)
+            out.append(source)
+        return tuple(out)
+
     def _input_nodes(self, node: Node) -> list[Node]:
         nodes = self._nodes[node.rank]
         return [nodes[(node.graph_name, n.name)] for n in node._graph.inputs(node._node.name)]
+
+    def _input_occurrences(self, node: Node) -> list[Node]:
+        """The producer of each input in input order, a producer once per input it feeds."""
+        nodes = self._nodes[node.rank]
+        graph_nodes = node._graph.nodes
+        return [nodes[(node.graph_name, src)] for src in node._node.inputs if src in graph_nodes]
 
     def _output_nodes(self, node: Node) -> list[Node]:
         nodes = self._nodes[node.rank]
         return [nodes[(node.graph_name, n.name)] for n in node._graph.consumers(node._node.name)]
 
     def list_affected_nodes(self, tensor: DebuggerTensor) -> list[Node]:
-        """Nodes that take the tensor's node as input (its direct consumers)."""
+        """Nodes that take the tensor's node as input (its direct consumers), each once;
+        a parameter's list includes an `Assign` to it (see `get_output_nodes`)."""
         if not isinstance(tensor, DebuggerTensor):
             raise DebuggerParamTypeError(
                 f"The type of tensor should be DebuggerTensor, but got {_type_name(tensor)}."
@@ -977,11 +1103,15 @@ class DumpAnalyzer:
         return self._output_nodes(self._own(tensor.node))
 
     def get_input_nodes(self, node: Node) -> list[Node]:
-        """The producers of the node's inputs, in input order."""
+        """The producers of the node's inputs, in input order, each once (MindInsight lists
+        a producer once per input it feeds). An `Assign` keeps its first input, the
+        parameter it writes, which MindInsight drops from a three-input `Assign`."""
         return self._input_nodes(self._own(node))
 
     def get_output_nodes(self, node: Node) -> list[Node]:
-        """The nodes that use an output of the node."""
+        """The nodes that use an output of the node, each once (MindInsight lists a consumer
+        once per input it takes from the node); a parameter's consumers include an `Assign`
+        to it, which MindInsight leaves out."""
         return self._output_nodes(self._own(node))
 
     # ------------------------------------------------------------------ export
@@ -1009,7 +1139,7 @@ class DumpAnalyzer:
                 for rank in self.get_ranks():
                     for node in self._nodes[rank].values():
                         inputs = [n.name for n in self._input_nodes(node)]
-                        stack = "\n".join(_frame_text(f) for f in node.stack)
+                        stack = "\n".join(str(f) for f in node.stack)
                         writer.writerow(
                             [
                                 rank,
@@ -1204,6 +1334,13 @@ def _select_by(select_by: object) -> bool:
     )
 
 
+def _selected(node: Node, matches: Callable[[str], bool], by_stack: bool) -> bool:
+    """By name, or by any stack frame's `str()` (MindInsight matches `str(Source)`)."""
+    if by_stack:
+        return any(matches(str(frame)) for frame in node.stack)
+    return matches(node.name)
+
+
 def _query(
     query_string: object, use_regex: object, case_sensitive: object
 ) -> Callable[[str], bool]:
@@ -1222,13 +1359,3 @@ def _query(
         return lambda s: text in s
     lowered = text.lower()
     return lambda s: lowered in s.lower()
-
-
-def _frame_text(frame: Mapping[str, Any]) -> str:
-    """A stack frame's string form for `code_stack` queries: `path:line code`."""
-    where = frame.get("file_path") or ""
-    line = frame.get("line_no")
-    code = frame.get("code_line") or ""
-    if where and line is not None:
-        where = f"{where}:{line}"
-    return f"{where} {code}".strip()

@@ -83,12 +83,16 @@ class StackFrame:
 
     `group` tells sub-stacks apart: 0 is the node's own stack; MindSpore may append
     alternatives ("Corresponding forward node candidate:" and its ` - ` marked sub-stacks),
-    numbered 1, 2, … so a viewer can separate them instead of showing one long stack."""
+    numbered 1, 2, … so a viewer can separate them instead of showing one long stack.
+    A frame without `file_path` is a header ("Corresponding code candidate:") or a line that
+    names no location; it is never a source line of its own. `has_substack` marks the
+    located frame that opens a sub-stack (the ` - ` marked line; MindInsight's name)."""
 
     file_path: str
     line_no: int | None
     code_line: str
     group: int = 0
+    has_substack: bool = False
 
     def __str__(self) -> str:
         if not self.file_path:

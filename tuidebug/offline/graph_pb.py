@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -529,7 +530,9 @@ def parse_source_address(text: str) -> list[StackFrame]:
     """`NodeProto.source_address` → frames, innermost call first (as MindSpore writes it).
 
     Header lines such as "Corresponding forward node candidate:" are kept as code-only
-    frames and open a new `group`; each ` - ` marked line starts another sub-stack."""
+    frames and open a new `group`; each ` - ` marked line starts another sub-stack, and its
+    frame has `has_substack` (MindInsight's flag). A header followed by no frame names no
+    code: it is dropped, so a header-only `source_address` is an empty stack."""
     return _StackParser().parse(text)
 
 
@@ -541,7 +544,7 @@ class _StackParser:
     def __init__(self) -> None:
         self._stacks: dict[str, list[StackFrame]] = {}
         self._lines: dict[str, tuple[str, bool, str]] = {}
-        self._frames: dict[tuple[str, int], StackFrame] = {}
+        self._frames: dict[tuple[str, int, bool], StackFrame] = {}
 
     def parse(self, text: str) -> list[StackFrame]:
         known = self._stacks.get(text)
@@ -553,6 +556,7 @@ class _StackParser:
         frames: list[StackFrame] = []
         group = 0
         group_has_frames = False
+        dangling = False  # the last frame is a header that no frame has followed yet
         lines = self._lines
         cache = self._frames
         for raw in text.splitlines():
@@ -564,17 +568,28 @@ class _StackParser:
             if not rest:
                 continue
             if is_header:
-                group += 1
+                if dangling:
+                    frames.pop()  # the previous header named no frame: this one takes its group
+                else:
+                    group += 1
+                dangling = True
                 group_has_frames = False
                 frames.append(StackFrame("", None, rest, group))
                 continue
-            if marker == "-" and (group == 0 or group_has_frames):
+            opens = marker == "-"
+            if opens and (group == 0 or group_has_frames):
                 group += 1
             group_has_frames = True
-            frame = cache.get((rest, group))
+            dangling = False
+            frame = cache.get((rest, group, opens))
             if frame is None:
-                frame = cache[(rest, group)] = parse_location(rest, group)
+                frame = parse_location(rest, group)
+                if opens and frame.file_path:
+                    frame = replace(frame, has_substack=True)
+                cache[(rest, group, opens)] = frame
             frames.append(frame)
+        if dangling:
+            frames.pop()
         return frames
 
 
@@ -612,11 +627,23 @@ def parse_ir_stacks(lines: Iterable[str]) -> dict[str, list[StackFrame]]:
     groups: list[list[StackFrame]] = []
 
     def finish() -> None:
-        if current is not None and any(groups):
-            frames: list[StackFrame] = []
-            for i, g in enumerate(groups):
-                # Groups after the first open with their header line, which stays first.
-                frames.extend(g[:1] + g[:0:-1] if i else g[::-1])
+        if current is None:
+            return
+        frames: list[StackFrame] = list(reversed(groups[0]))
+        number = 0
+        for g in groups[1:]:
+            # Groups after the first open with their header line, which stays first; a
+            # header with no frame after it names no code and is dropped. The innermost
+            # frame, first after reversing, opens the sub-stack as ` - ` does in a `.pb`.
+            if len(g) < 2:
+                continue
+            number += 1
+            body = [replace(f, group=number) for f in reversed(g[1:])]
+            if body[0].file_path:
+                body[0] = replace(body[0], has_substack=True)
+            frames.append(replace(g[0], group=number))
+            frames.extend(body)
+        if frames:
             stacks.setdefault(current, frames)
 
     for line in lines:

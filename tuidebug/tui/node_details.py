@@ -229,9 +229,11 @@ class NodeDetails(VerticalScroll):
         text = Text("stack", style="bold")
         for frame in node.stack:
             text.append("\n  ")
-            if frame.file_path:
-                text.append(source_place(frame.file_path, frame.line_no), style="cyan")
-                text.append(" ")
+            if not frame.file_path:  # a sub-stack header, no source line of its own
+                text.append(frame.code_line.strip(), style="dim italic")
+                continue
+            text.append(source_place(frame.file_path, frame.line_no), style="cyan")
+            text.append(" ")
             text.append(frame.code_line.strip())
         stack.update(text)
 

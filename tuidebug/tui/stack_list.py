@@ -57,11 +57,15 @@ def frame_key(frame: StackFrame) -> str:
 
 
 def index_source_lines(graph: Graph) -> list[SourceLine]:
-    """Every distinct frame of the graph, in first-seen order, with the nodes that hold it."""
+    """Every distinct source location of the graph, in first-seen order, with the nodes
+    that hold it. Frames without a file (a "Corresponding code candidate:" header, a line
+    naming no location) are no source line."""
     found: dict[str, tuple[StackFrame, list[str]]] = {}
     for node in graph:
         seen: set[str] = set()
         for frame in node.stack:
+            if not frame.file_path:
+                continue
             key = frame_key(frame)
             if key in seen:
                 continue
@@ -175,6 +179,11 @@ class StackList(Vertical):
                 options.append(Option(Text("  none recorded", style="dim"), disabled=True))
             lines_by_key = {ln.key: ln for ln in self._index.get(node.graph_name, [])}
             for i, frame in enumerate(node.stack):
+                if not frame.file_path:
+                    # a sub-stack header: a title inside the stack, not a line to choose
+                    title = Text(f"  {frame.code_line.strip()}", style="dim italic")
+                    options.append(Option(title, disabled=True))
+                    continue
                 key = frame_key(frame)
                 line = lines_by_key.get(key) or SourceLine(
                     frame.file_path, frame.line_no, frame.code_line, (node.name,)
