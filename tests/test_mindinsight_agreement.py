@@ -1,17 +1,30 @@
 """MindInsight's own script, run on tuidebug: `../shared/tools/mindinsight/watch_api.py` with
 only its import line changed to `tuidebug.api`, over real dumps, must give the answers that
 MindInsight 2.0.0 gave on the 2.0 dumps (`*.mindinsight.json`) and the reference answers on
-the 2.10 dumps (`*.reference.json`: MindInsight's math, files mapped by spec §5.2a).
+the 2.10 dumps (`*.reference.json`: MindInsight's math, files mapped by spec §5.2a). The same
+twenty watchpoints through `tuidebug check` must give them too.
 
 Its twenty watchpoints (W1–W10 over all tensors and the weights, E1–E10 over weights,
 gradients, activations and every other condition parameter) are compared hit for hit:
-(iteration, node, slot, error code) and the measured statistic of every value hit.
+(iteration, graph, node, slot, error code) and the measured statistic of every value hit.
+
+Dumps MindInsight cannot answer (it cannot read 2.4+ dumps, and it fails on the training
+`while_loop` 2.0 dump, see tests/data/dumps/gen/README.md) have frozen answers
+(`*.tuidebug.json`, written by `tests/data/dumps/gen/freeze_answers.py` after the file mapping
+was checked against the naming rule and the graph's types): they catch regressions.
+
+One deliberate difference: MindSpore 2.0's engine gives error 16 ("graph history file is not
+available") for every tensor of a graph without a history file, whatever the condition, so
+MindInsight checks nothing in the sub-graphs of control flow. tuidebug checks their values and
+keeps error 16 for the conditions that need a previous step. On such graphs only MindInsight's
+side of that is asserted.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import types
 from pathlib import Path
@@ -20,19 +33,54 @@ from typing import Any
 import pytest
 
 from tuidebug.cli import main as cli_main
+from tuidebug.core.graph import Category
 from tuidebug.offline.dump import OfflineDump
+from tuidebug.offline.filenames import encode_dump_name
 
 REL = 1e-6
-Key = tuple[int, str, int, int]  # iteration, node, slot, error code
+Key = tuple[int, str, int, int, str]  # iteration, node, slot, error code, graph ("" : any)
+Hits = dict[Key, float | None]
+PROJECT_DUMPS = Path(__file__).parent / "data" / "dumps"
+ERROR_NO_HISTORY = 16
+CHANGE_LABELS = {"W8", "W9", "W10"}
 
-# (dump folder, version, expected answers, labels the answers hold)
+# (where, dump folder, version, expected answers); where: "shared" fixtures or the "project"'s
 CASES = [
-    ("mindspore_int_fp16_dump", "ms2_0_0", "int_fp16_ms2_0_0.mindinsight.json"),
-    ("mindspore_int_fp16_dump", "ms2_10_0", "int_fp16_ms2_10_0.reference.json"),
-    ("mindspore_lenet_dump", "ms2_0_0", "lenet_ms2_0_0.mindinsight.json"),
-    ("mindspore_lenet_dump", "ms2_10_0", "lenet_ms2_10_0.reference.json"),
+    ("shared", "mindspore_int_fp16_dump", "ms2_0_0", "int_fp16_ms2_0_0.mindinsight.json"),
+    ("shared", "mindspore_int_fp16_dump", "ms2_10_0", "int_fp16_ms2_10_0.reference.json"),
+    ("shared", "mindspore_lenet_dump", "ms2_0_0", "lenet_ms2_0_0.mindinsight.json"),
+    ("shared", "mindspore_lenet_dump", "ms2_10_0", "lenet_ms2_10_0.reference.json"),
+    *(
+        ("project", name, version, f"{name}_{version}.{kind}.json")
+        for name, versions in [
+            ("dense_stack", {"ms2_0_0": "mindinsight", "ms2_10_0": "tuidebug"}),
+            ("two_graphs", {"ms2_0_0": "mindinsight", "ms2_10_0": "tuidebug"}),
+            ("while_loop_fwd", {"ms2_0_0": "mindinsight", "ms2_10_0": "tuidebug"}),
+            ("while_loop", {"ms2_0_0": "tuidebug", "ms2_10_0": "tuidebug"}),
+        ]
+        for version, kind in versions.items()
+    ),
 ]
+CASE_IDS = [f"{c[1]}-{c[2]}" for c in CASES]
 W_LABELS = [f"W{i}" for i in range(1, 11)]
+
+
+def is_frozen(case: tuple[str, str, str, str]) -> bool:
+    return case[3].endswith(".tuidebug.json")
+
+
+def case_paths(fixtures_dir: Path, case: tuple[str, str, str, str]) -> tuple[Path, Path]:
+    """(dump root, expected answers file) of a case."""
+    where, folder, version, expected = case
+    if where == "shared":
+        return fixtures_dir / folder / version, fixtures_dir / "expected" / expected
+    return PROJECT_DUMPS / folder / version, PROJECT_DUMPS / "expected" / expected
+
+
+def by_file_name(case: tuple[str, str, str, str]) -> bool:
+    """Whether the expected answers name tensors by their files (2.10 references and frozen
+    answers) rather than by graph node (MindInsight's own)."""
+    return not case[3].endswith(".mindinsight.json")
 
 
 def watch_api_module(fixtures_dir: Path) -> types.ModuleType:
@@ -63,34 +111,40 @@ def run_watch_api(fixtures_dir: Path, root: Path, out: Path) -> dict[str, Any]:
 
 
 def _mindinsight_keys(
-    doc: dict[str, Any], file_name: Any = None
-) -> dict[str, dict[Key, float | None]]:
-    """Label → hits of a watch_api.py run (node names as the graph gives them, or as
-    `file_name(rank, graph, node, slot, iteration)` gives them)."""
-    out: dict[str, dict[Key, float | None]] = {}
+    doc: dict[str, Any], file_name: Any = None, keep_graph: bool = False
+) -> dict[str, Hits]:
+    """Label → hits of a watch_api.py run (nodes by graph name, or, with `file_name(rank,
+    graph, node, slot, iteration)`, by the name of their file and with no graph unless
+    `keep_graph`)."""
+    out: dict[str, Hits] = {}
     for group in ("watchpoints", "extra_watchpoints"):
         for i, w in enumerate(doc.get(group, [])):
             label = w.get("label", f"W{i + 1}")  # the LeNet answers predate labels
-            hits: dict[Key, float | None] = {}
+            hits: Hits = {}
             for h in w["hits"]:
                 actual = next((p["actual"] for p in h.get("actual", []) if p["hit"]), None)
-                node = h["node"]
+                node, graph = h["node"], h["graph"]
                 if file_name is not None:
-                    node = file_name(h["rank"], h["graph"], node, h["slot"], h["iteration"])
-                hits[(h["iteration"], node, h["slot"], h["error_code"])] = actual
-            assert len(hits) == w["n_hits"], label
+                    node = file_name(h["rank"], graph, node, h["slot"], h["iteration"])
+                    graph = graph if keep_graph else ""
+                hits[(h["iteration"], node, h["slot"], h["error_code"], graph)] = actual
+            # MindInsight reports some error-16 hits twice (while_loop_fwd): compared as sets
+            assert len(hits) <= w["n_hits"], label
             out[label] = hits
     return out
 
 
-def _reference_keys(doc: dict[str, Any]) -> dict[str, dict[Key, float | None]]:
-    """Label → hits of a 2.10 reference (node names as the files carry them)."""
+def _file_keys(doc: dict[str, Any]) -> dict[str, Hits]:
+    """Label → hits of a reference or frozen answer (tensors named by their files)."""
     labels = [k for k in doc if not k.startswith("_")]
-    out: dict[str, dict[Key, float | None]] = {}
+    out: dict[str, Hits] = {}
     for i, name in enumerate(labels):
-        label = W_LABELS[i] if i < len(W_LABELS) else name
+        label = name if re.fullmatch(r"[WE]\d+", name) else W_LABELS[i]
+        # frozen answers keep the graph: a weight both graphs of a rank read is one file name
         hits = {
-            (h["iteration"], h["name"], h["slot"], h["error_code"]): h.get("actual")
+            (h["iteration"], h["name"], h["slot"], h["error_code"], h.get("graph", "")): h.get(
+                "actual"
+            )
             for h in doc[name]
         }
         assert len(hits) == len(doc[name]), label
@@ -98,36 +152,38 @@ def _reference_keys(doc: dict[str, Any]) -> dict[str, dict[Key, float | None]]:
     return out
 
 
-@pytest.fixture(scope="module", params=CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
-def agreement(
-    request: pytest.FixtureRequest, fixtures_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[dict[str, dict[Key, float | None]], dict[str, dict[Key, float | None]]]:
-    folder, version, expected_name = request.param
-    root = fixtures_dir / folder / version
-    expected_doc = json.loads((fixtures_dir / "expected" / expected_name).read_text())
-    got_doc = run_watch_api(fixtures_dir, root, tmp_path_factory.mktemp("watch_api"))
-    if version == "ms2_0_0":
-        return _mindinsight_keys(got_doc), _mindinsight_keys(expected_doc)
-    # the reference names tensors by their files: map our hits through the file of each
-    dump = OfflineDump(root)
-
+def _file_namer(dump: OfflineDump) -> Any:
     def file_name(rank: int, graph: str, node: str, slot: int, iteration: int) -> str:
         found = dump.tensor_file(rank, graph, node, slot, iteration)
         assert found is not None, f"hit on {node}:{slot} at {iteration} without a file"
         return found.op_name
 
-    renamed = _mindinsight_keys(got_doc, file_name)
-    return renamed, _reference_keys(expected_doc)
+    return file_name
 
 
-def test_every_watchpoint_agrees(
-    agreement: tuple[dict[str, dict[Key, float | None]], dict[str, dict[Key, float | None]]],
-) -> None:
-    got, expected = agreement
+def expected_answers(fixtures_dir: Path, case: tuple[str, str, str, str]) -> dict[str, Hits]:
+    doc = json.loads(case_paths(fixtures_dir, case)[1].read_text())
+    return _file_keys(doc) if by_file_name(case) else _mindinsight_keys(doc)
+
+
+def graphs_without_history(root: Path) -> set[str]:
+    dump = OfflineDump(root)
+    return {g for r in dump.ranks for g in dump.graphs(r) if not dump.has_history(r, g)}
+
+
+def assert_agrees(got: dict[str, Hits], expected: dict[str, Hits], no_history: set[str]) -> None:
+    """Every label of `expected` equal in `got`, but for MindInsight's blanket error 16 on
+    graphs without a history file (see the module docstring)."""
     assert set(expected) <= set(got)
     assert len(expected) in (10, 20)
     for label, want in expected.items():
         have = got[label]
+        if no_history:
+            assert all(k[3] == ERROR_NO_HISTORY for k in want if k[4] in no_history), label
+            if label not in CHANGE_LABELS:
+                assert not [k for k in have if k[4] in no_history and k[3] == ERROR_NO_HISTORY]
+            want = {k: v for k, v in want.items() if k[4] not in no_history}
+            have = {k: v for k, v in have.items() if k[4] not in no_history}
         assert set(have) == set(want), (
             label,
             sorted(set(have) - set(want))[:5],
@@ -137,6 +193,21 @@ def test_every_watchpoint_agrees(
             if value is not None:
                 assert have[key] is not None, (label, key)
                 assert math.isclose(have[key], value, rel_tol=REL), (label, key, have[key], value)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_watch_api_agrees(
+    case: tuple[str, str, str, str], fixtures_dir: Path, tmp_path: Path
+) -> None:
+    root, _ = case_paths(fixtures_dir, case)
+    got_doc = run_watch_api(fixtures_dir, root, tmp_path)
+    expected = expected_answers(fixtures_dir, case)
+    if by_file_name(case):
+        namer = _file_namer(OfflineDump(root))
+        got = _mindinsight_keys(got_doc, namer, keep_graph=is_frozen(case))
+        assert_agrees(got, expected, set())
+    else:
+        assert_agrees(_mindinsight_keys(got_doc), expected, graphs_without_history(root))
 
 
 # ------------------------------------------------------------------ tuidebug check
@@ -177,18 +248,15 @@ SPECS: dict[str, list[tuple[str, str]]] = {
 }
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_check_cli_agrees(
-    case: tuple[str, str, str], fixtures_dir: Path, capsys: pytest.CaptureFixture[str]
+    case: tuple[str, str, str, str], fixtures_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    folder, version, expected_name = case
-    root = fixtures_dir / folder / version
-    expected_doc = json.loads((fixtures_dir / "expected" / expected_name).read_text())
-    expected = (
-        _mindinsight_keys(expected_doc) if version == "ms2_0_0" else _reference_keys(expected_doc)
-    )
+    root, _ = case_paths(fixtures_dir, case)
+    expected = expected_answers(fixtures_dir, case)
     dump = OfflineDump(root)
-    compared = set()
+    file_name = _file_namer(dump) if by_file_name(case) else None
+    got: dict[str, Hits] = {}
     for target, specs in SPECS.items():
         wanted = [(label, spec) for label, spec in specs if label in expected]
         if not wanted:
@@ -200,28 +268,40 @@ def test_check_cli_agrees(
             argv += ["--watch", spec]
         code = cli_main(argv)
         captured = capsys.readouterr()
-        assert code in (0, 1), captured.err
-        hits = json.loads(captured.out)
+        if code == 2 and "no node matches the watchpoints' targets" in captured.err:
+            # e.g. no gradient in a forward-only network: MindInsight watched nothing either
+            assert all(not expected[label] for label, _ in wanted), captured.err
+            hits = []
+        else:
+            assert code in (0, 1), captured.err
+            hits = json.loads(captured.out)
         for label, spec in wanted:
-            got: dict[Key, float | None] = {}
+            mine: Hits = {}
             for h in hits:
                 if h["watchpoint"] != spec:
                     continue
-                node = h["node"]
-                if version != "ms2_0_0":
-                    found = dump.tensor_file(h["rank"], h["graph"], node, h["slot"], h["iteration"])
-                    assert found is not None
-                    node = found.op_name
+                node, graph = h["node"], h["graph"]
+                if file_name is not None:
+                    node = file_name(h["rank"], graph, node, h["slot"], h["iteration"])
+                    graph = graph if is_frozen(case) else ""
                 actual = next((p["actual"] for p in h["params"] if p["hit"]), None)
-                got[(h["iteration"], node, h["slot"], h["error_code"])] = actual
-            want = expected[label]
-            assert set(got) == set(want), (
-                label,
-                sorted(set(got) - set(want))[:5],
-                sorted(set(want) - set(got))[:5],
-            )
-            for key, value in want.items():
-                if value is not None:
-                    assert got[key] is not None and math.isclose(got[key], value, rel_tol=REL)
-            compared.add(label)
-    assert compared == set(expected)
+                mine[(h["iteration"], node, h["slot"], h["error_code"], graph)] = actual
+            got[label] = mine
+    assert set(got) == set(expected)
+    # W8–W10 watch the weight category (spec §3.2), which leaves out parameters of optimizer
+    # scopes (the optimizer sub-graph of a while loop); watch_api.py picks weights by name
+    for label in CHANGE_LABELS & set(expected):
+        expected[label] = {k: v for k, v in expected[label].items() if _is_weight(dump, k)}
+    no_history = set() if file_name is not None else graphs_without_history(root)
+    assert_agrees(got, expected, no_history)
+
+
+def _is_weight(dump: OfflineDump, key: Key) -> bool:
+    """Whether the parameter a hit names (by node or file name) is in the weight category."""
+    _, name, _, _, graph = key
+    graphs = [dump.graph(0, graph)] if graph else list(dump.graphs(0).values())
+    for g in graphs:
+        for node in g.parameters:
+            if name in (node.name, encode_dump_name(node.name)):
+                return Category.WEIGHT in g.categories(node)
+    raise AssertionError(f"no parameter named {name} in {graph or 'any graph'}")
