@@ -261,3 +261,81 @@ def test_a_producer_feeding_two_inputs(dump_2_0: Path, tmp_path: Path) -> None:
     assert names([0]) == names([1]) == [("inputs0", 0)]
     assert names([2]) == [(load, 0)]
     assert names([0, 1]) == [("inputs0", 0)]
+
+
+# ------------------------------------------------------------------ iterations of a node
+WHILE_FWD = Path(__file__).parent / "data" / "dumps" / "while_loop_fwd" / "ms2_0_0"
+
+
+@pytest.fixture(scope="module")
+def fwd20() -> DumpAnalyzer:
+    # a while loop compiled to ten kernel graphs: graph 7 dumped iteration 1 only; graphs
+    # 4 and 5 have no folder, graph 8 only `constants/` (no iteration folder)
+    return DumpAnalyzer(str(WHILE_FWD))
+
+
+def in_graph(analyzer: DumpAnalyzer, graph: str, name: str) -> api.Node:
+    (node,) = [n for n in analyzer.select_nodes(name) if (n.graph_name, n.name) == (graph, name)]
+    return node
+
+
+def its(tensors: list[api.DebuggerTensor]) -> list[int | None]:
+    return [t.iteration for t in tensors]
+
+
+def test_iterations_of_a_graph_without_a_dumped_folder(fwd20: DumpAnalyzer) -> None:
+    # MindInsight's `_get_iterable_iterations`: the node's root graph's dumped iterations
+    # by default, and an empty set filters nothing (`if expected_range and …`)
+    assert fwd20.get_iterations() == [0, 1, 2]
+    for graph, name in [("kernel_graph_4", "[Parameter]52"), ("kernel_graph_8", "h")]:
+        node = in_graph(fwd20, graph, name)
+        assert node.root_graph_id == int(graph.rsplit("_", 1)[1])
+        assert node.get_output_tensors() == []
+        assert its(node.get_output_tensors(iterations=[2, 0])) == [2, 0]
+        assert its(node.get_output_tensors(iterations=5)) == [5]
+        tensors = [t for t in fwd20.select_tensors(name) if t.node == node]
+        assert its(tensors) == [0, 1, 2]
+        assert not any(t.has_value() or t.value() is not None for t in tensors)
+    # a graph that dumped iteration 1 only keeps it only
+    h7 = in_graph(fwd20, "kernel_graph_7", "h")
+    assert its(h7.get_output_tensors()) == its(h7.get_output_tensors(iterations=[0, 1, 2])) == [1]
+    assert its(h7.get_output_tensors(iterations=[0, 2])) == []
+    # input tensors: narrowed by the consumer's root graph, then by each producer's
+    depend = in_graph(fwd20, "kernel_graph_8", "Default/Depend-op52")
+    assert depend.get_input_tensors() == []
+    got = depend.get_input_tensors(iterations=[2])
+    assert sorted((t.node.name, t.slot, t.iteration) for t in got) == [("cst1", 0, 2), ("h", 0, 2)]
+    # and select_tensors counts what MindInsight 2.0.0 counted
+    assert len(fwd20.select_tensors("")) == 222
+    assert len(fwd20.select_tensors("Parameter")) == 24
+    assert len(fwd20.select_tensors("", iterations=[2], ranks=[0])) == 72
+
+
+def test_tuple_output_slots_as_mindinsight_counts_them(fwd20: DumpAnalyzer) -> None:
+    # one slot per tuple element of a type MindInsight's schema knows: not a monad
+    slots = {
+        ("kernel_graph_4", "Default/MakeTuple-op39"): 0,  # (UMonad,)
+        ("kernel_graph_0", "Default/MakeTuple-op17"): 1,  # (UMonad, Tensor)
+        ("kernel_graph_3", "Default/MakeTuple-op36"): 4,  # (Tensor × 4, UMonad)
+        ("kernel_graph_5", "Default/UpdateState-op41"): 1,  # not a tuple
+        ("kernel_graph_4", "[Parameter]52"): 1,
+    }
+    for (graph, name), size in slots.items():
+        node = in_graph(fwd20, graph, name)
+        assert node.output_slot_size == size, name
+        assert len(node.get_output_tensors(iterations=[0])) == size, name
+    # a tuple of a tuple counts the inner tuple (two_graphs' MakeTuple-op162)
+    two = DumpAnalyzer(str(WHILE_FWD.parent.parent / "two_graphs" / "ms2_0_0"))
+    assert in_graph(two, "kernel_graph_1", "Default/MakeTuple-op162").output_slot_size == 1
+
+
+def test_has_value_is_the_tensors_own_file(fwd20: DumpAnalyzer) -> None:
+    # MindInsight 2.0.0 said has_value True (value None) for `u`: its has_value searches
+    # every graph folder of the iteration for `u.*.output.0.*.npy`, which
+    # `ReduceSum.ReduceSum-op28….output.0….npy` matches; tuidebug looks for u's own file
+    (u,) = in_graph(fwd20, "kernel_graph_3", "u").get_output_tensors(iterations=[0])
+    assert not u.has_value() and u.value() is None
+    (hit,) = fwd20.check_watchpoints(
+        [api.Watchpoint([u], api.TensorOverflowCondition())], error_on_no_value=True
+    )
+    assert hit.error_code == 32

@@ -20,7 +20,15 @@ Differences from MindInsight, all deliberate:
 * stacks: a `source_address` whose candidate header is followed by no frame is an empty
   stack (MindInsight returns the lone header line as a frame); locations in the newer
   `In file p:12~14, 4~20/code/` and the old `In file p(12)` forms are parsed (MindInsight
-  keeps such a line as a code-only frame); blank lines inside a `source_address` are skipped.
+  keeps such a line as a code-only frame); blank lines inside a `source_address` are skipped;
+* `DebuggerTensor.has_value` is True only when the tensor's own file exists. MindInsight's
+  looks in every graph folder of the iteration for a file whose name matches
+  `<short name>.*.output.<slot>.*.npy`, so a parameter named `u` "has a value" because of
+  `ReduceSum….output.0….npy` while its `value()` is None (and `error_on_no_value` then
+  reports nothing for it; tuidebug reports error 32);
+* graphs without a history file (the sub-graphs of control flow): MindSpore 2.0's engine
+  gives error 16 for every watched tensor of them, whatever the condition; tuidebug checks
+  their values and gives 16 only for the conditions that need a previous step.
 """
 
 from __future__ import annotations
@@ -482,6 +490,17 @@ class NodeType(Enum):
 
 
 _NODE_TYPES = {t.value: t for t in NodeType}
+# DataType numbers MindInsight 2.0's `PBParser.dtype_mapping` maps to a type (DT_BOOL to
+# DT_TENSOR, DT_TUPLE, DT_BASE_INT/UINT/FLOAT); its schema ends at DT_REF (42)
+_MI_ELEMENT_TYPES = frozenset({*range(1, 15), 31, 36, 37, 38})
+_MI_LAST_TYPE = 42
+
+
+def _mindinsight_knows(data_type: int, elem_type: int) -> bool:
+    """Whether MindInsight counts a tuple element as an output slot
+    (`PBParser._get_tuple_item_dtype` is not None): a tensor element type it knows, or an
+    element type it maps."""
+    return 0 < elem_type <= _MI_LAST_TYPE or data_type in _MI_ELEMENT_TYPES
 
 
 class Source(dict):  # type: ignore[type-arg]
@@ -566,6 +585,7 @@ class Node:
         self._name = _api_node_name(node)
         self._node_type = _NODE_TYPES[node.kind.value]
         self._stack: tuple[Source, ...] | None = None
+        self._slot_size: int | None = None
 
     @property
     def name(self) -> str:
@@ -610,7 +630,20 @@ class Node:
 
     @property
     def output_slot_size(self) -> int:
-        return max(1, len(self._node.outputs))
+        """Output slots, MindInsight's count: one per element of a tuple output whose type
+        MindInsight's graph schema knows (a tensor, a scalar, a string, a nested tuple; not a
+        monad), so a tuple of monads has none; one for any other output."""
+        if self._slot_size is None:
+            size = 1
+            if self._node_type is NodeType.OPERATOR:
+                dump = self._analyzer._dump
+                elements = dump.tuple_output_types(self._rank, self._graph.name).get(
+                    self._node.index
+                )
+                if elements is not None:
+                    size = sum(1 for types in elements if _mindinsight_knows(*types))
+            self._slot_size = size
+        return self._slot_size
 
     def get_input_tensors(
         self, iterations: int | list[int] | None = None, slots: list[int] | None = None
@@ -621,6 +654,9 @@ class Node:
         An `Assign`'s parameter input counts (MindInsight drops it from a three-input
         `Assign`, whose later inputs then start at slot 0)."""
         slots = _validate_slots(slots)
+        # MindInsight narrows the iterations by this node's root graph first, then by each
+        # producer's (the same graph, but an empty list stays empty)
+        chosen = self._iterations(iterations)
         out: dict[DebuggerTensor, None] = {}
         offset = 0
         for producer in self._analyzer._input_occurrences(self):
@@ -631,7 +667,7 @@ class Node:
                 else [s - offset for s in slots if offset <= s < offset + size]
             )
             if wanted is None or wanted:
-                out.update(dict.fromkeys(producer.get_output_tensors(iterations, wanted)))
+                out.update(dict.fromkeys(producer.get_output_tensors(chosen, wanted)))
             offset += size
         return list(out)
 
@@ -639,16 +675,29 @@ class Node:
         self, iterations: int | list[int] | None = None, slots: list[int] | None = None
     ) -> list[DebuggerTensor]:
         """One `DebuggerTensor` per output slot × iteration. Iterations default to those
-        dumped for the node's root graph on its rank; others are silently left out."""
+        dumped for the node's root graph on its rank (`iterations` narrows them; others are
+        silently left out). A root graph with no dumped iteration folder (a control-flow
+        sub-graph whose kernels wrote nothing) has no default, and lists its tensors at every
+        iteration asked for, with no value: MindInsight's rule, so `select_tensors` lists
+        them at the selected ranks' iterations."""
         slots = _validate_slots(slots)
-        dumped = self._analyzer._dump.iterations(self._rank, self._graph.name)
-        if iterations is None:
-            chosen = list(dumped)
-        else:
-            chosen = [i for i in _int_list(iterations, "iterations", None) if i in dumped]
+        chosen = self._iterations(iterations)
         all_slots = range(self.output_slot_size)
         query = list(all_slots) if slots is None else [s for s in all_slots if s in slots]
         return [DebuggerTensor(self, slot, it) for slot in query for it in chosen]
+
+    def _iterations(self, iterations: object) -> list[int]:
+        """MindInsight's `_get_iterable_iterations`: None gives the iterations dumped for the
+        node's root graph on its rank; given ones are kept if dumped there — all of them when
+        nothing was dumped there (its `if expected_range and …` test)."""
+        dumped = self._analyzer._dump.iterations(self._rank, self._graph.name)
+        if iterations is None:
+            return list(dumped)
+        given = _int_list(iterations, "iterations", None)
+        if not dumped:
+            return given
+        known = set(dumped)
+        return [i for i in given if i in known]
 
     @property
     def _key(self) -> tuple[int, str, str]:
@@ -704,7 +753,10 @@ class DebuggerTensor:
         return self._node.root_graph_id
 
     def has_value(self) -> bool:
-        """True when a file holds this tensor (constants: never, as in MindInsight)."""
+        """True when a file holds this tensor (constants: never, as in MindInsight). Only
+        the tensor's own file counts: MindInsight's also matches any file of the iteration
+        whose name contains the node's short name before `.output.<slot>.`, and then says
+        True for a tensor whose `value()` is None."""
         if self._iteration is None:
             return False
         node = self._node
@@ -930,7 +982,8 @@ class DumpAnalyzer:
         return list(self._dump.ranks)
 
     def get_iterations(self, ranks: int | list[int] | None = None) -> list[int]:
-        """Sorted union of the dumped iterations of every graph of the selected ranks."""
+        """Sorted union of the dumped iterations (`{net}/{graph id}/{iteration}` folders) of
+        every graph folder of the selected ranks."""
         chosen = self._ranks(ranks)
         found: set[int] = set()
         for rank in chosen:
@@ -971,7 +1024,9 @@ class DumpAnalyzer:
         case_sensitive: bool = True,
     ) -> list[DebuggerTensor]:
         """Output tensors of the selected nodes for each requested slot × iteration.
-        `iterations` must be dumped iterations of the selected ranks."""
+        `iterations` (default: all) must be dumped iterations of the selected ranks; each
+        node keeps those dumped for its root graph, or all of them when its root graph
+        dumped no iteration folder (`Node.get_output_tensors`)."""
         matches = _query(query_string, use_regex, case_sensitive)
         by_stack = _select_by(select_by)
         slots = _validate_slots(slots)
