@@ -585,7 +585,6 @@ class Node:
         self._name = _api_node_name(node)
         self._node_type = _NODE_TYPES[node.kind.value]
         self._stack: tuple[Source, ...] | None = None
-        self._slot_size: int | None = None
 
     @property
     def name(self) -> str:
@@ -633,17 +632,10 @@ class Node:
         """Output slots, MindInsight's count: one per element of a tuple output whose type
         MindInsight's graph schema knows (a tensor, a scalar, a string, a nested tuple; not a
         monad), so a tuple of monads has none; one for any other output."""
-        if self._slot_size is None:
-            size = 1
-            if self._node_type is NodeType.OPERATOR:
-                dump = self._analyzer._dump
-                elements = dump.tuple_output_types(self._rank, self._graph.name).get(
-                    self._node.index
-                )
-                if elements is not None:
-                    size = sum(1 for types in elements if _mindinsight_knows(*types))
-            self._slot_size = size
-        return self._slot_size
+        elements = self._node.tuple_elements
+        if elements is None:
+            return 1
+        return sum(1 for types in elements if _mindinsight_knows(*types))
 
     def get_input_tensors(
         self, iterations: int | list[int] | None = None, slots: list[int] | None = None

@@ -127,6 +127,10 @@ class Node:
     stack: list[StackFrame] = field(default_factory=list)
     dump_name: str = ""
     value: Any = None
+    # a tuple output's elements as declared, `(data_type, tensor elem_type)` each (0: a
+    # number the schema does not know); None for other outputs. `outputs` keeps only the
+    # elements of known dtype; MindInsight's API counts its slots from all of them.
+    tuple_elements: tuple[tuple[int, int], ...] | None = None
 
     @property
     def short_name(self) -> str:

@@ -22,18 +22,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.core.graph import Graph, Node, NodeKind
 from tuidebug.core.session import GraphRun
 from tuidebug.offline.dump_error import DumpError
 from tuidebug.offline.dump_names import kernel_dump_names
-from tuidebug.offline.graph_pb import (
-    MAX_GRAPH_FILE_BYTES,
-    GraphFileError,
-    GraphTooLargeError,
-    load_graph_file,
-    parse_model_proto,
-)
+from tuidebug.offline.graph_pb import GraphFileError, GraphTooLargeError, load_graph_file
 from tuidebug.offline.layout import DumpLayout, RankLayout
 from tuidebug.offline.tensor_index import TensorIndex
 from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, load_npy
@@ -64,9 +57,8 @@ class OfflineDump:
         self._graphs: dict[int, dict[str, Graph]] = {}
         self._graph_file_ids: dict[tuple[int, str], int] = {}
         self._indexes: dict[tuple[int, str], TensorIndex] = {}
-        self._rank_dump_names: dict[int, dict[tuple[str, str], str]] = {}
+        self._rank_dump_names: dict[int, dict[str, dict[str, str]]] = {}
         self._graph_problems: dict[int, list[str]] = {}
-        self._tuple_types: dict[tuple[int, str], dict[str, tuple[tuple[int, int], ...]]] = {}
         self._reported: set[str] = set()
 
     def __repr__(self) -> str:
@@ -156,45 +148,6 @@ class OfflineDump:
     def node(self, rank: int, graph: str, name: str) -> Node:
         return self.graph(rank, graph).node(name)
 
-    def tuple_output_types(self, rank: int, graph: str) -> dict[str, tuple[tuple[int, int], ...]]:
-        """The element types of every operator whose output is a tuple, keyed by the node's
-        `index` (its `NodeProto.name`): `(data_type, tensor_type.elem_type)` per element, as
-        the schema reads them (0 for a number it does not know). The `Graph` keeps only the
-        elements of known dtype; the API needs them all to count slots as MindInsight does,
-        so the graph file is read again, once, on first use. Empty when it cannot be read."""
-        key = (rank, graph)
-        with self._lock:
-            found = self._tuple_types.get(key)
-            if found is None:
-                found = self._tuple_types[key] = self._read_tuple_types(rank, graph)
-            return found
-
-    def _read_tuple_types(self, rank: int, graph: str) -> dict[str, tuple[tuple[int, int], ...]]:
-        self.graphs(rank)
-        gid = self._graph_file_ids.get((rank, graph))
-        files = self.rank_layout(rank).graph_files.get(gid) if gid is not None else None
-        if files is None or files.pb is None:
-            return {}
-        try:
-            with files.pb.open("rb") as fh:
-                data = fh.read(MAX_GRAPH_FILE_BYTES + 1)
-            if len(data) > MAX_GRAPH_FILE_BYTES:
-                return {}
-            model = parse_model_proto(data, str(files.pb))
-        except (OSError, GraphFileError):
-            return {}  # it was read once already; a file changed since then counts as none
-        out: dict[str, tuple[tuple[int, int], ...]] = {}
-        for proto in model.graph.node:
-            out_type = proto.output_type
-            if not proto.name or out_type.data_type != pb.DT_TUPLE:
-                continue
-            index = proto.name
-            if not isinstance(index, str):
-                index = index.decode("utf-8", "replace")
-            elements = out_type.sequence_type.elem_types
-            out.setdefault(index, tuple((e.data_type, e.tensor_type.elem_type) for e in elements))
-        return out
-
     # ------------------------------------------------------------------ indexes
     def index(self, rank: int, graph: str) -> TensorIndex:
         key = (rank, graph)
@@ -218,7 +171,7 @@ class OfflineDump:
                 self.graphs(rank).values(), key=lambda g: self.graph_order(rank, g.name)
             )
             names = self._rank_dump_names[rank] = kernel_dump_names(graphs)
-        return {node: dump for (g, node), dump in names.items() if g == graph}
+        return names[graph]
 
     def indexes(self, rank: int) -> list[TensorIndex]:
         return [self.index(rank, name) for name in self.graphs(rank)]

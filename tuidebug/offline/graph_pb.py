@@ -251,7 +251,7 @@ def _build_graph(graph_proto: pb.GraphProto, fallback: Mapping[str, list[StackFr
     # Attribute lists and output types repeat across nodes (`format: NCHW`, the same
     # shapes layer after layer): render each distinct serialized form once.
     attr_cache: dict[tuple[bytes, ...], dict[str, str]] = {}
-    output_cache: dict[bytes, list[TensorSpec]] = {}
+    output_cache: dict[bytes, tuple[list[TensorSpec], tuple[tuple[int, int], ...] | None]] = {}
     operator = NodeKind.OPERATOR
     for proto, (node_name, index, op_type, scope) in zip(protos, heads, strict=True):
         attrs = proto.attribute
@@ -265,12 +265,13 @@ def _build_graph(graph_proto: pb.GraphProto, fallback: Mapping[str, list[StackFr
             attributes = {}
         if proto.HasField("output_type"):
             okey = proto.output_type.SerializeToString()
-            specs = output_cache.get(okey)
-            if specs is None:
-                specs = output_cache[okey] = _output_specs(proto)
+            cached = output_cache.get(okey)
+            if cached is None:
+                cached = output_cache[okey] = (_output_specs(proto), _tuple_elements(proto))
+            specs, elements = cached
             outputs = list(specs)  # TensorSpecs are frozen, so sharing them is safe
         else:
-            outputs = [TensorSpec(0)]
+            outputs, elements = [TensorSpec(0)], None
         source = proto.source_address
         if type(source) is not str:
             source = _text(source)
@@ -285,6 +286,7 @@ def _build_graph(graph_proto: pb.GraphProto, fallback: Mapping[str, list[StackFr
                 outputs=outputs,
                 attributes=attributes,
                 stack=stacks.parse(source) if source else list(fallback.get(node_name, ())),
+                tuple_elements=elements,
             )
         )
     return Graph(name, nodes, root_name=_text(graph_proto.root_name))
@@ -404,6 +406,18 @@ def _output_specs(proto: pb.NodeProto) -> list[TensorSpec]:
                 specs.append(TensorSpec(i, elem_kind, ()))
         return specs or [TensorSpec(0)]
     return [TensorSpec(0)]
+
+
+def _tuple_elements(proto: pb.NodeProto) -> tuple[tuple[int, int], ...] | None:
+    """`(data_type, tensor elem_type)` of each element of a tuple output, raw numbers (0 when
+    absent); None when the output is not a tuple."""
+    out_type = proto.output_type
+    if _raw_enum(out_type, "data_type", 1) != _DT_TUPLE:
+        return None
+    return tuple(
+        (_raw_enum(e, "data_type", 1) or 0, _raw_enum(e.tensor_type, "elem_type", 1) or 0)
+        for e in out_type.sequence_type.elem_types
+    )
 
 
 # ====================================================================== attributes
