@@ -93,7 +93,7 @@ def write_dump(root: Path, graph: Graph, ranks: int, iterations: int) -> int:
             folder = rank_dir / "Net" / "0" / str(iteration)
             folder.mkdir(parents=True)
             for op in ops:
-                name = dump_names[(graph.name, op.name)]
+                name = dump_names[graph.name][op.name]
                 for io_name, slot in (("input", 0), ("input", 1), ("input", 2), ("output", 0)):
                     ts += 37
                     f = f"{op.op_type}.{name}.0.0.{ts}.{io_name}.{slot}.DefaultFormat.Float32.npy"

@@ -79,7 +79,7 @@ def test_every_2_10_file_matches_a_node(index_2_10: TensorIndex, dump_2_10: Path
             assert re.sub(r"-op\d+$", "", f.op_name) == re.sub(
                 r"-op\d+$", "", node.name.replace("/", "_")
             )
-            assert f.op_name == kernel_dump_names([graph])[(graph.name, node_name)]
+            assert f.op_name == kernel_dump_names([graph])[graph.name][node_name]
 
 
 def test_2_10_output_counts(index_2_10: TensorIndex) -> None:
@@ -345,10 +345,14 @@ def test_2_4_numbers_run_on_across_the_graphs_of_a_rank() -> None:
     first = Graph("kernel_graph_0", [_op("Default/Add-op3", "Add"), _op("Default/Add-op9", "Add")])
     second = Graph("kernel_graph_1", [_op("Default/Add-op1", "Add"), _op("Default/Sub-op2", "Sub")])
     assert kernel_dump_names([first, second]) == {
-        ("kernel_graph_0", "Default/Add-op3"): "Default_Add-op0",
-        ("kernel_graph_0", "Default/Add-op9"): "Default_Add-op1",
-        ("kernel_graph_1", "Default/Add-op1"): "Default_Add-op2",
-        ("kernel_graph_1", "Default/Sub-op2"): "Default_Sub-op0",
+        "kernel_graph_0": {
+            "Default/Add-op3": "Default_Add-op0",
+            "Default/Add-op9": "Default_Add-op1",
+        },
+        "kernel_graph_1": {
+            "Default/Add-op1": "Default_Add-op2",
+            "Default/Sub-op2": "Default_Sub-op0",
+        },
     }
 
 

@@ -76,8 +76,7 @@ class DumpReplay:
             parsed.append((gid, graph, model.graph.SerializeToString()))
         dump_names = kernel_dump_names(graph for _, graph, _ in parsed)
         for gid, graph, proto_bytes in parsed:
-            names = {n: d for (g, n), d in dump_names.items() if g == graph.name}
-            index = TensorIndex(self.rank, graph, graph.root_graph_id, names)
+            index = TensorIndex(self.rank, graph, graph.root_graph_id, dump_names[graph.name])
             order = [n for n in self.rank.execution_order(gid) if n in graph.nodes]
             if not order:
                 order = [n.name for n in graph.operators]

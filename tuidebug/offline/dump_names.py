@@ -15,25 +15,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from tuidebug.core.graph import Graph, NodeKind
+from tuidebug.core.graph import Graph
 from tuidebug.offline.filenames import encode_dump_name
 
 
-def kernel_dump_names(graphs: Iterable[Graph]) -> dict[tuple[str, str], str]:
-    """(graph name, node name) → the encoded `op_name` of the node's 2.4+ dump files, for every
-    operator of a rank's graphs. `graphs` must come in graph-id order (the counters run on
-    from one graph to the next)."""
+def kernel_dump_names(graphs: Iterable[Graph]) -> dict[str, dict[str, str]]:
+    """Graph name → node name → the encoded `op_name` of the node's 2.4+ dump files, for
+    every operator of a rank's graphs. `graphs` must come in graph-id order (the counters
+    run on from one graph to the next)."""
     seen: Counter[tuple[str, str]] = Counter()
-    names: dict[tuple[str, str], str] = {}
+    names: dict[str, dict[str, str]] = {}
     for graph in graphs:
-        for node in graph:
-            if node.kind is not NodeKind.OPERATOR:
-                continue
+        own = names.setdefault(graph.name, {})
+        for node in graph.operators:
             scope, _, _ = node.name.rpartition("/")
             k = seen[(scope, node.op_type)]
             seen[(scope, node.op_type)] = k + 1
             short = f"{node.op_type}-op{k}"
-            names[(graph.name, node.name)] = encode_dump_name(
-                f"{scope}/{short}" if scope else short
-            )
+            own[node.name] = encode_dump_name(f"{scope}/{short}" if scope else short)
     return names

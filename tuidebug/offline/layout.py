@@ -373,8 +373,9 @@ class RankLayout:
                     f"{'are' if bad != 1 else 'is'} not an iteration number."
                 )
             raw[gid] = sorted(set(iterations))
-        missing = [g for g, dumped in sorted(self.dumped_iterations.items()) if dumped]
-        missing = [g for g in missing if g not in raw]
+        missing = [
+            g for g, dumped in sorted(self.dumped_iterations.items()) if dumped and g not in raw
+        ]
         if len(missing) == 1:
             expected = (
                 self.path

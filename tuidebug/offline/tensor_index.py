@@ -32,6 +32,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
@@ -137,7 +138,7 @@ class TensorIndex:
         self.problems: list[str] = []
         self.unmatched: list[TensorFile] = []
         if dump_names is None:
-            dump_names = {n: d for (_, n), d in kernel_dump_names([graph]).items()}
+            dump_names = kernel_dump_names([graph])[graph.name]
         self._matcher = _NodeMatcher(graph, dump_names)
         self._by_iteration: dict[int, dict[TensorKey, TensorFile]] = {}
         self._constants: dict[TensorKey, TensorFile] = {}
@@ -210,12 +211,14 @@ class TensorIndex:
             named = dtype_from_dump_name(f.dtype)
         except UnsupportedDataTypeError:
             named = None
-        if named is None:
+        spec = _spec(node, f.slot)
+        if named is None or spec is None:
             return True
-        conflict = spec_conflict(named, (), _spec(node, f.slot), reshaped_ok=True)
-        if conflict is None or conflict.kind != "dtype":
-            return True  # only the dtype is known from the name
-        self._conflict(node, f, f"is named as {conflict.found}", conflict.declared)
+        # only the dtype is known from the name
+        conflict = spec_conflict(named, (), replace(spec, shape=None))
+        if conflict is None:
+            return True
+        self._conflict(node, f, f"is named as {conflict.actual}", conflict.declared)
         return False
 
     def _conflict(self, node: Node, f: TensorFile, found: str, declared: str) -> None:
@@ -242,7 +245,9 @@ class TensorIndex:
                     if f.io != "output":
                         continue
                     node = self.graph.get(key[0])
-                    spec = None if node is None else _spec(node, f.slot)
+                    if node is None:
+                        continue
+                    spec = _spec(node, f.slot)
                     if spec is None or (spec.dtype is None and spec.shape is None):
                         continue
                     header = peek_header(f.path)  # None: reading it will say what is wrong
@@ -251,9 +256,7 @@ class TensorIndex:
                     conflict = spec_conflict(header.dtype, header.shape, spec, reshaped_ok=True)
                     if conflict is not None:
                         del table[key]
-                        verb = "holds" if conflict.kind == "dtype" else "has"
-                        found = f"{verb} {conflict.found}"
-                        self._conflict(node, f, found, conflict.declared)  # type: ignore[arg-type]
+                        self._conflict(node, f, conflict.found, conflict.declared)
                 self._checked.add(iteration)
         return table
 

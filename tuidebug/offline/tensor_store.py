@@ -383,8 +383,7 @@ def check_expected(array: np.ndarray, spec: TensorSpec | None, path: Path | str)
     conflict = spec_conflict(array.dtype, tuple(array.shape), spec)
     if conflict is None:
         return None
-    verb = "holds" if conflict.kind == "dtype" else "has"
-    return f"{_name(Path(path))} {verb} {conflict.found} but the graph says {conflict.declared}."
+    return f"{_name(Path(path))} {conflict.found} but the graph says {conflict.declared}."
 
 
 class SpecConflict(NamedTuple):
@@ -392,8 +391,13 @@ class SpecConflict(NamedTuple):
     words (`float32 data` / `float16`, `shape (3, 3)` / `(6, 16)`)."""
 
     kind: str
-    found: str
+    actual: str
     declared: str
+
+    @property
+    def found(self) -> str:
+        """What the file has, as a predicate: `holds float32 data`, `has shape (3, 3)`."""
+        return f"{'holds' if self.kind == 'dtype' else 'has'} {self.actual}"
 
 
 def spec_conflict(
