@@ -1,0 +1,42 @@
+"""Untrusted text made safe to show on a terminal.
+
+Node names come from a `.pb` or a gRPC peer and file names from a dump folder: any of them
+may hold ESC sequences that set the terminal's title, clear the screen or overwrite a line,
+or bidi/zero-width characters that make one name look like another. Everything such a
+string reaches on a terminal (the `check` table, stderr, TUI notices, labels) passes through
+`printable` first; machine-readable output (`--json`, `.npy`, the API's return values) keeps
+the exact string.
+"""
+
+from __future__ import annotations
+
+__all__ = ["printable"]
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if char == "\t":
+        return "\\t"
+    if char == "\n":
+        return "\\n"
+    if char == "\r":
+        return "\\r"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def printable(text: object) -> str:
+    """`text` as a string with every non-printable character written as a visible escape.
+
+    Non-printable is Python's `str.isprintable`: C0/C1 controls and DEL, format characters
+    (bidi overrides, zero-width joiners), line/paragraph separators, surrogates and
+    unassigned code points. Printable text, the common case, is returned unchanged.
+    Backslashes are kept as they are so Windows paths stay readable.
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escape(char) for char in text)

@@ -1,0 +1,95 @@
+"""Opening dump files that may not be files: the one way every dump file is opened.
+
+A dump folder is untrusted input. A FIFO named `mapping.csv` or `x.npy` would block a plain
+`open()` forever (the open itself waits for a writer), and a file may be swapped for a FIFO,
+a device or a directory between the index and the read. So a dump file is opened
+non-blocking (a FIFO open returns at once), its type is checked on the open descriptor
+(`fstat`, so nothing can be swapped in between) and only a regular file is handed out.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["FileTooLargeError", "NotRegularFileError", "file_kind", "open_regular", "read_regular"]
+
+
+class NotRegularFileError(OSError):
+    """The path exists but is a FIFO, a device, a socket or a directory.
+
+    `str()` is a sentence with the path intact: "<path> is a FIFO (named pipe), not a
+    regular file"; `strerror` is the reason alone, `filename` the path.
+    """
+
+    def __str__(self) -> str:
+        return f"{self.filename} is {self.strerror}"
+
+
+class FileTooLargeError(OSError):
+    """A dump file larger than its kind may be; `str()` names the path and both sizes."""
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a `st_mode` describes, in words ("a FIFO (named pipe)"…)."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    for test, words in _KINDS:
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """`path` opened for binary reading, or `NotRegularFileError` when it is not a regular
+    file (an `OSError` with the path intact for everything else: missing, no permission…).
+
+    Never blocks: the open is non-blocking, and the type is read from the open descriptor.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(0, f"{file_kind(mode)}, not a regular file", os.fspath(path))
+        os.set_blocking(fd, True)
+        return open(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes:
+    """The whole content of a regular file, refusing one larger than `max_bytes` (an
+    `OSError` naming the size, read from the descriptor before any byte is read)."""
+    with open_regular(path) as handle:
+        if max_bytes is not None:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise FileTooLargeError(
+                    None,
+                    f"the file is {size:,} bytes, more than the {max_bytes:,} a file of "
+                    "this kind may have",
+                    os.fspath(Path(path)),
+                )
+        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        if max_bytes is not None and len(data) > max_bytes:  # it grew while being read
+            raise FileTooLargeError(
+                None, f"the file grew past {max_bytes:,} bytes while read", os.fspath(path)
+            )
+        return data
