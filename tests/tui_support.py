@@ -4,16 +4,27 @@ Real dumps (OfflineSession) cover the offline flows; this one covers what a dump
 a live session's capabilities and states, synthetic graphs of any size, and exact control
 over hits. It follows the DebugSession contract: events are emitted from the caller's
 thread, like the real sessions do from their workers.
+
+It also holds the one way TUI tests wait: for the condition they need (`wait_until`,
+`wait_for_screen`, `wait_for_notice`), or, where nothing observable marks the end, for
+the app's pending work (`settled`). Never a fixed number of rounds: a slow machine only
+makes a wait longer, and a wait that never ends fails its test with a sentence naming
+what it waited for.
 """
 
 from __future__ import annotations
 
 import itertools
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from time import monotonic
+from typing import Any, TypeVar
 
 import numpy as np
+import pytest
+from textual.css.query import NoMatches
+from textual.screen import Screen
 
 from tuidebug.core.conditions import ParamResult, get_condition
 from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
@@ -31,6 +42,97 @@ from tuidebug.core.session import (
 )
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit, resolve_targets
+
+# A bound on every wait, far above what any test needs on a loaded machine: reaching it
+# means the condition will not come, and the test fails saying what it waited for.
+WAIT_TIMEOUT = 30.0
+
+ScreenT = TypeVar("ScreenT", bound=Screen[Any])
+
+
+async def wait_until(
+    pilot: Any,
+    predicate: Callable[[], object],
+    *,
+    what: str,
+    timeout: float = WAIT_TIMEOUT,
+) -> None:
+    """Let the app run (`pilot.pause()`, which handles pending messages) until
+    `predicate()` is true; fail the test naming `what` after `timeout` seconds.
+
+    A widget not mounted yet (`NoMatches`) counts as "not yet"."""
+    deadline = monotonic() + timeout
+    while True:
+        try:
+            if predicate():
+                return
+        except NoMatches:
+            pass
+        if monotonic() > deadline:
+            pytest.fail(f"Waited {timeout:g} s for {what}; it did not happen.", pytrace=False)
+        await pilot.pause()
+
+
+async def wait_for_screen(
+    pilot: Any, screen_type: type[ScreenT], *, timeout: float = WAIT_TIMEOUT
+) -> ScreenT:
+    """Wait until the active screen is a `screen_type`, and return it."""
+    await wait_until(
+        pilot,
+        lambda: isinstance(pilot.app.screen, screen_type),
+        what=f"the {screen_type.__name__} to be shown",
+        timeout=timeout,
+    )
+    screen = pilot.app.screen
+    assert isinstance(screen, screen_type)
+    return screen
+
+
+def notices(app: Any) -> list[str]:
+    """The texts of the toasts the app has shown (and still shows)."""
+    return [n.message for n in app._notifications]
+
+
+async def wait_for_notice(pilot: Any, fragment: str, *, timeout: float = WAIT_TIMEOUT) -> str:
+    """Wait for a toast containing `fragment`, and return its whole text."""
+    found: list[str] = []
+
+    def shown() -> bool:
+        found[:] = [m for m in notices(pilot.app) if fragment in m]
+        return bool(found)
+
+    await wait_until(pilot, shown, what=f"a notice saying {fragment!r}", timeout=timeout)
+    return found[0]
+
+
+def _pending_work(app: Any) -> list[str]:
+    """What the app still has to do: unfinished workers, unhandled messages."""
+    busy = [f"worker {w.name or w.group!r}" for w in app.workers if not w.is_finished]
+    pumps = [app, *app.screen.walk_children(with_self=True)]
+    queued = sum(pump.message_queue_size for pump in pumps)
+    return busy + ([f"{queued} queued messages"] if queued else [])
+
+
+async def settled(pilot: Any, *, timeout: float = WAIT_TIMEOUT) -> None:
+    """Wait for the app's pending work: no worker running and no message queued, twice in
+    a row (a worker's result is a message, whose handler may start the next worker).
+
+    For the places where nothing observable marks the end (before asserting that
+    something did *not* happen, or before the next key of a flow); where a test needs a
+    particular outcome, wait for that outcome with `wait_until` instead."""
+    deadline = monotonic() + timeout
+    quiet = 0
+    while quiet < 2:
+        await pilot.pause()
+        pending = _pending_work(pilot.app)
+        quiet = 0 if pending else quiet + 1
+        if pending and monotonic() > deadline:
+            pytest.fail(
+                f"Waited {timeout:g} s for the app to settle; still pending: "
+                + ", ".join(pending)
+                + ".",
+                pytrace=False,
+            )
 
 
 def synthetic_graph(
