@@ -11,28 +11,93 @@ sub-block differs.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numba
 import numpy as np
 
+from tuidebug.core import kernels
+
 LANES = 64  # independent max/min lanes: what lets LLVM vectorise the extrema
+
+_CACHE_DIR = kernels.cache_dir()  # None: compile in every process
+
+
+def _disk_cache(func: Callable[..., Any]) -> Any:
+    """A numba function cache for `func` kept in `_CACHE_DIR`, or None (no disk cache).
+
+    `njit(cache=True)` picks its folder from numba's list of locators, the first of which
+    that can write wins: `$NUMBA_CACHE_DIR`, else the `__pycache__` beside the source, i.e.
+    inside the installed package. Setting numba's own CACHE_DIR would move the user's
+    numba caches too, so our functions get a cache whose only locator is ours; anything
+    unexpected in numba's internals (they are not a public API) means no disk cache."""
+    if _CACHE_DIR is None:
+        return None
+    try:
+        from numba.core import caching
+
+        class Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):  # type: ignore[misc, name-defined]
+            """numba's user-wide locator, rooted in tuidebug's cache folder: one subfolder
+            per installed copy of the source (numba's naming), stamped by its content."""
+
+            def __init__(self, py_func: Callable[..., Any], py_file: str) -> None:
+                self._py_file = py_file
+                self._lineno = py_func.__code__.co_firstlineno
+                sub = self.get_suitable_cache_subpath(py_file)
+                self._cache_path = os.path.join(str(_CACHE_DIR), sub)
+
+            def get_cache_path(self) -> str:
+                return self._cache_path
+
+        class Impl(caching.CompileResultCacheImpl):  # type: ignore[misc, name-defined]
+            _locator_classes: ClassVar[list[type]] = [Locator]
+
+        class Cache(caching.FunctionCache):  # type: ignore[misc, name-defined]
+            _impl_class = Impl
+
+            def load_overload(self, sig: Any, target_context: Any) -> Any:
+                try:
+                    return super().load_overload(sig, target_context)
+                except Exception:  # a damaged or foreign cache file: compile instead
+                    return None
+
+            def save_overload(self, sig: Any, data: Any) -> None:
+                # the folder became unwritable or full: no disk cache, the kernel still runs
+                with contextlib.suppress(OSError):
+                    super().save_overload(sig, data)
+
+        cache = Cache(func)
+        # $NUMBA_CACHE_LOCATOR_CLASSES overrides any class's locator list: refuse anything
+        # but ours, and a folder that is not inside ours
+        if not isinstance(cache._impl.locator, Locator) or not Path(
+            cache.cache_path
+        ).is_relative_to(_CACHE_DIR):
+            return None
+        return cache
+    except Exception:  # numba's internals changed, or the folder went away: no disk cache
+        return None
 
 
 def _jit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """`numba.njit` without the GIL, cached on disk (a cached kernel loads in ~0.1 s, a
-    compile takes ~2 s), or per process when no cache directory is writable.
+    """`numba.njit` without the GIL, cached on disk in tuidebug's per-user cache folder (a
+    cached kernel loads in ~0.1 s, a compile takes ~2 s), or per process when that folder
+    cannot be used.
 
     `fastmath={"reassoc"}` on the sums lets LLVM split them over SIMD lanes; it is the only
     fast-math freedom taken (no FMA contraction; NaN and Inf follow IEEE). Loops run over
     slices with `range(n)`: a `range(start, stop)` index defeats the vectoriser."""
 
     def wrap(func: Callable[..., Any]) -> Any:
-        try:
-            return numba.njit(nogil=True, cache=True, **options)(func)
-        except RuntimeError:  # "cannot cache function ...: no locator available"
-            return numba.njit(nogil=True, cache=False, **options)(func)
+        # cache=False: numba would pick the package's own __pycache__ (see _disk_cache)
+        dispatcher = numba.njit(nogil=True, cache=False, **options)(func)
+        cache = _disk_cache(func)
+        if cache is not None:
+            dispatcher._cache = cache  # what Dispatcher.enable_caching sets, with our cache
+        return dispatcher
 
     return wrap
 
