@@ -1,8 +1,8 @@
 """Pilot tests of the debugger app's panes and flows, on the in-memory session.
 
 Every test drives the real app through keys (and a few clicks) and checks what the panes
-show and which session calls were made. `settle` waits for the app's workers and the
-messages they post; nothing here depends on timing.
+show and which session calls were made. Each step waits for what it needs (tui_support's
+waits), never for a fixed number of rounds; nothing here depends on timing.
 """
 
 from __future__ import annotations
@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input, OptionList, Select, TabbedContent, Tree
-from tui_support import FakeSession, synthetic_graph
+from tui_support import (
+    FakeSession,
+    notices,
+    run_palette,
+    settled,
+    synthetic_graph,
+    wait_for_notice,
+    wait_for_screen,
+    wait_until,
+)
 
 from tuidebug.core.session import SessionState
 from tuidebug.tui.app import DebuggerApp
@@ -31,15 +40,7 @@ CONV = "Default/network-Net/layer0-Block/Conv2D-op0"
 RELU = "Default/network-Net/layer0-Block/ReLU-op1"
 
 
-async def settle(pilot: Any, rounds: int = 3) -> None:
-    """Let workers finish and the messages they posted be handled (no sleeping)."""
-    for _ in range(rounds):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-
-def notifications(app: DebuggerApp) -> list[str]:
-    return [n.message for n in app._notifications]
+notifications = notices
 
 
 def make_app(**kwargs: Any) -> tuple[DebuggerApp, FakeSession]:
@@ -47,23 +48,38 @@ def make_app(**kwargs: Any) -> tuple[DebuggerApp, FakeSession]:
     return DebuggerApp(session, start_session=True), session
 
 
-async def start(pilot: Any, *, accept_recommended: bool | None = False) -> None:
-    await settle(pilot)
-    if accept_recommended is not None:
-        assert isinstance(pilot.app.screen, ConfirmScreen)
-        await pilot.press("y" if accept_recommended else "n")
-        await settle(pilot)
+def watchpoint_rows(app: DebuggerApp) -> list[Any]:
+    """The watchpoints the list shows (not the session's: the list is what the user sees)."""
+    return app.query_one(WatchpointList).watchpoints
+
+
+async def start(pilot: Any, *, accept_recommended: bool = False) -> None:
+    """Loaded, the recommended-watchpoints offer answered, nothing left pending."""
+    await wait_for_screen(pilot, ConfirmScreen)
+    await pilot.press("y" if accept_recommended else "n")
+    await wait_until(
+        pilot,
+        lambda: not isinstance(pilot.app.screen, ConfirmScreen),
+        what="the recommended-watchpoints offer to close",
+    )
+    if accept_recommended:
+        await wait_until(
+            pilot,
+            lambda: len(watchpoint_rows(pilot.app)) == 2,
+            what="the recommended watchpoints in the list",
+        )
+    await settled(pilot)
 
 
 # --------------------------------------------------------------------------- opening
 async def test_open_shows_header_tree_and_offers_recommended() -> None:
     app, session = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await wait_for_screen(pilot, ConfirmScreen)
         assert session.calls[0] == "start"
-        assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("y")
-        await settle(pilot)
+        await wait_for_notice(pilot, "2 recommended watchpoints created.")
+        await wait_until(pilot, lambda: len(watchpoint_rows(app)) == 2, what="2 watchpoints")
         assert len(session.watchpoints) == 2
         header = str(app.query_one(SessionHeader).render())
         assert "OFFLINE" in header and "/dumps/fake" in header
@@ -89,9 +105,8 @@ async def test_session_started_before_the_app_still_gets_the_offer() -> None:
     session.start()
     app = DebuggerApp(session)  # start_session=False: the caller started it (online)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await wait_for_screen(pilot, ConfirmScreen)
         assert session.calls == ["start"]
-        assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("n")
         assert app.query_one(GraphTree).root.children
 
@@ -107,9 +122,9 @@ async def test_tree_expands_lazily_and_selecting_a_node_fills_details() -> None:
         await pilot.press("right")  # expand Default
         assert [str(c.label).split()[0] for c in default.children] == ["network-Net"]
         await pilot.press("down", "right", "down", "right", "down", "down")
-        await settle(pilot)
         assert tree.cursor_node is not None and tree.cursor_node.data.node == CONV
         details = app.query_one(NodeDetails)
+        await wait_until(pilot, lambda: details.summary_text(0), what="Conv2D-op0's summary")
         assert details.node is not None and details.node.name == CONV
         summary = details.summary_text(0)
         assert summary is not None and summary.startswith("float32<4,4> ∈[")
@@ -125,8 +140,9 @@ async def test_nan_and_inf_counts_are_shown_in_the_summary() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
         assert app.go_to_node("kernel_graph_0", RELU)
-        await settle(pilot)
-        summary = app.query_one(NodeDetails).summary_text(0)
+        details = app.query_one(NodeDetails)
+        await wait_until(pilot, lambda: details.summary_text(0), what="ReLU-op1's summary")
+        summary = details.summary_text(0)
         assert summary is not None and "NaN:1" in summary and "+Inf:1" in summary
 
 
@@ -136,9 +152,8 @@ async def test_enter_on_a_node_opens_its_tensor() -> None:
         await start(pilot)
         assert app.go_to_node("kernel_graph_0", CONV)
         await pilot.press("enter")
-        await settle(pilot)
         view = app.query_one(TensorView)
-        assert view._state == "tensor"
+        await wait_until(pilot, lambda: view._state == "tensor", what="the tensor to open")
         assert view._array is not None and view._array.shape == (4, 4)
         assert "Conv2D-op0:0" in view._title
 
@@ -150,9 +165,13 @@ async def test_name_filter_narrows_the_tree_and_escape_clears_it() -> None:
         await pilot.press("slash")
         assert isinstance(app.focused, Input) and app.focused.id == "name-filter"
         await pilot.press(*"tanh")
-        await settle(pilot)
         tree = app.query_one(GraphTree)
-        leaves = [n for n in walk(tree.root) if n.data and n.data.node]
+
+        def leaves_shown() -> list[Any]:
+            return [n for n in walk(tree.root) if n.data and n.data.node]
+
+        await wait_until(pilot, lambda: len(leaves_shown()) == 4, what="the 4 Tanh leaves")
+        leaves = leaves_shown()
         assert len(leaves) == 4 and all("Tanh" in n.data.node for n in leaves)
         await pilot.press("escape")
         assert app.query_one(ScopeTree)._filter_text == ""
@@ -174,10 +193,13 @@ async def test_node_type_filter_shows_only_that_type() -> None:
         await start(pilot)
         select = app.query_one("#type-filter", Select)
         select.value = "category:weight"
-        await settle(pilot)
         tree = app.query_one(GraphTree)
-        leaves = sorted(n.data.node for n in walk(tree.root) if n.data and n.data.node)
-        assert leaves == [f"layer{i}.weight" for i in range(4)]
+        weights = [f"layer{i}.weight" for i in range(4)]
+
+        def leaves() -> list[str]:
+            return sorted(n.data.node for n in walk(tree.root) if n.data and n.data.node)
+
+        await wait_until(pilot, lambda: leaves() == weights, what="only the weights in the tree")
 
 
 async def test_graph_selector_switches_graphs() -> None:
@@ -186,9 +208,13 @@ async def test_graph_selector_switches_graphs() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
         app.query_one("#graph-select", Select).value = "kernel_graph_1"
-        await settle(pilot)
+        header = app.query_one(SessionHeader)
+        await wait_until(
+            pilot,
+            lambda: "graph kernel_graph_1" in str(header.render()),
+            what="the header to name kernel_graph_1",
+        )
         assert app.current_graph == "kernel_graph_1"
-        assert "graph kernel_graph_1" in str(app.query_one(SessionHeader).render())
 
 
 # ------------------------------------------------------------------------ watchpoints
@@ -198,9 +224,7 @@ async def test_create_watchpoint_with_inline_validation() -> None:
         await start(pilot)
         app.go_to_node("kernel_graph_0", CONV)
         await pilot.press("w")
-        await settle(pilot)
-        editor = app.screen
-        assert isinstance(editor, WatchpointEditor)
+        editor = await wait_for_screen(pilot, WatchpointEditor)
         conditions = editor.query_one("#condition-list", OptionList)
         index = next(
             i
@@ -209,15 +233,18 @@ async def test_create_watchpoint_with_inline_validation() -> None:
         )
         conditions.highlighted = index
         await pilot.press("enter")
-        await settle(pilot)
-        assert isinstance(app.focused, Input) and app.focused.id == "param-abs_mean_gt"
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.focused, Input) and app.focused.id == "param-abs_mean_gt",
+            what="the focus on the abs_mean_gt field",
+        )
         await pilot.press(*"-1")
         error = editor.query_one(".param-error")
         assert "abs_mean_gt" in str(error.render())
         await pilot.press("ctrl+s")  # refused: the error stays, the dialog stays
         assert isinstance(app.screen, WatchpointEditor)
         await pilot.press("backspace", "backspace", "1", "enter")
-        await settle(pilot)
+        await wait_until(pilot, lambda: len(watchpoint_rows(app)) == 1, what="the new watchpoint")
         assert not isinstance(app.screen, WatchpointEditor)
         wp = session.watchpoints[-1]
         assert wp.condition.abbr == "TL" and wp.params == {"abs_mean_gt": 1.0}
@@ -231,19 +258,17 @@ async def test_weight_condition_defaults_to_its_category() -> None:
         await start(pilot)
         app.go_to_node("kernel_graph_0", CONV)
         await pilot.press("w")
-        await settle(pilot)
-        editor = app.screen
-        assert isinstance(editor, WatchpointEditor)
+        editor = await wait_for_screen(pilot, WatchpointEditor)
         conditions = editor.query_one("#condition-list", OptionList)
         conditions.highlighted = next(
             i
             for i in range(conditions.option_count)
             if conditions.get_option_at_index(i).id == "weight_overflow"
         )
-        await settle(pilot)
-        assert editor.query_one("#target-select", Select).value == "category"
+        target = editor.query_one("#target-select", Select)
+        await wait_until(pilot, lambda: target.value == "category", what="the category target")
         await pilot.press("ctrl+s")
-        await settle(pilot)
+        await wait_until(pilot, lambda: len(watchpoint_rows(app)) == 1, what="the new watchpoint")
         wp = session.watchpoints[-1]
         assert wp.condition.abbr == "WO" and wp.targets == ()
 
@@ -254,17 +279,16 @@ async def test_weight_condition_on_a_non_weight_node_is_refused_inline() -> None
         await start(pilot)
         app.go_to_node("kernel_graph_0", CONV)
         await pilot.press("w")
-        await settle(pilot)
-        editor = app.screen
-        assert isinstance(editor, WatchpointEditor)
+        editor = await wait_for_screen(pilot, WatchpointEditor)
         conditions = editor.query_one("#condition-list", OptionList)
         conditions.highlighted = next(
             i
             for i in range(conditions.option_count)
             if conditions.get_option_at_index(i).id == "weight_overflow"
         )
-        await settle(pilot)
-        editor.query_one("#target-select", Select).value = f"node:{CONV}"
+        target = editor.query_one("#target-select", Select)
+        await wait_until(pilot, lambda: target.value == "category", what="the category target")
+        target.value = f"node:{CONV}"
         await pilot.press("ctrl+s")
         assert isinstance(app.screen, WatchpointEditor)
         assert "not a weight node" in str(editor.query_one("#editor-error").render())
@@ -279,23 +303,27 @@ async def test_edit_toggle_and_delete_a_watchpoint() -> None:
         await pilot.press("6")
         assert isinstance(app.focused, WatchpointList)
         await pilot.press("down", "enter")  # WCL: edit
-        await settle(pilot)
-        editor = app.screen
-        assert isinstance(editor, WatchpointEditor)
+        editor = await wait_for_screen(pilot, WatchpointEditor)
         field = editor.query_one("#param-abs_mean_update_ratio_gt", Input)
         assert field.value == "1"
         field.value = "0.5"
         await pilot.press("ctrl+s")
-        await settle(pilot)
+        await wait_until(
+            pilot,
+            lambda: watchpoint_rows(app)[1].params == {"abs_mean_update_ratio_gt": 0.5},
+            what="the edited threshold in the list",
+        )
         assert session.watchpoints[1].params == {"abs_mean_update_ratio_gt": 0.5}
         assert session.watchpoints[1].targets == ()  # "keep" the targets
         await pilot.press("space")
-        await settle(pilot)
+        await wait_until(
+            pilot, lambda: not watchpoint_rows(app)[1].enabled, what="WCL disabled in the list"
+        )
         assert session.watchpoints[1].enabled is False
         await pilot.press("d")
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("y")
-        await settle(pilot)
+        await wait_until(pilot, lambda: len(watchpoint_rows(app)) == 1, what="WCL deleted")
         assert [w.id for w in session.watchpoints] == [1]
 
 
@@ -305,10 +333,9 @@ async def test_recheck_fills_the_hit_list_and_enter_jumps_to_the_node() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot, accept_recommended=True)
         await pilot.press("r")
-        await settle(pilot)
-        assert session.calls[-1] == "recheck"
         hits = app.query_one(HitList)
-        assert hits.hit_count == 4
+        await wait_until(pilot, lambda: hits.hit_count == 4, what="4 hits in the hit list")
+        assert session.calls[-1] == "recheck"
         tabs = app.query_one("#left-tabs", TabbedContent)
         assert str(tabs.get_tab("hits-tab").label) == "2 Hits (4)"
         await pilot.press("2")
@@ -322,11 +349,12 @@ async def test_recheck_fills_the_hit_list_and_enter_jumps_to_the_node() -> None:
         first_to = groups[0].children[1]  # TO on Conv2D-op0
         tree.move_cursor(first_to)
         await pilot.press("enter")
-        await settle(pilot)
+        view = app.query_one(TensorView)
+        await wait_until(pilot, lambda: view._state == "tensor", what="the hit's tensor to open")
         assert tabs.active == "tree-tab"
         assert app.query_one(GraphTree).cursor_node.data.node == CONV
-        view = app.query_one(TensorView)
-        assert view._state == "tensor" and "iteration 0" in view._title
+        assert "iteration 0" in view._title
+        await settled(pilot)  # the tensor view done loading before escape goes back
         await pilot.press("escape")  # back to the hit list
         assert tabs.active == "hits-tab"
 
@@ -336,11 +364,14 @@ async def test_hit_list_filters_by_watchpoint() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot, accept_recommended=True)
         await pilot.press("r")
-        await settle(pilot)
         hits = app.query_one(HitList)
+        await wait_until(pilot, lambda: hits.hit_count == 4, what="4 hits in the hit list")
         hits.query_one("#hit-filter-watchpoint", Select).value = "2"
-        await settle(pilot)
-        assert [str(g.label).split()[0] for g in hits.tree.root.children] == ["#2"]
+
+        def groups() -> list[str]:
+            return [str(g.label).split()[0] for g in hits.tree.root.children]
+
+        await wait_until(pilot, lambda: groups() == ["#2"], what="only watchpoint #2's hits")
         assert "2 hits" in str(hits.query_one("#hit-status").render())
 
 
@@ -349,7 +380,9 @@ async def test_step_continue_and_reset_step() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
         await pilot.press("n")
-        await settle(pilot)
+        header = app.query_one(SessionHeader)
+        await wait_until(pilot, lambda: "step 2/4" in str(header.render()), what="step 2/4")
+        await settled(pilot)  # the step's command done: the next one is not "still busy"
         assert session.metadata.step == 2
         await pilot.press("N")
         assert isinstance(app.screen, PromptScreen)
@@ -357,9 +390,9 @@ async def test_step_continue_and_reset_step() -> None:
         assert isinstance(app.screen, PromptScreen)
         assert "between 1 and 2" in str(app.screen.query_one("#prompt-error").render())
         await pilot.press("backspace", "2", "enter")
-        await settle(pilot)
+        await wait_until(pilot, lambda: "step 4/4" in str(header.render()), what="step 4/4")
+        await settled(pilot)
         assert session.metadata.step == 4 and "step 2" in session.calls
-        assert "step 4/4" in str(app.query_one(SessionHeader).render())
         await pilot.press("n")  # at the last step: refused with a reason
         assert any("last step" in m for m in notifications(app))
         await pilot.press("g")
@@ -367,7 +400,7 @@ async def test_step_continue_and_reset_step() -> None:
         await pilot.press("backspace", "x", "enter")
         assert "whole number" in str(app.screen.query_one("#prompt-error").render())
         await pilot.press("backspace", "2", "enter")
-        await settle(pilot)
+        await wait_until(pilot, lambda: "step 2/4" in str(header.render()), what="back at step 2")
         assert session.calls[-1] == "reset 2" and session.metadata.step == 2
 
 
@@ -376,7 +409,8 @@ async def test_continue_runs_to_the_end() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
         await pilot.press("c")
-        await settle(pilot)
+        header = app.query_one(SessionHeader)
+        await wait_until(pilot, lambda: "step 4/4" in str(header.render()), what="step 4/4")
         assert "continue" in session.calls and session.metadata.step == 4
 
 
@@ -387,7 +421,7 @@ async def test_history_lists_graph_runs_and_jumps() -> None:
         await pilot.press("h")
         assert isinstance(app.screen, HistoryScreen)
         await pilot.press("down", "down", "enter")
-        await settle(pilot)
+        await wait_until(pilot, lambda: session.metadata.step == 3, what="the jump to step 3")
         assert session.calls[-1] == "reset 3"
 
 
@@ -396,9 +430,9 @@ async def test_recheck_without_watchpoints_explains_why() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
         await pilot.press("r")
-        await settle(pilot)
+        await wait_for_notice(pilot, "no watchpoints")
+        await settled(pilot)
         assert "recheck" not in session.calls
-        assert any("no watchpoints" in m for m in notifications(app))
 
 
 async def test_offline_refuses_pause_and_terminate_with_a_reason() -> None:
@@ -418,8 +452,7 @@ async def test_session_errors_become_notifications() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
         app._run_session_call("Step", lambda: session.step(10))
-        await settle(pilot)
-        assert any(m.startswith("There is no step 11") for m in notifications(app))
+        await wait_for_notice(pilot, "There is no step 11")
         assert app.is_running
 
 
@@ -434,19 +467,21 @@ async def test_online_header_pause_and_terminate_with_confirmation() -> None:
         await pilot.press("g")
         assert any("Only offline sessions" in m for m in notifications(app))
         session._set(state=SessionState.RUNNING)
-        await settle(pilot)
-        assert "running" in str(app.query_one(SessionHeader).render())
+        header = app.query_one(SessionHeader)
+        await wait_until(pilot, lambda: "running" in str(header.render()), what="'running'")
         await pilot.press("p")
-        await settle(pilot)
+        await wait_until(pilot, lambda: "paused" in str(header.render()), what="'paused'")
+        await settled(pilot)  # the pause command done before the next
         assert session.calls[-1] == "pause"
         await pilot.press("T")
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("n")
         assert "terminate" not in session.calls
         await pilot.press("T", "y")
-        await settle(pilot)
+        await wait_until(
+            pilot, lambda: "training finished" in str(header.render()), what="'training finished'"
+        )
         assert session.calls[-1] == "terminate"
-        assert "training finished" in str(app.query_one(SessionHeader).render())
 
 
 async def test_online_states_are_worded_for_the_user() -> None:
@@ -454,7 +489,11 @@ async def test_online_states_are_worded_for_the_user() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
         session._set(state=SessionState.DISCONNECTED, message="The training went away.")
-        await settle(pilot)
+        await wait_until(
+            pilot,
+            lambda: "disconnected" in str(app.query_one(SessionHeader).render()),
+            what="'disconnected' in the header",
+        )
         header = str(app.query_one(SessionHeader).render())
         assert "disconnected" in header and "The training went away." in header
         await pilot.press("n")
@@ -468,9 +507,8 @@ async def test_stack_list_search_and_nodes_at_a_line() -> None:
         await start(pilot)
         app.go_to_node("kernel_graph_0", CONV)
         await pilot.press("3")
-        await settle(pilot)
         stack = app.query_one(StackList)
-        assert stack.ready
+        await wait_until(pilot, lambda: stack.ready, what="the stack index")
         await pilot.press("slash", *"layer2")
         lines = stack.query_one("#stack-lines", OptionList)
         ids = [lines.get_option_at_index(i).id for i in range(lines.option_count)]
@@ -479,12 +517,11 @@ async def test_stack_list_search_and_nodes_at_a_line() -> None:
         await pilot.press("enter")  # to the list
         lines.highlighted = ids.index(found[0])
         await pilot.press("enter")
-        await settle(pilot)
         nodes = stack.query_one("#stack-nodes", OptionList)
+        await wait_until(pilot, lambda: app.focused is nodes, what="the focus on the line's nodes")
         assert nodes.option_count == 5
-        assert app.focused is nodes
         await pilot.press("enter")
-        await settle(pilot)
+        await wait_until(pilot, lambda: app.current_node is not None, what="a node chosen")
         assert app.current_node is not None
         assert app.current_node.name.startswith("Default/network-Net/layer2-Block/")
 
@@ -529,8 +566,8 @@ async def test_mouse_clicks_work_too() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
         assert await pilot.click("#control-step")
-        await settle(pilot)
-        assert "step 1" in session.calls
+        await wait_until(pilot, lambda: "step 1" in session.calls, what="the step command")
+        await settled(pilot)
         assert await pilot.click("#left-tabs Tab#--content-tab-hits-tab")
         assert app.query_one("#left-tabs", TabbedContent).active == "hits-tab"
 
@@ -543,27 +580,21 @@ async def test_palette_offers_state_aware_commands_and_nodes() -> None:
         titles = [c.title for c in app.palette_commands()]
         assert "Step" in titles and "Go to step…" in titles
         assert "Pause" not in titles and "Recheck watchpoints" not in titles
-        await pilot.press("ctrl+p")
-        await settle(pilot)
-        await pilot.press(*"step")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
-        assert "step 1" in session.calls
+        await run_palette(pilot, "step")
+        await wait_until(pilot, lambda: "step 1" in session.calls, what="the step command")
 
 
 async def test_palette_goes_to_a_node() -> None:
     app, _session = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
-        await pilot.press("ctrl+p")
-        await settle(pilot)
-        await pilot.press(*"MatMul-op7")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
-        assert app.current_node is not None
-        assert app.current_node.name == "Default/network-Net/layer1-Block/MatMul-op7"
+        await run_palette(pilot, "MatMul-op7")
+        matmul = "Default/network-Net/layer1-Block/MatMul-op7"
+        await wait_until(
+            pilot,
+            lambda: app.current_node is not None and app.current_node.name == matmul,
+            what="MatMul-op7 chosen",
+        )
 
 
 @pytest.mark.parametrize("live", [False, True])
@@ -572,7 +603,11 @@ async def test_palette_commands_follow_capabilities(live: bool) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
         session._set(state=SessionState.RUNNING)
-        await settle(pilot)
+        await wait_until(
+            pilot,
+            lambda: app._metadata.state is SessionState.RUNNING,
+            what="the app to know the training runs",
+        )
         titles = {c.title for c in app.palette_commands()}
         assert ("Pause" in titles) is live
         assert "Step" not in titles
@@ -586,11 +621,11 @@ async def test_a_burst_of_notices_is_one_toast_and_kept_for_the_dialog() -> None
         await start(pilot)
         for i in range(3):
             session.emit(Notice(f"file {i} matches no node", "warning"))
-        await settle(pilot)
+        await wait_for_notice(pilot, "matches no node")
+        await settled(pilot)  # a burst is one toast: no second one comes
         toasts = [m for m in notifications(app) if "matches no node" in m]
         assert toasts == ["file 0 matches no node\n(+2 more: Ctrl+P → Session messages)"]
         assert "Session messages" in [c.title for c in app.palette_commands()]
         app.action_messages()
-        await settle(pilot)
-        assert isinstance(app.screen, ConfirmScreen)
+        await wait_for_screen(pilot, ConfirmScreen)
         assert "file 2 matches no node" in str(app.screen.query_one("#confirm-body").render())

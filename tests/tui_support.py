@@ -76,10 +76,11 @@ async def wait_until(
 async def wait_for_screen(
     pilot: Any, screen_type: type[ScreenT], *, timeout: float = WAIT_TIMEOUT
 ) -> ScreenT:
-    """Wait until the active screen is a `screen_type`, and return it."""
+    """Wait until the active screen is a `screen_type` with its widgets mounted (a screen
+    is active before its compose has run), and return it."""
     await wait_until(
         pilot,
-        lambda: isinstance(pilot.app.screen, screen_type),
+        lambda: isinstance(pilot.app.screen, screen_type) and pilot.app.screen.is_mounted,
         what=f"the {screen_type.__name__} to be shown",
         timeout=timeout,
     )
@@ -133,6 +134,25 @@ async def settled(pilot: Any, *, timeout: float = WAIT_TIMEOUT) -> None:
                 + ".",
                 pytrace=False,
             )
+
+
+async def run_palette(pilot: Any, query: str) -> None:
+    """Ctrl+P, type `query`, Enter on the best match once the search is done, and wait
+    for the palette to close."""
+    from textual.command import CommandList, CommandPalette
+
+    await pilot.press("ctrl+p")
+    palette = await wait_for_screen(pilot, CommandPalette)
+    await pilot.press(*query)
+    results = palette.query_one(CommandList)
+    await wait_until(pilot, lambda: results.option_count, what=f"palette matches for {query!r}")
+    await settled(pilot)  # the search done: more matches may arrive and re-sort after the first
+    await pilot.press("enter")
+    await wait_until(
+        pilot,
+        lambda: not isinstance(pilot.app.screen, CommandPalette),
+        what=f"the palette to run the match for {query!r} and close",
+    )
 
 
 def synthetic_graph(
