@@ -211,7 +211,31 @@ def test_newest_timestamp_wins(tmp_path: Path, dump_2_10: Path) -> None:
     assert found is not None and found.path == newer
     relu_found = index.lookup(f"{LENET}/relu-ReLU/ReLU-op1", 0, 2)
     assert relu_found is not None and relu_found.path == relu
-    assert index.unmatched == [] and index.problems == []
+    assert index.unmatched == []
+    # said once per tensor, naming the files ignored and the one read
+    rel = "rank_0/LeNet/0/2/"
+    assert index.problems == [  # by iteration, then node name
+        f"{rel}{relu.name.replace(str(relu_ts), str(relu_ts - 5))} holds the same tensor "
+        f"({LENET}/relu-ReLU/ReLU-op1 output 0, iteration 2) as the newer {relu.name}, so it "
+        "is ignored.",
+        f"{rel}{older.name} and {rel}{weight.name} hold the same tensor (fc1.weight output 0, "
+        f"iteration 2) as the newer {newer.name}, so they are ignored.",
+    ]
+
+
+def test_equal_timestamps_are_settled_by_name_not_listing_order(
+    tmp_path: Path, dump_2_10: Path
+) -> None:
+    root = copy_dump(dump_2_10, tmp_path / "d")
+    it = root / "rank_0" / "LeNet" / "0" / "2"
+    [weight] = it.glob("Parameter.fc1_weight.*.npy")
+    # the same timestamp, another stream id: the larger name wins whatever the listing says
+    other = it / weight.name.replace("fc1_weight.0.0.", "fc1_weight.0.1.")
+    other.touch()
+    _, index = _index(root)
+    found = index.lookup("fc1.weight", 0, 2)
+    assert found is not None and found.path == max(weight, other, key=lambda p: p.name)
+    assert len(index.problems) == 1 and "so it is ignored" in index.problems[0]
 
 
 def test_execution_position(index_2_10: TensorIndex, index_2_0: TensorIndex) -> None:

@@ -28,6 +28,21 @@ Results are `CheckOutcome`s (reported when hit or error_code ≠ 0) ordered by i
 graph, the node's position in the kernel execution order (parameters and unlisted nodes after
 the kernels), node name, slot, then watchpoint id. Unreadable files never stop a check: each
 gives one sentence in `CheckReport.problems` and the rest is checked.
+
+**Watched data skipped at discovery makes the check incomplete.** `CheckReport.problems`
+lists every watched tensor that could not be read, not only files that failed when read:
+
+* a watched tensor whose own file was refused by discovery (a FIFO, a dangling or looping
+  link, a link out of the dump): its sentence, whether or not another file of it was read
+  (the refused one may have been the newer);
+* data that could not be read and cannot be tied to one tensor (an unreadable iteration,
+  graph or net folder, a refused iteration folder or `mapping.csv`, a refused entry with a
+  name that is not a tensor's): its sentence, when a watched tensor of that graph has no
+  readable file at that iteration. When every watched tensor there was read, the lost entry
+  cannot have been one of them. A refused iteration or graph folder counts whenever the
+  graph is watched: its iterations are not known to the check at all.
+
+So "0 hits" with an empty `problems` means every watched tensor that was dumped was read.
 """
 
 from __future__ import annotations
@@ -387,6 +402,8 @@ class Checker:
                 problems.append(msg)
 
         for iteration in sorted(set(iterations)):
+            # (rank, graph) groups with a watched tensor that has no readable file here
+            missing: set[tuple[int, str]] = set()
             # per tensor, each watchpoint id once (the first watch), even if listed twice
             wanted: dict[TensorKey, dict[int, Watch]] = {}
             for watch in watches:
@@ -398,7 +415,11 @@ class Checker:
                         wanted.setdefault(key, {}).setdefault(watch.watchpoint_id, watch)
             for key, uniq in wanted.items():
                 tensor_file = dump.tensor_file(key.rank, key.graph, key.node, key.slot, iteration)
+                refused = dump.refused_reason(key.rank, key.graph, key.node, key.slot, iteration)
+                if refused is not None:
+                    problem(refused)
                 if tensor_file is None:
+                    missing.add((key.rank, key.graph))
                     if error_on_no_value:
                         for wp_id, watch in uniq.items():
                             outcomes.append(
@@ -448,6 +469,12 @@ class Checker:
                 )
                 task_keys.append(key)
                 task_wps.append(tuple(wp_ids))
+            for rank, graph in sorted({(k.rank, k.graph) for k in wanted}):
+                for sentence in dump.graph_blockers(rank, graph):
+                    problem(sentence)
+                if (rank, graph) in missing:
+                    for sentence in dump.blockers(rank, graph, iteration):
+                        problem(sentence)
 
         total = len(tasks)
         total_bytes = sum(t.nbytes for t in tasks)
@@ -491,6 +518,8 @@ class Checker:
                 outcomes.append(CheckOutcome(key, wps[index], result))
         report.outcomes = self._ordered(outcomes)
         report.seconds = time.perf_counter() - started
+        # callers show `problems` and then the dump's new problems: each sentence once
+        dump.mark_reported(problems)
         return report
 
     def _run_in_pool(

@@ -229,6 +229,31 @@ class OfflineDump:
             return None
         return index.lookup(node, slot, iteration, is_output)
 
+    def refused_reason(
+        self,
+        rank: int,
+        graph: str,
+        node: str,
+        slot: int,
+        iteration: int,
+        is_output: bool = True,
+    ) -> str | None:
+        """Why the tensor's own file, found by discovery, was not used (a FIFO, a dangling
+        or looping link, a link out of the dump), as discovery reported it; None when no
+        file of it was refused. A file that fails when read is the reader's error instead."""
+        return self.index(rank, graph).refused_reason(node, slot, iteration, is_output)
+
+    def blockers(self, rank: int, graph: str, iteration: int) -> list[str]:
+        """Sentences about data of the graph's iteration folder that exists but could not
+        be read and cannot be tied to one tensor (the folder unreadable, a refused
+        `mapping.csv` or unknown entry): any of its tensors may be among it."""
+        return self.index(rank, graph).blockers(iteration)
+
+    def graph_blockers(self, rank: int, graph: str) -> list[str]:
+        """The same for the graph's whole folder (the net or graph folder unreadable, an
+        iteration folder refused): any tensor of the graph may be among it."""
+        return self.index(rank, graph).graph_blockers()
+
     def value(
         self,
         rank: int,
@@ -293,6 +318,12 @@ class OfflineDump:
             fresh = [p for p in self.problems if p not in self._reported]
             self._reported.update(fresh)
         return fresh
+
+    def mark_reported(self, messages: list[str]) -> None:
+        """Count `messages` as shown: `new_problems` will not return them (the checker's
+        report repeats the discovery sentences about watched data it could not read)."""
+        with self._lock:
+            self._reported.update(messages)
 
     def _relative(self, message: str) -> str:
         """Messages name files relative to the dump root, like the layout's."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tuidebug.offline.regular_file import FileTooLargeError, NotRegularFileError, read_regular
+
 MAX_ORDER_BYTES = 256 << 20  # one kernel name per line; 256 MiB is millions of kernels
 EXECUTION_ORDER_HEADER = "NodeExecutionOrder-FullNameWithScope"
 
@@ -15,14 +17,16 @@ class OrderFileError(ValueError):
 
 def _read_text(path: Path, label: str) -> str:
     try:
-        size = path.stat().st_size
-        if size > MAX_ORDER_BYTES:
-            raise OrderFileError(
-                f"{label} is {size} bytes, larger than the {MAX_ORDER_BYTES}-byte limit."
-            )
-        data = path.read_bytes()
+        data = read_regular(path, MAX_ORDER_BYTES)  # a FIFO is refused, never waited on
+    except FileTooLargeError:
+        raise OrderFileError(
+            f"{label} is larger than the {MAX_ORDER_BYTES:,}-byte limit, so it was not read."
+        ) from None
+    except NotRegularFileError as err:
+        raise OrderFileError(f"{label} is {err.strerror}; it was not read.") from None
     except OSError as err:
-        raise OrderFileError(f"cannot read {label}: {err.strerror or err}.") from err
+        reason = (err.strerror or type(err).__name__).rstrip(".")
+        raise OrderFileError(f"cannot read {label}: {reason[:1].lower() + reason[1:]}.") from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:

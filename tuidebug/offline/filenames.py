@@ -20,6 +20,7 @@ import csv
 import io
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -142,15 +143,23 @@ def classify_file_name(name: str) -> FileKind:
     return FileKind.UNKNOWN
 
 
-def parse_mapping_csv(text: str) -> dict[str, str]:
+def parse_mapping_csv(text: str, names: Collection[str] | None = None) -> dict[str, str]:
     """`mapping.csv` rows `<on-disk name>,<real file name>` → {on-disk name: real name}.
 
-    Rows that do not have two non-empty fields are skipped (the caller reports the file).
+    With `names` (the files of the folder), only rows for those names (or those names
+    without `.npy`) are kept. Rows that do not have two non-empty fields are skipped.
+    Raises ValueError, with the csv module's reason, for text it cannot split (a field
+    longer than its limit, which no file name is).
     """
     mapping: dict[str, str] = {}
-    for row in csv.reader(io.StringIO(text)):
-        if len(row) >= 2 and row[0].strip() and row[1].strip():
-            mapping[row[0].strip()] = row[1].strip()
+    try:
+        for row in csv.reader(io.StringIO(text)):
+            if len(row) >= 2 and row[0].strip() and row[1].strip():
+                key = row[0].strip()
+                if names is None or key in names or key + ".npy" in names:
+                    mapping[key] = row[1].strip()
+    except csv.Error as err:
+        raise ValueError(str(err)) from None
     return mapping
 
 

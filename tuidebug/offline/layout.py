@@ -6,13 +6,26 @@ folders, symbolic links leaving the dump, missing or inconsistent files) becomes
 in a `problems` list and the rest of the dump stays usable; `DumpError` is raised only when
 nothing is usable. Tensor files are never opened here: an iteration folder is listed once,
 with `os.scandir`, and each name is parsed.
+
+Only regular files and folders are used. A FIFO, a socket or a device in a listing is never
+opened (opening a FIFO blocks until a writer comes); it is refused with its true reason, as
+are dangling symbolic links, link loops and links leaving the dump. The few files read here
+(`mapping.csv`, the `.dump_metadata` JSON, the execution-order CSVs, `statistic.csv`) are
+opened through `regular_file`, which never blocks and checks the type on the open file.
+
+What could not be read is kept, not only reported: `IterationListing.refused` (refused
+entries whose name is a tensor's) and `RankLayout.blockers` (an unreadable folder, a refused
+`mapping.csv`, a refused entry whose name says nothing) let the checker tell a complete
+check from one that skipped watched data.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +46,12 @@ from tuidebug.offline.filenames import (
     parse_mapping_csv,
     parse_tensor_file_name,
     show_name,
+)
+from tuidebug.offline.regular_file import (
+    FileTooLargeError,
+    NotRegularFileError,
+    file_kind,
+    read_regular,
 )
 from tuidebug.offline.statistic_csv import StatisticCsvError, StatisticTable, read_statistic_csv
 
@@ -57,6 +76,8 @@ CONSTANTS_DIR = "constants"
 # Folders of a rank folder that are never the net folder.
 _RANK_SYSTEM_DIRS = frozenset({METADATA_DIR, GRAPHS_DIR, EXECUTION_ORDER_DIR, "debug_files"})
 MAX_JSON_BYTES = 1 << 20
+# A mapping.csv row is one short name and one file name (< 300 bytes): 64 MiB is > 200,000
+# files with over-long names, far more than a real iteration folder holds.
 MAX_MAPPING_BYTES = 64 << 20
 # Garbage in one folder is reported name by name up to this many, then as a count.
 _MAX_NAMED_PER_FOLDER = 20
@@ -108,6 +129,13 @@ class IterationListing:
     statistic_csv: Path | None = None
     overflow_files: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # refused entries whose name is a tensor file's (after mapping.csv), with the sentence
+    # saying why: the tensor exists but cannot be read
+    refused: list[tuple[TensorFile, str]] = field(default_factory=list)
+    # sentences about data here that could not be read and cannot be tied to one tensor
+    # (the folder itself, a refused mapping.csv, a refused entry with a name that says
+    # nothing): any watched tensor of this folder may be among it
+    blockers: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +144,8 @@ class _Entry:
     path: str
     is_dir: bool
     is_file: bool
+    # why the entry is not used (a FIFO, a dangling link…), as a sentence; None when usable
+    refused: str | None = None
 
 
 class _Scanner:
@@ -151,6 +181,7 @@ class _Scanner:
             return None
         entries: list[_Entry] = []
         bad_names: list[str] = []
+        refused = 0
         with iterator:
             for entry in iterator:
                 name = entry.name
@@ -158,22 +189,20 @@ class _Scanner:
                     bad_names.append(show_name(name))
                     continue
                 try:
-                    if entry.is_symlink():
-                        real = os.path.realpath(entry.path)
-                        if not self.inside(real):
-                            problems.append(
-                                f"{self.show(entry.path)} is a symbolic link to {show_name(real)}, "
-                                "outside the dump folder, so it was not followed."
-                            )
-                            continue
-                        is_dir = os.path.isdir(real)
-                        is_file = not is_dir and os.path.isfile(real)
-                    else:
-                        is_dir = entry.is_dir(follow_symlinks=False)
-                        is_file = not is_dir and entry.is_file(follow_symlinks=False)
-                except OSError:
-                    is_dir = is_file = False
-                entries.append(_Entry(name, entry.path, is_dir, is_file))
+                    found = self._entry(entry)
+                except FileNotFoundError:
+                    continue  # removed since the folder was listed (a dump being written)
+                if found.refused is not None:
+                    # named up to a bound per folder; every refused entry is still returned
+                    refused += 1
+                    if refused <= _MAX_NAMED_PER_FOLDER:
+                        problems.append(found.refused)
+                entries.append(found)
+        if refused > _MAX_NAMED_PER_FOLDER:
+            problems.append(
+                f"{self.show(folder)}: {refused - _MAX_NAMED_PER_FOLDER} more entries that are "
+                "not regular files or folders were skipped."
+            )
         for shown in bad_names[:_MAX_NAMED_PER_FOLDER]:
             problems.append(
                 f"{self.show(os.path.join(folder, shown))}: the name is not valid UTF-8, "
@@ -185,6 +214,56 @@ class _Scanner:
                 "that are not valid UTF-8 were skipped."
             )
         return entries
+
+    def _entry(self, entry: os.DirEntry[str]) -> _Entry:
+        """One listed entry with its type. A symbolic link is resolved only when it stays
+        inside the dump; what is neither a regular file nor a folder is refused with its
+        true reason (the listing's own type first: no `stat` for ordinary entries)."""
+        name, path = entry.name, entry.path
+        shown = self.show(path)
+        try:
+            if not entry.is_symlink():
+                if entry.is_dir(follow_symlinks=False):
+                    return _Entry(name, path, True, False)
+                if entry.is_file(follow_symlinks=False):
+                    return _Entry(name, path, False, True)
+                kind = file_kind(entry.stat(follow_symlinks=False).st_mode)  # lstat
+                return _refused(name, path, f"{shown} is {kind}, not a regular file")
+            real = os.path.realpath(path)
+            if not self.inside(real):
+                return _refused(
+                    name,
+                    path,
+                    f"{shown} is a symbolic link to {show_name(real)}, outside the dump "
+                    "folder, so it was not followed",
+                    end=".",
+                )
+            try:
+                mode = os.stat(path).st_mode  # the target, known to be inside the dump
+            except FileNotFoundError:
+                return _refused(
+                    name,
+                    path,
+                    f"{shown} is a dangling symbolic link (its target {self.show(real)} does "
+                    "not exist)",
+                )
+        except FileNotFoundError:
+            raise
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                return _refused(name, path, f"{shown} is a symbolic link loop")
+            return _refused(name, path, f"cannot read {shown}: {_reason(err)}")
+        if stat.S_ISDIR(mode):
+            return _Entry(name, path, True, False)
+        if stat.S_ISREG(mode):
+            return _Entry(name, path, False, True)
+        return _refused(
+            name, path, f"{shown} is a symbolic link to {file_kind(mode)}, not a regular file"
+        )
+
+
+def _refused(name: str, path: str, sentence: str, end: str = "; it was skipped.") -> _Entry:
+    return _Entry(name, path, False, False, sentence + end)
 
 
 class RankLayout:
@@ -225,6 +304,11 @@ class RankLayout:
         self._exec_order: dict[int, list[str]] = {}
         self._listings: dict[tuple[int, int | None], IterationListing] = {}
         self._statistics: dict[tuple[int, int], StatisticTable | None] = {}
+        # graph id (None: every graph of the rank) → sentences about tensor data that could
+        # not be read there and cannot be tied to an iteration: an unreadable net or graph
+        # folder, a refused iteration folder (see `blockers`)
+        self._graph_blockers: dict[int | None, list[str]] = {}
+        self._refused_history: set[int] = set()  # graph ids whose history file was refused
         self._discover(net_name_hint)
 
     def __repr__(self) -> str:
@@ -249,6 +333,12 @@ class RankLayout:
 
     def _discover_graphs(self, entry: _Entry | None) -> None:
         where = self._show(self.path / GRAPHS_DIR)
+        if entry is not None and entry.refused is not None:
+            # the listing said why (a FIFO, a dangling link…); "missing" would be untrue
+            self.problems.append(
+                f"{where} is not a readable folder, so rank_{self.rank_id} has no graph to show."
+            )
+            return
         if entry is None or not entry.is_dir:
             self.problems.append(
                 f"{where} is missing, so rank_{self.rank_id} has no graph to show "
@@ -272,6 +362,10 @@ class RankLayout:
         if entry is None or not entry.is_dir:
             return  # reported per graph when its history is looked for
         for e in self._scanner.scan(entry.path, self.problems) or []:
+            if e.refused is not None:
+                if m := _HISTORY_FILE.fullmatch(e.name):
+                    self._refused_history.add(int(m.group(1)))
+                continue
             if not e.is_file:
                 continue
             if m := _EXEC_ORDER_FILE.fullmatch(e.name):
@@ -290,7 +384,12 @@ class RankLayout:
                 continue
             problems: list[str] = []
             sub = self._scanner.scan(e.path, problems)
-            if sub and any(s.is_dir and s.name.isdigit() for s in sub):
+            if sub is None:
+                # an unreadable folder may be the net folder: say why, and count its data
+                # as unread rather than absent
+                self.problems.extend(problems)
+                self._graph_blockers.setdefault(None, []).extend(problems)
+            elif any(s.is_dir and s.name.isdigit() for s in sub):
                 out[name] = (sub, problems)
         return out
 
@@ -324,18 +423,36 @@ class RankLayout:
         self.net_dir = Path(children[chosen].path)
         garbage: list[str] = []
         if listed is None:
+            before = len(self.problems)
             entries = self._scanner.scan(str(self.net_dir), self.problems)
+            if entries is None:
+                self._graph_blockers.setdefault(None, []).extend(self.problems[before:])
         else:
             entries, problems = listed
             self.problems.extend(problems)
         for g in entries or []:
+            if g.refused is not None:
+                if _is_number_name(g.name):  # a graph folder whose data cannot be read
+                    self._graph_blockers.setdefault(int(g.name), []).append(g.refused)
+                continue  # the listing said why
             if not (g.is_dir and _is_number_name(g.name)):
                 garbage.append(g.name)
                 continue
             gid = int(g.name)
             iterations: list[int] = []
             inner: list[str] = []
-            for it in self._scanner.scan(g.path, self.problems) or []:
+            before = len(self.problems)
+            listed_graph = self._scanner.scan(g.path, self.problems)
+            if listed_graph is None:
+                self._graph_blockers.setdefault(gid, []).extend(self.problems[before:])
+            for it in listed_graph or []:
+                if it.refused is not None:
+                    # An iteration (or constants) folder that cannot be read: its number is
+                    # known but not whether a check would have covered it, so any check of
+                    # the graph counts it as unread (incomplete rather than silently clean).
+                    if _is_number_name(it.name) or it.name == CONSTANTS_DIR:
+                        self._graph_blockers.setdefault(gid, []).append(it.refused)
+                    continue
                 if it.is_dir and _is_number_name(it.name):
                     iterations.append(int(it.name))
                 elif it.is_dir and it.name == CONSTANTS_DIR:
@@ -382,8 +499,9 @@ class RankLayout:
                 / EXECUTION_ORDER_DIR
                 / f"ms_global_execution_order_graph_{missing[0]}.csv"
             )
+            state = "cannot be read" if missing[0] in self._refused_history else "is missing"
             self.problems.append(
-                f"{self._show(expected)} is missing, so iterations of graph {missing[0]} have "
+                f"{self._show(expected)} {state}, so iterations of graph {missing[0]} have "
                 "no previous run for change conditions."
             )
         elif missing:  # a control-flow net: one sentence, not one per sub-graph
@@ -508,6 +626,26 @@ class RankLayout:
         listing = self.listing(graph_id, iteration)
         return listing.tensor_files if listing else []
 
+    def blockers(self, graph_id: int, iteration: int | None) -> list[str]:
+        """Sentences about tensor data of the graph folder `graph_id` at `iteration` (None:
+        its `constants/` folder) that exists but could not be read and cannot be tied to one
+        tensor: the folder unreadable, a refused `mapping.csv` or unknown entry. Empty when
+        everything there was readable. Lists the iteration folder if not done yet."""
+        listing = self.listing(graph_id, iteration)
+        return list(listing.blockers) if listing is not None else []
+
+    def graph_blockers(self, graph_id: int) -> list[str]:
+        """The same for the graph folder as a whole: the net or graph folder unreadable, an
+        iteration (or constants) folder refused."""
+        return [*self._graph_blockers.get(None, ()), *self._graph_blockers.get(graph_id, ())]
+
+    def refused_files(self, graph_id: int, iteration: int | None) -> list[tuple[TensorFile, str]]:
+        """Entries of an iteration (None: constants) folder named as tensor files that were
+        refused (a FIFO, a dangling link, a link loop or out of the dump), with the
+        sentence saying why."""
+        listing = self.listing(graph_id, iteration)
+        return listing.refused if listing else []
+
     def constant_files(self, graph_id: int) -> list[TensorFile]:
         """Tensor files of the graph's `constants/` folder (2.x), if any."""
         listing = self.listing(graph_id, None)
@@ -553,31 +691,36 @@ class RankLayout:
         problems = listing.problems
         entries = self._scanner.scan(str(folder), problems)
         if entries is None:
+            listing.blockers.extend(problems)  # the folder's data exists but is unread
             return listing
         mapping: dict[str, str] = {}
-        if any(e.name == MAPPING_CSV for e in entries):
-            mapping = self._read_mapping(folder / MAPPING_CSV, problems)
+        for e in entries:
+            if e.name != MAPPING_CSV:
+                continue
+            if e.refused is not None:
+                # the files it names by number cannot be tied to their tensors
+                listing.blockers.append(e.refused)
+            elif e.is_file:
+                names = {x.name for x in entries}
+                mapping = self._read_mapping(Path(e.path), names, problems, listing.blockers)
         directory = folder
         files = listing.tensor_files
         garbage: list[str] = []
         async_bins = 0
         for e in entries:
             name = e.name
+            if e.refused is not None:
+                self._refused_entry(listing, e, mapping)
+                continue
             if not e.is_file:
                 garbage.append(name)
                 continue
-            real = mapping.get(name) or (mapping.get(name[:-4]) if name.endswith(".npy") else None)
-            if real is not None:
-                if not real.endswith(".npy") and name.endswith(".npy"):
-                    real += ".npy"
-                parsed = parse_tensor_file_name(real, directory)
-                if parsed is not None:
-                    # the name tells what the tensor is; the path stays the file on disk
-                    files.append(_with_path(parsed, Path(e.path)))
-                    continue
-            parsed = parse_tensor_file_name(name, directory)
+            parsed = self._tensor_name(name, directory, mapping)
             if parsed is not None:
-                files.append(parsed)
+                # the name tells what the tensor is; the path stays the file on disk
+                files.append(
+                    parsed if parsed.path.name == name else _with_path(parsed, Path(e.path))
+                )
                 continue
             kind = classify_file_name(name)
             if kind is FileKind.STATISTIC:
@@ -607,15 +750,63 @@ class RankLayout:
             )
         return listing
 
-    def _read_mapping(self, path: Path, problems: list[str]) -> dict[str, str]:
+    @staticmethod
+    def _tensor_name(name: str, directory: Path, mapping: dict[str, str]) -> TensorFile | None:
+        """The tensor an entry of an iteration folder holds, by its name or the name
+        `mapping.csv` gives it; None when it is not a tensor file."""
+        real = mapping.get(name) or (mapping.get(name[:-4]) if name.endswith(".npy") else None)
+        if real is not None:
+            if not real.endswith(".npy") and name.endswith(".npy"):
+                real += ".npy"
+            parsed = parse_tensor_file_name(real, directory)
+            if parsed is not None:
+                return parsed
+        return parse_tensor_file_name(name, directory)
+
+    def _refused_entry(self, listing: IterationListing, e: _Entry, mapping: dict[str, str]) -> None:
+        """Keep what a refused entry (already reported by the listing) means for checks.
+
+        Named as a tensor: that tensor is unreadable (`refused`). Named as one of MindSpore's
+        other files (statistic.csv, kernel args, overflow records): no watched tensor is
+        lost. Any other name: it may be a tensor under a name only a `mapping.csv` knows,
+        so it counts against every tensor of the folder (`blockers`) — a check may then
+        report "incomplete" for a stray FIFO, never "clean" for a lost tensor."""
+        assert e.refused is not None
+        parsed = self._tensor_name(e.name, listing.path, mapping)
+        if parsed is not None:
+            listing.refused.append((_with_path(parsed, Path(e.path)), e.refused))
+            return
+        kind = classify_file_name(e.name)
+        if kind in (FileKind.UNKNOWN, FileKind.TENSOR) and e.name != MAPPING_CSV:
+            listing.blockers.append(e.refused)
+
+    def _read_mapping(
+        self, path: Path, names: set[str], problems: list[str], blockers: list[str]
+    ) -> dict[str, str]:
+        """The rows of `mapping.csv` for the folder's own `names` (a hostile file of
+        millions of rows costs a pass, not a dict of millions of entries)."""
+        shown = self._show(path)
         try:
-            if path.stat().st_size > MAX_MAPPING_BYTES:
-                problems.append(f"{self._show(path)} is too large to be a mapping.csv; ignored.")
-                return {}
-            return parse_mapping_csv(path.read_bytes().decode("utf-8-sig"))
-        except (OSError, UnicodeDecodeError) as err:
-            problems.append(f"cannot read {self._show(path)}: {_reason(err)}.")
-            return {}
+            text = read_regular(path, MAX_MAPPING_BYTES).decode("utf-8-sig")
+            return parse_mapping_csv(text, names)
+        except FileTooLargeError:
+            problem = (
+                f"{shown} is larger than {MAX_MAPPING_BYTES:,} bytes, too large to be a "
+                "mapping.csv, so it was ignored."
+            )
+        except FileNotFoundError:
+            return {}  # removed since the folder was listed: as if never there
+        except NotRegularFileError as err:
+            problem = f"{shown} is {err.strerror}; it was skipped."
+        except OSError as err:
+            problem = f"cannot read {shown}: {_reason(err)}."
+        except UnicodeDecodeError:
+            problem = f"{shown} is not UTF-8 text, so it was ignored."
+        except ValueError as err:  # a row the csv module refuses
+            problem = f"{shown} is not a valid mapping.csv ({err}), so it was ignored."
+        problems.append(problem)
+        blockers.append(problem)  # the files it names by number are lost to their tensors
+        return {}
 
 
 class DumpLayout:
@@ -738,13 +929,17 @@ def _read_json(path: Path, scanner: _Scanner, problems: list[str]) -> dict[str, 
                 f"{shown} is a symbolic link outside the dump folder, so it was not read."
             )
             return None
-        if not path.is_file():
-            return None
-        if path.stat().st_size > MAX_JSON_BYTES:
-            problems.append(f"{shown} is larger than {MAX_JSON_BYTES} bytes, so it was not read.")
-            return None
-        value = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
+        # opened whatever it is: a FIFO or a folder is refused with its true reason
+        value = json.loads(read_regular(path, MAX_JSON_BYTES).decode("utf-8-sig"))
+    except FileNotFoundError:
+        return None  # absent (or a dangling link): MindSpore 2.10 writes no metadata
+    except FileTooLargeError:
+        problems.append(f"{shown} is larger than {MAX_JSON_BYTES:,} bytes, so it was not read.")
+        return None
+    except NotRegularFileError as err:
+        problems.append(f"{shown} is {err.strerror}; it was not read.")
+        return None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
         problems.append(f"cannot read {shown}: {_reason(err)}.")
         return None
     if not isinstance(value, dict):
@@ -810,8 +1005,14 @@ def _is_number_name(name: str) -> bool:
 
 
 def _reason(err: BaseException) -> str:
+    """Why a file could not be read, to follow "cannot read PATH: ". Never `str()` of an
+    OSError, which repeats the path in its own quoting; the first letter is lowered to
+    continue the sentence (the reason only: paths are never changed)."""
     if isinstance(err, OSError):
-        return str(err.strerror or err)
+        text = (err.strerror or type(err).__name__).rstrip(".")
+        return text[:1].lower() + text[1:]
+    if isinstance(err, RecursionError):
+        return "it is nested too deeply"
     if isinstance(err, UnicodeDecodeError):
         return "it is not UTF-8 text"
     if isinstance(err, json.JSONDecodeError):

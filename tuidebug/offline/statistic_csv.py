@@ -13,7 +13,12 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MAX_STATISTIC_BYTES = 1 << 30  # a statistic.csv row is ~200 bytes: 1 GiB is ~5 M tensors
+from tuidebug.offline.regular_file import FileTooLargeError, NotRegularFileError, read_regular
+
+# A statistic.csv row is ~200 bytes, and a read row costs ~1 KiB of Python objects: 256 MiB
+# is ~1.3 M tensors (far beyond a real iteration) and about 1.5 GiB once read, where 1 GiB
+# would have been 6 GiB.
+MAX_STATISTIC_BYTES = 256 << 20
 
 # header (lower case) → key in StatisticRow.stats
 STAT_COLUMNS: dict[str, str] = {
@@ -87,15 +92,16 @@ def read_statistic_csv(path: Path, label: str | None = None) -> StatisticTable:
     named in messages (default: the path)."""
     shown = label or str(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_STATISTIC_BYTES:
-            raise StatisticCsvError(
-                f"{shown} is {size} bytes, larger than the {MAX_STATISTIC_BYTES}-byte limit "
-                "for a statistic.csv."
-            )
-        data = path.read_bytes()
+        data = read_regular(path, MAX_STATISTIC_BYTES)  # a FIFO is refused, never waited on
+    except FileTooLargeError:
+        raise StatisticCsvError(
+            f"{shown} is larger than the {MAX_STATISTIC_BYTES:,}-byte limit for a "
+            "statistic.csv, so it was not read."
+        ) from None
+    except NotRegularFileError as err:
+        raise StatisticCsvError(f"{shown} is {err.strerror}; it was not read.") from None
     except OSError as err:
-        raise StatisticCsvError(f"cannot read {shown}: {err.strerror or err}.") from err
+        raise StatisticCsvError(f"cannot read {shown}: {_reason(err)}.") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -103,7 +109,22 @@ def read_statistic_csv(path: Path, label: str | None = None) -> StatisticTable:
     return parse_statistic_csv(text, path, shown)
 
 
+def _reason(err: OSError) -> str:
+    """The reason alone (never `str(err)`, which repeats the path in another form), with
+    its first letter lowered to continue a sentence; the path is named by the caller."""
+    text = (err.strerror or type(err).__name__).rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
 def parse_statistic_csv(text: str, path: Path, label: str) -> StatisticTable:
+    try:
+        return _parse(text, path, label)
+    except csv.Error as err:
+        # e.g. a field over the csv module's size limit: no statistic is that long
+        raise StatisticCsvError(f"{label} is not a valid CSV file ({err}).") from None
+
+
+def _parse(text: str, path: Path, label: str) -> StatisticTable:
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if not header:

@@ -21,10 +21,19 @@ it is paid only for iterations someone looks at). A file that contradicts its no
 handed out for it; one sentence in `problems` names both. Reshape-type kernels dump their
 output in their input's shape, so a shape with the declared element count is accepted.
 
-When several files name the same tensor, the one with the newest timestamp wins (MindSpore's
-offline engine does the same). Files that match no node are listed in `unmatched` and summed
-up in `problems`, except 2.0-era `constants/` files of constants the graph does not hold
-(MindInsight shows none of them either).
+When several files name the same tensor (node, io, slot, iteration), the newest wins, as in
+MindSpore's offline engine (spec §5.2 step 4): "newest" is the timestamp in the file name,
+not the file's mtime (a copy of the dump changes every mtime). MindSpore compares the
+timestamp strings; they are compared as numbers here, which agrees for MindSpore's own
+timestamps (always the same number of digits) and stays right for hand-made names. Equal
+timestamps are settled by the file name, so the choice never depends on the listing order.
+Each such tensor is one sentence in `problems`, naming the files ignored.
+
+Files that match no node are listed in `unmatched` and summed up in `problems`, except
+2.0-era `constants/` files of constants the graph does not hold (MindInsight shows none of
+them either). Entries named as tensor files but refused by discovery (a FIFO, a dangling or
+looping link, a link out of the dump) are kept per tensor (`refused_reason`), so a check can
+tell "not dumped" from "dumped but unreadable".
 """
 
 from __future__ import annotations
@@ -44,6 +53,9 @@ from tuidebug.offline.statistic_csv import StatisticRow
 from tuidebug.offline.tensor_store import peek_header, spec_conflict
 
 TensorKey = tuple[str, str, int]  # (node name, "input" | "output", slot)
+# Tensors held by several files are named one sentence each up to this many per index, then
+# counted in one more: a dump written twice into the same folders must not bury the rest.
+_MAX_DUPLICATES_NAMED = 20
 
 
 def _unique(nodes: list[Node] | None) -> Node | None:
@@ -105,6 +117,12 @@ class _NodeMatcher:
         return _unique(self.short.get(op_name)) or _unique(self.full.get(op_name))
 
 
+def _newer(a: TensorFile, b: TensorFile) -> bool:
+    """Whether `a` is the newer of two files of one tensor: the larger timestamp, then the
+    larger name (so equal timestamps never depend on the listing order)."""
+    return (a.timestamp, a.path.name) > (b.timestamp, b.path.name)
+
+
 def _spec(node: Node, slot: int) -> TensorSpec | None:
     for spec in node.outputs:
         if spec.slot == slot:
@@ -142,6 +160,10 @@ class TensorIndex:
         self._matcher = _NodeMatcher(graph, dump_names)
         self._by_iteration: dict[int, dict[TensorKey, TensorFile]] = {}
         self._constants: dict[TensorKey, TensorFile] = {}
+        # (iteration, None for constants/) → tensor → the sentence refusing its file
+        self._refused: dict[int | None, dict[TensorKey, str]] = {}
+        # (iteration or None, tensor) → files of the tensor ignored for a newer one
+        self._ignored: dict[tuple[int | None, TensorKey], list[TensorFile]] = {}
         self._node_iterations: dict[str, set[int]] = defaultdict(set)
         self._positions: dict[str, int] | None = None
         self._checked: set[int | None] = set()  # iterations (None: constants) header-checked
@@ -177,8 +199,9 @@ class TensorIndex:
                     # iteration files are summed over iterations: name the graph folder
                     left[(f.op_type, f.op_name, f.path.parent.parent)] += 1
                 elif self._named_dtype_fits(node, f):
-                    self._add(table, node.name, f)
+                    self._add(table, node.name, f, iteration)
                     self._node_iterations[node.name].add(iteration)
+            self._keep_refused(iteration, False)
         for f in self.rank.constant_files(self.graph_id):
             node = match(f.op_type, f.op_name, f.dtype is not None, True)
             if node is None:
@@ -186,7 +209,8 @@ class TensorIndex:
                 # node of this graph; MindInsight lists none of them either
                 self.unmatched.append(f)
             elif self._named_dtype_fits(node, f):
-                self._add(self._constants, node.name, f)
+                self._add(self._constants, node.name, f, None)
+        self._keep_refused(None, True)
         show = self.rank._show
         for (op_type, op_name, where), count in sorted(left.items()):
             self.problems.append(
@@ -194,14 +218,61 @@ class TensorIndex:
                 f"{show(where)} match{'' if count != 1 else 'es'} no node of graph "
                 f"{self.graph.name}, so {'they are' if count != 1 else 'it is'} not shown."
             )
+        self._report_duplicates()
         self._check_execution_order()
 
-    @staticmethod
-    def _add(table: dict[TensorKey, TensorFile], node_name: str, f: TensorFile) -> None:
+    def _keep_refused(self, iteration: int | None, in_constants: bool) -> None:
+        """Tie the files discovery refused in a folder to their tensors (those of no node of
+        this graph are not watched here, and are reported by discovery anyway)."""
+        for f, sentence in self.rank.refused_files(self.graph_id, iteration):
+            node = self._matcher.match(f.op_type, f.op_name, f.dtype is not None, in_constants)
+            if node is not None:
+                self._refused.setdefault(iteration, {})[(node.name, f.io, f.slot)] = sentence
+
+    def _add(
+        self,
+        table: dict[TensorKey, TensorFile],
+        node_name: str,
+        f: TensorFile,
+        iteration: int | None,
+    ) -> None:
         key = (node_name, f.io, f.slot)
         old = table.get(key)
-        if old is None or f.timestamp > old.timestamp:
+        if old is None:
             table[key] = f
+            return
+        newer, older = (f, old) if _newer(f, old) else (old, f)
+        table[key] = newer
+        self._ignored.setdefault((iteration, key), []).append(older)
+
+    def _report_duplicates(self) -> None:
+        """One sentence per tensor held by several files, naming the files ignored."""
+        show = self.rank._show
+        items = sorted(self._ignored.items(), key=lambda kv: (kv[0][0] is None, kv[0]))
+        for (iteration, key), ignored in items[:_MAX_DUPLICATES_NAMED]:
+            table = self._constants if iteration is None else self._by_iteration[iteration]
+            kept = table[key]
+            node, io, slot = key
+            where = "in constants/" if iteration is None else f"iteration {iteration}"
+            names = sorted(show(f.path) for f in ignored)
+            if len(names) == 1:
+                what = f"{names[0]} holds"
+                verb = "it is"
+            else:
+                shown = names[:3] + ([f"{len(names) - 3} more"] if len(names) > 3 else [])
+                what = f"{', '.join(shown[:-1])} and {shown[-1]} hold"
+                verb = "they are"
+            self.problems.append(
+                f"{what} the same tensor ({node} {io} {slot}, {where}) as the newer "
+                f"{kept.path.name}, so {verb} ignored."
+            )
+        if len(items) > _MAX_DUPLICATES_NAMED:
+            more = len(items) - _MAX_DUPLICATES_NAMED
+            self.problems.append(
+                f"{more} more tensor{'s' if more != 1 else ''} of graph {self.graph.name} "
+                f"{'are' if more != 1 else 'is'} held by several files; the newest file of "
+                "each is read."
+            )
 
     def _named_dtype_fits(self, node: Node, f: TensorFile) -> bool:
         """The dtype in a 2.4+ output file name against the node's declared output type."""
@@ -317,6 +388,30 @@ class TensorIndex:
         merged = dict(self._constant_table())
         merged.update(table)
         return merged
+
+    def refused_reason(
+        self, node_name: str, slot: int, iteration: int, is_output: bool = True
+    ) -> str | None:
+        """Why the tensor's file exists but was refused by discovery (a FIFO, a dangling
+        link…), as the sentence discovery reported; None when no file of it was refused."""
+        node = self._node(node_name)
+        if node is None:
+            return None
+        self._table(iteration)  # the folder is listed with the index; nothing more to do
+        key = (node.name, "output" if is_output else "input", slot)
+        found = self._refused.get(iteration, {}).get(key)
+        if found is None and node.kind is NodeKind.CONSTANT:
+            found = self._refused.get(None, {}).get(key)
+        return found
+
+    def blockers(self, iteration: int) -> list[str]:
+        """Sentences about data of this graph's iteration folder that exists but could not
+        be read and cannot be tied to one tensor (`RankLayout.blockers`)."""
+        return self.rank.blockers(self.graph_id, iteration)
+
+    def graph_blockers(self) -> list[str]:
+        """The same for the graph's whole folder (`RankLayout.graph_blockers`)."""
+        return self.rank.graph_blockers(self.graph_id)
 
     def iterations_with_data(self, node_name: str) -> list[int]:
         node = self._node(node_name)

@@ -4,10 +4,14 @@ Dump files are untrusted (DESIGN.md): pickles are refused, the header is validat
 data is touched (so a truncated or lying file costs nothing), paths must stay inside the dump
 root, and a size limit can refuse a tensor before it is mapped. Every failure is a
 `TensorFileError` whose message is one sentence naming the file.
+
+A file is opened non-blocking and its type checked on the open descriptor before anything is
+read: a FIFO swapped in after the dump was indexed is refused at once, never waited on.
 """
 
 from __future__ import annotations
 
+import errno
 import math
 import mmap as mmap_module
 import os
@@ -28,6 +32,7 @@ from tuidebug.core.tensor import (
     numpy_dtype,
     storage_dtype,
 )
+from tuidebug.offline.regular_file import NotRegularFileError, file_kind, open_regular
 
 # numpy's own guard against hostile headers (it parses them with ast.literal_eval)
 MAX_HEADER_BYTES = 10_000
@@ -66,6 +71,10 @@ class TensorOutsideRootError(TensorFileError):
 
 class TensorHeaderError(TensorFileError):
     """Not an `.npy` file, or its header cannot be parsed."""
+
+
+class TensorNotRegularError(TensorHeaderError):
+    """The path is a FIFO, a socket, a device, a folder or a symbolic link loop, not a file."""
 
 
 class TensorPickleError(TensorFileError):
@@ -121,8 +130,10 @@ def _check_inside(path: Path, root: Path) -> Path:
         resolved = path.resolve(strict=True)
     except FileNotFoundError:
         raise TensorMissingError(path, f"{_name(path)} does not exist.") from None
-    except (OSError, RuntimeError) as err:  # RuntimeError: symlink loop on older Pythons
-        raise TensorHeaderError(path, f"{_name(path)} cannot be opened: {_reason(err)}.") from None
+    except RuntimeError:  # a symbolic link loop, as Python 3.11 and 3.12 report it
+        raise _loop(path) from None
+    except OSError as err:
+        raise _open_error(err, path) from None
     if not resolved.is_relative_to(root.resolve()):
         raise TensorOutsideRootError(
             path, f"{_name(path)} points outside the dump folder and is refused."
@@ -131,8 +142,57 @@ def _check_inside(path: Path, root: Path) -> Path:
 
 
 def _reason(err: OSError | RuntimeError) -> str:
+    """The reason alone, to follow "cannot be read: ". Never `str()` of an OSError, which
+    repeats the path; only the first letter is lowered (to continue the sentence)."""
     text = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-    return text.rstrip(".").lower() if text else "unknown error"
+    text = text.rstrip(".")
+    return text[:1].lower() + text[1:] if text else "unknown error"
+
+
+def _loop(path: Path | str) -> TensorNotRegularError:
+    return TensorNotRegularError(path, f"{_name(path)} is a symbolic link loop.")
+
+
+def _open_error(err: OSError, path: Path | str) -> TensorFileError:
+    """The `TensorFileError` for a file that could not be opened, with its true reason."""
+    if isinstance(err, FileNotFoundError):
+        return TensorMissingError(path, f"{_name(path)} does not exist.")
+    if isinstance(err, NotRegularFileError):
+        return TensorNotRegularError(path, f"{_name(path)} is {err.strerror}.")
+    if err.errno == errno.ELOOP:
+        return _loop(path)
+    if isinstance(err, IsADirectoryError):
+        return TensorNotRegularError(path, f"{_name(path)} is a directory, not a regular file.")
+    return TensorHeaderError(path, f"{_name(path)} cannot be read: {_reason(err)}.")
+
+
+def _open_fd(path: Path | str) -> int:
+    """A descriptor of `path` when it is a regular file, opened without blocking (a FIFO's
+    open would wait for a writer) and checked on the descriptor (nothing can be swapped in
+    between). Raises `TensorFileError`. A bare descriptor: a Python file object costs more
+    than reading a small tensor."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        raise _open_error(err, path) from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as err:
+        os.close(fd)
+        raise _open_error(err, path) from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise TensorNotRegularError(
+            path, f"{_name(path)} is {file_kind(mode)}, not a regular file."
+        )
+    return fd
+
+
+def _clause_text(err: BaseException) -> str:
+    """`_first_clause` continuing a sentence: first letter lowered, nothing else changed."""
+    text = _first_clause(err)
+    return text[:1].lower() + text[1:]
 
 
 def _simple_header(fd: int, head: bytes) -> NpyHeader | None:
@@ -226,15 +286,11 @@ def _first_clause(err: BaseException) -> str:
 def read_header(path: Path) -> NpyHeader:
     """Parse and validate an `.npy` header without reading any data."""
     try:
-        with open(path, "rb") as fp:
+        with open_regular(path) as fp:
             header = _read_header(fp, path)
             file_size = os.fstat(fp.fileno()).st_size
-    except FileNotFoundError:
-        raise TensorMissingError(path, f"{_name(path)} does not exist.") from None
-    except IsADirectoryError:
-        raise TensorHeaderError(path, f"{_name(path)} is a folder, not a tensor file.") from None
     except OSError as err:
-        raise TensorHeaderError(path, f"{_name(path)} cannot be read: {_reason(err)}.") from None
+        raise _open_error(err, path) from None
     _validate(header, path, file_size)
     return header
 
@@ -288,11 +344,7 @@ def load_npy(
     (together ~0.1 ms a file, which a dump of many small tensors pays thousands of times).
     """
     target: Path | str = _check_inside(Path(path), root) if root is not None else path
-    try:
-        fd = os.open(target, os.O_RDONLY)
-    except OSError:
-        # missing file, folder, permissions: the general path words the sentence
-        return _load_npy_numpy(Path(path), root=root, mmap=mmap, max_bytes=max_bytes)
+    fd = _open_fd(target)  # a FIFO, a folder, a missing file: refused with its reason
     try:
         try:
             header = _simple_header(fd, os.read(fd, _HEAD_BYTES))
@@ -316,9 +368,11 @@ def load_npy(
         return data.reshape(header.shape, order=order)
     except TensorFileError:
         raise
-    except (OSError, ValueError) as err:
+    except OSError as err:
+        raise TensorHeaderError(path, f"{_name(path)} cannot be read: {_reason(err)}.") from None
+    except ValueError as err:
         raise TensorHeaderError(
-            path, f"{_name(path)} cannot be read: {_first_clause(err).lower()}."
+            path, f"{_name(path)} cannot be read: {_clause_text(err)}."
         ) from None
     finally:
         os.close(fd)
@@ -335,7 +389,7 @@ def _load_npy_numpy(
     path = Path(path)
     target = _check_inside(path, root) if root is not None else path
     try:
-        with open(target, "rb") as fp:
+        with open_regular(target) as fp:
             header = _read_header(fp, path)
             _validate(header, path, os.fstat(fp.fileno()).st_size, max_bytes)
             order = "F" if header.fortran_order else "C"
@@ -355,13 +409,11 @@ def _load_npy_numpy(
             )
     except TensorFileError:
         raise
-    except FileNotFoundError:
-        raise TensorMissingError(path, f"{_name(path)} does not exist.") from None
-    except IsADirectoryError:
-        raise TensorHeaderError(path, f"{_name(path)} is a folder, not a tensor file.") from None
-    except (OSError, ValueError) as err:
+    except OSError as err:
+        raise _open_error(err, path) from None
+    except ValueError as err:
         raise TensorHeaderError(
-            path, f"{_name(path)} cannot be read: {_first_clause(err).lower()}."
+            path, f"{_name(path)} cannot be read: {_clause_text(err)}."
         ) from None
 
 
@@ -435,12 +487,10 @@ def peek_header(path: Path | str) -> NpyHeader | None:
     anything else (missing, not a regular file, unusual header): reading the tensor then
     reports what is wrong with it."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the open
-    except OSError:
+        fd = _open_fd(path)  # a FIFO must not block the open
+    except TensorFileError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         return _simple_header(fd, os.read(fd, _HEAD_BYTES))
     except OSError:
         return None
