@@ -614,6 +614,7 @@ def test_busy_port_is_one_sentence(online) -> None:
 def test_garbage_is_one_log_line(online, caplog: pytest.LogCaptureFixture) -> None:
     session, _ = online
     client = RawClient(session.address)
+    client.hello()  # streams other than graphs are read only from the attached training
     with caplog.at_level("DEBUG"):
         client.raw_unary("WaitCMD", GARBAGE)
         client.raw_stream("SendWatchpointHits", iter([GARBAGE]))

@@ -33,6 +33,7 @@ from tuidebug.core.tensor import (
     data_type_of,
     tensor_statistics,
 )
+from tuidebug.core.text import printable
 from tuidebug.offline.checker import CHANGE_CONDITIONS
 
 log = logging.getLogger("tuidebug.client")
@@ -215,6 +216,10 @@ class ProtocolClient:
             options=[
                 ("grpc.max_receive_message_length", 4 * 1024 * 1024),
                 ("grpc.max_send_message_length", chunk_size + 1024 * 1024),
+                # a connection of its own, as a separate training process has: the debugger
+                # tells trainings apart by their connection (gRPC shares one between the
+                # channels of a process otherwise)
+                ("grpc.use_local_subchannel_pool", 1),
             ],
         )
         self._stub = pb_grpc.EventListenerStub(self._channel)
@@ -236,6 +241,11 @@ class ProtocolClient:
         try:
             reply = self._call(self._stub.SendMetadata, md)
         except grpc.RpcError as exc:
+            refused = _refusal(exc)
+            if refused:
+                raise ClientError(
+                    f"The debugger at {self.target} refused this training: {refused}."
+                ) from None
             raise ClientError(
                 f"Cannot reach the debugger at {self.target} ({_code(exc)}); start "
                 "`tuidebug online` (or MindInsight) there first."
@@ -310,7 +320,8 @@ class ProtocolClient:
                 rehandshaken = False
                 failures += 1
                 if failures > self.max_failures:
-                    log.error("Failed to connect to MindInsight debugger server")
+                    # MindSpore's words; the caller says what it means for the training
+                    log.info("Failed to connect to MindInsight debugger server")
                     self.terminated = True
                     self.connection_lost = True
                     self._stop_heartbeat()
@@ -651,6 +662,17 @@ def _summary(array: np.ndarray | None) -> pb.TensorSummary:
         tensor_base=pb.TensorBase(data_type=data_type, shape=dims, data_size=flat.nbytes),
         statistics=stats,
     )
+
+
+def _refusal(exc: grpc.RpcError) -> str:
+    """The debugger's own sentence when it refused the call on purpose (another training is
+    attached, too many calls), escaped for a terminal; "" for any other failure."""
+    code = exc.code() if hasattr(exc, "code") else None
+    if code not in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.RESOURCE_EXHAUSTED):
+        return ""
+    details = exc.details() if hasattr(exc, "details") else ""
+    text = printable(" ".join(str(details or "").split()))[:300].rstrip(".")
+    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
 def _code(exc: grpc.RpcError) -> str:

@@ -285,6 +285,12 @@ class DumpSimulator:
             if not client.send_graphs([g.serialized for g in self.replay.graphs]):
                 raise ClientError("The debugger did not accept the graph.")
             self._train()
+            if client.connection_lost and not self._aborted:
+                raise ClientError(
+                    f"The debugger at {client.target} stopped answering (WaitCMD failed "
+                    f"{client.max_failures + 1} times in a row), so the replay stopped after "
+                    f"{self.cur_step} steps."
+                )
         finally:
             if not self._aborted:
                 client.finish(self.cur_step)

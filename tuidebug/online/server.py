@@ -12,9 +12,13 @@ Handlers are registered by hand with raw-bytes deserializers instead of the gene
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import errno
 import logging
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
@@ -36,6 +40,10 @@ MIB = 1024 * 1024
 CHUNK_SIZE = 3 * MIB  # MindSpore's `g_chunk_size` (spec §8): graph slices and tensor pieces
 
 
+RESERVED_WORKERS = 4  # threads streams may never take: the training's unary calls
+TRIM_AFTER_BYTES = 64 * MIB  # a call that buffered this much hands freed memory back
+
+
 class ServerStartError(Exception):
     """The server could not listen (busy port, unknown host); the message is one sentence."""
 
@@ -47,15 +55,38 @@ class ServerOptions:
     The receive limit must take a 3 MiB chunk plus its envelope (node names, dims), so it is
     a little above gRPC's 4 MiB default; the send limit stays at 4 MiB because MindSpore's
     client keeps gRPC's default receive limit (spec §1.6) and would drop a bigger reply.
+
+    Every call holds a worker thread while it runs, so what a peer may hold is bounded
+    (the module's "Limits"): at most `stream_slots` streams at once (the rest of the
+    threads stay free for the training's SendMetadata, WaitCMD and heartbeats), every call
+    cancelled when it sends nothing for `message_timeout` seconds or still streams after
+    `stream_timeout`, and `max_buffered_bytes` over all streams together.
     """
 
     max_receive_message_bytes: int = 4 * MIB + 512 * 1024
     max_send_message_bytes: int = 4 * MIB
-    max_workers: int = 10  # as MindInsight; one long-poll + streams + heartbeat fit easily
+    max_workers: int = 32  # threads; gRPC refuses calls beyond them instead of queueing
+    max_streams: int = 16  # streams at once, all peers together (capped by the threads)
     max_graph_bytes: int = 1024 * MIB  # per SendGraph/SendMultiGraphs stream
     max_tensor_bytes: int = 1024 * MIB  # per tensor, as MindInsight (spec §2.8)
+    max_buffered_bytes: int = 1536 * MIB  # all streams together
     max_hits: int = 100_000  # per SendWatchpointHits stream
     max_summaries: int = 100_000  # per SendTensorStats / SendTensorBase stream
+    # MindSpore writes a stream's chunks back to back (1 ms apart) and a unary request
+    # arrives with its call: a call silent this long is stalled, not slow
+    message_timeout: float = 30.0
+    stream_timeout: float = 3600.0  # a whole stream (1 GiB at 300 kB/s still fits)
+
+    @property
+    def stream_slots(self) -> int:
+        """Streams admitted at once: never so many that no thread is left for the unary
+        calls of the training."""
+        return max(1, min(self.max_streams, self.max_workers - RESERVED_WORKERS))
+
+    @property
+    def waiting_slots(self) -> int:
+        """Unary calls admitted at once while their request has not arrived yet."""
+        return max(1, self.max_workers - self.stream_slots - 2)
 
 
 @dataclass
@@ -112,106 +143,405 @@ def failed_reply() -> pb.EventReply:
     return _reply(pb.EventReply.FAILED)
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A call ended with a gRPC error status: the details are one sentence for the peer."""
+
+    code: grpc.StatusCode
+    details: str
+
+
+class ClientRefused(Exception):
+    """Raised by the session for a call it will not serve (another training is attached);
+    the message is one sentence for the peer."""
+
+
+# ------------------------------------------------------------------------- accounting
+def malloc_trim() -> None:
+    """Give freed heap memory back to the system. glibc keeps what a large stream freed
+    (its 3 MiB chunks come from per-thread arenas) in the process; `malloc_trim(0)` returns
+    it. A no-op where there is no glibc."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _LIBC = libc if hasattr(libc, "malloc_trim") else False
+        except OSError:
+            _LIBC = False
+    if _LIBC:
+        _LIBC.malloc_trim(0)
+
+
+_LIBC: Any = None
+
+
+class ByteBudget:
+    """Bytes buffered by all streams together (`max_buffered_bytes`): a stream takes what it
+    keeps chunk by chunk and gives it all back when it ends."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.peak = 0  # highest `used` seen (tests and benchmarks read it)
+        self.refused = 0  # streams refused for the budget
+        self._lock = threading.Lock()
+
+    def take(self, call: _Call, size: int) -> bool:
+        with self._lock:
+            if self.used + size > self.limit:
+                self.refused += 1
+                return False
+            self.used += size
+            self.peak = max(self.peak, self.used)
+        call.buffered += size
+        call.peak_buffered = max(call.peak_buffered, call.buffered)
+        return True
+
+    def give_back(self, call: _Call) -> None:
+        with self._lock:
+            self.used -= call.buffered
+        call.buffered = 0
+
+
+class _Call:
+    """One call in progress, as the guard sees it."""
+
+    __slots__ = (
+        "buffered",
+        "context",
+        "last",
+        "peak_buffered",
+        "peer",
+        "reading",
+        "rpc",
+        "started",
+        "stream",
+        "timed_out",
+    )
+
+    def __init__(self, rpc: str, context: grpc.ServicerContext, stream: bool) -> None:
+        self.rpc = rpc
+        self.context = context
+        self.peer = context.peer()
+        self.stream = stream
+        self.started = self.last = time.monotonic()
+        self.reading = True  # waiting for (more) request messages: the timeouts apply
+        self.timed_out = ""  # why the guard cancelled it
+        self.buffered = 0
+        self.peak_buffered = 0
+
+
+class CallGuard:
+    """Admission and timeouts of every call (see `ServerOptions`): a thread per call is all
+    gRPC's sync server offers, and its request iterators block in `next()` for as long as
+    the peer likes, so a watchdog thread cancels the calls that stall; a cancelled call's
+    `next()` then returns or raises at once and frees its thread."""
+
+    def __init__(self, options: ServerOptions) -> None:
+        self.options = options
+        self._calls: set[_Call] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.timed_out = 0  # calls cancelled for silence or length (tests read it)
+        self.refused = 0  # calls refused for lack of a slot
+
+    @property
+    def streams(self) -> int:
+        with self._lock:
+            return sum(1 for c in self._calls if c.stream)
+
+    def admit(self, rpc: str, context: grpc.ServicerContext, stream: bool) -> _Call | Refusal:
+        call = _Call(rpc, context, stream)
+        with self._lock:
+            if stream:
+                if sum(1 for c in self._calls if c.stream) >= self.options.stream_slots:
+                    self.refused += 1
+                    return Refusal(
+                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"The debugger already has {self.options.stream_slots} streams open; "
+                        "try again later.",
+                    )
+            elif (
+                sum(1 for c in self._calls if c.reading and not c.stream)
+                >= self.options.waiting_slots
+            ):
+                self.refused += 1
+                return Refusal(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    "The debugger has too many calls waiting for their request; try again later.",
+                )
+            self._calls.add(call)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._watch, name="tuidebug-grpc-guard", daemon=True
+                )
+                self._thread.start()
+        return call
+
+    def leave(self, call: _Call) -> None:
+        with self._lock:
+            self._calls.discard(call)
+
+    def messages(self, call: _Call, iterator: Iterator[Any]) -> Iterator[Any]:
+        """The call's requests; each one restarts the silence clock."""
+        for item in iterator:
+            call.last = time.monotonic()
+            yield item
+        call.reading = False
+
+    def first(self, call: _Call, iterator: Iterator[Any]) -> Any:
+        """The request of a unary call (registered as a stream so its wait is bounded too);
+        None when none came."""
+        try:
+            item = next(iterator, None)
+        except Exception as exc:  # cancelled by the guard or by the peer
+            log.info("%s from %s broke off: %s", call.rpc, call.peer, _short(exc))
+            item = None
+        call.reading = False
+        return item
+
+    def cancel_peers_except(self, peer: str) -> None:
+        """A training attached: the other peers' streams are no longer wanted."""
+        with self._lock:
+            doomed = [c for c in self._calls if c.stream and c.peer != peer]
+        for call in doomed:
+            call.timed_out = "another training is attached"
+            call.context.cancel()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        opts = self.options
+        tick = min(max(min(opts.message_timeout, opts.stream_timeout) / 4, 0.02), 1.0)
+        while not self._stop.wait(tick):
+            now = time.monotonic()
+            with self._lock:
+                calls = [c for c in self._calls if c.reading and not c.timed_out]
+            for call in calls:
+                if now - call.last > opts.message_timeout:
+                    call.timed_out = f"it sent nothing for {opts.message_timeout:g} s"
+                elif call.stream and now - call.started > opts.stream_timeout:
+                    call.timed_out = f"it was still streaming after {opts.stream_timeout:g} s"
+                else:
+                    continue
+                with self._lock:
+                    self.timed_out += 1
+                log.warning("%s from %s cancelled: %s", call.rpc, call.peer, call.timed_out)
+                call.context.cancel()
+
+
 class EventListener:
-    """The nine RPCs of spec §1.1; every method answers, none raises."""
+    """The nine RPCs of spec §1.1; every method answers, none raises (a refusal is a gRPC
+    status with one sentence). All are registered as client streams: a unary request is
+    the stream's first message, so the guard bounds the wait for it too."""
 
     def __init__(self, session: OnlineSession, options: ServerOptions) -> None:
         self.session = session
         self.options = options
+        self.guard = CallGuard(options)
+        self.budget = ByteBudget(options.max_buffered_bytes)
+
+    # -------------------------------------------------------------- plumbing
+    def _run(
+        self,
+        rpc: str,
+        requests: Iterator[Any],
+        context: grpc.ServicerContext,
+        body: Callable[[_Call, Iterator[Any]], pb.EventReply | Refusal],
+        *,
+        stream: bool,
+    ) -> pb.EventReply:
+        call = self.guard.admit(rpc, context, stream)
+        if isinstance(call, Refusal):
+            log.warning("%s from %s refused: %s", rpc, context.peer(), call.details)
+            context.abort(call.code, call.details)
+        try:
+            result = body(call, requests)
+        finally:
+            self.guard.leave(call)
+            trim = call.peak_buffered >= TRIM_AFTER_BYTES
+            self.budget.give_back(call)
+        if trim:  # `body`'s buffers are gone with its frame: hand the memory back
+            malloc_trim()
+        if isinstance(result, Refusal):
+            context.abort(result.code, result.details)
+        return result
+
+    def _unary(
+        self,
+        rpc: str,
+        requests: Iterator[Any],
+        context: grpc.ServicerContext,
+        handle: Callable[[Any, _Call], pb.EventReply | Refusal],
+    ) -> pb.EventReply:
+        def body(call: _Call, items: Iterator[Any]) -> pb.EventReply | Refusal:
+            request = self.guard.first(call, items)
+            if request is None:
+                return failed_reply()
+            if isinstance(request, _Garbage):
+                return self._garbage(rpc, request, call.peer)
+            return handle(request, call)
+
+        return self._run(rpc, requests, context, body, stream=False)
+
+    def _stream(
+        self,
+        rpc: str,
+        requests: Iterator[Any],
+        context: grpc.ServicerContext,
+        body: Callable[[_Call, Iterator[Any]], pb.EventReply | Refusal],
+        *,
+        graphs: bool = False,
+    ) -> pb.EventReply:
+        def checked(call: _Call, items: Iterator[Any]) -> pb.EventReply | Refusal:
+            refusal = self.session.stream_refusal(call.peer, graphs=graphs)
+            if refusal:
+                log.info("%s from %s refused: %s", rpc, call.peer, refusal)
+                return Refusal(grpc.StatusCode.FAILED_PRECONDITION, refusal)
+            return body(call, self.guard.messages(call, items))
+
+        return self._run(rpc, requests, context, checked, stream=True)
+
+    def _broke_off(self, rpc: str, call: _Call, exc: BaseException | None = None) -> str:
+        """Log why a stream ended early; the sentence for the session."""
+        if call.timed_out:
+            log.warning("%s from %s was cancelled: %s", rpc, call.peer, call.timed_out)
+            return f"The training's {_WHAT[rpc]} stream was cancelled: {call.timed_out}."
+        log.warning("%s broke off: %s", rpc, _short(exc) if exc else "cancelled")
+        return f"The training's {_WHAT[rpc]} stream broke off."
+
+    def _over_budget(self, rpc: str, call: _Call) -> Refusal:
+        message = (
+            f"The training's {_WHAT[rpc]} stream was refused: the debugger already buffers "
+            f"{self.budget.used // MIB} MiB of streams and holds at most "
+            f"{self.budget.limit // MIB} MiB at once."
+        )
+        log.warning("%s from %s: %s", rpc, call.peer, message)
+        self.session.wire_notice(message)
+        return Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
     # ------------------------------------------------------------------ unary
-    def WaitCMD(self, request: Any, context: grpc.ServicerContext) -> pb.EventReply:
-        if isinstance(request, _Garbage):
-            return self._garbage("WaitCMD", request, context)
-        try:
-            return self.session.wire_wait(request, context.is_active)
-        except Exception as exc:  # a bug must not kill the client: it retries on FAILED
-            log.warning("WaitCMD failed: %s: %s", type(exc).__name__, exc)
-            return failed_reply()
+    def WaitCMD(self, requests: Iterator[Any], context: grpc.ServicerContext) -> pb.EventReply:
+        def handle(request: pb.Metadata, call: _Call) -> pb.EventReply:
+            try:
+                return self.session.wire_wait(
+                    request, context.is_active, call.peer, context.add_callback
+                )
+            except Exception as exc:  # a bug must not kill the client: it retries on FAILED
+                log.warning("WaitCMD failed: %s: %s", type(exc).__name__, exc)
+                return failed_reply()
 
-    def SendMetadata(self, request: Any, context: grpc.ServicerContext) -> pb.EventReply:
-        if isinstance(request, _Garbage):
-            reply = self._garbage("SendMetadata", request, context)
-            reply.version_matched = False
+        return self._unary("WaitCMD", requests, context, handle)
+
+    def SendMetadata(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
+        def handle(request: pb.Metadata, call: _Call) -> pb.EventReply | Refusal:
+            try:
+                reply = self.session.wire_metadata(request, call.peer)
+            except ClientRefused as exc:
+                return Refusal(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+            except Exception as exc:
+                log.warning("SendMetadata failed: %s: %s", type(exc).__name__, exc)
+                reply = failed_reply()
+            if not request.training_done and reply.status == pb.EventReply.OK:
+                self.guard.cancel_peers_except(call.peer)
             return reply
-        try:
-            reply = self.session.wire_metadata(request, context.peer())
-        except Exception as exc:
-            log.warning("SendMetadata failed: %s: %s", type(exc).__name__, exc)
-            reply = failed_reply()
+
+        reply = self._unary("SendMetadata", requests, context, handle)
         if reply.WhichOneof("cmd") is None:
             # MindSpore reads the oneof case before anything else (spec §1.6): always set it
             reply.version_matched = reply.status == pb.EventReply.OK
         return reply
 
-    def SendHeartbeat(self, request: Any, context: grpc.ServicerContext) -> pb.EventReply:
-        if isinstance(request, _Garbage):
-            return self._garbage("SendHeartbeat", request, context)
-        try:
-            return self.session.wire_heartbeat(request)
-        except Exception as exc:
-            log.warning("SendHeartbeat failed: %s: %s", type(exc).__name__, exc)
-            return failed_reply()
+    def SendHeartbeat(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
+        def handle(request: pb.Heartbeat, call: _Call) -> pb.EventReply:
+            try:
+                return self.session.wire_heartbeat(request, call.peer)
+            except Exception as exc:
+                log.warning("SendHeartbeat failed: %s: %s", type(exc).__name__, exc)
+                return failed_reply()
+
+        return self._unary("SendHeartbeat", requests, context, handle)
 
     # ----------------------------------------------------------------- graphs
-    def SendGraph(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Any:
+    def SendGraph(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
         """Spec §2.4: all buffers of the stream concatenated form one GraphProto."""
-        buf = bytearray()
-        try:
-            for chunk in request_iterator:
-                if isinstance(chunk, _Garbage):
-                    return self._garbage("SendGraph", chunk, context)
-                if len(buf) + len(chunk.buffer) > self.options.max_graph_bytes:
-                    return self._too_large("graph", self.options.max_graph_bytes)
-                buf += chunk.buffer
-        except Exception as exc:  # the client vanished mid-stream
-            log.warning("SendGraph broke off: %s", _short(exc))
-            return failed_reply()
-        return self._graphs("SendGraph", [bytes(buf)])
+        return self._stream(
+            "SendGraph",
+            requests,
+            context,
+            lambda c, i: self._graph_stream(c, i, False),
+            graphs=True,
+        )
 
-    def SendMultiGraphs(
-        self, request_iterator: Iterator[Any], context: grpc.ServicerContext
-    ) -> pb.EventReply:
+    def SendMultiGraphs(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
         """Spec §2.4: a graph ends at every chunk with `finished=true`."""
-        pieces: list[bytes] = []
+        return self._stream(
+            "SendMultiGraphs",
+            requests,
+            context,
+            lambda c, i: self._graph_stream(c, i, True),
+            graphs=True,
+        )
+
+    def _graph_stream(
+        self, call: _Call, chunks: Iterator[Any], multi: bool
+    ) -> pb.EventReply | Refusal:
+        """Chunks are appended to one `bytearray` per graph, which is parsed as it is: the
+        graph's bytes exist once (no joined copy), and the budget holds them until the
+        graph was handed over."""
+        rpc = "SendMultiGraphs" if multi else "SendGraph"
+        pieces: list[bytearray] = []
         buf = bytearray()
         total = 0
         try:
-            for chunk in request_iterator:
+            for chunk in chunks:
                 if isinstance(chunk, _Garbage):
-                    return self._garbage("SendMultiGraphs", chunk, context)
-                total += len(chunk.buffer)
+                    return self._garbage(rpc, chunk, call.peer)
+                data = chunk.buffer
+                total += len(data)
                 if total > self.options.max_graph_bytes:
-                    return self._too_large("graph set", self.options.max_graph_bytes)
-                buf += chunk.buffer
-                if chunk.finished:
-                    pieces.append(bytes(buf))
+                    return self._too_large(
+                        "graph set" if multi else "graph", self.options.max_graph_bytes
+                    )
+                if not self.budget.take(call, len(data)):
+                    return self._over_budget(rpc, call)
+                buf += data
+                del data
+                if multi and chunk.finished:
+                    pieces.append(buf)
                     buf = bytearray()
-        except Exception as exc:  # the client vanished mid-stream
-            log.warning("SendMultiGraphs broke off: %s", _short(exc))
+        except Exception as exc:  # the client vanished mid-stream, or the guard cancelled it
+            self._broke_off(rpc, call, exc)
             return failed_reply()
-        if buf:  # a sender that forgot the last `finished`: keep what it sent
-            pieces.append(bytes(buf))
-        return self._graphs("SendMultiGraphs", pieces)
-
-    def _graphs(self, rpc: str, serialized: list[bytes]) -> pb.EventReply:
+        if call.timed_out:  # cancelled: the iterator may just end
+            self._broke_off(rpc, call)
+            return failed_reply()
+        if buf or not multi:  # a sender that forgot the last `finished`: keep what it sent
+            pieces.append(buf)
+        del buf
         protos = []
-        for data in serialized:
+        for i, data in enumerate(pieces):
             try:
                 protos.append(graph_pb.GraphProto.FromString(data))
             except (DecodeError, ValueError, RuntimeError) as exc:
                 log.warning("%s: the graph does not parse (%s)", rpc, exc)
                 return failed_reply()
+            finally:
+                pieces[i] = bytearray()  # its bytes are in the parsed graph now
+        del pieces
         try:
-            return self.session.wire_graphs(protos)
+            return self.session.wire_graphs(protos, call.peer)
         except Exception as exc:
             log.warning("%s failed: %s: %s", rpc, type(exc).__name__, exc)
             return failed_reply()
 
     # ---------------------------------------------------------------- tensors
-    def SendTensors(
-        self, request_iterator: Iterator[Any], context: grpc.ServicerContext
-    ) -> pb.EventReply:
+    def SendTensors(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
+        return self._stream("SendTensors", requests, context, self._tensor_stream)
+
+    def _tensor_stream(self, call: _Call, pieces: Iterator[Any]) -> pb.EventReply | Refusal:
         """Spec §2.8: pieces of one tensor share its names; the last has `finished=true`.
         Only tensors the session asked for are kept, each capped at `max_tensor_bytes`, so a
         client cannot make us hold more than the requested tensors."""
@@ -220,10 +550,11 @@ class EventListener:
         partial: dict[tuple[str, str, str], ReceivedTensor] = {}
         done: list[ReceivedTensor] = []
         broken = ""
+        refusal: Refusal | None = None
         try:
-            for piece in request_iterator:
+            for piece in pieces:
                 if isinstance(piece, _Garbage):
-                    self._garbage("SendTensors", piece, context)
+                    self._garbage("SendTensors", piece, call.peer)
                     broken = "The training sent a tensor message that does not parse."
                     break
                 key = (piece.node_name, piece.slot, piece.iter)
@@ -243,98 +574,112 @@ class EventListener:
                     if len(tensor.content) + len(content) > cap:
                         tensor.oversize = True
                         tensor.content = bytearray()  # MindInsight drops it too ("oversize")
+                    elif not self.budget.take(call, len(content)):
+                        refusal = self._over_budget("SendTensors", call)
+                        broken = refusal.details
+                        break
                     else:
                         tensor.content += content
+                del content
                 if piece.finished:
                     tensor.finished = True
                     done.append(partial.pop(key))
         except Exception as exc:  # the client vanished mid-stream (cancelled, connection lost)
-            log.warning("SendTensors broke off: %s", _short(exc))
-            broken = "The training's tensor stream broke off."
+            broken = self._broke_off("SendTensors", call, exc)
+        if call.timed_out and not broken:
+            broken = self._broke_off("SendTensors", call)
+        if broken:
+            done = []
+            partial.clear()
         done.extend(partial.values())  # unfinished: the session reports them as incomplete
         try:
             self.session.wire_tensors(done, broken)
         except Exception as exc:
             log.warning("SendTensors failed: %s: %s", type(exc).__name__, exc)
             return failed_reply()
+        if refusal is not None:
+            return refusal
         return failed_reply() if broken else _reply()
 
-    def SendTensorStats(
-        self, request_iterator: Iterator[Any], context: grpc.ServicerContext
-    ) -> pb.EventReply:
-        return self._deliver(
+    def SendTensorStats(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
+        return self._stream(
             "SendTensorStats",
-            request_iterator,
-            self.options.max_summaries,
-            self.session.wire_tensor_stats,
-            "The training's statistics stream broke off.",
+            requests,
+            context,
+            lambda c, i: self._deliver(
+                "SendTensorStats", c, i, self.options.max_summaries, self.session.wire_tensor_stats
+            ),
         )
 
-    def SendTensorBase(
-        self, request_iterator: Iterator[Any], context: grpc.ServicerContext
-    ) -> pb.EventReply:
-        return self._deliver(
+    def SendTensorBase(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
+        return self._stream(
             "SendTensorBase",
-            request_iterator,
-            self.options.max_summaries,
-            self.session.wire_tensor_base,
-            "The training's tensor-base stream broke off.",
+            requests,
+            context,
+            lambda c, i: self._deliver(
+                "SendTensorBase", c, i, self.options.max_summaries, self.session.wire_tensor_base
+            ),
         )
 
-    def SendWatchpointHits(
-        self, request_iterator: Iterator[Any], context: grpc.ServicerContext
-    ) -> pb.EventReply:
-        return self._deliver(
-            "SendWatchpointHits", request_iterator, self.options.max_hits, self.session.wire_hits
+    def SendWatchpointHits(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
+        return self._stream(
+            "SendWatchpointHits",
+            requests,
+            context,
+            lambda c, i: self._deliver(
+                "SendWatchpointHits", c, i, self.options.max_hits, self.session.wire_hits, False
+            ),
         )
 
     # ---------------------------------------------------------------- helpers
-    def _collect(self, rpc: str, items: Iterable[Any], cap: int) -> list[Any] | pb.EventReply:
-        """All messages of a stream (at most `cap` kept), or a FAILED reply when the stream
-        holds garbage or breaks off."""
-        out: list[Any] = []
-        dropped = 0
-        try:
-            for item in items:
-                if isinstance(item, _Garbage):
-                    return self._garbage(rpc, item, None)
-                if len(out) < cap:
-                    out.append(item)
-                else:
-                    dropped += 1
-        except Exception as exc:  # the client vanished mid-stream
-            log.warning("%s broke off: %s", rpc, _short(exc))
-            return failed_reply()
-        if dropped:
-            log.warning("%s: kept the first %d messages, dropped %d", rpc, cap, dropped)
-        return out
-
     def _deliver(
         self,
         rpc: str,
+        call: _Call,
         items: Iterable[Any],
         cap: int,
         deliver: Callable[..., None],
-        broken: str | None = None,
-    ) -> pb.EventReply:
-        """`_collect` the stream and hand it to the session; a failed stream is reported
-        to `deliver` as `([], broken)` when `broken` is given (a view waits for it)."""
-        collected = self._collect(rpc, items, cap)
-        if isinstance(collected, pb.EventReply):
-            if broken is not None:
-                deliver([], broken)
-            return collected
+        report_broken: bool = True,
+    ) -> pb.EventReply | Refusal:
+        """All messages of a stream (at most `cap` kept, and their bytes in the budget),
+        handed to the session; a failed stream is reported to `deliver` as `([], broken)`
+        when `report_broken` (a view waits for it)."""
+        out: list[Any] = []
+        dropped = 0
+        broken = ""
+        result: pb.EventReply | Refusal = failed_reply()
         try:
-            deliver(collected)
+            for item in items:
+                if isinstance(item, _Garbage):
+                    self._garbage(rpc, item, call.peer)
+                    broken = f"The training sent a {_WHAT[rpc]} message that does not parse."
+                    break
+                if len(out) >= cap:
+                    dropped += 1
+                    continue
+                if not self.budget.take(call, item.ByteSize()):
+                    result = self._over_budget(rpc, call)
+                    broken = result.details
+                    break
+                out.append(item)
+        except Exception as exc:  # the client vanished mid-stream
+            broken = self._broke_off(rpc, call, exc)
+        if call.timed_out and not broken:
+            broken = self._broke_off(rpc, call)
+        if broken:
+            if report_broken:
+                deliver([], broken)
+            return result
+        if dropped:
+            log.warning("%s: kept the first %d messages, dropped %d", rpc, cap, dropped)
+        try:
+            deliver(out)
         except Exception as exc:
             log.warning("%s failed: %s: %s", rpc, type(exc).__name__, exc)
             return failed_reply()
         return _reply()
 
-    def _garbage(
-        self, rpc: str, garbage: _Garbage, context: grpc.ServicerContext | None
-    ) -> pb.EventReply:
-        peer = context.peer() if context is not None else "a client"
+    def _garbage(self, rpc: str, garbage: _Garbage, peer: str) -> pb.EventReply:
         log.warning("%s from %s: not a valid message (%s)", rpc, peer, garbage.error)
         return failed_reply()
 
@@ -345,20 +690,31 @@ class EventListener:
         return failed_reply()
 
 
+_WHAT = {
+    "SendGraph": "graph",
+    "SendMultiGraphs": "graph",
+    "SendTensors": "tensor",
+    "SendTensorStats": "statistics",
+    "SendTensorBase": "tensor-base",
+    "SendWatchpointHits": "watchpoint-hit",
+}
+
+
 def _short(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text[:200]}"
 
 
 def _handlers(servicer: EventListener) -> grpc.GenericRpcHandler:
+    """Every method as a client stream (see `EventListener`): on the wire a unary call is a
+    stream of one message, so MindSpore's unary calls are served the same."""
     ser = pb.EventReply.SerializeToString
-    unary = grpc.unary_unary_rpc_method_handler
     stream = grpc.stream_unary_rpc_method_handler
     return grpc.method_handlers_generic_handler(
         SERVICE_NAME,
         {
-            "WaitCMD": unary(servicer.WaitCMD, _safe_parser(pb.Metadata), ser),
-            "SendMetadata": unary(servicer.SendMetadata, _safe_parser(pb.Metadata), ser),
+            "WaitCMD": stream(servicer.WaitCMD, _safe_parser(pb.Metadata), ser),
+            "SendMetadata": stream(servicer.SendMetadata, _safe_parser(pb.Metadata), ser),
             "SendGraph": stream(servicer.SendGraph, _safe_parser(pb.Chunk), ser),
             "SendTensors": stream(servicer.SendTensors, _safe_parser(graph_pb.TensorProto), ser),
             "SendTensorBase": stream(servicer.SendTensorBase, _safe_parser(pb.TensorBase), ser),
@@ -369,7 +725,7 @@ def _handlers(servicer: EventListener) -> grpc.GenericRpcHandler:
                 servicer.SendWatchpointHits, _safe_parser(pb.WatchpointHit), ser
             ),
             "SendMultiGraphs": stream(servicer.SendMultiGraphs, _safe_parser(pb.Chunk), ser),
-            "SendHeartbeat": unary(servicer.SendHeartbeat, _safe_parser(pb.Heartbeat), ser),
+            "SendHeartbeat": stream(servicer.SendHeartbeat, _safe_parser(pb.Heartbeat), ser),
         },
     )
 
@@ -424,6 +780,9 @@ def start_server(
         futures.ThreadPoolExecutor(
             max_workers=options.max_workers, thread_name_prefix="tuidebug-grpc"
         ),
+        # a call beyond the threads is refused at once (RESOURCE_EXHAUSTED) instead of
+        # queueing behind stalled ones, where a training's SendMetadata would wait forever
+        maximum_concurrent_rpcs=options.max_workers,
         options=[
             ("grpc.max_receive_message_length", options.max_receive_message_bytes),
             ("grpc.max_send_message_length", options.max_send_message_bytes),
@@ -442,5 +801,32 @@ def start_server(
             f"Port {port} on {host} is already in use; choose another with --port."
         )
     server.start()
-    session.attach_server(server, format_address(host, bound))
+    session.listener = servicer
+    session.add_close_hook(servicer.guard.stop)
+    session.attach_server(server, format_address(host, bound), bound_addresses(host, bound))
     return server
+
+
+_WILDCARDS = {"0.0.0.0", "::", "[::]", ""}
+
+
+def bound_addresses(host: str, port: int) -> tuple[str, ...]:
+    """The addresses a server bound to `host:port` listens on. gRPC binds a wildcard host
+    (0.0.0.0 or ::) as one dual-stack socket where the machine has IPv6, so 0.0.0.0 listens
+    on every IPv6 address too."""
+    if host not in _WILDCARDS:
+        return (format_address(host, port),)
+    if _has_ipv6():
+        return (f"0.0.0.0:{port}", f"[::]:{port}")
+    return (f"0.0.0.0:{port}",)
+
+
+def _has_ipv6() -> bool:
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::", 0))
+    except OSError:
+        return False
+    return True

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     import grpc
 
     from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
-    from tuidebug.online.server import ReceivedTensor, ServerOptions
+    from tuidebug.online.server import EventListener, ReceivedTensor, ServerOptions
 
 log = logging.getLogger("tuidebug.online")
 
@@ -273,6 +273,9 @@ class OnlineSession(DebugSession):
         )
         self._version_warning = ""  # this training's version warning (wire_metadata)
         self.address = ""
+        # what the server listens on (0.0.0.0 also means IPv6 where the machine has it)
+        self.bound_addresses: tuple[str, ...] = ()
+        self.listener: EventListener | None = None  # the gRPC servicer (its limits, counters)
         self._server: grpc.Server | None = None
         self._close_hooks: list[Callable[[], None]] = []
 
@@ -284,6 +287,10 @@ class OnlineSession(DebugSession):
         self._meta = Metadata(mode="online", source=f"{host}:{port}")
         self._generation = 0
         self._active = False  # a client session whose WaitCMDs we answer
+        # the gRPC peer ("ipv4:host:port") of that training: one training at a time is
+        # served; another is refused until this one is gone (`wire_metadata`)
+        self._peer = ""
+        self._hb_peer = ""  # whose heartbeats the watchdog follows
         self._graphs: dict[str, Graph] = {}
         self._graphs_pending = False  # received, not yet published (spec §2.4 receive_graph)
         self._published_once = False
@@ -311,6 +318,7 @@ class OnlineSession(DebugSession):
 
         self._hb_stop: threading.Event | None = None
         self._hb_last = 0.0
+        self._refused_peers: set[str] = set()
 
         self._events: queue.SimpleQueue[SessionEvent | None] = queue.SimpleQueue()
         self._dispatcher = threading.Thread(
@@ -359,10 +367,13 @@ class OnlineSession(DebugSession):
         if self._server is None:
             start_server(self, self.host, self.port, self.server_options)
 
-    def attach_server(self, server: grpc.Server, address: str) -> None:
+    def attach_server(
+        self, server: grpc.Server, address: str, bound_addresses: tuple[str, ...] = ()
+    ) -> None:
         """Called by `start_server`: the session owns the server from now on."""
         self._server = server
         self.address = address
+        self.bound_addresses = bound_addresses or (address,)
         port = address.rpartition(":")[2]
         self.port = int(port)
         self._set_meta(source=address)
@@ -697,13 +708,25 @@ class OnlineSession(DebugSession):
         return np.frombuffer(content, dtype=dtype).reshape(dims)
 
     # ====================================================================== wire side
-    def wire_metadata(self, md: pb.Metadata, peer: str) -> pb.EventReply:
+    def wire_metadata(self, md: pb.Metadata, peer: str = "") -> pb.EventReply:
+        """Spec §2.3, with this debugger's policy for a second training: one training is
+        served at a time. While the attached one is alive (connected, not finished, not
+        terminated, heartbeats not lost), another connection's SendMetadata is refused
+        (`ClientRefused`, a notice here) and its goodbye ignored; once the attached one is
+        gone, the next SendMetadata starts a new session. The same connection saying hello
+        again is the same training restarting its handshake (a new session, as spec §2.3)."""
+        from tuidebug.online.server import ClientRefused
+
         with self._cond:
             if self._closed:
                 return pb.EventReply(status=_FAILED)
             if md.training_done:
-                # spec §2.3: the goodbye message, no version handling
-                if self._active:
+                # spec §2.3: the goodbye message, no version handling; only the attached
+                # training's goodbye ends the session
+                if self._peer and peer and peer != self._peer:
+                    log.info("goodbye from %s, which is not the attached training: ignored", peer)
+                    return pb.EventReply(status=_OK)
+                if self._active or self._meta.state is SessionState.DISCONNECTED:
                     self._active = False
                     self._stop_watchdog()
                     self._fail_view("The training finished.")
@@ -712,7 +735,22 @@ class OnlineSession(DebugSession):
                     )
                     self._cond.notify_all()
                 return pb.EventReply(status=_OK)
+            if self._active and self._peer and peer and peer != self._peer:
+                self._refused(peer)
+                raise ClientRefused(
+                    f"The debugger is attached to another training ({self._peer}) and serves "
+                    "one training at a time; stop that training or wait until it ends."
+                )
+            previous, was_shown = self._peer, self._published_once
             self._new_session(md, peer)
+            if was_shown and previous and previous != peer:
+                self._post(
+                    Notice(
+                        f"A new training connected from {peer or 'an unknown address'}; "
+                        f"it replaces the one from {previous}, which is gone.",
+                        "information",
+                    )
+                )
             self._free_running = md.ms_version.startswith(TORCH_VERSION_PREFIX)
             check = check_version(md.ms_version, self.strict_version)
             if not check.matched:
@@ -729,11 +767,47 @@ class OnlineSession(DebugSession):
             # spec §1.6: the oneof member must be *set*, even to false
             return pb.EventReply(status=_OK, version_matched=check.matched)
 
+    def _refused(self, peer: str) -> None:
+        """A notice once per refused connection (a peer retrying must not flood the TUI)."""
+        log.warning("a second training (%s) was refused: %s is attached", peer, self._peer)
+        if peer in self._refused_peers:
+            return
+        if len(self._refused_peers) >= 64:
+            self._refused_peers.clear()
+        self._refused_peers.add(peer)
+        self._post(
+            Notice(
+                f"A second training ({peer}) tried to connect and was refused: this debugger "
+                f"serves one training at a time, and the one from {self._peer} is attached.",
+                "warning",
+            )
+        )
+
+    def stream_refusal(self, peer: str, graphs: bool = False) -> str:
+        """Why a stream from `peer` is not served (one sentence), or "": only the attached
+        training's streams are read; a graph may also start a session when none is
+        attached (a graph without SendMetadata)."""
+        with self._lock:
+            if self._closed:
+                return "The debugger is closing."
+            if self._active and self._peer and peer and peer != self._peer:
+                return (
+                    f"The debugger is attached to another training ({self._peer}) and serves "
+                    "one training at a time."
+                )
+            if not graphs and not self._active:
+                return "No training is attached to the debugger; send SendMetadata first."
+            return ""
+
     def _new_session(self, md: pb.Metadata, peer: str) -> None:
         """Spec §2.3: a SendMetadata always starts a new training session."""
         if self._active:
-            log.info("a new training connected; the previous session is reset")
+            log.info("the training restarted its handshake; the previous session is reset")
         self._fail_view("A new training connected.")
+        self._peer = peer
+        self._refused_peers.clear()
+        if self._hb_stop is not None and self._hb_peer not in ("", peer):
+            self._stop_watchdog()  # it follows another connection's heartbeats
         self._version_warning = ""
         self._generation += 1
         self._active = True
@@ -774,12 +848,14 @@ class OnlineSession(DebugSession):
             message="",
         )
 
-    def wire_graphs(self, protos: list[graph_pb.GraphProto]) -> pb.EventReply:
+    def wire_graphs(self, protos: list[graph_pb.GraphProto], peer: str = "") -> pb.EventReply:
         from tuidebug.offline.graph_pb import GraphTooLargeError, graph_from_proto
 
         with self._lock:
             if self._closed:
                 return pb.EventReply(status=_FAILED)
+            if self._active and self._peer and peer and peer != self._peer:
+                return pb.EventReply(status=_FAILED)  # another training's graph
             if self._meta.state is SessionState.MISMATCH:
                 return pb.EventReply(status=_OK)  # spec §2.3: ignored until terminate
             generation = self._generation
@@ -801,6 +877,7 @@ class OnlineSession(DebugSession):
                 return pb.EventReply(status=_FAILED)
             if not self._active:  # a graph without SendMetadata: accept it as a session
                 self._active = True
+                self._peer = peer
             self._graphs = graphs
             self._graphs_pending = True
             self._remaining = 0  # spec §2.6: a new graph clears the run state
@@ -809,10 +886,22 @@ class OnlineSession(DebugSession):
             self._cond.notify_all()
         return pb.EventReply(status=_OK)
 
-    def wire_wait(self, md: pb.Metadata, is_active: Callable[[], bool]) -> pb.EventReply:
+    def wire_wait(
+        self,
+        md: pb.Metadata,
+        is_active: Callable[[], bool],
+        peer: str = "",
+        on_end: Callable[[Callable[[], None]], bool] | None = None,
+    ) -> pb.EventReply:
+        """Spec §2.5: the long poll. `on_end` registers a callback for the end of this call
+        (gRPC's `context.add_callback`): a WaitCMD that ends without our answer means its
+        connection is gone, so the training shows as disconnected at once and pending
+        commands fail, heartbeats or not."""
         with self._cond:
             if not self._active or self._closed:
                 return pb.EventReply(status=_FAILED)
+            if self._peer and peer and peer != self._peer:
+                return pb.EventReply(status=_FAILED)  # a refused training (spec §2.5 retries)
             # a refused client (version, graph size) waits for terminate like MindInsight's
             # mismatch state, instead of being failed into an exit loop
             mismatch = self._meta.state in (SessionState.MISMATCH, SessionState.NODE_TOO_LARGE)
@@ -824,15 +913,39 @@ class OnlineSession(DebugSession):
             self._cond.notify_all()  # an older WaitCMD (a dead connection) gives way
             if not mismatch:
                 self._suspended(md)
-            while True:
-                if self._closed or generation != self._generation or ticket != self._waiter:
-                    return pb.EventReply(status=_FAILED)
-                if not is_active():
-                    return pb.EventReply(status=_FAILED)  # nobody is listening any more
-                reply = self._next_command(md)
-                if reply is not None:
-                    return reply
-                self._cond.wait(self.wait_slice)
+            answered = False
+
+            def ended() -> None:
+                with self._cond:
+                    if not answered:
+                        self._wait_lost(ticket, generation)
+
+            if on_end is not None and not on_end(ended):
+                self._wait_lost(ticket, generation)  # the call was over before we looked
+            try:
+                while True:
+                    if self._closed or generation != self._generation or ticket != self._waiter:
+                        return pb.EventReply(status=_FAILED)
+                    if not is_active():
+                        self._wait_lost(ticket, generation)
+                        return pb.EventReply(status=_FAILED)  # nobody is listening any more
+                    reply = self._next_command(md)
+                    if reply is not None:
+                        return reply
+                    self._cond.wait(self.wait_slice)
+            finally:
+                answered = True
+
+    def _wait_lost(self, ticket: int, generation: int) -> None:
+        """The current WaitCMD ended without an answer: the training's connection is gone
+        (a newer WaitCMD of the same training replaced it otherwise)."""
+        if (
+            ticket == self._waiter
+            and generation == self._generation
+            and self._active
+            and not self._closed
+        ):
+            self._client_gone("The training disconnected (its connection closed).")
 
     def _suspended(self, md: pb.Metadata) -> None:
         """The client reports a suspension point: new step/node, graph and hit publishing."""
@@ -1125,14 +1238,22 @@ class OnlineSession(DebugSession):
         return set_cmd, _WireWatch(False, names)
 
     # -------------------------------------------------------------- heartbeat
-    def wire_heartbeat(self, hb: pb.Heartbeat) -> pb.EventReply:
+    def wire_heartbeat(self, hb: pb.Heartbeat, peer: str = "") -> pb.EventReply:
+        """Spec §2.10. Only the attached training's heartbeats keep it alive (before a
+        training attaches, the first connection that beats is followed: MindSpore starts
+        its heartbeats before SendMetadata); another's are answered and ignored."""
         with self._cond:
+            if self._active and self._peer and peer and peer != self._peer:
+                return pb.EventReply(status=_OK)
+            if self._hb_stop is not None and self._hb_peer and peer and peer != self._hb_peer:
+                self._stop_watchdog()  # a new connection beats: follow it instead
             if self._hb_stop is None:
                 lo, hi = self.heartbeat_limits
                 if not lo <= hb.period <= hi:
                     log.warning("heartbeat period %d s is outside %g..%g s", hb.period, lo, hi)
                     return pb.EventReply(status=_FAILED)
                 self._start_watchdog((hb.period + 0.5) * self.heartbeat_scale)
+                self._hb_peer = peer
             self._hb_last = time.monotonic()
         return pb.EventReply(status=_OK)
 
