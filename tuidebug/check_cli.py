@@ -311,10 +311,13 @@ def run(args: argparse.Namespace) -> int:
     if report.outcomes:
         return EXIT_HITS
     if report.problems:
+        # `problems` lists every watched tensor not read: files that failed when read and
+        # data refused at discovery (a FIFO, a link out of the dump, an unreadable folder;
+        # see checker.py), so "0 hits" is never an all-clear for data that was skipped.
+        count = len(report.problems)
         _say(
-            f"tuidebug check: {len(report.problems)} tensor file"
-            f"{'s' if len(report.problems) != 1 else ''} could not be read, so the check is "
-            "incomplete."
+            f"tuidebug check: watched data could not be read ({count} problem"
+            f"{'s' if count != 1 else ''} above), so the check is incomplete."
         )
         return EXIT_USAGE
     return EXIT_OK

@@ -29,7 +29,12 @@ from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.graph_pb import GraphFileError, GraphTooLargeError, load_graph_file
 from tuidebug.offline.layout import DumpLayout, RankLayout
 from tuidebug.offline.tensor_index import TensorIndex
-from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, load_npy
+from tuidebug.offline.tensor_store import (
+    TensorFileError,
+    TensorRefusedError,
+    TensorTooLargeError,
+    load_npy,
+)
 
 if TYPE_CHECKING:
     from tuidebug.offline.filenames import TensorFile
@@ -241,7 +246,8 @@ class OfflineDump:
         """Why the tensor's own file, found by discovery, was not used (a FIFO, a dangling
         or looping link, a link out of the dump), as discovery reported it; None when no
         file of it was refused. A file that fails when read is the reader's error instead."""
-        return self.index(rank, graph).refused_reason(node, slot, iteration, is_output)
+        found = self.index(rank, graph).refused(node, slot, iteration, is_output)
+        return found[1] if found else None
 
     def blockers(self, rank: int, graph: str, iteration: int) -> list[str]:
         """Sentences about data of the graph's iteration folder that exists but could not
@@ -275,12 +281,15 @@ class OfflineDump:
             iterations = index.iterations
             if not iterations:
                 return None
-            tensor_file = index.lookup(found.name, slot, iterations[0], is_output)
-        else:
-            if iteration is None:
-                return None
-            tensor_file = index.lookup(found.name, slot, iteration, is_output)
+            iteration = iterations[0]
+        elif iteration is None:
+            return None
+        tensor_file = index.lookup(found.name, slot, iteration, is_output)
         if tensor_file is None:
+            refused = index.refused(found.name, slot, iteration, is_output)
+            if refused is not None:
+                # dumped but not readable: "no value" would read as "not dumped"
+                raise TensorRefusedError(refused[0].path, refused[1])
             return None
         return load_npy(tensor_file.path, root=self.root, mmap=True)
 

@@ -160,8 +160,8 @@ class TensorIndex:
         self._matcher = _NodeMatcher(graph, dump_names)
         self._by_iteration: dict[int, dict[TensorKey, TensorFile]] = {}
         self._constants: dict[TensorKey, TensorFile] = {}
-        # (iteration, None for constants/) → tensor → the sentence refusing its file
-        self._refused: dict[int | None, dict[TensorKey, str]] = {}
+        # (iteration, None for constants/) → tensor → its refused file and the sentence why
+        self._refused: dict[int | None, dict[TensorKey, tuple[TensorFile, str]]] = {}
         # (iteration or None, tensor) → files of the tensor ignored for a newer one
         self._ignored: dict[tuple[int | None, TensorKey], list[TensorFile]] = {}
         self._node_iterations: dict[str, set[int]] = defaultdict(set)
@@ -227,7 +227,7 @@ class TensorIndex:
         for f, sentence in self.rank.refused_files(self.graph_id, iteration):
             node = self._matcher.match(f.op_type, f.op_name, f.dtype is not None, in_constants)
             if node is not None:
-                self._refused.setdefault(iteration, {})[(node.name, f.io, f.slot)] = sentence
+                self._refused.setdefault(iteration, {})[(node.name, f.io, f.slot)] = (f, sentence)
 
     def _add(
         self,
@@ -389,15 +389,14 @@ class TensorIndex:
         merged.update(table)
         return merged
 
-    def refused_reason(
+    def refused(
         self, node_name: str, slot: int, iteration: int, is_output: bool = True
-    ) -> str | None:
-        """Why the tensor's file exists but was refused by discovery (a FIFO, a dangling
-        link…), as the sentence discovery reported; None when no file of it was refused."""
+    ) -> tuple[TensorFile, str] | None:
+        """The tensor's file that exists but was refused by discovery (a FIFO, a dangling
+        link…) and the sentence discovery reported; None when no file of it was refused."""
         node = self._node(node_name)
         if node is None:
             return None
-        self._table(iteration)  # the folder is listed with the index; nothing more to do
         key = (node.name, "output" if is_output else "input", slot)
         found = self._refused.get(iteration, {}).get(key)
         if found is None and node.kind is NodeKind.CONSTANT:

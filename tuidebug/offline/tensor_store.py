@@ -73,6 +73,11 @@ class TensorHeaderError(TensorFileError):
     """Not an `.npy` file, or its header cannot be parsed."""
 
 
+class TensorRefusedError(TensorFileError):
+    """A file discovery refused (a FIFO, a dangling or looping link, a link leaving the
+    dump); the sentence is discovery's, naming the file from the dump root."""
+
+
 class TensorNotRegularError(TensorHeaderError):
     """The path is a FIFO, a socket, a device, a folder or a symbolic link loop, not a file."""
 
