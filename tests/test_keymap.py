@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import Button
-from tui_support import FakeSession
+from tui_support import FakeSession, settled, wait_for_screen, wait_until
 
 from tuidebug import cli
 from tuidebug.core.session import SessionState
@@ -151,18 +151,16 @@ def test_unreadable_and_non_utf8_files_are_sentences(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------ app
-async def settle(pilot: Any, rounds: int = 3) -> None:
-    for _ in range(rounds):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-
 async def started(pilot: Any) -> None:
-    """Loaded, the recommended-watchpoints offer declined."""
-    await settle(pilot)
-    assert isinstance(pilot.app.screen, ConfirmScreen)
+    """Loaded, the recommended-watchpoints offer declined, nothing left pending."""
+    await wait_for_screen(pilot, ConfirmScreen)
     await pilot.press("n")  # the dialog's own n (confirm.no), not the app's step
-    await settle(pilot)
+    await wait_until(
+        pilot,
+        lambda: not isinstance(pilot.app.screen, ConfirmScreen),
+        what="the recommended-watchpoints offer to close",
+    )
+    await settled(pilot)
 
 
 def warnings(app: DebuggerApp) -> list[str]:
@@ -189,10 +187,10 @@ async def test_a_remapped_key_steps_and_the_old_one_no_longer_does(
     async with app.run_test(size=SIZE) as pilot:
         await started(pilot)
         await pilot.press("j")
-        await settle(pilot)
-        assert steps(session) == ["step 1"]
+        await wait_until(pilot, lambda: steps(session) == ["step 1"], what="j to step")
+        await settled(pilot)
         await pilot.press("n")
-        await settle(pilot)
+        await settled(pilot)  # n is not bound any more: nothing is to come
         assert steps(session) == ["step 1"]
         assert warnings(app) == []
         # the help screen, its footer and the palette show the key as it is now
@@ -208,12 +206,17 @@ async def test_a_remapped_key_steps_and_the_old_one_no_longer_does(
         await pilot.press("escape")
         # a refused key is explained for its new key, and the old key says nothing
         session._set(state=SessionState.RUNNING)
-        await settle(pilot)
+        await wait_until(
+            pilot,
+            lambda: app._metadata.state is SessionState.RUNNING,
+            what="the app to know the training runs",
+        )
         await pilot.press("n")
-        await settle(pilot)
+        await settled(pilot)
         assert warnings(app) == []
         await pilot.press("j")
-        await settle(pilot)
+        await wait_until(pilot, lambda: warnings(app), what="j's refusal")
+        await settled(pilot)
         assert len(warnings(app)) == 1
         assert steps(session) == ["step 1"]
 
@@ -248,8 +251,7 @@ async def test_a_bad_keys_file_is_a_notice_not_a_crash(
         assert f"In the keys file {path}, [keys] stepp is not a key binding" in notice
         assert "[keys] step must be a string" in notice
         await pilot.press("n")  # the defaults still work
-        await settle(pilot)
-        assert steps(session) == ["step 1"]
+        await wait_until(pilot, lambda: steps(session) == ["step 1"], what="n to step")
 
 
 async def test_malformed_toml_is_a_notice_too(
@@ -274,8 +276,7 @@ async def test_without_user_keys_the_file_is_not_read(
     async with app.run_test(size=SIZE) as pilot:
         await started(pilot)
         await pilot.press("n")
-        await settle(pilot)
-        assert steps(session) == ["step 1"]
+        await wait_until(pilot, lambda: steps(session) == ["step 1"], what="n to step")
         assert app.keymap == {}
 
 
