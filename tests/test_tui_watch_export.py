@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input, Select
-from tui_support import FakeSession, synthetic_graph
+from tui_support import (
+    FakeSession,
+    notices,
+    run_palette,
+    settled,
+    synthetic_graph,
+    wait_for_notice,
+    wait_for_screen,
+    wait_until,
+)
 
 from tuidebug import cli
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
@@ -27,23 +36,13 @@ from tuidebug.tui.watchpoint_list import WatchpointList
 SIZE = (160, 48)
 
 
-async def settle(pilot: Any, rounds: int = 4) -> None:
-    for _ in range(rounds):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+notifications = notices
 
 
-def notifications(app: DebuggerApp) -> list[str]:
-    return [n.message for n in app._notifications]
-
-
-async def run_palette(pilot: Any, title: str) -> None:
-    await pilot.press("ctrl+p")
-    await settle(pilot)
-    await pilot.press(*title)
-    await settle(pilot)
-    await pilot.press("enter")
-    await settle(pilot)
+async def loaded(pilot: Any) -> None:
+    """The graphs shown and the --watch specs applied (a worker): nothing left pending."""
+    await wait_until(pilot, lambda: pilot.app.graphs, what="the graphs to load")
+    await settled(pilot)
 
 
 def as_watchpoints(specs: list[str]) -> list[tuple[Any, dict[str, float]]]:
@@ -58,7 +57,8 @@ async def test_started_with_watch_specs_has_them_and_no_offer() -> None:
     session = FakeSession()
     app = DebuggerApp(session, start_session=True, watch_specs=SPECS)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await wait_for_notice(pilot, "3 watchpoints created from the command line.")
+        await settled(pilot)
         assert not isinstance(app.screen, ConfirmScreen)  # no recommended offer
         assert [(wp.condition, wp.params) for wp in session.watchpoints] == as_watchpoints(SPECS)
         assert app.query_one(WatchpointList).row_count == 3
@@ -71,7 +71,8 @@ async def test_started_with_recommended_applies_them_without_asking() -> None:
     session = FakeSession()
     app = DebuggerApp(session, start_session=True, watch_specs=["TO"], recommended=True)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await wait_for_notice(pilot, "3 watchpoints created from the command line.")
+        await settled(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
         # the spec, then FakeSession's two recommended ones
         assert [wp.condition.abbr for wp in session.watchpoints] == ["TO", "TO", "WCL"]
@@ -94,7 +95,8 @@ async def test_a_spec_that_watches_nothing_is_a_notice_naming_it() -> None:
     session = FakeSession(graph_list=[only_ops])
     app = DebuggerApp(session, start_session=True, watch_specs=["GV:abs_mean_lt=1e-9", "TO", "XX"])
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await wait_for_notice(pilot, "1 watchpoint created from the command line.")
+        await settled(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
         assert [wp.condition.abbr for wp in session.watchpoints] == ["TO"]
         shown = notifications(app)
@@ -111,7 +113,8 @@ async def test_online_session_started_before_the_app_gets_them_on_mount() -> Non
     session.start()  # online: the graph arrived before the app was drawn
     app = DebuggerApp(session, watch_specs=["TO"])
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await wait_until(pilot, lambda: session.watchpoints, what="the --watch spec applied")
+        await settled(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
         assert [wp.spec for wp in session.watchpoints] == ["TO"]
 
@@ -122,7 +125,7 @@ async def test_copy_check_command_parses_back_to_the_same_watchpoints() -> None:
     session._metadata = session._metadata.with_(source="/dumps/my run (1)")
     app = DebuggerApp(session, start_session=True, watch_specs=SPECS)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await loaded(pilot)
         # one made in the TUI, with a range, targets and a float that %g would round
         session.create_watchpoint(
             "AR",
@@ -135,8 +138,10 @@ async def test_copy_check_command_parses_back_to_the_same_watchpoints() -> None:
         )
         disabled = session.create_watchpoint("TZ", {"zero_percentage_ge": 100})
         session.update_watchpoint(disabled.id, enabled=False)
-        await settle(pilot)
+        table = app.query_one(WatchpointList)
+        await wait_until(pilot, lambda: len(table.watchpoints) == 5, what="5 watchpoints listed")
         await run_palette(pilot, "Copy watchpoints as a check command")
+        await wait_for_notice(pilot, "Copied to the clipboard")
         command = app.clipboard
         words = shlex.split(command)
         assert words[:3] == ["tuidebug", "check", "/dumps/my run (1)"]
@@ -156,8 +161,9 @@ async def test_copy_online_is_only_the_watch_options() -> None:
     session = FakeSession(live=True)
     app = DebuggerApp(session, start_session=True, watch_specs=["TO", "GV:abs_mean_lt=1e-9"])
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await loaded(pilot)
         await run_palette(pilot, "Copy watchpoints as a check command")
+        await wait_for_notice(pilot, "Copied to the clipboard")
         assert app.clipboard == "--watch TO --watch GV:abs_mean_lt=1e-9"
 
 
@@ -168,15 +174,16 @@ async def test_save_watchpoints_to_a_file_read_back_by_watch_file(
     session = FakeSession()
     app = DebuggerApp(session, start_session=True, watch_specs=SPECS)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await loaded(pilot)
         off = session.create_watchpoint("GE", {})
         session.update_watchpoint(off.id, enabled=False)
-        await settle(pilot)
+        table = app.query_one(WatchpointList)
+        await wait_until(pilot, lambda: len(table.watchpoints) == 4, what="4 watchpoints listed")
         await run_palette(pilot, "Save watchpoints to file")
-        assert isinstance(app.screen, PromptScreen)
-        assert app.screen.query_one(Input).value == "tuidebug-watchpoints.txt"
+        prompt = await wait_for_screen(pilot, PromptScreen)
+        assert prompt.query_one(Input).value == "tuidebug-watchpoints.txt"
         await pilot.press("enter")
-        await settle(pilot)
+        await wait_for_notice(pilot, "Saved 3 watchpoints")
         saved = tmp_path / "tuidebug-watchpoints.txt"
         assert [o.spec for o in cli.read_watch_file(str(saved))] == SPECS
         assert "# disabled: GE" in saved.read_text()
@@ -185,40 +192,47 @@ async def test_save_watchpoints_to_a_file_read_back_by_watch_file(
         )
         # a second save asks before replacing the file
         await run_palette(pilot, "Save watchpoints to file")
+        prompt = await wait_for_screen(pilot, PromptScreen)
         await pilot.press("enter")
-        await settle(pilot)
+        error_line = prompt.query_one("#prompt-error")
+        await wait_until(
+            pilot,
+            lambda: "exists: press Enter again" in str(error_line.render()),
+            what="the question before replacing the file",
+        )
         assert isinstance(app.screen, PromptScreen)
-        error = str(app.screen.query_one("#prompt-error").render())
-        assert "exists: press Enter again to replace it" in error
         await pilot.press("enter")
-        await settle(pilot)
-        assert not isinstance(app.screen, PromptScreen)
+        await wait_until(
+            pilot, lambda: not isinstance(app.screen, PromptScreen), what="the prompt to close"
+        )
 
 
 async def test_save_to_an_unwritable_place_is_a_notice(tmp_path: Path) -> None:
     session = FakeSession()
     app = DebuggerApp(session, start_session=True, watch_specs=["TO"])
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await loaded(pilot)
         await run_palette(pilot, "Save watchpoints to file")
-        field = app.screen.query_one(Input)
+        prompt = await wait_for_screen(pilot, PromptScreen)
+        field = prompt.query_one(Input)
+        error_line = prompt.query_one("#prompt-error")
         field.value = str(tmp_path / "missing" / "w.txt")
         await pilot.press("enter")
-        await settle(pilot)
-        error = str(app.screen.query_one("#prompt-error").render())
+        await wait_until(pilot, lambda: str(error_line.render()), what="the prompt's error")
+        error = str(error_line.render())
         assert error == f"There is no folder {tmp_path / 'missing'}."
         field.value = str(tmp_path)
         await pilot.press("enter")
-        await settle(pilot)
-        assert "is a folder" in str(app.screen.query_one("#prompt-error").render())
-        await pilot.press("escape")
-        await settle(pilot)
-        app._write_file_worker(str(tmp_path / "missing" / "w.txt"), lambda: "TO\n", "done")
-        await settle(pilot)
-        assert any(
-            m.startswith("Could not write") and "No such file or directory" in m
-            for m in notifications(app)
+        await wait_until(
+            pilot, lambda: "is a folder" in str(error_line.render()), what="'is a folder'"
         )
+        await pilot.press("escape")
+        await wait_until(
+            pilot, lambda: not isinstance(app.screen, PromptScreen), what="the prompt to close"
+        )
+        app._write_file_worker(str(tmp_path / "missing" / "w.txt"), lambda: "TO\n", "done")
+        shown = await wait_for_notice(pilot, "Could not write")
+        assert "No such file or directory" in shown
 
 
 # ------------------------------------------------------------ saving hits
@@ -229,23 +243,23 @@ async def test_s_in_the_hit_list_saves_all_hits_and_says_so(
     session = FakeSession(graph_list=[synthetic_graph()])
     app = DebuggerApp(session, start_session=True, watch_specs=["TO", "TL:abs_mean_gt=1e3"])
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await loaded(pilot)
         await pilot.press("r")  # FakeSession: every watchpoint hits two nodes
-        await settle(pilot)
-        await pilot.press("2")
         hits = app.query_one(HitList)
+        await wait_until(pilot, lambda: hits.hit_count == 4, what="4 hits in the hit list")
+        await settled(pilot)
+        await pilot.press("2")
         hits.query_one("#hit-filter-watchpoint", Select).value = str(session.watchpoints[1].id)
-        await settle(pilot)
-        assert hits.shown_count == 2 and hits.hit_count == 4
+        await wait_until(pilot, lambda: hits.shown_count == 2, what="the filter to show 2 hits")
+        assert hits.hit_count == 4
         hits.tree.focus()
         help_text = context_help(hits.tree, app.key_hint)
         assert help_text is not None and "s saves every hit" in help_text[1]
         await pilot.press("s")
-        await settle(pilot)
-        assert isinstance(app.screen, PromptScreen)
-        assert app.screen.query_one(Input).value == "tuidebug-hits-step1.json"
+        prompt = await wait_for_screen(pilot, PromptScreen)
+        assert prompt.query_one(Input).value == "tuidebug-hits-step1.json"
         await pilot.press("enter")
-        await settle(pilot)
+        await wait_for_notice(pilot, "Saved all 4 hits")
         saved = json.loads((tmp_path / "tuidebug-hits-step1.json").read_text())
         assert [h["watchpoint"] for h in saved] == [*["TO"] * 2, *["TL:abs_mean_gt=1e3"] * 2]
         assert saved[2]["params"] == [
@@ -260,13 +274,13 @@ async def test_s_in_the_hit_list_saves_all_hits_and_says_so(
 async def test_save_hits_without_hits_says_so() -> None:
     app = DebuggerApp(FakeSession(), start_session=True, watch_specs=["TO"])
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await loaded(pilot)
         assert "Save hits…" not in [c.title for c in app.palette_commands()]
         await pilot.press("2")
         await pilot.press("s")
-        await settle(pilot)
+        await wait_for_notice(pilot, "There are no hits to save yet")
+        await settled(pilot)
         assert not isinstance(app.screen, PromptScreen)
-        assert any(m.startswith("There are no hits to save yet") for m in notifications(app))
 
 
 async def test_saved_hits_equal_check_json(
@@ -282,17 +296,22 @@ async def test_saved_hits_equal_check_json(
     app = DebuggerApp(session, start_session=True, watch_specs=specs)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+            await wait_for_notice(pilot, "3 watchpoints created from the command line.")
+            await settled(pilot)
             assert not isinstance(app.screen, ConfirmScreen)
             assert len(session.watchpoints) == 3
-            for _ in range(2):  # step 2 = dump iteration 1
+            for step in (1, 2):  # step 2 = dump iteration 1
                 await pilot.press("n")
-                await settle(pilot, 6)
-            assert session.metadata.step == 2 and session.hits
+                await wait_until(
+                    pilot, lambda s=step: session.metadata.step == s, what=f"step {step}"
+                )
+                await settled(pilot)  # the check of the step done
+            assert session.hits
             await run_palette(pilot, "Save hits")
-            assert app.screen.query_one(Input).value == "tuidebug-hits-step2.json"
+            prompt = await wait_for_screen(pilot, PromptScreen)
+            assert prompt.query_one(Input).value == "tuidebug-hits-step2.json"
             await pilot.press("enter")
-            await settle(pilot)
+            await wait_for_notice(pilot, "Saved all")
     finally:
         session.close()
     saved = json.loads((tmp_path / "tuidebug-hits-step2.json").read_text())
