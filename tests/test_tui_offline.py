@@ -15,6 +15,7 @@ import pytest
 from dump_copy import copy_dump
 from subgraph_dump import add_graph_without_history
 from textual.widgets import DataTable, Input, Label, OptionList, Static
+from tui_support import notices, settled, wait_for_screen, wait_until
 
 from tuidebug.core.tensor import TensorRef, tensor_statistics
 from tuidebug.offline.demo import write_demo_dump
@@ -32,22 +33,36 @@ from tuidebug.tui.watchpoint_editor import WatchpointEditor
 SIZE = (160, 48)
 
 
-async def settle(pilot: Any, rounds: int = 4) -> None:
-    for _ in range(rounds):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-
 @pytest.fixture(scope="module")
 def demo_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_demo_dump(tmp_path_factory.mktemp("demo"))
 
 
 async def open_dump(pilot: Any) -> None:
-    await settle(pilot)
-    assert isinstance(pilot.app.screen, ConfirmScreen)  # the recommended-watchpoint offer
+    """Indexed, the recommended-watchpoints offer declined, nothing left pending."""
+    await wait_for_screen(pilot, ConfirmScreen)
     await pilot.press("n")
-    await settle(pilot)
+    await wait_until(
+        pilot,
+        lambda: not isinstance(pilot.app.screen, ConfirmScreen),
+        what="the recommended-watchpoints offer to close",
+    )
+    await settled(pilot)
+
+
+async def at_step(pilot: Any, step: int) -> None:
+    """The header shows `step` and the step's work (summaries, checks) is done."""
+    header = pilot.app.query_one(SessionHeader)
+    await wait_until(pilot, lambda: f"step {step}/" in str(header.render()), what=f"step {step}")
+    await settled(pilot)
+
+
+async def history_shown(pilot: Any) -> HistoryScreen:
+    """The history dialog, its rows filled (they may be filled after its first refresh)."""
+    screen = await wait_for_screen(pilot, HistoryScreen)
+    table = screen.query_one(DataTable)
+    await wait_until(pilot, lambda: table.row_count, what="the history rows")
+    return screen
 
 
 def choose_condition(editor: WatchpointEditor, condition_id: str) -> None:
@@ -69,22 +84,22 @@ async def test_lenet_open_step_select_and_summary(lenet_dump: Path) -> None:
         tree = app.query_one(GraphTree)
         assert [str(n.label).split()[0] for n in tree.root.children] == ["Default", "Gradients"]
         await pilot.press("n")
-        await settle(pilot)
+        await at_step(pilot, 1)
         assert session.metadata.step == 1
         graph = next(iter(session.graphs.values()))
         conv = next(n for n in graph.operators if n.op_type == "Conv2D")
         assert app.go_to_node(graph.name, conv.name)
-        await settle(pilot)
         assert tree.cursor_node is not None and tree.cursor_node.data.node == conv.name
         details = app.query_one(NodeDetails)
+        await wait_until(pilot, lambda: details.summary_text(0), what="the Conv2D's summary")
         expected = tensor_statistics(
             session.tensor(TensorRef(conv.name, 0, None, 0, graph.name))
         ).summary_line()
         assert details.summary_text(0) == expected
         await pilot.press("enter")
-        await settle(pilot)
         view = app.query_one(TensorView)
-        assert view._state == "tensor" and view._array is not None
+        await wait_until(pilot, lambda: view._state == "tensor", what="the tensor to open")
+        assert view._array is not None
         assert view._array.shape == tuple(conv.outputs[0].shape or ())
 
 
@@ -94,23 +109,25 @@ async def test_lenet_watchpoint_recheck_and_jump_to_hit(lenet_dump: Path) -> Non
     async with app.run_test(size=SIZE) as pilot:
         await open_dump(pilot)
         await pilot.press("n")
-        await settle(pilot)
+        await at_step(pilot, 1)
         await pilot.press("w")
-        await settle(pilot)
-        editor = app.screen
-        assert isinstance(editor, WatchpointEditor)
+        editor = await wait_for_screen(pilot, WatchpointEditor)
         choose_condition(editor, "tensor_too_large")
-        await settle(pilot)
+        await wait_until(
+            pilot, lambda: editor.query("#param-abs_mean_gt"), what="the condition's fields"
+        )
+        await settled(pilot)  # the editor's defaults for the condition are set
         editor.query_one("#target-select").value = "all"
         field = editor.query_one("#param-abs_mean_gt", Input)
         field.focus()
         await pilot.press("1", "enter")
-        await settle(pilot)
+        await wait_until(pilot, lambda: session.watchpoints, what="the watchpoint created")
+        await settled(pilot)
         assert len(session.watchpoints) == 1
         await pilot.press("r")
-        await settle(pilot)
         hits = app.query_one(HitList)
-        assert hits.hit_count >= 1
+        await wait_until(pilot, lambda: hits.hit_count, what="the recheck's hits")
+        await settled(pilot)
         rows = [str(leaf.label) for group in hits.tree.root.children for leaf in group.children]
         softmax = [r for r in rows if "SparseSoftmaxCrossEntropyWithLogits" in r]
         assert softmax and "abs_mean_gt: 2.3" in softmax[0] and "it0" in softmax[0]
@@ -123,11 +140,11 @@ async def test_lenet_watchpoint_recheck_and_jump_to_hit(lenet_dump: Path) -> Non
         )
         hits.tree.move_cursor(leaf)
         await pilot.press("enter")
-        await settle(pilot)
+        view = app.query_one(TensorView)
+        await wait_until(pilot, lambda: view._state == "tensor", what="the hit's tensor to open")
         assert app.current_node is not None
         assert "SparseSoftmaxCrossEntropyWithLogits" in app.current_node.name
-        view = app.query_one(TensorView)
-        assert view._state == "tensor" and "iteration 0" in view._title
+        assert "iteration 0" in view._title
 
 
 async def test_lenet_bad_slice_heatmap_and_reset_step(dump_2_0: Path) -> None:
@@ -136,13 +153,14 @@ async def test_lenet_bad_slice_heatmap_and_reset_step(dump_2_0: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await open_dump(pilot)
         await pilot.press("n")
-        await settle(pilot)
+        await at_step(pilot, 1)
         graph = next(iter(session.graphs.values()))
         weight = graph.node("conv2.weight")  # 16×6×5×5
         app.go_to_node(graph.name, weight.name)
         await pilot.press("enter")
-        await settle(pilot)
         view = app.query_one(TensorView)
+        await wait_until(pilot, lambda: view._state == "tensor", what="the weight to open")
+        await settled(pilot)  # its statistics too, before the keys
         assert view._array is not None and view._array.ndim == 4
         await pilot.press("5")
         assert view.canvas.has_focus
@@ -151,16 +169,20 @@ async def test_lenet_bad_slice_heatmap_and_reset_step(dump_2_0: Path) -> None:
         assert slice_box.has_focus
         slice_box.value = "[0, 9, :, :]"  # conv2.weight has 6 input channels
         await pilot.press("enter")
-        await settle(pilot)
-        assert "9" in view.error_text
+        await wait_until(pilot, lambda: "9" in view.error_text, what="the slice's error")
+        first_error = view.error_text
         slice_box.value = "[0, :, :, :, :]"
         await pilot.press("enter")
-        await settle(pilot)
-        assert view.error_text  # too many entries: one sentence, no crash
+        # too many entries: one sentence, no crash
+        await wait_until(
+            pilot,
+            lambda: view.error_text and view.error_text != first_error,
+            what="the error for too many entries",
+        )
         view.canvas.focus()
         await pilot.press("m")  # the tensor pane's own key: heatmap (map)
-        await settle(pilot)
-        assert view._heatmap is True and view.canvas is view.heatmap
+        await wait_until(pilot, lambda: view.canvas is view.heatmap, what="the heatmap")
+        assert view._heatmap is True
         await pilot.press("m")
         assert view._heatmap is False
         await pilot.press("1", "g")
@@ -168,11 +190,11 @@ async def test_lenet_bad_slice_heatmap_and_reset_step(dump_2_0: Path) -> None:
         await pilot.press("backspace", "9", "enter")
         assert "between" in str(app.screen.query_one("#prompt-error").render())
         await pilot.press("backspace", "3", "enter")
-        await settle(pilot)
+        await at_step(pilot, 3)
         assert session.metadata.step == 3
         assert "step 3/4 (iteration 2)" in str(app.query_one(SessionHeader).render())
         # the open tensor follows the step
-        assert "step 3" in view._title
+        await wait_until(pilot, lambda: "step 3" in view._title, what="the tensor at step 3")
         expected = session.tensor(TensorRef(weight.name, 0, 2, 0, graph.name))
         assert view._array is not None and np.array_equal(view._array, expected)
 
@@ -195,9 +217,7 @@ async def test_history_lists_graphs_without_history_file(dump_2_0: Path, tmp_pat
     async with app.run_test(size=SIZE) as pilot:
         await open_dump(pilot)
         await pilot.press("h")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, HistoryScreen)
+        screen = await history_shown(pilot)
         assert str(screen.query_one("#history-title", Label).render()) == (
             "Graph execution history"
         )
@@ -214,15 +234,15 @@ async def test_history_lists_graphs_without_history_file(dump_2_0: Path, tmp_pat
             ("4", "kernel_graph_0", "dumped", "history file"),
         ]
         await pilot.press("down", "down", "down", "down", "enter")  # sub-graph, step 3
-        await settle(pilot)
+        await at_step(pilot, 3)
         assert not isinstance(app.screen, HistoryScreen)
         assert session.metadata.step == 3
         assert "step 3/4 (iteration 2)" in str(app.query_one(SessionHeader).render())
         await pilot.press("h")
-        await settle(pilot)
-        table = app.screen.query_one(DataTable)
+        screen = await history_shown(pilot)
+        table = screen.query_one(DataTable)
         assert table.cursor_row == 3  # the first row of the current step
-        assert history_table(app.screen)[1][4][0].startswith("▶")
+        assert history_table(screen)[1][4][0].startswith("▶")
 
 
 async def test_history_without_any_history_file(dump_2_0: Path, tmp_path: Path) -> None:
@@ -234,9 +254,7 @@ async def test_history_without_any_history_file(dump_2_0: Path, tmp_path: Path) 
     async with app.run_test(size=SIZE) as pilot:
         await open_dump(pilot)
         await pilot.press("h")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, HistoryScreen)
+        screen = await history_shown(pilot)
         title = str(screen.query_one("#history-title", Label).render())
         assert title == "Graph runs (no history file — from dumped folders)"
         assert "No graph has a usable history file" in str(
@@ -248,8 +266,7 @@ async def test_history_without_any_history_file(dump_2_0: Path, tmp_path: Path) 
             (str(s), "dumped folders") for s in range(1, 5)
         ]
         await pilot.press("down", "enter")
-        await settle(pilot)
-        assert session.metadata.step == 2
+        await wait_until(pilot, lambda: session.metadata.step == 2, what="the jump to step 2")
 
 
 async def test_history_with_history_file_has_no_from_column(dump_2_0: Path) -> None:
@@ -258,9 +275,7 @@ async def test_history_with_history_file_has_no_from_column(dump_2_0: Path) -> N
     async with app.run_test(size=SIZE) as pilot:
         await open_dump(pilot)
         await pilot.press("h")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, HistoryScreen)
+        screen = await history_shown(pilot)
         assert not screen.query("#history-note")
         columns, rows = history_table(screen)
         assert columns == ["step", "iteration", "graph", "data", "sub-graphs"]
@@ -271,9 +286,10 @@ async def test_demo_continue_finds_the_overflow(demo_dump: Path) -> None:
     session = OfflineSession(demo_dump)
     app = DebuggerApp(session, start_session=True)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await wait_for_screen(pilot, ConfirmScreen)
         await pilot.press("y")  # recommended watchpoints
-        await settle(pilot)
+        await wait_until(pilot, lambda: session.watchpoints, what="the recommended watchpoints")
+        await settled(pilot)
         assert len(session.watchpoints) >= 3
         # Continue until the tensor-overflow watchpoint fires (the demo's Inf arrives at
         # iteration 3); each continue stops at the first step with hits.
@@ -281,7 +297,7 @@ async def test_demo_continue_finds_the_overflow(demo_dump: Path) -> None:
             if any(h.condition.abbr == "TO" for h in session.hits):
                 break
             await pilot.press("c")
-            await settle(pilot)
+            await settled(pilot)  # the continue (a worker) and the hits it found
         overflow = [h for h in session.hits if h.condition.abbr == "TO"]
         assert overflow, "the demo's overflow was not found"
         hits = app.query_one(HitList)
@@ -289,9 +305,18 @@ async def test_demo_continue_finds_the_overflow(demo_dump: Path) -> None:
         assert any(r.startswith("TO ") and "NaN or +/-Inf" in r for r in rows)
         first = overflow[0]
         app.post_message(HitChosen(first))
-        await settle(pilot)
+        details = app.query_one(NodeDetails)
+        await wait_until(
+            pilot,
+            lambda: (
+                details.node is not None
+                and details.node.name == first.tensor.node
+                and details.summary_text(first.tensor.slot)
+            ),
+            what="the hit's node and its summary",
+        )
         assert app.current_node is not None and app.current_node.name == first.tensor.node
-        summary = app.query_one(NodeDetails).summary_text(first.tensor.slot) or ""
+        summary = details.summary_text(first.tensor.slot) or ""
         assert "Inf" in summary or "NaN" in summary
 
 
@@ -299,8 +324,9 @@ async def test_not_a_dump_is_a_notice_not_a_crash(tmp_path: Path) -> None:
     session = OfflineSession(tmp_path)  # an empty folder
     app = DebuggerApp(session, start_session=True)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        messages = [n.message for n in app._notifications]
+        await wait_until(pilot, lambda: notices(app), what="a notice about the folder")
+        await settled(pilot)
+        messages = notices(app)
         assert messages and all("Traceback" not in m for m in messages)
         assert app.is_running
         await pilot.press("n", "w", "r", "g")  # everything refuses politely
