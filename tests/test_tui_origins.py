@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 from textual.widgets import DataTable, Static
+from tui_support import settled, wait_for_notice, wait_for_screen, wait_until
 
 from tuidebug.offline.demo import write_demo_dump
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
+from tuidebug.tui.dialogs import ConfirmScreen
+from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.hit_list import HitList
 from tuidebug.tui.origin_screen import OriginScreen
 from tuidebug.tui.tensor_view import TensorView
@@ -26,26 +29,36 @@ LOSS = (
 )
 
 
-async def settle(pilot: Any, rounds: int = 4) -> None:
-    for _ in range(rounds):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-
 @pytest.fixture(scope="module")
 def demo_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_demo_dump(tmp_path_factory.mktemp("demo"))
 
 
+async def answer_offer(pilot: Any, key: str) -> None:
+    """Indexed, the recommended-watchpoints offer answered, nothing left pending."""
+    await wait_for_screen(pilot, ConfirmScreen)
+    await pilot.press(key)
+    await wait_until(
+        pilot,
+        lambda: not isinstance(pilot.app.screen, ConfirmScreen),
+        what="the recommended-watchpoints offer to close",
+    )
+    await settled(pilot)
+
+
+async def at_step(pilot: Any, step: int) -> None:
+    header = pilot.app.query_one(SessionHeader)
+    await wait_until(pilot, lambda: f"step {step}/" in str(header.render()), what=f"step {step}")
+    await settled(pilot)
+
+
 async def continue_to_overflow(pilot: Any, session: OfflineSession) -> None:
-    await settle(pilot)
-    await pilot.press("y")  # the recommended watchpoints
-    await settle(pilot)
+    await answer_offer(pilot, "y")  # the recommended watchpoints
     for _ in range(session.metadata.max_step or 0):
         if any(h.condition.abbr == "TO" for h in session.hits):
             break
         await pilot.press("c")
-        await settle(pilot)
+        await settled(pilot)  # the continue (a worker) and the hits it found
     assert any(h.condition.abbr == "TO" for h in session.hits)
 
 
@@ -57,7 +70,6 @@ async def test_trace_from_an_overflow_hit_finds_the_matmul_and_enter_goes_there(
     async with app.run_test(size=SIZE) as pilot:
         await continue_to_overflow(pilot, session)
         await pilot.press("2")
-        await settle(pilot)
         tree = app.query_one(HitList).tree
         leaf = next(
             leaf
@@ -69,40 +81,35 @@ async def test_trace_from_an_overflow_hit_finds_the_matmul_and_enter_goes_there(
         )
         tree.move_cursor(leaf)
         await pilot.press("o")
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, OriginScreen)
+        screen = await wait_for_screen(pilot, OriginScreen)
         table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count, what="the trace's rows")
         assert table.row_count == 1
         assert "MatMul-op0" in str(table.get_row_at(0)[1])
         chain = str(screen.query_one("#origin-chain", Static).render())
         assert "MatMul-op0" in chain and "SparseSoftmaxCrossEntropyWithLogits-op0" in chain
         await pilot.press("enter")
-        await settle(pilot)
+        view = app.query_one(TensorView)
+        await wait_until(pilot, lambda: view.state == "tensor", what="the MatMul's tensor")
         assert not isinstance(app.screen, OriginScreen)
         assert app.current_node is not None and app.current_node.name == FIRST_INF
-        view = app.query_one(TensorView)
-        assert view.state == "tensor"
 
 
 async def test_finite_node_is_a_notice_and_help_and_palette_list_the_key(demo_dump: Path) -> None:
     session = OfflineSession(demo_dump)
     app = DebuggerApp(session, start_session=True)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("n")  # no recommended watchpoints
-        await settle(pilot)
+        await answer_offer(pilot, "n")  # no recommended watchpoints
         await pilot.press("o")  # nothing selected, step 0: refused with a sentence
-        await settle(pilot)
+        await settled(pilot)
         assert app.action_state("trace_origin").enabled is False
         await pilot.press("n")  # step 1: healthy
-        await settle(pilot)
+        await at_step(pilot, 1)
         assert app.go_to_node(next(iter(app.graphs)), LOSS)
         await pilot.press("o")
-        await settle(pilot)
+        await wait_for_notice(pilot, "has no NaN or Inf at step 1.")
+        await settled(pilot)
         assert not isinstance(app.screen, OriginScreen)
-        messages = [str(n.message) for n in app._notifications]
-        assert any("has no NaN or Inf at step 1." in m for m in messages), messages
         rows = app.help_keys()
         assert any(keys == "o" and "origin" in does for keys, does, _ in rows)
         titles = [c.title for c in app.palette_commands()]
@@ -126,17 +133,13 @@ async def test_escape_cancels_a_running_trace(demo_dump: Path, monkeypatch: Any)
     session = OfflineSession(demo_dump)
     app = DebuggerApp(session, start_session=True)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("n", "n")
-        await settle(pilot)
+        await answer_offer(pilot, "n")
+        await pilot.press("n")
+        await at_step(pilot, 1)
         assert app.go_to_node(next(iter(app.graphs)), LOSS)
         await pilot.press("o")
-        for _ in range(100):
-            if started.is_set():
-                break
-            await pilot.pause(0.01)
+        await wait_until(pilot, started.is_set, what="the trace to start")
         assert app._tracing
         await pilot.press("escape")
-        await settle(pilot)
-        assert not app._tracing
-        assert any("Trace cancelled." in str(n.message) for n in app._notifications)
+        await wait_for_notice(pilot, "Trace cancelled.")
+        await wait_until(pilot, lambda: not app._tracing, what="the trace to stop")
