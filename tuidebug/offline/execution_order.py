@@ -8,6 +8,9 @@ from pathlib import Path
 from tuidebug.offline.regular_file import FileTooLargeError, NotRegularFileError, read_regular
 
 MAX_ORDER_BYTES = 256 << 20  # one kernel name per line; 256 MiB is millions of kernels
+# One iteration number per line: 32 MiB is ~4 million steps. Every listed iteration becomes a
+# graph run (a Python object of ~100 bytes), so the cap is what bounds that list.
+MAX_HISTORY_BYTES = 32 << 20
 EXECUTION_ORDER_HEADER = "NodeExecutionOrder-FullNameWithScope"
 
 
@@ -15,12 +18,12 @@ class OrderFileError(ValueError):
     """An execution-order or history file that cannot be read; the message is one sentence."""
 
 
-def _read_text(path: Path, label: str) -> str:
+def _read_text(path: Path, label: str, limit: int = MAX_ORDER_BYTES) -> str:
     try:
-        data = read_regular(path, MAX_ORDER_BYTES)  # a FIFO is refused, never waited on
+        data = read_regular(path, limit)  # a FIFO is refused, never waited on
     except FileTooLargeError:
         raise OrderFileError(
-            f"{label} is larger than the {MAX_ORDER_BYTES:,}-byte limit, so it was not read."
+            f"{label} is larger than the {limit:,}-byte limit, so it was not read."
         ) from None
     except NotRegularFileError as err:
         raise OrderFileError(f"{label} is {err.strerror}; it was not read.") from None
@@ -49,7 +52,7 @@ def read_graph_history(path: Path, label: str | None = None) -> tuple[list[int],
 
     MindInsight reads column 0 of each row as an int and fails on anything else; here
     such lines are counted so the caller can report them, and the rest is kept."""
-    text = _read_text(path, label or str(path))
+    text = _read_text(path, label or str(path), MAX_HISTORY_BYTES)
     iterations: list[int] = []
     bad = 0
     for line in text.splitlines():

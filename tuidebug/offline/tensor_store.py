@@ -232,7 +232,10 @@ def _simple_header(fd: int, head: bytes) -> NpyHeader | None:
 
 def _read_data(fd: int, header: NpyHeader, path: Path | str) -> np.ndarray:
     """The data of an open file into a new (writeable) array."""
-    buf = np.empty(header.nbytes, np.uint8)
+    try:
+        buf = np.empty(header.nbytes, np.uint8)
+    except MemoryError:  # a real file that large (a sparse one costs no disk)
+        raise _no_memory(path, header.nbytes) from None
     done = 0
     while done < header.nbytes:
         got = os.preadv(fd, [buf[done:]], header.data_offset + done)
@@ -400,7 +403,10 @@ def _load_npy_numpy(
             order = "F" if header.fortran_order else "C"
             if header.size == 0 or not mmap:
                 # mmap cannot map zero bytes; small or explicit reads come from the open file
-                data = np.fromfile(fp, dtype=header.dtype, count=header.size)
+                try:
+                    data = np.fromfile(fp, dtype=header.dtype, count=header.size)
+                except MemoryError:
+                    raise _no_memory(path, header.nbytes) from None
                 if data.size != header.size:  # the file shrank since the size check
                     raise TensorTruncatedError(path, f"{_name(path)} is truncated.")
                 return data.reshape(header.shape, order=order)
@@ -420,6 +426,12 @@ def _load_npy_numpy(
         raise TensorHeaderError(
             path, f"{_name(path)} cannot be read: {_clause_text(err)}."
         ) from None
+
+
+def _no_memory(path: Path | str, nbytes: int) -> TensorFileError:
+    return TensorFileError(
+        path, f"{_name(path)} holds {_size_text(nbytes)}, more than there is memory to read."
+    )
 
 
 def _size_text(nbytes: int) -> str:
