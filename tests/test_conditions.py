@@ -582,7 +582,8 @@ def test_empty_tensor_is_skipped() -> None:
 
 
 def test_unsupported_dtype_gives_no_result() -> None:
-    res = one(np.array([1 + 2j, np.nan]), request("TO"))
+    # (complex tensors are checked: tests/test_hostile_dtypes.py)
+    res = one(np.array(["1", "nan"]), request("TO"))
     assert not res.reported
     assert not C.supported_dtype(np.dtype(np.complex64))
     assert not C.supported_dtype(np.dtype("U3"))

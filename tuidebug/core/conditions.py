@@ -28,6 +28,10 @@ the standard deviation only when a legacy SD condition asks for it. Deliberate d
 * IS_OVERFLOW (2) never hits here: MindSpore decides it from Ascend overflow files.
 * A previous tensor is converted from its own dtype (MindSpore reinterprets its bytes as the
   current dtype, which only matters if the two dtypes differ).
+* Complex tensors (complex64/complex128), which MindSpore's summary never checks, are
+  checked here: an element is NaN (Inf) when either part is, and every other statistic is
+  that of the magnitudes |z| (the change conditions: |x − p| of the complex difference);
+  see `_evaluate_complex`.
 * HAS_NAN / HAS_INF / GENERAL_OVERFLOW clear the error bits and then evaluate any parameters
   they carry (MindInsight never sends any); on a tensor with NaN/Inf their statistics follow
   plain IEEE arithmetic rather than the artefacts of MindSpore's running updates.
@@ -40,9 +44,9 @@ import os
 import queue
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from functools import lru_cache, partial
 from typing import Literal
@@ -1591,17 +1595,23 @@ def evaluate(
 
     `previous` is the same tensor's value at the previous step (change conditions 18–20);
     None means there is none (error bit 4). Elements are taken in C order and converted to
-    float64 as MindSpore does. An empty tensor or an unsupported dtype gives results that
-    are not reported (MindSpore skips such tensors). IS_OVERFLOW (2) never hits here: it
-    is decided from the Ascend overflow records by the caller. `threads` (default
-    `THREADS`) scan tensors of `PARALLEL_MIN_ELEMENTS` or more; the results do not depend
-    on it.
+    float64 as MindSpore does; a complex tensor is checked on its parts (NaN/Inf) and its
+    magnitudes (every other statistic, see `_evaluate_complex`). An empty tensor or an
+    unsupported dtype gives results that are not reported (MindSpore skips such tensors).
+    IS_OVERFLOW (2) never hits here: it is decided from the Ascend overflow records by the
+    caller. `threads` (default `THREADS`) scan tensors of `PARALLEL_MIN_ELEMENTS` or more;
+    the results do not depend on it.
     """
     tensor = np.asarray(tensor)
+    if tensor.size and tensor.dtype.kind == "c":
+        return _evaluate_complex(tensor, requests, previous, chunk_elements, threads)
     if tensor.size == 0 or not supported_dtype(tensor.dtype):
         return [CheckResult(False, 0, untouched_params(r)) for r in requests]
     if previous is not None:
         previous = np.asarray(previous)
+        if previous.dtype.kind == "c":
+            # a real tensor whose previous value is complex: the change is the complex one
+            return _evaluate_complex(tensor, requests, previous, chunk_elements, threads)
         if not supported_dtype(previous.dtype):
             previous = np.full(1, np.nan)  # unreadable: behaves like a mismatched size
     has_prev = previous is not None
@@ -1616,3 +1626,113 @@ def evaluate(
         st.ratio = math.nan
         st.all_close = dict.fromkeys(plan.closes, False)
     return [_decide(r, st, previous) for r in requests]
+
+
+# ------------------------------------------------------------------------ complex tensors
+def _evaluate_complex(
+    tensor: np.ndarray,
+    requests: Sequence[CheckRequest],
+    previous: np.ndarray | None,
+    chunk_elements: int | None,
+    threads: int | None,
+) -> list[CheckResult]:
+    """`evaluate` for a complex tensor, or a real one whose previous value is complex.
+
+    MindSpore's summary has no complex rule (its debugger does not even load complex64), so
+    this is tuidebug's: an element is NaN (Inf) when either part is; every other statistic
+    of a complex tensor is that of its magnitudes |z|, computed in float64 (max, min, mean,
+    sd, abs_mean, zero and range percentages; |z| = 0 exactly when z = 0); the change
+    conditions use |x − p| of the complex difference and |p|, so a phase rotation that keeps
+    every magnitude still counts as a change. Extra memory: the float64 magnitudes (the
+    size of a complex64 tensor, half that of a complex128 one)."""
+    chunk = chunk_elements or CHUNK_ELEMENTS
+    has_prev = previous is not None
+    plan = _plan(requests, has_prev)
+    is_complex = tensor.dtype.kind == "c"
+    if not is_complex and not supported_dtype(tensor.dtype):
+        return [CheckResult(False, 0, untouched_params(r)) for r in requests]
+    values = _magnitudes(tensor, chunk) if is_complex else tensor
+    nan, inf = _complex_nan_inf(tensor, chunk) if is_complex else (False, False)
+    n_threads = THREADS if threads is None else threads
+    with np.errstate(invalid="ignore", over="ignore"):
+        scan = _Scan(values, None, plan, chunk)
+        st = scan.run(n_threads)
+        if is_complex and (st.has_nan, st.has_inf) != (nan, inf) and not plan.through_errors:
+            # |z| overflowed float64 for finite parts (near 1e308): the scan stopped at that
+            # "Inf", but the tensor has none; its statistics are wanted (IEEE: max = inf)
+            scan = _Scan(values, None, replace(plan, through_errors=True), chunk)
+            st = scan.run(n_threads)
+    if is_complex:
+        st.has_nan, st.has_inf = nan, inf
+    if has_prev:
+        st.ratio = math.nan
+        st.all_close = dict.fromkeys(plan.closes, False)
+        if previous.size == tensor.size and (  # type: ignore[union-attr]
+            previous.dtype.kind == "c" or supported_dtype(previous.dtype)  # type: ignore[union-attr]
+        ):
+            with np.errstate(invalid="ignore", over="ignore"):
+                _complex_change(tensor, previous, plan, st, chunk)  # type: ignore[arg-type]
+    return [_decide(r, st, previous) for r in requests]
+
+
+def _complex_blocks(a: np.ndarray, chunk: int) -> Iterator[np.ndarray]:
+    flat, contiguous = _flat(a)
+    for start in range(0, flat.size, chunk):
+        yield _block(flat, contiguous, start, min(start + chunk, flat.size))
+
+
+def _complex_nan_inf(tensor: np.ndarray, chunk: int) -> tuple[bool, bool]:
+    """(any part NaN, any part ±Inf), read from the parts: |z| hides a NaN next to an Inf
+    (|inf + nan·j| = inf) and overflows for finite parts near the type's maximum."""
+    nan = inf = False
+    for block in _complex_blocks(tensor, chunk):
+        for part in (block.real, block.imag):
+            if not np.isfinite(part).all():
+                nan = nan or bool(np.isnan(part).any())
+                inf = inf or bool(np.isinf(part).any())
+        if nan and inf:
+            break
+    return nan, inf
+
+
+def _magnitudes(tensor: np.ndarray, chunk: int) -> np.ndarray:
+    """|z| of every element as float64, in C order (complex64 parts are widened first, so
+    a magnitude above float32's maximum stays finite)."""
+    out = np.empty(tensor.size, np.float64)
+    start = 0
+    for block in _complex_blocks(tensor, chunk):
+        stop = start + block.size
+        if block.dtype == np.complex128:
+            np.abs(block, out=out[start:stop])
+        else:
+            np.hypot(block.real, block.imag, out=out[start:stop], dtype=np.float64)
+        start = stop
+    return out
+
+
+def _complex_change(
+    tensor: np.ndarray, previous: np.ndarray, plan: _Plan, st: _Stats, chunk: int
+) -> None:
+    """The change statistics over the complex difference: Σ|x − p|, Σ|p| and, per
+    tolerance, whether every |x − p| <= atol + rtol·|p| (NaN is never close)."""
+    closes = dict.fromkeys(plan.closes, True)
+    sum_diff: list[float] = []
+    sum_prev: list[float] = []
+    for xb, pb in zip(
+        _complex_blocks(tensor, chunk), _complex_blocks(previous, chunk), strict=True
+    ):
+        x = xb.astype(np.complex128)
+        p = pb.astype(np.complex128)
+        diff = np.abs(x - p)
+        mag_p = np.abs(p)
+        if plan.ratio:
+            sum_diff.append(float(diff.sum()))
+            sum_prev.append(float(mag_p.sum()))
+        for key, alive in closes.items():
+            if alive:
+                rtol, atol = key
+                closes[key] = bool(np.less_equal(diff, atol + rtol * mag_p).all())
+    n = tensor.size
+    if plan.ratio and n:
+        st.ratio = (math.fsum(sum_diff) / n) / (math.fsum(sum_prev) / n + UPDATE_RATIO_EPSILON)
+    st.all_close = closes

@@ -427,7 +427,12 @@ class TensorStatistics:
 
     min/max/mean/std are over finite values only (None when there are none, and for bool);
     `std` is the population standard deviation. `negative_count`/`positive_count` count
-    finite values < 0 / > 0, so zero + negative + positive + NaN + ±Inf = count."""
+    finite values < 0 / > 0, so zero + negative + positive + NaN + ±Inf = count.
+
+    Complex tensors (`magnitude`): min/max/mean/std are those of the magnitudes |z| of the
+    finite elements; an element is NaN when either part is, else +Inf when either part is
+    infinite (|z| = +inf), so its -Inf and negative counts are 0 — the condition engine's
+    rule (`conditions.evaluate`)."""
 
     shape: tuple[int, ...]
     dtype: str
@@ -444,6 +449,7 @@ class TensorStatistics:
     positive_count: int = 0
     true_count: int | None = None  # bool tensors only
     false_count: int | None = None
+    magnitude: bool = False  # complex tensors: min/max/mean/std are those of |z|
 
     @property
     def is_bool(self) -> bool:
@@ -459,7 +465,8 @@ class TensorStatistics:
         elif self.is_bool:
             parts.append(f"T:{self.true_count} F:{self.false_count}")
         elif self.min is not None and self.max is not None:
-            parts.append(f"∈[{_short(self.min)}, {_short(self.max)}]")
+            of = "|z|" if self.magnitude else ""
+            parts.append(f"{of}∈[{_short(self.min)}, {_short(self.max)}]")
             if self.mean is not None:
                 parts.append(f"μ={_short(self.mean)}")
             if self.std is not None:
@@ -520,13 +527,34 @@ class _Accumulator:
 def tensor_statistics(array: np.ndarray, chunk: int = CHUNK_ELEMENTS) -> TensorStatistics:
     """Statistics of a whole tensor in one chunked pass (memory stays O(chunk))."""
     dt = array.dtype
-    if not (dt.kind in "biuf" or dt == BFLOAT16):
+    if not (dt.kind in "biufc" or dt == BFLOAT16):
         raise UnsupportedDataTypeError(
             f"Statistics of {dtype_label(dt)} tensors are not supported."
         )
     shape = tuple(int(d) for d in array.shape)
     count = int(array.size)
     acc = _Accumulator(count=count)
+    if dt.kind == "c":
+        for piece in iter_chunks(array, chunk):
+            mags, nan, inf = _finite_magnitudes(piece)
+            acc.nan += nan
+            acc.pos_inf += inf
+            acc.add_numbers(mags)
+        has_finite = acc.finite > 0
+        return TensorStatistics(
+            shape=shape,
+            dtype=dtype_label(dt),
+            count=count,
+            min=acc.lo if has_finite else None,
+            max=acc.hi if has_finite else None,
+            mean=acc.mean if has_finite else None,
+            std=math.sqrt(acc.m2 / acc.finite) if has_finite else None,
+            nan_count=acc.nan,
+            pos_inf_count=acc.pos_inf,
+            zero_count=acc.zero,
+            positive_count=acc.finite - acc.zero,
+            magnitude=True,
+        )
     if dt == np.bool_:
         for piece in iter_chunks(array, chunk):
             acc.true += int(np.count_nonzero(piece))
@@ -569,6 +597,22 @@ def tensor_statistics(array: np.ndarray, chunk: int = CHUNK_ELEMENTS) -> TensorS
     )
 
 
+def _finite_magnitudes(piece: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """(float64 |z| of the finite elements, #elements with a NaN part, #other elements with
+    an infinite part) of a 1-D complex piece. The parts are widened before hypot, so the
+    magnitude of finite complex64 parts never overflows."""
+    re, im = piece.real, piece.imag
+    finite = np.isfinite(re) & np.isfinite(im)
+    nan = inf = 0
+    if not finite.all():
+        nan_mask = np.isnan(re) | np.isnan(im)
+        nan = int(np.count_nonzero(nan_mask))
+        inf = int(piece.size - np.count_nonzero(finite)) - nan
+        re, im = re[finite], im[finite]
+    mags = np.hypot(re.astype(np.float64), im.astype(np.float64))
+    return mags, nan, inf
+
+
 @dataclass(frozen=True)
 class Histogram:
     """Counts of finite values in `len(edges) - 1` equal bins; the last bin is closed."""
@@ -589,7 +633,8 @@ def histogram(
     stats: TensorStatistics | None = None,
     chunk: int = CHUNK_ELEMENTS,
 ) -> Histogram:
-    """Histogram of the finite values (bool counts as 0/1). The range is `value_range`, else
+    """Histogram of the finite values (bool counts as 0/1; complex: the magnitudes |z| of
+    the finite elements, as `tensor_statistics` takes them). The range is `value_range`, else
     the min/max from `stats` (pass them to save a pass), else computed here. Values outside
     an explicit range are not counted. A tensor with no finite value gives zero bins."""
     if bins < 1:
@@ -611,6 +656,9 @@ def histogram(
     counts = np.zeros(bins, dtype=np.int64)
     floating = _is_float(array.dtype)
     for piece in iter_chunks(array, chunk):
+        if piece.dtype.kind == "c":
+            counts += np.histogram(_finite_magnitudes(piece)[0], bins=edges)[0]
+            continue
         values = _as_computable(piece)
         if values.dtype == np.bool_:
             values = values.view(np.uint8)
