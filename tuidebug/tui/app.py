@@ -378,6 +378,13 @@ class DebuggerApp(App[int]):
         ):
             self.current_node = None
             self.query_one(NodeDetails).clear()
+        elif self.current_node is not None and self.current_graph is not None:
+            # a new training's graph may hold a node of the same name: show that one, not
+            # the old graph's node (its inputs, outputs and counts are the old ones)
+            graph = self.graphs[self.current_graph]
+            fresh = graph.get(self.current_node.name)
+            if fresh is not None and fresh is not self.current_node:
+                self._show_node(graph, fresh)
         self._graph_switched()
         self.query_one(HitList).set_context(self.graphs, self._metadata.ranks)
         self._refresh_badges()
