@@ -8,6 +8,19 @@ complete objects to the `OnlineSession` state machine, which decides what to ans
 Handlers are registered by hand with raw-bytes deserializers instead of the generated
 `add_EventListenerServicer_to_server`, so that a message that does not parse becomes a
 `FAILED` reply and one log line here rather than a gRPC-internal traceback.
+
+Limits (any peer that can connect is untrusted; `ServerOptions` holds the numbers):
+- threads: gRPC's sync server gives each call a worker thread for as long as it runs. Calls
+  beyond the threads are refused at once, streams get at most `stream_slots` of them (the
+  rest stay for the training's SendMetadata, WaitCMD and heartbeats), and a `CallGuard`
+  cancels any call that sends nothing for `message_timeout` s or streams longer than
+  `stream_timeout` s. Unary methods are served as streams for that: the wait for their
+  request is bounded too.
+- memory: per graph stream, per tensor, per message count, and `max_buffered_bytes` over all
+  streams together (`ByteBudget`); a graph's bytes are kept once and parsed in place, and a
+  large stream's memory is handed back to the system when it ends (`malloc_trim`).
+- one training at a time: only the attached training's streams are read; another's
+  SendMetadata is refused with FAILED_PRECONDITION and a sentence (`OnlineSession`).
 """
 
 from __future__ import annotations
