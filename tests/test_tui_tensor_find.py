@@ -8,9 +8,18 @@ import numpy as np
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input
-from tui_support import FakeSession
+from tui_support import (
+    FakeSession,
+    notices,
+    settled,
+    tensor_shown,
+    wait_for_notice,
+    wait_for_screen,
+    wait_until,
+)
 
 from tuidebug.tui.app import DebuggerApp
+from tuidebug.tui.dialogs import ConfirmScreen
 from tuidebug.tui.tensor_canvas import TensorCanvas
 from tuidebug.tui.tensor_view import TensorView
 
@@ -22,20 +31,14 @@ class ViewApp(App[None]):
         yield TensorView()
 
 
-async def settle(app: App[None], pilot: Pilot[None]) -> None:
-    """Let workers finish and their results land on the UI thread."""
-    for _ in range(3):
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def notices(app: App[None]) -> list[str]:
-    return [n.message for n in app._notifications]
-
-
 def cursor(canvas: TensorCanvas) -> tuple[int, int]:
     return canvas.cursor_row, canvas.cursor_col
+
+
+async def landed(pilot: Pilot[None], canvas: TensorCanvas, at: tuple[int, int]) -> None:
+    """The search put the cursor on `at`, and its worker is done (the match ranked)."""
+    await wait_until(pilot, lambda: cursor(canvas) == at, what=f"the cursor on the match {at}")
+    await settled(pilot)
 
 
 def with_nans() -> np.ndarray:
@@ -50,9 +53,9 @@ def with_nans() -> np.ndarray:
 async def open_view(app: ViewApp, pilot: Pilot[None], array: np.ndarray) -> TensorView:
     view = app.query_one(TensorView)
     view.show("Default/fc1/MatMul-op1:0", array)
-    await settle(app, pilot)
+    await tensor_shown(pilot, view)
     view.table.focus()
-    await pilot.pause()
+    await wait_until(pilot, lambda: view.table.has_focus, what="the focus on the table")
     return view
 
 
@@ -67,25 +70,23 @@ async def test_find_nan_then_next_and_previous() -> None:
         assert box.value == "nonfinite"  # the default spec, prefilled
         box.value = ""
         await pilot.press(*"nan", "enter")
-        await settle(app, pilot)
+        await landed(pilot, table, (3, 17))
         assert not box.display and table.has_focus
-        assert cursor(table) == (3, 17)
         assert view.status_text.startswith("NaN at [3, 17]  (match 1 of 3)")
 
         await pilot.press("right_square_bracket")
-        await settle(app, pilot)
-        assert cursor(table) == (25, 2)
+        await landed(pilot, table, (25, 2))
         assert view.status_text.startswith("NaN at [25, 2]  (match 2 of 3)")
         row_line = next(
             y for y in range(table.view_size.height) if table.render_line(y).text.startswith("25 ")
         )
         assert row_line > 0  # scrolled into view
-        await pilot.press("right_square_bracket", "right_square_bracket")
-        await settle(app, pilot)
-        assert cursor(table) == (3, 17)  # wrapped past the end
+        await pilot.press("right_square_bracket")
+        await landed(pilot, table, (38, 29))
+        await pilot.press("right_square_bracket")
+        await landed(pilot, table, (3, 17))  # wrapped past the end
         await pilot.press("left_square_bracket")
-        await settle(app, pilot)
-        assert cursor(table) == (38, 29)  # and back past the start
+        await landed(pilot, table, (38, 29))  # and back past the start
         assert "(match 3 of 3)" in view.status_text
 
         await pilot.press("f")  # the last spec is offered again
@@ -102,7 +103,7 @@ async def test_matches_are_highlighted_and_escape_clears() -> None:
         view = await open_view(app, pilot, array)
         table = view.table
         assert view.find("> 2.9")
-        await settle(app, pilot)
+        await landed(pilot, table, (10, 10))
         match_bg = table.style_of("tensor-table--match").bgcolor
         assert match_bg is not None
         assert table.row_matches(39, 0, 30) == (array[39] > 2.9).tolist()
@@ -110,11 +111,9 @@ async def test_matches_are_highlighted_and_escape_clears() -> None:
         assert cursor(table) == (10, 10)  # +Inf > 2.9 too, and it comes first
         await pilot.press("home")
         assert view.find("nonfinite")
-        await settle(app, pilot)
-        assert cursor(table) == (3, 17)
+        await landed(pilot, table, (3, 17))
         await pilot.press("right_square_bracket")  # → the Inf at [10, 10]
-        await settle(app, pilot)
-        assert cursor(table) == (10, 10)
+        await landed(pilot, table, (10, 10))
         assert view.status_text.startswith("+Inf at [10, 10]  (match 2 of 4)")
         await pilot.press("up")
         line = next(
@@ -126,8 +125,9 @@ async def test_matches_are_highlighted_and_escape_clears() -> None:
         assert "find 'nonfinite': 4 matches" in view.status_text
 
         await pilot.press("escape")
-        await pilot.pause()
-        assert view.search is None and table.highlight is None
+        await wait_until(pilot, lambda: table.highlight is None, what="the highlight cleared")
+        await settled(pilot)  # the table redrawn
+        assert view.search is None
         strip = table.render_line(line)
         assert not [seg for seg in strip if seg.style and seg.style.bgcolor == match_bg]
 
@@ -140,7 +140,7 @@ async def test_bad_spec_and_no_match_are_notices() -> None:
         box = view.query_one("#tv-find", Input)
         box.value = "x > abc"
         await pilot.press("enter")
-        await settle(app, pilot)
+        await wait_for_notice(pilot, "Cannot read 'x > abc' as a search")
         assert (
             "Cannot read 'x > abc' as a search: expected nan, inf, +inf, -inf, nonfinite, "
             "zero, a comparison like '> 1e3' or a range like '[-1, 1]'."
@@ -148,13 +148,12 @@ async def test_bad_spec_and_no_match_are_notices() -> None:
         assert box.display and box.has_focus  # left open to be corrected
         box.value = "nan"
         await pilot.press("enter")
-        await settle(app, pilot)
-        assert "No element of this slice matches 'nan'." in notices(app)
+        await wait_for_notice(pilot, "No element of this slice matches 'nan'.")
+        await settled(pilot)
         assert view.search is None
         assert cursor(view.table) == (0, 0)
         assert view.find("[5, 7)")
-        await settle(app, pilot)
-        assert cursor(view.table) == (1, 1)
+        await landed(pilot, view.table, (1, 1))
         assert view.status_text.startswith("5 at [1, 1]  (match 1 of 2)")
         assert view.find("")  # an empty spec ends the search
         assert view.search is None
@@ -168,16 +167,15 @@ async def test_find_in_heatmap_and_after_slice_change() -> None:
         array[0, 30, 59] = -np.inf
         view = await open_view(app, pilot, array)
         await pilot.press("m")
-        await settle(app, pilot)
+        await wait_until(pilot, lambda: view.canvas is view.heatmap, what="the heatmap")
+        await settled(pilot)
         assert view.find("-inf")
-        await settle(app, pilot)
-        assert cursor(view.heatmap) == (30, 59)
+        await landed(pilot, view.heatmap, (30, 59))
         assert view.status_text.startswith("-Inf at [0, 30, 59]  (match 1 of 1)")
         assert view.apply_slice("[1, :, :]")  # the search stays, over the new slice
-        await settle(app, pilot)
+        await settled(pilot)
         await pilot.press("right_square_bracket")
-        await settle(app, pilot)
-        assert cursor(view.heatmap) == (40, 7)
+        await landed(pilot, view.heatmap, (40, 7))
         assert view.status_text.startswith("-Inf at [1, 40, 7]  (match 1 of 1)")
         await pilot.press("m")
         assert cursor(view.table) == (40, 7)
@@ -188,13 +186,12 @@ async def test_next_without_a_search_uses_the_last_spec() -> None:
     async with app.run_test(size=SIZE) as pilot:
         view = await open_view(app, pilot, with_nans())
         await pilot.press("right_square_bracket")  # nonfinite, strictly after the cursor
-        await settle(app, pilot)
-        assert cursor(view.table) == (3, 17)
+        await landed(pilot, view.table, (3, 17))
         assert view.search is not None and view.search.text == "nonfinite"
         await pilot.press("escape")
         assert view.search is None
         view.show("other", np.full((2, 2), np.nan, np.float32))  # a new tensor: no search
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         assert view.search is None
 
 
@@ -206,13 +203,12 @@ async def test_results_for_a_slice_no_longer_shown_are_dropped() -> None:
         view = await open_view(app, pilot, array)
         assert view.find("nan")
         assert view.apply_slice("[1, :, :]")  # at once: the running search is for [0]
-        await settle(app, pilot)
+        await settled(pilot)  # the search for [0] ran to its end (or its cancellation)
         assert cursor(view.table) == (0, 0)
         assert view.status_text.startswith("[1, 0, 0] = 0.0")
         assert "match" not in view.status_text
         await pilot.press("right_square_bracket")  # the same spec over the new slice
-        await settle(app, pilot)
-        assert "No element of this slice matches 'nan'." in notices(app)
+        await wait_for_notice(pilot, "No element of this slice matches 'nan'.")
 
 
 async def test_in_the_app_find_keys_and_escape() -> None:
@@ -221,23 +217,25 @@ async def test_in_the_app_find_keys_and_escape() -> None:
     relu = "Default/network-Net/layer0-Block/ReLU-op1"
     app = DebuggerApp(FakeSession(nan_node=relu), start_session=True)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(app, pilot)
+        await wait_for_screen(pilot, ConfirmScreen)
         await pilot.press("n")  # no recommended watchpoints
-        await settle(app, pilot)
+        await wait_until(
+            pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the offer to close"
+        )
+        await settled(pilot)
         assert app.go_to_node("kernel_graph_0", relu)
         await pilot.press("enter")
-        await settle(app, pilot)
-        await pilot.press("5")
         view = app.query_one(TensorView)
+        await tensor_shown(pilot, view)
+        await pilot.press("5")
         assert view.table.has_focus
         await pilot.press("right", "f")
         assert view.query_one("#tv-find", Input).value == "nonfinite"
         await pilot.press("enter")  # from the cursor at [0, 1] on: the +Inf at [1, 1]
-        await settle(app, pilot)
-        assert cursor(view.table) == (1, 1)
+        await landed(pilot, view.table, (1, 1))
         assert view.status_text.startswith("+Inf at [1, 1]  (match 2 of 2)")
         await pilot.press("right_square_bracket")
-        await settle(app, pilot)
+        await landed(pilot, view.table, (0, 0))
         assert view.status_text.startswith("NaN at [0, 0]  (match 1 of 2)")
         await pilot.press("escape")
         assert view.search is None and view.table.has_focus

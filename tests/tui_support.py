@@ -155,6 +155,18 @@ async def run_palette(pilot: Any, query: str) -> None:
     )
 
 
+async def tensor_shown(pilot: Any, view: Any, *, timeout: float = WAIT_TIMEOUT) -> None:
+    """`view` (a TensorView) shows a tensor with its statistics (a worker started after
+    the first paint), and nothing else is pending."""
+    await wait_until(
+        pilot,
+        lambda: view.state == "tensor" and (view._stats is not None or view._stats_problem),
+        what="the tensor and its statistics to be shown",
+        timeout=timeout,
+    )
+    await settled(pilot, timeout=timeout)
+
+
 def synthetic_graph(
     name: str = "kernel_graph_0", scopes: int = 4, per_scope: int = 5, *, wide: int = 0
 ) -> Graph:
