@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from tui_support import settled, tensor_shown, wait_until
 
 import tuidebug.tui.tensor_view as tensor_view_module
 from tuidebug.core.tensor import BFLOAT16, Histogram, TensorStatistics, parse_slice
@@ -47,13 +48,6 @@ def numbers(line: str) -> list[float]:
     return [float(cell) for cell in line.split("│", 1)[1].split()]
 
 
-async def settle(app: App[None], pilot: Pilot[None]) -> None:
-    """Let workers finish and their results land on the UI thread."""
-    await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-
-
 def grid(rows: int = 50, cols: int = 12) -> np.ndarray:
     return (np.arange(rows * cols, dtype=np.float32).reshape(rows, cols) - 100) / 4
 
@@ -73,7 +67,7 @@ async def test_small_tensor_cells_and_default_slice() -> None:
         view = app.query_one(TensorView)
         array = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4) * 1.5
         view.show("Default/fc1/MatMul-op1:0", array)
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         assert view.slice_text == "[0, :, :]"
         rendered = lines(view.table)
         assert rendered[0].split() == ["0", "1", "2", "3"]
@@ -91,7 +85,7 @@ async def test_nan_and_inf_cells_are_styled() -> None:
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(TensorView)
         view.show("t", specials())
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         table = view.table
         cells = table.row_cells(0, 0, 8)
         assert cells[1][0].strip() == "nan"
@@ -108,18 +102,19 @@ async def test_bad_slice_shows_inline_error_and_keeps_last_good_slice() -> None:
         view = app.query_one(TensorView)
         array = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
         view.show("t", array)
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         assert view.apply_slice("[1, :, 1:3]")
-        await pilot.pause()
+        await wait_until(
+            pilot, lambda: numbers(lines(view.table)[1]) == [13.0, 14.0], what="the new slice"
+        )
         good = lines(view.table)
-        assert numbers(good[1]) == [13.0, 14.0]
 
         await pilot.press("e")  # focus the slice box and type a broken slice
         box = view.query_one("#tv-slice")
         assert box.has_focus
         box.value = "[0, :"  # type: ignore[attr-defined]
         await pilot.press("enter")
-        await pilot.pause()
+        await wait_until(pilot, lambda: view.error_text, what="the slice's error")
         assert "must start with '[' and end with ']'" in view.error_text
         assert view.slice_text == "[1, :, 1:3]"
         assert lines(view.table)[:4] == good[:4]
@@ -131,7 +126,9 @@ async def test_bad_slice_shows_inline_error_and_keeps_last_good_slice() -> None:
         assert view.slice_text == "[1, :, 1:3]"
 
         assert view.apply_slice("[0, -1, ::2]")  # one range → a single column
-        await pilot.pause()
+        await wait_until(
+            pilot, lambda: numbers(lines(view.table)[1]) == [8.0], what="the one-column slice"
+        )
         assert view.error_text == ""
         rendered = lines(view.table)
         assert numbers(rendered[1]) == [8.0] and numbers(rendered[2]) == [10.0]
@@ -142,7 +139,7 @@ async def test_index_out_of_range_message() -> None:
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(TensorView)
         view.show("t", np.zeros((2, 3, 4), np.float32))
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         assert not view.apply_slice("[5, :, :]")
         assert view.error_text == "Index 5 is out of range for dimension 0 of size 2."
         assert view.slice_text == "[0, :, :]"
@@ -153,14 +150,14 @@ async def test_scalar_and_bool_and_int_tensors() -> None:
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(TensorView)
         view.show("scalar", np.array(3.25, dtype=np.float64))
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         assert view.slice_text == "[]"
         assert numbers(lines(view.table)[1]) == [3.25]
         view.show("mask", np.array([[True, False]]))
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         assert lines(view.table)[1].split("│")[1].split() == ["True", "False"]
         view.show("ids", np.array([[-70000, 5]], dtype=np.int64))
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         assert lines(view.table)[1].split("│")[1].split() == ["-70000", "5"]
 
 
@@ -173,23 +170,25 @@ async def test_bfloat16_and_empty_selection(
         view = app.query_one(TensorView)
         array = np.array([[1.5, -2.25], [np.nan, 4.0]], dtype=np.float32).astype(BFLOAT16)
         view.show("Default/fc1/bf:0", array, node_type="MatMul", short_name="fc1")
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         assert lines(view.table)[1].split("│")[1].split() == ["1.5000", "-2.2500"]
         assert view.status_text.startswith("[0, 0] = 1.5")
         assert "bfloat16<2,2>" in str(view.query_one("#tv-stats").content)
         view.table.focus()
         await pilot.press("S")
-        await settle(app, pilot)
+        await wait_until(pilot, lambda: list(tmp_path.glob("*.npy")), what="the saved file")
+        await settled(pilot)
         (saved,) = tmp_path.glob("*.npy")
         loaded = np.load(saved)
         assert loaded.dtype == np.float32  # no .npy code for bfloat16: stored as float32
         np.testing.assert_array_equal(loaded, array.astype(np.float32))
 
         view.show("empty", np.zeros((0, 5), np.float32))
-        await settle(app, pilot)
+
+        await tensor_shown(pilot, view)
         assert view.status_text == "The selection [:, :] is empty."
         await pilot.press("m", "i", "y")
-        await pilot.pause()
+        await settled(pilot)  # nothing to show, nothing to fail
 
 
 async def test_empty_loading_and_error_states() -> None:
@@ -197,22 +196,26 @@ async def test_empty_loading_and_error_states() -> None:
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(TensorView)
         message = view.query_one("#tv-message")
+
+        async def says(text: str) -> None:
+            await wait_until(
+                pilot,
+                lambda: str(message.content) == text,  # type: ignore[attr-defined]
+                what=f"the message {text!r}",
+            )
+
         view.show("conv1.weight:0", None, note="no value at this step")
-        await pilot.pause()
-        assert str(message.content) == "no value at this step"  # type: ignore[attr-defined]
+        await says("no value at this step")
         assert not view.table.display
         view.show_loading("fc1:0")
-        await pilot.pause()
-        assert str(message.content) == "Loading fc1:0…"  # type: ignore[attr-defined]
+        await says("Loading fc1:0…")
         view.show_error("The tensor file is truncated.")
-        await pilot.pause()
-        assert str(message.content) == "The tensor file is truncated."  # type: ignore[attr-defined]
+        await says("The tensor file is truncated.")
         assert message.has_class("-error")
         view.show("names", np.array(["a", "b"]))
-        await pilot.pause()
-        assert str(message.content) == "Tensors of type str32 cannot be shown."  # type: ignore[attr-defined]
+        await says("Tensors of type str32 cannot be shown.")
         await pilot.press("m", "d", "i", "s", "y")  # keys without a tensor do nothing
-        await pilot.pause()
+        await settled(pilot)
 
 
 # ------------------------------------------------------------------------ heatmap
@@ -221,12 +224,13 @@ async def test_heatmap_draws_nan_and_inf_glyphs_and_legend() -> None:
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(TensorView)
         view.show("t", specials())
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         view.table.focus()
         await pilot.press("m")
-        await pilot.pause()
         heatmap = view.heatmap
-        assert heatmap.display and not view.table.display
+        await wait_until(pilot, lambda: heatmap.display, what="the heatmap")
+        await settled(pilot)
+        assert not view.table.display
         zoom = heatmap.zoom
         assert zoom.factor == 1 and zoom.magnify > 1  # a 6×8 slice is magnified to fill
         rendered = lines(heatmap)
@@ -256,11 +260,12 @@ async def test_heatmap_downsamples_large_slice_and_zooms() -> None:
         array = np.zeros((1000, 1000), np.float32)
         array[501, 777] = np.nan  # missed by striding, kept by block extreme
         view.show("t", array)
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         view.table.focus()
         await pilot.press("m")
-        await settle(app, pilot)
         heatmap = view.heatmap
+        await wait_until(pilot, lambda: heatmap.display, what="the heatmap")
+        await settled(pilot)
         width, height = heatmap.view_size
         assert heatmap.factor > 1
         assert heatmap.virtual_size.width <= width and heatmap.virtual_size.height <= height
@@ -269,8 +274,8 @@ async def test_heatmap_downsamples_large_slice_and_zooms() -> None:
         assert any("?" in line for line in lines(heatmap))
         factor = heatmap.factor
         await pilot.press("plus")
-        await settle(app, pilot)
-        assert heatmap.factor == factor // 2
+        await wait_until(pilot, lambda: heatmap.factor == factor // 2, what="the zoom in")
+        await settled(pilot)
         assert f"zoom 1:{heatmap.factor}" in str(view.query_one("#tv-legend").content)
         await pilot.press("minus")
         assert heatmap.factor == factor
@@ -284,22 +289,22 @@ async def test_compare_mode_shows_diff_with_tolerance() -> None:
         previous = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
         current = previous + np.array([[0.5, 1.0, -2.0, 10.0]], np.float32)
         view.show("w", current, previous)
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         view.table.focus()
         await pilot.press("d")
-        await settle(app, pilot)
-        assert view.mode == "diff"
+        await wait_until(pilot, lambda: view.mode == "diff", what="the diff mode")
+        await settled(pilot)
         assert numbers(lines(view.table)[1]) == [0.5, 1.0, -2.0, 10.0]
         assert "previous 1.0  current 1.5  diff 0.5" in view.status_text
         # boundary = 0.5 × max(|−2|, |10|) = 5: every |diff| ≤ 5 shows as 0
         assert view.apply_tolerance("0.5")
-        await settle(app, pilot)
+        await settled(pilot)
         assert numbers(lines(view.table)[1]) == [0.0, 0.0, 0.0, 10.0]
         assert not view.apply_tolerance("1.5")
         assert view.error_text == "The tolerance must be a number between 0 and 1, not '1.5'."
         await pilot.press("d")
-        await settle(app, pilot)
-        assert view.mode == "previous"
+        await wait_until(pilot, lambda: view.mode == "previous", what="the previous mode")
+        await settled(pilot)
         assert numbers(lines(view.table)[1]) == [1.0, 2.0, 3.0, 4.0]
         assert "previous  float32<1,4> ∈[1, 4]" in str(view.query_one("#tv-stats").content)
         await pilot.press("d")
@@ -311,13 +316,13 @@ async def test_compare_unavailable_without_previous() -> None:
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(TensorView)
         view.show("w", np.ones((2, 2), np.float32))
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         view.table.focus()
         await pilot.press("d")
         assert view.mode == "current"
         assert view.error_text == "There is no previous step to compare with."
         view.show("w", np.ones((2, 2), np.float32), np.ones((3, 2), np.float32))
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         view.set_mode("diff")
         assert "cannot be compared" in view.error_text
 
@@ -329,15 +334,16 @@ async def test_goto_element_scrolls_and_highlights() -> None:
         view = app.query_one(TensorView)
         array = np.arange(3 * 200 * 60, dtype=np.float32).reshape(3, 200, 60)
         view.show("t", array)
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         view.table.focus()
         await pilot.press("i")
         goto = view.query_one("#tv-goto")
         assert goto.display and goto.has_focus
         await pilot.press(*"150, 45", "enter")
-        await pilot.pause()
         table = view.table
-        assert (table.cursor_row, table.cursor_col) == (150, 45)
+        await wait_until(
+            pilot, lambda: (table.cursor_row, table.cursor_col) == (150, 45), what="the go-to"
+        )
         assert not goto.display and table.has_focus
         assert view.status_text.startswith(f"[0, 150, 45] = {array[0, 150, 45]}")
         rendered = lines(table)
@@ -366,12 +372,11 @@ async def test_cursor_keys_and_mouse() -> None:
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(TensorView)
         view.show("t", grid(300, 40))
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         assert view.state == "tensor" and view.title == "t"
         table = view.table
         view.focus()  # the App's pane key focuses the view: it hands focus to the table
-        await pilot.pause()
-        assert table.has_focus
+        await wait_until(pilot, lambda: table.has_focus, what="the focus on the table")
         await pilot.press("down", "j", "right", "right", "k")
         assert (table.cursor_row, table.cursor_col) == (1, 2)
         await pilot.press("end")
@@ -384,8 +389,11 @@ async def test_cursor_keys_and_mouse() -> None:
         # click on the cell of row 3, column 1 (line 4; x after the header and one column)
         x = table.row_header_width + table.column_width + 2
         await pilot.click(table, offset=(x, 4 - 0))
-        await pilot.pause()
-        assert (table.cursor_row, table.cursor_col) == (table.scroll_offset.y + 3, 1)
+        await wait_until(
+            pilot,
+            lambda: (table.cursor_row, table.cursor_col) == (table.scroll_offset.y + 3, 1),
+            what="the cursor on the clicked cell",
+        )
 
 
 async def test_copy_value_uses_clipboard() -> None:
@@ -394,7 +402,7 @@ async def test_copy_value_uses_clipboard() -> None:
         view = app.query_one(TensorView)
         array = np.array([[0.1, 1 / 3]], dtype=np.float32)
         view.show("t", array)
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         view.table.focus()
         await pilot.press("right", "y")
         assert app.clipboard == str(np.float32(1 / 3))
@@ -408,16 +416,20 @@ async def test_save_slice_and_whole_tensor(tmp_path: Path, monkeypatch: pytest.M
         view = app.query_one(TensorView)
         array = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
         view.show("Default/fc1/fc1:0", array, node_type="MatMul", slot=0)
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         view.apply_slice("[2, 1:4, ::2]")
         view.table.focus()
         await pilot.press("s")
-        await settle(app, pilot)
+        await wait_until(pilot, lambda: list(tmp_path.glob("*.npy")), what="the saved slice")
+        await settled(pilot)
         saved = sorted(tmp_path.glob("*.npy"))
         assert len(saved) == 1 and NAME_PATTERN.match(saved[0].name)
         np.testing.assert_array_equal(np.load(saved[0]), array[2, 1:4, ::2])
         await pilot.press("S")
-        await settle(app, pilot)
+        await wait_until(
+            pilot, lambda: len(list(tmp_path.glob("*.npy"))) == 2, what="the saved tensor"
+        )
+        await settled(pilot)
         saved = sorted(tmp_path.glob("*.npy"))
         assert len(saved) == 2  # never overwrites the slice saved a moment ago
         whole = [p for p in saved if np.load(p).shape == array.shape]
@@ -469,23 +481,27 @@ async def test_huge_memmap_opens_and_scrolls_without_reading_it(
     async with app.run_test(size=(120, 40)) as pilot:
         view = app.query_one(TensorView)
         view.show("Default/big:0", array)
-        await settle(app, pilot)
+        await tensor_shown(pilot, view)
         table = view.table
         assert table.virtual_size.height == 10_001
         assert "nan" in lines(table)[1]
         table.focus()
         await pilot.press("pagedown", "pagedown", "down", "end", "shift+end")
-        await pilot.pause()
+        await wait_until(
+            pilot, lambda: (table.cursor_row, table.cursor_col) == (9999, 9999), what="the end"
+        )
+        await settled(pilot)
         rendered = lines(table)
         assert rendered[-1].startswith("9999 │")
         assert rendered[-1].split()[-2:] == ["2.5000", "-inf"]
         assert view.status_text.startswith("[9999, 9999] = -inf")
         await pilot.press("m")
-        await settle(app, pilot)
+        await wait_until(pilot, lambda: view.heatmap.display, what="the heatmap")
+        await settled(pilot)
         assert "(stride)" in str(view.query_one("#tv-legend").content)
         lines(view.heatmap)
         await pilot.press("plus", "plus", "up")
-        await settle(app, pilot)
+        await settled(pilot)
         lines(view.heatmap)
         touched = _mapped_bytes(path)
         assert touched < array.nbytes // 5, f"read {touched / 2**20:.0f} MiB of the tensor"
@@ -501,7 +517,7 @@ def test_snapshot_table_and_heatmap(snap_compare) -> None:  # type: ignore[no-un
     async def open_tensor(pilot: Pilot[None]) -> None:
         view = pilot.app.query_one(TensorView)
         view.show("Default/conv1-Conv2d/Conv2D-op7:0", array[None], node_type="Conv2D")
-        await settle(pilot.app, pilot)
+        await tensor_shown(pilot, view)
         view.table.focus()
         await pilot.press("down", "right")
 
@@ -510,7 +526,9 @@ def test_snapshot_table_and_heatmap(snap_compare) -> None:  # type: ignore[no-un
     async def open_heatmap(pilot: Pilot[None]) -> None:
         await open_tensor(pilot)
         await pilot.press("m")
-        await pilot.pause()
+        view = pilot.app.query_one(TensorView)
+        await wait_until(pilot, lambda: view.heatmap.display, what="the heatmap")
+        await settled(pilot)
 
     assert snap_compare(ViewApp(), terminal_size=(100, 30), run_before=open_heatmap)
 
