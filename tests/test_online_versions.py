@@ -6,13 +6,13 @@ MindInsight X.Y's refusal. Driven over loopback gRPC by the raw stub client."""
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from online_support import TIMEOUT, RawClient, fixture_graph, make_session, wait_state
+from tui_support import wait_until
 
 from tuidebug import cli
 from tuidebug._proto import debug_graph_pb2 as graph_pb
@@ -288,11 +288,7 @@ async def test_tui_header_shows_the_version_warning(online, graph) -> None:
     async with app.run_test(size=(160, 40)) as pilot:
 
         async def until(predicate: Callable[[], bool], what: str) -> None:
-            deadline = time.monotonic() + TIMEOUT
-            while not predicate():
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"timed out waiting for {what}: {header()}")
-                await pilot.pause(0.05)
+            await wait_until(pilot, predicate, what=what, timeout=TIMEOUT, explain=header)
 
         client = handshake(session, graph, "garbage")
         future: Any = client.wait_future(0)

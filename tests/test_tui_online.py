@@ -10,7 +10,6 @@ Every wait polls a condition with a bounded timeout; nothing sleeps to assert.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from online_support import TIMEOUT, make_session, wait_state
+from tui_support import settled, wait_until
 
 from tuidebug.client.simulator import DumpSimulator
 from tuidebug.core.graph import Graph
@@ -77,12 +77,8 @@ def live(dump_2_0: Path) -> Iterator[Live]:
 
 
 async def until(pilot: Any, predicate: Callable[[], bool], what: str) -> None:
-    """Let the app run until `predicate()` holds (bounded)."""
-    deadline = time.monotonic() + TIMEOUT
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
+    """Let the app run until `predicate()` holds (bounded: the live training's timeout)."""
+    await wait_until(pilot, predicate, what=what, timeout=TIMEOUT)
 
 
 def dialog_ready(app: DebuggerApp, kind: type) -> bool:
@@ -281,7 +277,7 @@ async def test_killed_training_shows_disconnected(dump_2_0: Path) -> None:
             state = app.action_state("step")
             assert not state.enabled and "disconnected" in state.reason
             await pilot.press("n")  # refused with a sentence, nothing crashes
-            await pilot.pause()
+            await settled(pilot)
             assert app.query_one(ControlBar).query_one("#control-step").disabled
             assert app.query_one(ScopeTree).graph is not None  # the graph stays browsable
     finally:

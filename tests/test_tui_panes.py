@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import App, ComposeResult
-from tui_support import synthetic_graph
+from tui_support import synthetic_graph, wait_until
 
 from tuidebug.core.conditions import ParamResult, get_condition
 from tuidebug.core.session import Metadata, SessionState
@@ -172,11 +172,15 @@ async def test_wide_scope_is_loaded_only_when_opened() -> None:
         assert sum(1 for _ in walk(tree.root)) == 2  # Default, Gradients
         default = tree.root.children[0]
         default.expand()
-        await pilot.pause()
-        wide = next(c for c in default.children if c.data.path == "Default/wide")
+
+        def wide_scope() -> Any:
+            return next((c for c in default.children if c.data.path == "Default/wide"), None)
+
+        await wait_until(pilot, wide_scope, what="Default's children loaded")
+        wide = wide_scope()
         assert len(wide.children) == 0
         wide.expand()
-        await pilot.pause()
+        await wait_until(pilot, lambda: wide.children, what="Default/wide's children loaded")
         assert len(wide.children) == 5000
         assert app.query_one(ScopeTree).reveal(CONV.replace("op0", "op0"))
         assert tree.cursor_node is not None and tree.cursor_node.data.node == CONV
@@ -188,7 +192,8 @@ async def test_filter_caps_huge_match_lists() -> None:
     async with app.run_test(size=(100, 40)) as pilot:
         scope = app.query_one(ScopeTree)
         scope.query_one("#name-filter").value = "add"
-        await pilot.pause()
+        status = scope.query_one("#filter-status")
+        await wait_until(pilot, lambda: "matches" in str(status.render()), what="the filter")
         leaves = [n for n in walk(scope.tree.root) if n.data and n.data.node]
         assert len(leaves) == 2000
         assert "2500 matches, first 2000 shown" in str(scope.query_one("#filter-status").render())

@@ -4,12 +4,12 @@ stops `continue` on the module that produced the first NaN, and terminate ends t
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from torch_support import TIMEOUT, LogNet, Training, make_session, sgd_loop
+from tui_support import wait_until
 
 from tuidebug.core.graph import Category
 from tuidebug.tui.app import DebuggerApp
@@ -24,11 +24,7 @@ SIZE = (160, 48)
 
 
 async def until(pilot: Any, predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
+    await wait_until(pilot, predicate, what=what, timeout=TIMEOUT)
 
 
 def header(app: DebuggerApp) -> str:

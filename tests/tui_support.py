@@ -56,9 +56,11 @@ async def wait_until(
     *,
     what: str,
     timeout: float = WAIT_TIMEOUT,
+    explain: Callable[[], object] | None = None,
 ) -> None:
     """Let the app run (`pilot.pause()`, which handles pending messages) until
-    `predicate()` is true; fail the test naming `what` after `timeout` seconds.
+    `predicate()` is true; fail the test naming `what` after `timeout` seconds (and what
+    `explain()` says then, e.g. the header's text).
 
     A widget not mounted yet (`NoMatches`) counts as "not yet"."""
     deadline = monotonic() + timeout
@@ -69,7 +71,8 @@ async def wait_until(
         except NoMatches:
             pass
         if monotonic() > deadline:
-            pytest.fail(f"Waited {timeout:g} s for {what}; it did not happen.", pytrace=False)
+            now = f" Now: {explain()}" if explain is not None else ""
+            pytest.fail(f"Waited {timeout:g} s for {what}; it did not happen.{now}", pytrace=False)
         await pilot.pause()
 
 
