@@ -5,13 +5,18 @@ Spec §5.6 (building the graph, code stacks), §1.3 (the messages), §2.14 (name
 received over gRPC; `load_graph_file` adds what only a dump has: a file to size-check and
 decode, and the `.ir` text beside it as a fallback source of code stacks.
 
-Dump files are untrusted: sizes are capped before reading, every decode failure becomes one
-`GraphFileError` sentence naming the file, and nothing in a message can make the reader
-recurse deeply or build unbounded strings (attribute values over 1024 bytes are hidden).
+Dump files are untrusted: they are opened only as regular files (a FIFO cannot block the
+open), sizes are capped before reading, every decode failure becomes one `GraphFileError`
+sentence naming the file, and nothing in a message can make the reader recurse deeply or
+build unbounded strings (attribute values over 1024 bytes are hidden) or lists: what one
+node may declare (shape dimensions, inputs, outputs, attributes) and the graph's inputs in
+all are capped, and a graph past a cap is refused with a sentence naming the node
+(`GraphLimitError`).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -24,13 +29,20 @@ from google.protobuf import unknown_fields
 
 from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec, paused_gc
+from tuidebug.offline.regular_file import NotRegularFileError, open_regular
 
 __all__ = [
     "MAX_ATTRIBUTE_BYTES",
     "MAX_GRAPH_FILE_BYTES",
+    "MAX_GRAPH_INPUTS",
     "MAX_GRAPH_NODES",
     "MAX_IR_FILE_BYTES",
+    "MAX_NODE_ATTRIBUTES",
+    "MAX_NODE_INPUTS",
+    "MAX_NODE_OUTPUTS",
+    "MAX_SHAPE_DIMS",
     "GraphFileError",
+    "GraphLimitError",
     "GraphTooLargeError",
     "graph_from_proto",
     "load_graph_file",
@@ -47,10 +59,28 @@ MAX_IR_FILE_BYTES = 1024 * 1024 * 1024
 MAX_GRAPH_NODES = 100_000
 # MindInsight hides node attribute values larger than this (spec §6.5).
 MAX_ATTRIBUTE_BYTES = 1024
+# What one node may declare. A shape has at most numpy's 64 dimensions (MindSpore's own
+# tensors stay far below); an input names a node, so no node needs more inputs than a graph
+# may have nodes; a tuple output (Split, a fused AllReduce…) or an attribute list of a real
+# graph is orders of magnitude below these. Past them a file is hostile, not a graph: a
+# node declaring a 5,000,000-dimension shape took 700 MB and froze the viewer for 30 s.
+MAX_SHAPE_DIMS = 64
+MAX_NODE_INPUTS = MAX_GRAPH_NODES
+MAX_NODE_OUTPUTS = MAX_GRAPH_NODES
+MAX_NODE_ATTRIBUTES = 10_000
+# inputs of all nodes together: ten per node at the node limit (real graphs have ~2–3)
+MAX_GRAPH_INPUTS = 10 * MAX_GRAPH_NODES
+# node names quoted in a limit's sentence are cut to this many characters
+_NAME_SHOWN = 200
 
 
 class GraphFileError(Exception):
     """A graph file that cannot be read or decoded; the message is one sentence naming it."""
+
+
+class GraphLimitError(GraphFileError):
+    """A graph that declares more than tuidebug accepts for one node (shape dimensions,
+    inputs, outputs, attributes) or in all (inputs); the message names the node."""
 
 
 class GraphTooLargeError(Exception):
@@ -97,29 +127,35 @@ def load_graph_file(
     """
     file = Path(path)
     try:
-        size = file.stat().st_size
-        if size > MAX_GRAPH_FILE_BYTES:
-            raise GraphFileError(
-                f"Graph file {file} is {size / 2**20:.0f} MiB, larger than the "
-                f"{MAX_GRAPH_FILE_BYTES // 2**20} MiB limit."
-            )
-        with file.open("rb") as fh:
-            # Read one byte past the cap so a file that grew after stat() is still caught.
+        # a FIFO named like a graph must not block the open; a directory, a device… are no
+        # graph: the type is checked on the open descriptor
+        with open_regular(file) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_GRAPH_FILE_BYTES:
+                raise GraphFileError(
+                    f"Graph file {file} is {size / 2**20:.0f} MiB, larger than the "
+                    f"{MAX_GRAPH_FILE_BYTES // 2**20} MiB limit."
+                )
+            # Read one byte past the cap so a file that grew after fstat() is still caught.
             data = fh.read(MAX_GRAPH_FILE_BYTES + 1)
+    except NotRegularFileError as exc:
+        raise GraphFileError(f"Graph file {file} is {exc.strerror}.") from None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise GraphFileError(f"Cannot read graph file {file}: {reason}.") from exc
+        raise GraphFileError(f"Cannot read graph file {file}: {reason}.") from None
     if len(data) > MAX_GRAPH_FILE_BYTES:
         raise GraphFileError(
             f"Graph file {file} is larger than the {MAX_GRAPH_FILE_BYTES // 2**20} MiB limit."
         )
-    model = parse_model_proto(data, f"Graph file {file}")
+    source = f"Graph file {file}"
+    model = parse_model_proto(data, source)
     del data  # the parsed message is all we need; free the raw bytes early
     graph_proto = model.graph
     # Refuse an oversized graph before spending time on its .ir.
-    too_large = _too_large(graph_proto, limit, f"Graph file {file}")
+    too_large = _too_large(graph_proto, limit, source)
     if too_large is not None:
         raise too_large
+    _check_limits(graph_proto, source)
 
     fallback: dict[str, list[StackFrame]] | None = None
     if use_ir and any(not n.source_address for n in graph_proto.node):
@@ -129,7 +165,7 @@ def load_graph_file(
                 fallback = stacks_from_ir(ir_file)
             except GraphFileError:
                 fallback = None  # the .ir is only a convenience; the graph stands alone
-    return graph_from_proto(graph_proto, fallback, limit=None)
+    return _graph(graph_proto, fallback or {}, source)
 
 
 # ====================================================================== graph
@@ -150,6 +186,7 @@ def graph_from_proto(
     stacks_fallback: Mapping[str, list[StackFrame]] | None = None,
     *,
     limit: int | None = MAX_GRAPH_NODES,
+    source: str | None = None,
 ) -> Graph:
     """Build a `Graph` from a `GraphProto` (spec §5.6).
 
@@ -157,12 +194,107 @@ def graph_from_proto(
     order. `stacks_fallback` maps kernel full names to stacks for nodes whose
     `source_address` is empty (see `stacks_from_ir`). More than `limit` nodes (parameters +
     constants + operators) raises `GraphTooLargeError`; `limit=None` accepts any size.
+    A node that declares more than the `MAX_SHAPE_DIMS`… caps raises `GraphLimitError`,
+    and a graph whose nodes all lack a name (so none can be shown) `GraphFileError`,
+    whatever `limit`. `source` starts their sentences ("Graph file …"; default: the
+    graph's name).
     """
-    too_large = _too_large(graph_proto, limit, f"Graph {_text(graph_proto.name) or '(unnamed)'}")
+    what = source or f"Graph {_text(graph_proto.name) or '(unnamed)'}"
+    too_large = _too_large(graph_proto, limit, what)
     if too_large is not None:
         raise too_large
+    _check_limits(graph_proto, what)
+    return _graph(graph_proto, stacks_fallback or {}, what)
+
+
+def _graph(
+    graph_proto: pb.GraphProto, fallback: Mapping[str, list[StackFrame]], what: str
+) -> Graph:
+    """The graph of a proto whose limits were checked."""
     with paused_gc():
-        return _build_graph(graph_proto, stacks_fallback or {})
+        graph = _build_graph(graph_proto, fallback)
+    if not len(graph) and len(graph_proto.node):
+        # MindSpore names every node (its index): a file whose nodes are all nameless is not
+        # MindSpore's, and "no node matches" would blame the user's watchpoints for it
+        count = len(graph_proto.node)
+        whose = "none of them has a name" if count != 1 else "it has no name"
+        raise GraphFileError(
+            f"{what} declares {count:,} node{'s' if count != 1 else ''} but {whose}, so the "
+            "graph has no node to show or check."
+        )
+    return graph
+
+
+def _shown_name(name: str | bytes) -> str:
+    text = _text(name)
+    return text if len(text) <= _NAME_SHOWN else text[:_NAME_SHOWN] + "…"
+
+
+def _check_limits(graph_proto: pb.GraphProto, what: str) -> None:
+    """Raise `GraphLimitError` for the first declaration past a cap (see MAX_SHAPE_DIMS),
+    before anything is built from it. Only list lengths are read (O(1) each); names are
+    rendered only for the sentence."""
+
+    def refuse(subject: str, claim: str, cap: int) -> GraphLimitError:
+        return GraphLimitError(
+            f"{what}: {subject} {claim}, more than the {cap:,} tuidebug accepts, so the "
+            "graph was not read."
+        )
+
+    def too_many_dims(type_proto: pb.TypeProto) -> int:
+        """The dimension count of a shape past MAX_SHAPE_DIMS (tensor or tuple element), or
+        0; raises for too many tuple elements."""
+        if type_proto.HasField("tensor_type") and type_proto.tensor_type.HasField("shape"):
+            dims = len(type_proto.tensor_type.shape.dim)
+            if dims > MAX_SHAPE_DIMS:
+                return dims
+        if type_proto.HasField("sequence_type"):
+            for elem in type_proto.sequence_type.elem_types:  # MindSpore's tuples hold tensors
+                if elem.HasField("tensor_type") and elem.tensor_type.HasField("shape"):
+                    dims = len(elem.tensor_type.shape.dim)
+                    if dims > MAX_SHAPE_DIMS:
+                        return dims
+        return 0
+
+    total_inputs = 0
+    for proto in graph_proto.node:
+        n_inputs = len(proto.input)
+        n_attrs = len(proto.attribute)
+        n_outputs = 0
+        dims = 0
+        if proto.HasField("output_type"):
+            out = proto.output_type
+            if out.HasField("sequence_type"):
+                n_outputs = len(out.sequence_type.elem_types)
+            if n_outputs <= MAX_NODE_OUTPUTS:
+                dims = too_many_dims(out)
+        total_inputs += n_inputs
+        if (
+            n_inputs > MAX_NODE_INPUTS
+            or n_attrs > MAX_NODE_ATTRIBUTES
+            or n_outputs > MAX_NODE_OUTPUTS
+            or dims
+        ):
+            node = f"node {_shown_name(proto.full_name or proto.name) or '(without a name)'}"
+            if n_inputs > MAX_NODE_INPUTS:
+                raise refuse(node, f"has {n_inputs:,} inputs", MAX_NODE_INPUTS)
+            if n_attrs > MAX_NODE_ATTRIBUTES:
+                raise refuse(node, f"has {n_attrs:,} attributes", MAX_NODE_ATTRIBUTES)
+            if n_outputs > MAX_NODE_OUTPUTS:
+                raise refuse(node, f"declares {n_outputs:,} outputs", MAX_NODE_OUTPUTS)
+            raise refuse(node, f"declares a shape of {dims:,} dimensions", MAX_SHAPE_DIMS)
+    if total_inputs > MAX_GRAPH_INPUTS:
+        raise refuse("its nodes", f"have {total_inputs:,} inputs in all", MAX_GRAPH_INPUTS)
+    for param in graph_proto.parameters:
+        if param.HasField("type") and (dims := too_many_dims(param.type)):
+            subject = f"parameter {_shown_name(param.name)}"
+            raise refuse(subject, f"declares a shape of {dims:,} dimensions", MAX_SHAPE_DIMS)
+    for cst in graph_proto.const_vals:
+        if cst.HasField("value") and cst.value.HasField("tensor_val"):
+            dims = len(cst.value.tensor_val.dims)
+            if dims > MAX_SHAPE_DIMS:
+                subject = f"constant {_shown_name(cst.key)}"
+                raise refuse(subject, f"declares a shape of {dims:,} dimensions", MAX_SHAPE_DIMS)
 
 
 def _too_large(
@@ -619,17 +751,20 @@ def stacks_from_ir(path: str | os.PathLike[str]) -> dict[str, list[StackFrame]]:
     the graph `.pb` (fallback for nodes whose `source_address` is empty)."""
     file = Path(path)
     try:
-        size = file.stat().st_size
-        if size > MAX_IR_FILE_BYTES:
-            raise GraphFileError(
-                f"IR file {file} is {size / 2**20:.0f} MiB, larger than the "
-                f"{MAX_IR_FILE_BYTES // 2**20} MiB limit."
-            )
-        with file.open(encoding="utf-8", errors="replace") as fh:
-            return parse_ir_stacks(fh)
+        with open_regular(file) as raw:  # a FIFO named like the .ir must not block
+            size = os.fstat(raw.fileno()).st_size
+            if size > MAX_IR_FILE_BYTES:
+                raise GraphFileError(
+                    f"IR file {file} is {size / 2**20:.0f} MiB, larger than the "
+                    f"{MAX_IR_FILE_BYTES // 2**20} MiB limit."
+                )
+            with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as fh:
+                return parse_ir_stacks(fh)
+    except NotRegularFileError as exc:
+        raise GraphFileError(f"IR file {file} is {exc.strerror}.") from None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise GraphFileError(f"Cannot read IR file {file}: {reason}.") from exc
+        raise GraphFileError(f"Cannot read IR file {file}: {reason}.") from None
 
 
 def parse_ir_stacks(lines: Iterable[str]) -> dict[str, list[StackFrame]]:
