@@ -464,3 +464,25 @@ def test_wildcard_host_lists_what_it_listens_on() -> None:
         assert loopback.bound_addresses == (f"127.0.0.1:{loopback.port}",)
     finally:
         loopback.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_graph_past_a_cap_is_refused_with_a_notice(graph: graph_pb.GraphProto) -> None:
+    """A peer's graph that declares 5,000,000 dimensions is refused, and the TUI is told why
+    (not only the server log)."""
+    hostile = graph_pb.GraphProto()
+    hostile.CopyFrom(graph)
+    hostile.node[0].output_type.tensor_type.shape.dim.extend(
+        [graph_pb.TensorShapeProto.Dimension(size=1)] * 5_000_000
+    )
+    session, log = make_session()
+    try:
+        peer = Peer(session.address)
+        assert peer.hello().version_matched
+        start = len(log.events)
+        assert peer.send_graph(hostile).status == FAILED
+        notice = log.wait_for(Notice, TIMEOUT, after=start)
+        assert "refused" in notice.message and "more than the 64" in notice.message
+        peer.close()
+    finally:
+        session.close()

@@ -849,7 +849,7 @@ class OnlineSession(DebugSession):
         )
 
     def wire_graphs(self, protos: list[graph_pb.GraphProto], peer: str = "") -> pb.EventReply:
-        from tuidebug.offline.graph_pb import GraphTooLargeError, graph_from_proto
+        from tuidebug.offline.graph_pb import GraphFileError, GraphTooLargeError, graph_from_proto
 
         with self._lock:
             if self._closed:
@@ -872,6 +872,9 @@ class OnlineSession(DebugSession):
                 self._set_meta(state=SessionState.NODE_TOO_LARGE, message=str(exc))
             self._post(Notice(str(exc), "error"))
             return pb.EventReply(status=_OK)
+        except GraphFileError as exc:  # past a cap (5M dimensions…): refused, and said
+            self._post(Notice(f"The training's graph was refused: {exc}", "error"))
+            return pb.EventReply(status=_FAILED)
         with self._cond:
             if generation != self._generation:
                 return pb.EventReply(status=_FAILED)
