@@ -563,7 +563,9 @@ def test_an_iteration_folder_of_100k_entries(dump: Path) -> None:
 
 
 # ------------------------------------------------------------------ the TUI
-@pytest.mark.timeout(120)
+# method="thread": a worker blocked in open() would also block the app's shutdown, so the
+# timeout ends the whole run (with every thread's stack) rather than wait behind it
+@pytest.mark.timeout(120, method="thread")
 async def test_tui_opens_a_dump_with_a_fifo_mapping_csv(dump: Path) -> None:
     """`tuidebug offline` stuck on "Indexing… 0/1"; now it finishes indexing (the
     recommended-watchpoint offer comes) and shows the FIFO in a notice."""
