@@ -8,12 +8,15 @@ that could not read watched data exits 2 ("incomplete"), never 0.
 
 Anything that blocked before the fix runs in a child process with a `timeout`, so a
 regression fails its test instead of stalling the run (and `@pytest.mark.timeout` bounds
-the rest). Tests that need permissions to bite are skipped when run as root, which ignores
-them; each has a twin that simulates the refusal and always runs.
+the rest). Tests that need permissions to bite run their child without root's permission
+override when run as root (CI containers often are): the child's capability bounding set
+loses CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH before it starts. Each also has a twin that
+simulates the refusal in-process.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -36,7 +39,8 @@ from tuidebug.offline.tensor_store import TensorFileError
 NET = "rank_0/LeNet/0"
 FIFO = "is a FIFO (named pipe), not a regular file"
 AS_ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
-needs_permissions = pytest.mark.skipif(AS_ROOT, reason="root ignores file permissions")
+PR_CAPBSET_DROP = 24
+ROOT_OVERRIDES = (1, 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH: what lets root read mode 0
 CHILD_TIMEOUT = 60  # seconds; each child does one small dump's work (about a second)
 
 
@@ -55,13 +59,24 @@ def _rel(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def check(*argv: str) -> tuple[int, str, list[str]]:
-    """`tuidebug check` in a child process: (exit status, stdout, stderr lines)."""
+def _without_root_overrides() -> None:
+    """In the child before exec: drop the capabilities that let root ignore file modes
+    (from the bounding set, so the exec'd program cannot get them back)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in ROOT_OVERRIDES:
+        if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) refused")
+
+
+def check(*argv: str, obey_permissions: bool = False) -> tuple[int, str, list[str]]:
+    """`tuidebug check` in a child process: (exit status, stdout, stderr lines).
+    `obey_permissions`: the child cannot read a mode-0 file even when we run as root."""
     proc = subprocess.run(
         [sys.executable, "-m", "tuidebug", "check", *argv],
         capture_output=True,
         text=True,
         timeout=CHILD_TIMEOUT,
+        preexec_fn=_without_root_overrides if obey_permissions and AS_ROOT else None,
     )
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
@@ -418,11 +433,10 @@ def test_permission_denied_file_keeps_its_path(
     assert f"warning: {_rel(dump, target)} cannot be read: permission denied.\n" in err
 
 
-@needs_permissions
 def test_permission_denied_file_for_real(dump: Path) -> None:
     target = _file(dump, 2, "Parameter.fc3_bias.*.npy")
     target.chmod(0)
-    code, out, lines = check(str(dump), "--watch", "TO")
+    code, out, lines = check(str(dump), "--watch", "TO", obey_permissions=True)
     assert_incomplete(code, out, lines, f"{_rel(dump, target)} cannot be read: permission denied.")
 
 
@@ -449,12 +463,11 @@ def test_unreadable_iteration_folder_makes_the_check_incomplete(
     assert cli_main(["check", str(dump), "--watch", "TO", "--iteration", "0-2"]) == 0
 
 
-@needs_permissions
 def test_unreadable_iteration_folder_for_real(dump: Path) -> None:
     folder = dump / NET / "3"
     folder.chmod(0)
     try:
-        code, out, lines = check(str(dump), "--watch", "TO")
+        code, out, lines = check(str(dump), "--watch", "TO", obey_permissions=True)
     finally:
         folder.chmod(0o755)
     assert_incomplete(code, out, lines, f"cannot read the folder {NET}/3: permission denied.")
