@@ -35,6 +35,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         return 0
 
     monkeypatch.setattr(FAKE_APP, fake_run_app)
+    monkeypatch.setattr(cli, "_on_terminal", lambda: True)  # the app would need one
     return calls
 
 

@@ -331,12 +331,16 @@ def _isatty(stream: TextIO | None) -> bool:
 
 
 def _say(line: str) -> None:
-    """One line on stderr; a closed or full stderr must not turn into a traceback."""
+    """One line on stderr; a closed or full stderr must not turn into a traceback. Warnings
+    quote node and file names of the dump: the line is escaped whole (core.text.printable),
+    so none of them can drive the terminal or fake a line of its own."""
+    from tuidebug.core.text import printable
+
     stream = sys.stderr
     if stream is None:
         return
     try:
-        stream.write(line + "\n")
+        stream.write(printable(line) + "\n")
         stream.flush()
     except (OSError, ValueError):
         pass
@@ -477,7 +481,11 @@ _MAX_PADDED = 40
 
 def _print_table(report: CheckReport, watches: Sequence[_WatchDef], out: TextIO) -> None:
     """One row per hit: ITER RANK SLOT WATCH RESULT NODE. The node name, the longest and
-    most variable cell, comes last and unpadded so rows stay short and greppable."""
+    most variable cell, comes last and unpadded so rows stay short and greppable. Cells are
+    escaped (core.text.printable): a node name from the `.pb` cannot retitle the terminal,
+    clear it or return the cursor over another row; `--json` keeps the exact name."""
+    from tuidebug.core.text import printable
+
     if not report.outcomes:
         return
     rows = [("ITER", "RANK", "SLOT", "WATCH", "RESULT", "NODE")]
@@ -488,9 +496,9 @@ def _print_table(report: CheckReport, watches: Sequence[_WatchDef], out: TextIO)
                 str(k.iteration),
                 str(k.rank),
                 str(k.slot),
-                watches[o.watchpoint_id].spec,
-                _result_text(o, watches),
-                k.node,
+                printable(watches[o.watchpoint_id].spec),
+                printable(_result_text(o, watches)),
+                printable(k.node),
             )
         )
     widths = [min(_MAX_PADDED, max(len(r[i]) for r in rows)) for i in range(5)]

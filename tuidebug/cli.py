@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_HITS = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a program stopped by Ctrl+C
 
 # A watch file holds a few specs: anything larger is the wrong file.
 MAX_WATCH_FILE_BYTES = 1 << 20
@@ -139,6 +140,36 @@ def _check_port(port: int, what: str = "--port") -> None:
         raise UsageError(f"{what} must be between 0 and 65535, not {port}.")
 
 
+# Hosts gRPC binds as "every address": one socket on [::], dual-stack where the machine has
+# IPv6 (gRPC clears IPV6_V6ONLY), so 0.0.0.0 listens on every IPv6 address too.
+_WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
+
+
+def _has_ipv6() -> bool:
+    """Whether this machine can bind an IPv6 socket (what gRPC tries first for a wildcard)."""
+    import socket
+
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::", 0))
+    except OSError:
+        return False
+    return True
+
+
+def _listening_where(host: str, port: int) -> str:
+    """Who can reach the server, for the no-authentication warning: a wildcard host is
+    every address of this machine, IPv6 included where gRPC binds it dual-stack."""
+    if host not in _WILDCARD_HOSTS:
+        return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+    if _has_ipv6():
+        also = " (0.0.0.0 listens on IPv6 too: gRPC binds it as [::])" if host == "0.0.0.0" else ""
+        return f"port {port} on every IPv4 and IPv6 address of this machine{also}"
+    return f"port {port} on every IPv4 address of this machine"
+
+
 def _run_online(args: argparse.Namespace) -> int:
     """Serve the debugger protocol; the TUI when it is built and stdin/stdout are a
     terminal, else the session's events as lines on stdout."""
@@ -156,8 +187,9 @@ def _run_online(args: argparse.Namespace) -> int:
     if args.host not in _LOOPBACK:
         _say(
             f"tuidebug online: warning: the debugger protocol has no authentication; anyone "
-            f"who can reach {args.host}:{args.port} can control the training (prefer the "
-            f"default 127.0.0.1 and an SSH tunnel: ssh -L {args.port}:127.0.0.1:{args.port})."
+            f"who can reach {_listening_where(args.host, args.port)} can control the training "
+            f"(prefer the default 127.0.0.1 and an SSH tunnel: "
+            f"ssh -L {args.port}:127.0.0.1:{args.port})."
         )
     session = OnlineSession(args.host, args.port, strict_version=strict)
     try:
@@ -200,6 +232,7 @@ def _tui_runner() -> Callable[..., object] | None:
 def _headless_online(session: object) -> int:
     """No TUI: print every session event on stdout until Ctrl+C."""
     from tuidebug.core.session import DebugSession, SessionEvent
+    from tuidebug.core.text import printable
 
     assert isinstance(session, DebugSession)
 
@@ -208,7 +241,8 @@ def _headless_online(session: object) -> int:
 
     session.subscribe(show)
     print(
-        f"tuidebug online: listening on {getattr(session, 'address', '')} without the TUI "
+        f"tuidebug online: listening on {printable(getattr(session, 'address', ''))} without "
+        "the TUI "
         "(it is not available, or this is not a terminal); printing events until Ctrl+C.",
         flush=True,
     )
@@ -225,22 +259,25 @@ def _wait_forever() -> None:
 
 
 def _describe(event: object) -> str:
+    """One event as text for stdout. Graph and node names, the training's messages and any
+    other field come from the peer: each is escaped (the line breaks are ours)."""
     from tuidebug.core.session import GraphsLoaded, HitsArrived, MetadataChanged
+    from tuidebug.core.text import printable
 
     if isinstance(event, GraphsLoaded):
-        return ", ".join(f"{name} ({len(g)} nodes)" for name, g in event.graphs.items())
+        return ", ".join(f"{printable(name)} ({len(g)} nodes)" for name, g in event.graphs.items())
     if isinstance(event, MetadataChanged):
         m = event.metadata
         text = f"{m.state.value} step {m.step}"
         if m.cur_node:
-            text += f" at {m.cur_node}"
-        return text + (f" — {m.message}" if m.message else "")
+            text += f" at {printable(m.cur_node)}"
+        return text + (f" — {printable(m.message)}" if m.message else "")
     if isinstance(event, HitsArrived):
         return f"{len(event.hits)} hit(s) at step {event.step}" + "".join(
-            f"\n  {h.tensor.name}: {h.summary()}" for h in event.hits[:20]
+            f"\n  {printable(h.tensor.name)}: {printable(h.summary())}" for h in event.hits[:20]
         )
     fields = getattr(event, "__dict__", {})
-    return ", ".join(f"{k}={v}" for k, v in fields.items())
+    return ", ".join(f"{k}={printable(v)}" for k, v in fields.items())
 
 
 def _parse_connect(text: str) -> str:
@@ -267,7 +304,10 @@ class _LogLine(logging.Formatter):
         self.prefix = prefix
 
     def format(self, record: logging.LogRecord) -> str:
-        text = " ".join(record.getMessage().split())
+        from tuidebug.core.text import printable
+
+        # the replay's warnings quote file and node names of the dump
+        text = printable(" ".join(record.getMessage().split()))
         if not text.endswith((".", "!", "?")):
             text += "."
         return f"{self.prefix}: {record.levelname.lower()}: {text}"
@@ -277,6 +317,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     """Replay a dump as a live training against a running debugger."""
     from tuidebug.client.protocol import ClientError
     from tuidebug.client.simulator import DumpSimulator, SimulatorError
+    from tuidebug.core.text import printable
 
     target = _parse_connect(args.connect)
     if args.heartbeat < 1:
@@ -305,7 +346,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         print(
             f"tuidebug simulate: replaying {len(sim.replay.iterations)} iterations of "
-            f"{args.dump} to {target}.",
+            f"{printable(args.dump)} to {printable(target)}.",
             flush=True,
         )
         try:
@@ -313,7 +354,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
         except ClientError as exc:
             raise UsageError(str(exc)) from None
         except KeyboardInterrupt:
+            # Ctrl+C is not the end of the replay: say so, and exit as interrupted programs
+            # do (128 + SIGINT), so a script does not take it for a finished training
             sim.stop()
+            _say(f"tuidebug simulate: interrupted after {sim.cur_step} steps.")
+            return EXIT_INTERRUPTED
         print(f"tuidebug simulate: training ended after {sim.cur_step} steps.", flush=True)
         return EXIT_OK
     finally:
@@ -341,6 +386,7 @@ def _run_keys(_args: argparse.Namespace) -> int:
     """List every key binding the TUI defines and where the user's keys file is read from;
     a bad keys file: its problems on stderr (one sentence each) and exit status 2.
     Loads the TUI's classes (and so Textual), as only this subcommand needs them."""
+    from tuidebug.core.text import printable
     from tuidebug.tui.keymap import EXAMPLE, keys_file_origin, known_bindings, load_keymap
 
     path, origin = keys_file_origin()
@@ -360,7 +406,7 @@ def _run_keys(_args: argparse.Namespace) -> int:
         state = "it exists but is not a file"
     else:
         state = "not found: create it to remap keys"
-    print(f"\nKeys file: {path} ({origin}; {state}).")
+    print(f"\nKeys file: {printable(str(path))} ({origin}; {state}).")
     if origin != "$TUIDEBUG_KEYS":
         print("Set $TUIDEBUG_KEYS to read another file.")
     print("Its format, for example:\n")
@@ -435,9 +481,14 @@ def _open_missing_streams() -> None:
 
 
 def _say(line: str) -> None:
-    """One line on stderr; a full or broken stderr must not become a traceback."""
+    """One line on stderr; a full or broken stderr must not become a traceback. The line
+    often quotes a path or a name from a dump or a peer, so it is escaped whole
+    (core.text.printable): nothing written here can move the cursor or retitle the
+    terminal, and a line break inside it cannot fake a second line."""
+    from tuidebug.core.text import printable
+
     with contextlib.suppress(OSError, ValueError):
-        print(line, file=sys.stderr, flush=True)
+        print(printable(line), file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -454,4 +505,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         _say("tuidebug: interrupted.")
-        return 130
+        return EXIT_INTERRUPTED

@@ -25,6 +25,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, TabbedContent, TabPane
@@ -73,6 +74,7 @@ from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.help_screen import HelpScreen, KeyRow, context_help
 from tuidebug.tui.hit_list import HitList
 from tuidebug.tui.keymap import Keymap, active_keys, load_keymap
+from tuidebug.tui.labels import shown_lines
 from tuidebug.tui.messages import (
     ControlRequested,
     GraphSwitched,
@@ -300,6 +302,26 @@ class DebuggerApp(App[int]):
                 markup=False,  # the sentences quote [keys]
             )
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every toast (the panes' too: Widget.notify lands here) shows text that may name
+        a node, a file or a training's error: escaped line by line, never read as markup
+        (no toast of ours uses markup)."""
+        super().notify(
+            shown_lines(message),
+            title=shown_lines(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
     def key_hint(self, binding_id: str) -> str:
         """The first key that runs `binding_id` now, as the help and the palette show it."""
         keys = active_keys(binding_id, self.keymap)
@@ -462,9 +484,20 @@ class DebuggerApp(App[int]):
         try:
             self.session.start()
         except SessionError as exc:
-            self._from_worker(self.notify, str(exc), severity="error", timeout=30)
+            # queued behind the session's own events (its progress line), not beside them
+            self.call_later(self._start_failed, str(exc))
         except Exception as exc:  # a bug, but the user still gets a sentence, not a traceback
-            self._from_worker(self.notify, f"Loading failed: {exc}", severity="error", timeout=30)
+            self.call_later(self._start_failed, f"Loading failed: {exc}")
+
+    @_tolerate_teardown
+    def _start_failed(self, sentence: str) -> None:
+        """The session could not start (the dump went away after the CLI checked it): the
+        "Reading the dump folder…" line must not stay as if it were still reading, so the
+        header and the tree say the error instead."""
+        self.query_one(SessionHeader).set_progress("", 1, 1)  # done: no progress line
+        if not self.graphs:
+            self.query_one(ScopeTree).set_empty_message(sentence)
+        self.notify(sentence, severity="error", timeout=30)
 
     def _run_session_call(
         self, label: str, call: Callable[[], object], *, control: bool = True

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from tuidebug.tui.labels import markup_safe
+
 if TYPE_CHECKING:
     from tuidebug.core.graph import Graph
 
@@ -94,14 +96,15 @@ class DebuggerCommands(Provider):
             # A substring test first: the fuzzy matcher is too slow for 50,000 names.
             if needle not in node.name.lower():
                 continue
-            title = f"Go to node {node.short_name}"
+            # names from the graph: escaped (the palette reads titles and help as markup)
+            title = f"Go to node {markup_safe(node.short_name)}"
             score = max(matcher.match(title), 0.1) * 0.9  # commands outrank nodes
             yield Hit(
                 score,
                 matcher.highlight(title),
                 partial(host.palette_go_to_node, graph.name, node.name),
                 text=title,
-                help=f"{node.op_type} · {node.scope or graph.name}",
+                help=markup_safe(f"{node.op_type} · {node.scope or graph.name}"),
             )
             found += 1
             if found >= MAX_NODE_HITS:

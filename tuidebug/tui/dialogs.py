@@ -17,6 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
 from tuidebug.core.session import GraphRun
+from tuidebug.tui.labels import plain, shown_lines
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -60,9 +61,10 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self._title, id="confirm-title")
+            # the body may quote session messages, node and file names: escaped, no markup
+            yield Label(plain(self._title), id="confirm-title")
             with VerticalScroll(id="confirm-scroll"):
-                yield Static(self._body, id="confirm-body", markup=False)
+                yield Static(shown_lines(self._body), id="confirm-body", markup=False)
             with Horizontal():
                 if self._yes == self._no:  # a message to read, not a question: one button
                     yield Button(f"{self._yes} (Esc)", variant="primary", id="confirm-yes")
@@ -132,9 +134,9 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self._title, id="prompt-title")
+            yield Label(plain(self._title), id="prompt-title")
             yield Input(value=self._value, placeholder=self._placeholder, id="prompt-input")
-            yield Static("", id="prompt-error")
+            yield Static("", id="prompt-error", markup=False)
             yield Static(self._hint, id="prompt-hint")
 
     def on_mount(self) -> None:
@@ -162,7 +164,7 @@ class PromptScreen(ModalScreen[str | None]):
         value = event.value.strip()
         error = self._check(value) if self._check else None
         if error:
-            self.query_one("#prompt-error", Static).update(error)
+            self.query_one("#prompt-error", Static).update(shown_lines(error))
             return
         self.dismiss(value)
 
@@ -242,8 +244,8 @@ class HistoryScreen(ModalScreen[int | None]):
         title, note = self._title_and_note()
         with Vertical():
             yield Label(title, id="history-title")
-            if note:
-                yield Static(note, id="history-note")
+            if note:  # it names graphs of the dump
+                yield Static(shown_lines(note), id="history-note", markup=False)
             yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
             hint = "Enter jumps to that step, Esc closes" if self._can_jump else "Esc closes"
             yield Static(hint, id="history-hint")
@@ -292,7 +294,7 @@ class HistoryScreen(ModalScreen[int | None]):
             cells: list[str | Text] = [
                 Text(f"{mark}{step}", style="bold" if step == self._current else ""),
                 str(run.iteration),
-                run.graph_name,
+                plain(run.graph_name),
                 Text("dumped", style="green") if run.has_data else Text("no data", style="dim"),
             ]
             if marked:
@@ -301,7 +303,7 @@ class HistoryScreen(ModalScreen[int | None]):
                     if run.from_history
                     else Text("dumped folders", style="yellow")
                 )
-            table.add_row(*cells, ", ".join(run.sub_graphs), key=str(i))
+            table.add_row(*cells, plain(", ".join(run.sub_graphs)), key=str(i))
         current = next(
             (i for i, run in enumerate(self._runs) if run.iteration + 1 == self._current), None
         )

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tuidebug.core.session import Metadata
-from tuidebug.tui.labels import state_label
+from tuidebug.tui.labels import shown, shown_lines, state_label
 
 BAR_WIDTH = 20
 
@@ -36,38 +36,40 @@ class Segment:
 def header_segments(
     md: Metadata, graph: str, shown_source: str, hits_at_step: bool
 ) -> list[Segment]:
+    """The header's facts; everything a peer or a dump names (its path, the device, the
+    MindSpore version, graph and node names) escaped before its length is measured."""
     online = md.mode == "online"
-    source = shown_source or md.source
+    source = shown(shown_source or md.source)
     segments = [
         Segment("", f" {md.mode.upper()} ", "bold reverse " + ("magenta" if online else "blue"))
     ]
     if online:
         # gRPC names peers "ipv4:1.2.3.4:port"; before a training connects the source is the
         # address we listen on
-        shown = source.removeprefix("ipv4:").removeprefix("ipv6:")
+        peer = source.removeprefix("ipv4:").removeprefix("ipv6:")
         waiting = md.state.value == "pending"
-        segments.append(Segment("listening on" if waiting else "client", shown, elide=True))
+        segments.append(Segment("listening on" if waiting else "client", peer, elide=True))
         if md.device:
-            segments.append(Segment("device", md.device, keep=2))
+            segments.append(Segment("device", shown(md.device), keep=2))
         if md.backend:
-            segments.append(Segment("backend", md.backend, keep=4))
+            segments.append(Segment("backend", shown(md.backend), keep=4))
         if md.ms_version:
             # which MindSpore is connected matters (its version warning is the banner
             # line): it outlasts the device, backend, rank and graph on a narrow line
-            segments.append(Segment("MindSpore", md.ms_version, keep=5))
+            segments.append(Segment("MindSpore", shown(md.ms_version), keep=5))
     else:
         segments.append(Segment("", source, elide=True))
     rank = str(md.rank) + (f" of {len(md.ranks)}" if len(md.ranks) > 1 else "")
     segments.append(Segment("rank", rank, keep=5 if len(md.ranks) > 1 else 3))
     if graph:
         # with one graph the tree's selector already names it
-        segments.append(Segment("graph", graph, keep=6 if len(md.graph_names) > 1 else 3))
+        segments.append(Segment("graph", shown(graph), keep=6 if len(md.graph_names) > 1 else 3))
     step = str(md.step) + (f"/{md.max_step}" if md.max_step is not None else "")
     segments.append(Segment("step", step, "bold"))
     if not online and md.step > 0:
         segments.append(Segment("", f"(iteration {md.step - 1})", "dim", keep=2, sep=" "))
     if online and md.cur_node:
-        segments.append(Segment("node", md.cur_node.rsplit("/", 1)[-1], keep=7))
+        segments.append(Segment("node", shown(md.cur_node.rsplit("/", 1)[-1]), keep=7))
     label, style = state_label(md, hits_at_step=hits_at_step)
     segments.append(Segment("", f"● {label}", style))
     return segments
@@ -172,7 +174,7 @@ class SessionHeader(Static):
     def _second_line(self, md: Metadata) -> Text | None:
         if self.progress is not None:
             label, done, total = self.progress
-            line = Text(f"{label} ", style="yellow")
+            line = Text(f"{shown(label)} ", style="yellow")
             if total:
                 filled = int(BAR_WIDTH * done / total)
                 line.append("█" * filled + "░" * (BAR_WIDTH - filled), style="yellow")
@@ -182,7 +184,7 @@ class SessionHeader(Static):
             return line
         if md.message:
             return Text(
-                md.message,
+                shown_lines(md.message),
                 style="bold red"
                 if md.state.value in {"mismatch", "disconnected", "node_too_large"}
                 else "yellow",

@@ -23,6 +23,7 @@ from textual.widgets.tree import TreeNode
 
 from tuidebug.core.graph import Graph
 from tuidebug.core.watchpoints import WatchpointHit
+from tuidebug.tui.labels import plain, shown
 from tuidebug.tui.messages import HitChosen
 
 ALL = "*"
@@ -175,7 +176,7 @@ class HitList(Vertical):
         )
         self._set_options(
             self.query_one("#hit-filter-graph", Select),
-            [("all graphs", ALL)] + [(name, name) for name in graph_names],
+            [("all graphs", ALL)] + [(plain(name), name) for name in graph_names],
         )
         ranks = sorted({hit.tensor.rank for hit in self._hits} | set(self._ranks))
         self._set_options(
@@ -184,7 +185,7 @@ class HitList(Vertical):
         )
 
     @staticmethod
-    def _set_options(select: Select[str], options: list[tuple[str, str]]) -> None:
+    def _set_options(select: Select[str], options: Sequence[tuple[str | Text, str]]) -> None:
         keep = select.value
         with select.prevent(Select.Changed):
             select.set_options(options)
@@ -268,17 +269,18 @@ class HitList(Vertical):
         label = (labels or {}).get(ref.node) or ref.node.rsplit("/", 1)[-1]
         scope, _, short = label.rpartition("/")
         if scope:
-            row.append(scope + "/", style="dim cyan")
-        row.append(short, style="cyan")
+            row.append(shown(scope) + "/", style="dim cyan")
+        row.append(shown(short), style="cyan")
         row.append(f":{ref.slot}")
         if ref.iteration is not None:
             row.append(f" it{ref.iteration}", style="dim")
         if multi_rank:
             row.append(f" r{ref.rank}", style="dim")
         if multi_graph and ref.graph:
-            row.append(f" {ref.graph}", style="dim")
+            row.append(f" {shown(ref.graph)}", style="dim")
         row.append("  ")
-        row.append(detail, style="yellow" if is_error else "red")
+        # an error text may quote a file name
+        row.append(shown(detail), style="yellow" if is_error else "red")
         return row
 
     # ---------------------------------------------------------------- events

@@ -1,11 +1,49 @@
-"""Short text forms shared by several panes (dtype, shape, numbers, states)."""
+"""Short text forms shared by several panes (dtype, shape, numbers, states), and the one
+path untrusted text takes onto the screen.
+
+Node names, scopes, op types and attributes come from a `.pb` or a gRPC peer, file names
+from a dump folder, messages from a training: any of them may hold ESC sequences (set the
+terminal's title, clear the screen), bidi overrides, or square brackets that Textual would
+read as markup (`[link=…]`, `[bold red]`). Every pane shows such text through `plain` (a
+rich `Text`, never parsed as markup), `shown` / `shown_lines` (a string for a widget built
+with `markup=False`) or `markup_safe` (a string where Textual insists on markup), which all
+escape with `tuidebug.core.text.printable`.
+"""
 
 from __future__ import annotations
 
 import math
 
+from rich.text import Text
+
 from tuidebug.core.session import Metadata, SessionState
 from tuidebug.core.tensor import dtype_label as core_dtype_label
+from tuidebug.core.text import printable
+
+
+def shown(text: object) -> str:
+    """Untrusted text as one line to show: control characters (line breaks included) made
+    visible. Only for places that do not read markup (a `Text`, `markup=False`)."""
+    return printable(text)
+
+
+def shown_lines(text: object) -> str:
+    """Like `shown`, but a text whose line breaks are ours (notices joined into one toast,
+    a dialog body) keeps them: each line is escaped on its own."""
+    return "\n".join(printable(line) for line in str(text).split("\n"))
+
+
+def markup_safe(text: object) -> str:
+    """Untrusted text for a place that reads Textual content markup (a palette entry, its
+    help): escaped, and every `[` backslashed. Textual's own `escape` (and Rich's) leave
+    `[$accent]`, `[B]` and `[ bold ]` to be read as tags; this leaves none."""
+    return printable(text).replace("[", "\\[")
+
+
+def plain(text: object, style: str = "") -> Text:
+    """Untrusted text as a one-line label: escaped, and a `Text`, so brackets stay
+    brackets wherever the widget would otherwise parse markup."""
+    return Text(printable(text), style=style)
 
 
 def dtype_label(dtype: int | None) -> str:
@@ -22,8 +60,9 @@ def shape_label(shape: tuple[int, ...] | None) -> str:
 
 
 def source_place(file_path: str, line_no: int | None, missing: str = "") -> str:
-    """`train.py:42`: a stack frame's file name (without its folder) and line."""
-    where = file_path.rsplit("/", 1)[-1] if file_path else missing
+    """`train.py:42`: a stack frame's file name (without its folder) and line, escaped
+    (the name comes from the graph)."""
+    where = printable(file_path.rsplit("/", 1)[-1]) if file_path else missing
     return where if line_no is None else f"{where}:{line_no}"
 
 

@@ -20,22 +20,58 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from tuidebug.core.text import printable
+
 EXIT_USAGE = 2
 
 
 def _fail(command: str, sentence: str) -> int:
-    print(f"tuidebug {command}: {sentence}", file=sys.stderr)
+    """The sentence on stderr, escaped (it quotes paths and the session's errors)."""
+    print(printable(f"tuidebug {command}: {sentence}"), file=sys.stderr)
     return EXIT_USAGE
 
 
 def check_dump_dir(path: str) -> str | None:
-    """One sentence if `path` cannot be a dump root, else None."""
+    """One sentence if `path` cannot be a dump root, else None: missing, not a folder, not
+    a MindSpore dump (no `rank_N/`; a `rank_N` folder itself: open its parent), or no rank
+    with a graph file. The same discovery and sentences as `tuidebug check`, so a folder
+    `check` refuses never opens as an empty TUI."""
     target = Path(path).expanduser()
     if not target.exists():
         return f"{path} does not exist."
     if not target.is_dir():
         return f"{path} is not a directory; give the dump root (the folder holding rank_N/)."
+    from tuidebug.offline.dump_error import DumpError
+    from tuidebug.offline.layout import DumpLayout
+
+    try:
+        # lists the root, the rank folders and their graphs/; iteration folders are
+        # listed later, by the session, with progress on screen
+        layout = DumpLayout.open(target)
+    except DumpError as err:
+        return str(err)
+    if not any(rank.graph_files for rank in layout.ranks.values()):
+        which = ", ".join(f"rank_{r}" for r in sorted(layout.ranks))
+        plural = len(layout.ranks) != 1
+        return (
+            f"{which} of {path} ha{'ve' if plural else 's'} no graph file (graphs/*.pb), "
+            "so there is nothing to show."
+        )
     return None
+
+
+def terminal_problem() -> str | None:
+    """One sentence when the full-screen TUI cannot run: stdin or stdout is not a
+    terminal (`</dev/null`, `>file`, a pipe). Without this the app would start, draw into
+    the file and wait for keys that never come."""
+    from tuidebug import cli  # the one test of "is this a terminal" (tests replace it)
+
+    if cli._on_terminal():
+        return None
+    return (
+        "the TUI needs a terminal, and standard input or output is not one; "
+        "for a report without a terminal use tuidebug check DUMP --watch SPEC."
+    )
 
 
 def open_offline(
@@ -47,11 +83,11 @@ def open_offline(
     recommended: bool = False,
 ) -> int:
     """Open a dump directory in the TUI; loading runs in the app's worker with progress."""
-    problem = check_dump_dir(str(dump))
-    if problem:
-        return _fail(command, problem)
     if rank is not None and rank < 0:
         return _fail(command, f"--rank must be 0 or more, not {rank}.")
+    problem = check_dump_dir(str(dump)) or terminal_problem()
+    if problem:
+        return _fail(command, problem)
     from tuidebug.core.session import SessionError
     from tuidebug.offline.session import OfflineSession
 
@@ -83,13 +119,18 @@ def run_offline(
 def run_demo(
     args: argparse.Namespace, *, watch_specs: Sequence[str] = (), recommended: bool = False
 ) -> int:
-    """Write the demo dump to --out (or a temporary folder) and open it."""
+    """Write the demo dump to --out (or a temporary folder) and open it. Without a
+    terminal, a temporary demo dump would be written for nothing: refuse first; with --out
+    the dump is still written (a script may want it), then the TUI is refused."""
     out = getattr(args, "out", None)
     if out is not None:
         out_dir = Path(out).expanduser()
         if out_dir.exists() and not out_dir.is_dir():
             return _fail("demo", f"--out {out} exists and is not a directory.")
     else:
+        problem = terminal_problem()
+        if problem:
+            return _fail("demo", problem)
         out_dir = Path(tempfile.mkdtemp(prefix="tuidebug-demo-"))
     from tuidebug.offline.demo import write_demo_dump
     from tuidebug.offline.dump_writer import DumpWriterError
@@ -100,9 +141,12 @@ def run_demo(
         return _fail("demo", str(exc))
     except OSError as exc:
         return _fail("demo", f"cannot write the demo dump to {out_dir}: {exc.strerror or exc}.")
+    print(printable(f"tuidebug demo: demo dump written to {dump_root}"), file=sys.stderr)
     if getattr(args, "online", False):
+        problem = terminal_problem()
+        if problem:  # before the server starts listening
+            return _fail("demo", problem)
         return _run_demo_online(dump_root, watch_specs, recommended)
-    print(f"tuidebug demo: demo dump written to {dump_root}", file=sys.stderr)
     return open_offline(dump_root, command="demo", watch_specs=watch_specs, recommended=recommended)
 
 

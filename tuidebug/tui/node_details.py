@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -19,7 +18,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuidebug.core.graph import Graph, Node, TensorSpec
-from tuidebug.tui.labels import dtype_label, shape_label, source_place
+from tuidebug.tui.labels import dtype_label, markup_safe, shape_label, shown, source_place
 from tuidebug.tui.messages import NodeChosen, TensorRequested
 
 MAX_ATTRIBUTE_CHARS = 1024  # spec §6.5: longer attribute values are hidden
@@ -86,8 +85,8 @@ class NodeDetails(VerticalScroll):
         count = graph.leaf_count(scope)
         head = Text.assemble(
             ("scope ", "bold"),
-            (scope or "(top)", "bold cyan"),
-            f"\n{count} node{'s' if count != 1 else ''} in graph {graph.name}",
+            (shown(scope) or "(top)", "bold cyan"),
+            f"\n{count} node{'s' if count != 1 else ''} in graph {shown(graph.name)}",
         )
         self.query_one("#details-head", Static).update(head)
         self.query_one("#io-list", OptionList).clear_options()
@@ -133,21 +132,21 @@ class NodeDetails(VerticalScroll):
             c.value for c in self.graph.categories(node) if c.value not in {"tensor", kind}
         )
         head = Text()
-        head.append(node.short_name, style="bold cyan")
-        head.append(f"  {node.op_type}", style="bold")
+        head.append(shown(node.short_name), style="bold cyan")
+        head.append(f"  {shown(node.op_type)}", style="bold")
         if kind.lower() != node.op_type.lower():
             head.append(f"  {kind}", style="dim")
         if cats:
             head.append("  [" + ", ".join(cats) + "]", style="magenta")
         head.append("\nname  ", style="dim")
-        head.append(node.name)
+        head.append(shown(node.name))
         head.append("\nscope ", style="dim")
-        head.append(node.scope or "(none)")
+        head.append(shown(node.scope) or "(none)")
         head.append("\ngraph ", style="dim")
-        head.append(self.graph.name)
+        head.append(shown(self.graph.name))
         if node.value is not None:
             head.append("\nvalue ", style="dim")
-            head.append(str(node.value)[:200])
+            head.append(shown(str(node.value)[:200]))
         self.query_one("#details-head", Static).update(head)
 
     def _render_io(self) -> None:
@@ -179,8 +178,8 @@ class NodeDetails(VerticalScroll):
             rows.append(Option(Text(empty, style="dim"), disabled=True))
         for other in nodes[:MAX_INPUT_ROWS]:
             row = Text(f"  {arrow} ")
-            row.append(other.short_name, style="cyan")
-            row.append(f"  {other.op_type}", style="dim")
+            row.append(shown(other.short_name), style="cyan")
+            row.append(f"  {shown(other.op_type)}", style="dim")
             rows.append(Option(row, id=f"in:{other.name}"))
         if len(nodes) > MAX_INPUT_ROWS:
             more = len(nodes) - MAX_INPUT_ROWS
@@ -199,7 +198,8 @@ class NodeDetails(VerticalScroll):
         if summary is None:
             row.append("…", style="dim")
             return row
-        line = Text(summary.line, style="dim" if summary.missing else "")
+        # a summary may quote a file or an error sentence
+        line = Text(shown(summary.line), style="dim" if summary.missing else "")
         line.highlight_regex(r"^\w+<[^>]*>", "green")
         # summary_line() ends with `NaN:3 +Inf:1 -Inf:2` when there are any: colour them.
         line.highlight_regex(r"NaN:\d+", "bold red")
@@ -215,8 +215,10 @@ class NodeDetails(VerticalScroll):
             return
         lines = ["[b]attributes[/b]"]
         for key, value in node.attributes.items():
-            shown = value if len(value) <= MAX_ATTRIBUTE_CHARS else "(value too large to show)"
-            lines.append(f"  {escape(key)} = {escape(shown)}")
+            if len(value) > MAX_ATTRIBUTE_CHARS:
+                value = "(value too large to show)"
+            # keys and values come from the graph: escaped, every bracket kept literal
+            lines.append(f"  {markup_safe(key)} = {markup_safe(value)}")
         self.query_one("#details-attrs", Static).update("\n".join(lines))
 
     def _render_stack(self) -> None:
@@ -230,11 +232,11 @@ class NodeDetails(VerticalScroll):
         for frame in node.stack:
             text.append("\n  ")
             if not frame.file_path:  # a sub-stack header, no source line of its own
-                text.append(frame.code_line.strip(), style="dim italic")
+                text.append(shown(frame.code_line.strip()), style="dim italic")
                 continue
             text.append(source_place(frame.file_path, frame.line_no), style="cyan")
             text.append(" ")
-            text.append(frame.code_line.strip())
+            text.append(shown(frame.code_line.strip()))
         stack.update(text)
 
     # ---------------------------------------------------------------- events

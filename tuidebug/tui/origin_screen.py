@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Label, Static
 
 from tuidebug.core.graph import Graph
 from tuidebug.core.origins import Origin, OriginTrace
+from tuidebug.tui.labels import plain, shown
 
 Counts = tuple[int, int, int]  # NaN, +Inf, −Inf
 MAX_CHAIN = 40  # nodes of a chain shown; a deeper one is elided in the middle
@@ -87,7 +88,7 @@ class OriginScreen(ModalScreen[tuple[str, int] | None]):
         start = self._short(self._trace.start)
         with Vertical():
             yield Label(
-                f"Where the NaN/Inf of {start} came from ({self._where})", id="origin-title"
+                plain(f"Where the NaN/Inf of {start} came from ({self._where})"), id="origin-title"
             )
             count = len(self._trace.origins)
             yield Static(
@@ -99,7 +100,9 @@ class OriginScreen(ModalScreen[tuple[str, int] | None]):
             )
             notes = trace_notes(self._trace)
             if notes:  # a complete trace needs no line saying so
-                yield Static("\n".join(notes), id="origin-notes", markup=False)
+                yield Static(
+                    "\n".join(shown(note) for note in notes), id="origin-notes", markup=False
+                )
             yield DataTable(id="origin-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="origin-chain")
             yield Static(
@@ -129,13 +132,13 @@ class OriginScreen(ModalScreen[tuple[str, int] | None]):
             nan, pos, neg = (str(c) for c in counts) if counts else ("", "", "")
             table.add_row(
                 Text("" if origin.certain else "?", style="yellow"),
-                Text(self._short(origin.node), style="bold cyan"),
-                node.op_type if node is not None else "",
+                plain(self._short(origin.node), style="bold cyan"),
+                plain(node.op_type if node is not None else ""),
                 ", ".join(f":{s}" for s in origin.slots) or "—",
                 Text(nan, style="red"),
                 Text(pos, style="red"),
                 Text(neg, style="red"),
-                Text(node.scope if node is not None else "", style="dim"),
+                plain(node.scope if node is not None else "", style="dim"),
                 key=str(i),
             )
         if self._trace.origins:
@@ -152,7 +155,7 @@ class OriginScreen(ModalScreen[tuple[str, int] | None]):
             if i:
                 text.append(" → ", style="dim")
             style = "bold red" if i == 0 else ("bold" if i == len(chain) - 1 else "")
-            text.append(self._short(name), style=style)
+            text.append(shown(self._short(name)), style=style)
         self.query_one("#origin-chain", Static).update(text)
 
     def _origin_at(self, key: str | None) -> Origin | None:

@@ -24,6 +24,7 @@ from textual.widgets import Input, Select, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from tuidebug.core.graph import Category, Graph, Node
+from tuidebug.tui.labels import plain, shown, shown_lines
 from tuidebug.tui.messages import GraphSwitched, NodeChosen, NodeHighlighted
 
 # A filter that matches half of a huge graph would otherwise build a huge tree; the user
@@ -229,7 +230,7 @@ class ScopeTree(Vertical):
         tree = GraphTree(id="scope-tree")
         tree.loader = self._load
         yield tree
-        yield Static("", id="tree-empty")
+        yield Static("", id="tree-empty", markup=False)
 
     def on_mount(self) -> None:
         with contextlib.suppress(NoMatches):  # a child not mounted yet: the app calls again
@@ -243,7 +244,7 @@ class ScopeTree(Vertical):
     def _show_empty_state(self) -> None:
         empty = not self.graphs
         message = self.query_one("#tree-empty", Static)
-        message.update(self._empty_message)
+        message.update(shown_lines(self._empty_message))
         message.display = empty
         # the tree keeps its place (and focus) but shows nothing until a graph arrives
         self.query_one("#tree-filters").display = not empty
@@ -261,7 +262,7 @@ class ScopeTree(Vertical):
         select = self.query_one("#graph-select", Select)
         with select.prevent(Select.Changed):
             select.set_options(
-                (f"{name} ({len(graph)} nodes)", name) for name, graph in self.graphs.items()
+                (plain(f"{name} ({len(graph)} nodes)"), name) for name, graph in self.graphs.items()
             )
         self._show_empty_state()
         if not self.graphs:
@@ -344,12 +345,12 @@ class ScopeTree(Vertical):
         counts: dict[str, int] = {}
         for node in graph:
             counts[node.op_type] = counts.get(node.op_type, 0) + 1
-        options: list[tuple[str, str]] = [("all node types", ALL_TYPES)]
+        options: list[tuple[str | Text, str]] = [("all node types", ALL_TYPES)]
         for cat in (Category.WEIGHT, Category.GRADIENT, Category.ACTIVATION, Category.PARAMETER):
             n = len(graph.nodes_in(cat))
             if n:
                 options.append((f"{cat.value}s ({n})", CATEGORY_PREFIX + cat.value))
-        options += [(f"{t} ({n})", t) for t, n in sorted(counts.items())]
+        options += [(plain(f"{t} ({n})"), t) for t, n in sorted(counts.items())]
         select = self.query_one("#type-filter", Select)
         keep = self._filter_type if any(v == self._filter_type for _, v in options) else ALL_TYPES
         with select.prevent(Select.Changed):
@@ -415,10 +416,10 @@ class ScopeTree(Vertical):
                 path = f"{path}/{part}" if path else part
                 found = scopes.get(path)
                 if found is None:
-                    found = parent.add(Text(part), TreeEntry(path, None, loaded=True), expand=True)
+                    found = parent.add(plain(part), TreeEntry(path, None, loaded=True), expand=True)
                     scopes[path] = found
                 parent = found
-            parent.add_leaf(Text(parts[-1]), TreeEntry(node.ui_name, node.name, loaded=True))
+            parent.add_leaf(plain(parts[-1]), TreeEntry(node.ui_name, node.name, loaded=True))
         tree.root.expand()
 
     def _add_children(self, parent: TreeNode[TreeEntry], path: str) -> None:
@@ -439,11 +440,13 @@ class ScopeTree(Vertical):
         rows: list[tuple[Text, TreeEntry, bool]] = []
         for entry in graph.children(path):
             if entry.is_scope:
-                label = Text.assemble(entry.label, (f" {graph.leaf_count(entry.path)}", "dim"))
+                label = Text.assemble(
+                    shown(entry.label), (f" {graph.leaf_count(entry.path)}", "dim")
+                )
                 rows.append((label, TreeEntry(entry.path, None), True))
             else:
                 rows.append(
-                    (Text(entry.label), TreeEntry(entry.path, entry.node, loaded=True), False)
+                    (plain(entry.label), TreeEntry(entry.path, entry.node, loaded=True), False)
                 )
         self.tree.add_many(parent, rows)
         if parent.data is not None:

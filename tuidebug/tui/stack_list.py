@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from tuidebug.core.graph import Graph, Node, StackFrame
-from tuidebug.tui.labels import source_place
+from tuidebug.tui.labels import plain, shown, source_place
 from tuidebug.tui.messages import NodeChosen
 
 MAX_LINES_SHOWN = 2000
@@ -44,7 +44,7 @@ class SourceLine:
         if self.file_path:
             text.append(source_place(self.file_path, self.line_no), style="cyan")
             text.append(" ")
-        text.append(self.code_line.strip() or "(no code)")
+        text.append(shown(self.code_line.strip()) or "(no code)")
         text.append(f"  {len(self.nodes)}", style="dim")
         return text
 
@@ -173,7 +173,7 @@ class StackList(Vertical):
         node = self.node
         if node is not None:
             options.append(
-                Option(Text(f"stack of {node.short_name}", style="bold underline"), disabled=True)
+                Option(plain(f"stack of {node.short_name}", style="bold underline"), disabled=True)
             )
             if not node.stack:
                 options.append(Option(Text("  none recorded", style="dim"), disabled=True))
@@ -181,7 +181,7 @@ class StackList(Vertical):
             for i, frame in enumerate(node.stack):
                 if not frame.file_path:
                     # a sub-stack header: a title inside the stack, not a line to choose
-                    title = Text(f"  {frame.code_line.strip()}", style="dim italic")
+                    title = plain(f"  {frame.code_line.strip()}", style="dim italic")
                     options.append(Option(title, disabled=True))
                     continue
                 key = frame_key(frame)
@@ -227,16 +227,17 @@ class StackList(Vertical):
         title = self.query_one("#stack-nodes-title", Static)
         where = source_place(line.file_path, line.line_no, missing="(no file)")
         count = len(line.nodes)
-        title.update(f"{count} node{'s' if count != 1 else ''} created at {where}")
+        # `where` names a file of the graph's stacks: a Text, never markup
+        title.update(Text(f"{count} node{'s' if count != 1 else ''} created at {where}"))
         nodes_list = self.query_one("#stack-nodes", OptionList)
         nodes_list.clear_options()
         options = []
         for name in line.nodes[:MAX_LINES_SHOWN]:
             node = graph.get(name) if graph is not None else None
-            label = Text(node.short_name if node else name, style="cyan")
+            label = plain(node.short_name if node else name, style="cyan")
             if node is not None:
-                label.append(f"  {node.op_type}", style="dim")
-                label.append(f"  {node.scope}", style="dim")
+                label.append(f"  {shown(node.op_type)}", style="dim")
+                label.append(f"  {shown(node.scope)}", style="dim")
             options.append(Option(label, id=name))
         nodes_list.add_options(options)
         if options:

@@ -59,6 +59,7 @@ from tuidebug.core.tensor_search import (
     parse_search,
 )
 from tuidebug.tui.colormap import SPECIALS, gradient, scale_for, special_style
+from tuidebug.tui.labels import shown, shown_lines
 from tuidebug.tui.tensor_canvas import GridData, TensorCanvas, TensorHeatmap, TensorTable
 from tuidebug.tui.tensor_format import (
     SliceGeometry,
@@ -484,7 +485,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         message = self.query_one("#tv-message", Static)
         message.display = not has_tensor
         message.set_class(self._state == "error", "-error")
-        message.update(self._message)
+        # the title names a node of the graph, the message may quote a file or an error
+        message.update(shown_lines(self._message))
         self.query_one("#tv-bar").display = has_tensor
         compare_ok = has_tensor and not self._compare_problem
         self.query_one("#tv-tolerance-label").display = compare_ok
@@ -507,14 +509,14 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def _update_title(self) -> None:
         title = self.query_one("#tv-title", Static)
         if self._array is None:
-            title.update(self._title)
+            title.update(shown(self._title))
             return
         shape = "×".join(str(d) for d in self._array.shape) or "scalar"
-        parts = [self._title, f"{dtype_label(self._array.dtype)} [{shape}]"]
+        parts = [shown(self._title), f"{dtype_label(self._array.dtype)} [{shape}]"]
         if self._geometry is not None:
             parts.append(f"slice {self._geometry.text}")
         if self._message:
-            parts.append(self._message)
+            parts.append(shown(self._message))
         title.update("  ".join(p for p in parts if p))
         mode = self.query_one("#tv-mode", Static)
         mode.update("" if self._compare_problem else f"[{self._mode}]")
@@ -609,7 +611,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             panel.update("")
             return
         if self._stats_problem:
-            panel.update(f"statistics  {self._stats_problem}")
+            panel.update(f"statistics  {shown(self._stats_problem)}")
             return
         stats = self._displayed_stats()
         if stats is None:
@@ -640,7 +642,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         if not self._ready:
             return
         error = self.query_one("#tv-error", Static)
-        error.update(sentence)
+        error.update(shown_lines(sentence))
         error.display = bool(sentence)
 
     @property

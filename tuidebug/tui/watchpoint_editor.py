@@ -32,6 +32,7 @@ from tuidebug.core.conditions import (
 )
 from tuidebug.core.graph import Category, Graph
 from tuidebug.core.watchpoints import validate_params
+from tuidebug.tui.labels import plain, shown_lines
 
 TARGET_CATEGORY = "category"
 TARGET_ALL = "all"
@@ -92,7 +93,7 @@ class ParamRow(Vertical):
             yield Input(
                 value=value, placeholder=placeholder, compact=True, id=f"param-{self.spec.name}"
             )
-        yield Static("", classes="param-error")
+        yield Static("", classes="param-error", markup=False)
 
     def read(self) -> tuple[float | None, str | None]:
         """(value or None when empty, error sentence or None)."""
@@ -107,7 +108,7 @@ class ParamRow(Vertical):
 
     def show_error(self, error: str | None) -> None:
         box = self.query_one(".param-error", Static)
-        box.update(error or "")
+        box.update(shown_lines(error or ""))
         box.set_class(bool(error), "-shown")
 
 
@@ -188,7 +189,7 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
                     yield VerticalScroll(id="params")
                     yield Label("Watch", id="target-label")
                     yield Select[str]([], allow_blank=True, prompt="target", id="target-select")
-                    yield Static("", id="editor-error")
+                    yield Static("", id="editor-error", markup=False)
             with Horizontal(id="editor-buttons"):
                 yield Button("Cancel (Esc)", id="editor-cancel")
                 yield Button(
@@ -304,25 +305,27 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         self.query_one("#editor-error", Static).update("")
 
     def _fill_targets(self, spec: ConditionSpec) -> None:
-        options: list[tuple[str, str]] = []
+        options: list[tuple[str | Text, str]] = []
         category = spec.target
         if self.editing is not None:
             targets = tuple(getattr(self.editing, "targets", ()) or ())
-            shown = ", ".join(t.rsplit("/", 1)[-1] for t in targets[:3]) or _category_words(
+            names = ", ".join(t.rsplit("/", 1)[-1] for t in targets[:3]) or _category_words(
                 category
             )
             if len(targets) > 3:
-                shown += f" … ({len(targets)})"
-            options.append((f"keep: {shown}", TARGET_KEEP))
+                names += f" … ({len(targets)})"
+            options.append((plain(f"keep: {names}"), TARGET_KEEP))
         if self.node is not None:
             node = self.graph.get(self.node)
             if node is not None:
-                options.append((f"node {node.short_name}", f"node:{node.name}"))
+                options.append((plain(f"node {node.short_name}"), f"node:{node.name}"))
         if self.scope:
             count = self.graph.leaf_count(self.scope)
-            options.append((f"scope {self.scope} ({count} nodes)", f"scope:{self.scope}"))
+            options.append((plain(f"scope {self.scope} ({count} nodes)"), f"scope:{self.scope}"))
         if category is Category.TENSOR:
-            options.append((f"every node of {self.graph.name} ({len(self.graph)})", TARGET_ALL))
+            options.append(
+                (plain(f"every node of {self.graph.name} ({len(self.graph)})"), TARGET_ALL)
+            )
         else:
             count = len(self.graph.nodes_in(category))
             options.append((f"{_category_words(category)} ({count})", TARGET_CATEGORY))
@@ -384,7 +387,7 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         draft, error = self.build_draft()
         error_box = self.query_one("#editor-error", Static)
         if error:
-            error_box.update(error)
+            error_box.update(shown_lines(error))
             return
         self.dismiss(draft)
 

@@ -19,7 +19,7 @@ from textual.widgets import DataTable
 from tuidebug.core.conditions import WatchpointError
 from tuidebug.core.graph import Category, Graph, Node
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit, resolve_targets
-from tuidebug.tui.labels import number
+from tuidebug.tui.labels import number, shown
 from tuidebug.tui.messages import WatchpointAction
 
 Badges = tuple[set[str], set[str], dict[str, int], dict[str, int]]
@@ -41,10 +41,11 @@ def targets_text(watchpoint: Watchpoint) -> str:
     if not targets:
         category = watchpoint.condition.target
         return "every node" if category is Category.TENSOR else f"all {category.value}s"
-    shown = ", ".join(t.rsplit("/", 1)[-1] or t for t in targets[:3])
+    # targets name nodes and scopes of the graph (or a peer's): escaped for the screen
+    names = ", ".join(shown(t.rsplit("/", 1)[-1] or t) for t in targets[:3])
     if len(targets) > 3:
-        shown += f" … +{len(targets) - 3}"
-    return shown
+        names += f" … +{len(targets) - 3}"
+    return names
 
 
 def _strip_graph(target: str, graph: Graph) -> str:
