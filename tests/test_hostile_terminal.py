@@ -329,3 +329,21 @@ async def test_tui_shows_every_hostile_string_escaped(hostile_dump: Path) -> Non
         await settled(pilot)
         assert "junk\\x1b]0;f\\x07.txt" in look("the session messages")
     assert len(seen) == 7
+
+
+def test_api_log_warnings_are_escaped_and_problems_exact(
+    hostile_dump: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With no logging set up, Python prints the API's warnings on stderr."""
+    from tuidebug.api import DumpAnalyzer, TensorOverflowCondition, Watchpoint
+
+    with caplog.at_level(logging.WARNING, logger="tuidebug.api"):
+        analyzer = DumpAnalyzer(str(hostile_dump))
+        tensors = analyzer.select_tensors(query_string="")
+        (hit,) = analyzer.check_watchpoints([Watchpoint(tensors, TensorOverflowCondition())])
+    assert hit.tensor.node.name == EVIL_NODE  # the API's data stays exact
+    logged = [r.getMessage() for r in caplog.records if r.name == "tuidebug.api"]
+    assert any("graph\\x1b]0;g\\x07[b]" in line for line in logged), logged
+    for line in logged:
+        assert_clean(line, "an API warning")
+    assert any(EVIL_GRAPH in problem for problem in analyzer.problems)  # the exact text

@@ -909,6 +909,15 @@ _MEM_LIMIT_MAX_MB = 2147483647
 _log = __import__("logging").getLogger("tuidebug.api")
 
 
+def _warn(problem: str) -> None:
+    """A dump problem as a log warning. With no logging set up Python prints it on stderr,
+    often a terminal: escaped (core.text.printable) like every untrusted string shown
+    there; `DumpAnalyzer.problems` keeps the exact text."""
+    from tuidebug.core.text import printable
+
+    _log.warning("%s", printable(problem))
+
+
 class DumpAnalyzer:
     """Analyzer of a MindSpore dump folder (spec §6.1).
 
@@ -961,7 +970,7 @@ class DumpAnalyzer:
                 f"to nodes{reason}."
             )
         for problem in self._dump.new_problems():
-            _log.warning("%s", problem)
+            _warn(problem)
 
     # ------------------------------------------------------------------ basics
     @property
@@ -1046,7 +1055,7 @@ class DumpAnalyzer:
                     per_rank[iteration] = self._dump.statistics(rank, iteration)
             out[rank] = per_rank
         for problem in self._dump.new_problems():
-            _log.warning("%s", problem)
+            _warn(problem)
         return out
 
     def summary_statistics(
@@ -1283,9 +1292,9 @@ class DumpAnalyzer:
                 watches, iterations, error_on_no_value=error_on_no_value, progress=progress
             )
         for problem in report.problems:
-            _log.warning("%s", problem)
+            _warn(problem)
         for problem in self._dump.new_problems():
-            _log.warning("%s", problem)
+            _warn(problem)
         hits: list[WatchpointHit] = []
         for outcome in report.outcomes:
             k = outcome.key
