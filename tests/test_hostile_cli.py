@@ -335,3 +335,24 @@ def test_named_host_warning_names_that_address(
     assert cli.main(["online", "--host", "fe80::1", "--port", "6000"]) == 2
     warning = capsys.readouterr().err.splitlines()[0]
     assert "anyone who can reach [fe80::1]:6000 can control" in warning
+
+
+# ------------------------------------------------------------------ a reader that left
+@pytest.mark.timeout(120)
+def test_a_closed_pipe_is_no_traceback(tmp_path: Path) -> None:
+    """`tuidebug keys | head -1`: the reader is gone before tuidebug writes."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE
+    try:
+        proc = subprocess.run(
+            [*TUIDEBUG, "keys"],
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=90,
+            env={**os.environ, "TUIDEBUG_KEYS": str(tmp_path / "keys.toml")},
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0 and proc.stderr == ""

@@ -399,7 +399,7 @@ def _run_keys(_args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         line = "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
-        print(f"{line}  {row[3]}".rstrip())
+        print(printable(f"{line}  {row[3]}".rstrip()))  # the keys file is text from disk
     if path.is_file():
         state = f"found, {len(keymap)} binding{'s' if len(keymap) != 1 else ''} remapped"
     elif path.exists():
@@ -506,3 +506,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("tuidebug: interrupted.")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader left (`tuidebug keys | head`): nothing more to say to it, and the
+        # interpreter's final flush must not fail again on the closed pipe
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        return EXIT_OK
