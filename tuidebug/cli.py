@@ -344,12 +344,14 @@ def _run_simulate(args: argparse.Namespace) -> int:
             )
         except SimulatorError as exc:
             raise UsageError(str(exc)) from None
-        print(
-            f"tuidebug simulate: replaying {len(sim.replay.iterations)} iterations of "
-            f"{printable(args.dump)} to {printable(target)}.",
-            flush=True,
-        )
         try:
+            # inside the try: a Ctrl+C right after this line is still "interrupted after
+            # 0 steps", not a generic interruption
+            print(
+                f"tuidebug simulate: replaying {len(sim.replay.iterations)} iterations of "
+                f"{printable(args.dump)} to {printable(target)}.",
+                flush=True,
+            )
             sim.run()
         except ClientError as exc:
             raise UsageError(str(exc)) from None
