@@ -486,3 +486,22 @@ def test_a_graph_past_a_cap_is_refused_with_a_notice(graph: graph_pb.GraphProto)
         peer.close()
     finally:
         session.close()
+
+
+@pytest.mark.timeout(15)
+def test_the_goodbye_to_a_silent_debugger_is_bounded() -> None:
+    """A 'debugger' that accepts the TCP connection and never speaks: the end-of-training
+    SendMetadata gives up after GOODBYE_TIMEOUT instead of gRPC's 20 s connect timeout
+    (Ctrl+C of `tuidebug simulate` took that long)."""
+    import socket
+
+    from tuidebug.client import protocol
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        client = ProtocolClient(f"127.0.0.1:{silent.getsockname()[1]}", heartbeat=False)
+        finished = threading.Event()
+        worker = threading.Thread(target=lambda: (client.finish(), finished.set()), daemon=True)
+        worker.start()
+        assert finished.wait(protocol.GOODBYE_TIMEOUT + 5)

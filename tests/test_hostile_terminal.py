@@ -223,6 +223,29 @@ def test_simulate_log_lines_are_escaped() -> None:
     assert line.startswith("tuidebug simulate: warning: cannot read Default/net" + SHOWN_TITLE)
 
 
+def test_online_server_warnings_are_escaped_lines(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server's warnings quote what a peer sent (a refused graph's node name): while
+    `tuidebug online` runs they are one escaped line each on stderr, not logging's raw
+    last-resort output; the handler goes when the command ends."""
+    online_log = logging.getLogger("tuidebug.online")
+    handlers = list(online_log.handlers)
+    monkeypatch.setattr(cli, "_tui_runner", lambda: None)
+
+    def a_peer_misbehaves() -> None:
+        online_log.warning("SendGraph: the graph does not parse (node %s)", EVIL_NODE)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_wait_forever", a_peer_misbehaves)
+    assert cli.main(["online", "--port", "0"]) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert_clean(err, "the server's warning")
+    assert err.startswith("tuidebug online: warning: SendGraph: the graph does not parse")
+    assert SHOWN_TITLE in err and len(err.splitlines()) == 1
+    assert online_log.handlers == handlers
+
+
 # ------------------------------------------------------------------ the TUI
 _CSI = re.compile(r"\x1b\[(\d+);(\d+)H|\x1b\[[0-9;]*m")
 

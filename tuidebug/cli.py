@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from tuidebug.core.conditions import ConditionSpec
@@ -173,8 +173,7 @@ def _listening_where(host: str, port: int) -> str:
 def _run_online(args: argparse.Namespace) -> int:
     """Serve the debugger protocol; the TUI when it is built and stdin/stdout are a
     terminal, else the session's events as lines on stdout."""
-    from tuidebug.online.server import ServerStartError
-    from tuidebug.online.session import OnlineSession, parse_strict_version
+    from tuidebug.online.session import parse_strict_version
 
     strict = None
     if args.strict_version is not None:
@@ -191,6 +190,23 @@ def _run_online(args: argparse.Namespace) -> int:
             f"(prefer the default 127.0.0.1 and an SSH tunnel: "
             f"ssh -L {args.port}:127.0.0.1:{args.port})."
         )
+    # the server's warnings quote what peers sent (addresses, graph errors): one escaped
+    # line each, not logging's raw last-resort output
+    handler = _StderrHandler()
+    handler.setFormatter(_LogLine("tuidebug online"))
+    handler.setLevel(logging.WARNING)
+    online_log = logging.getLogger("tuidebug.online")
+    online_log.addHandler(handler)
+    try:
+        return _serve_online(args, strict, specs)
+    finally:
+        online_log.removeHandler(handler)
+
+
+def _serve_online(args: argparse.Namespace, strict: str | None, specs: list[str]) -> int:
+    from tuidebug.online.server import ServerStartError
+    from tuidebug.online.session import OnlineSession
+
     session = OnlineSession(args.host, args.port, strict_version=strict)
     try:
         session.start()
@@ -294,6 +310,22 @@ def _parse_connect(text: str) -> str:
     if not 1 <= port <= 65535:
         raise UsageError(f"the port of --connect must be between 1 and 65535, not {port}.")
     return f"{host}:{port}"
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a record comes: while the TUI runs, Textual
+    captures stderr, so a server thread's warning never lands in the middle of the screen."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass
 
 
 class _LogLine(logging.Formatter):

@@ -37,6 +37,7 @@ from tuidebug.core.text import printable
 from tuidebug.offline.checker import CHANGE_CONDITIONS
 
 log = logging.getLogger("tuidebug.client")
+GOODBYE_TIMEOUT = 3.0  # seconds the end-of-training SendMetadata may take
 
 CHUNK_SIZE = 3 * 1024 * 1024  # MindSpore's g_chunk_size (spec §8)
 HEARTBEAT_MESSAGE = "Debugger is alive"
@@ -288,7 +289,11 @@ class ProtocolClient:
         """End of training (spec §2.11): SendMetadata with `training_done`, then close."""
         self._stop_heartbeat()
         try:
-            self._call(self._stub.SendMetadata, self._metadata(cur_step, "", training_done=True))
+            # bounded: a goodbye to a debugger that never answers must not hold up the exit
+            # (Ctrl+C waited for gRPC's 20 s connect timeout)
+            self._stub.SendMetadata(
+                self._metadata(cur_step, "", training_done=True), timeout=GOODBYE_TIMEOUT
+            )
         except grpc.RpcError as exc:
             log.info("final SendMetadata failed: %s", _code(exc))
         self.close()
