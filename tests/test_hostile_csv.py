@@ -26,7 +26,8 @@ from tuidebug.offline.execution_order import (
     read_graph_history,
 )
 from tuidebug.offline.filenames import parse_mapping_csv
-from tuidebug.offline.layout import MAX_MAPPING_BYTES, DumpLayout
+from tuidebug.offline.iteration_listing import MAX_MAPPING_BYTES
+from tuidebug.offline.layout import DumpLayout
 from tuidebug.offline.statistic_csv import (
     MAX_STATISTIC_BYTES,
     StatisticCsvError,

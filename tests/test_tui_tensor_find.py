@@ -1,10 +1,12 @@
 """TensorView find: `f` + a spec jumps to the first match from the cursor, `]` / `[` step
 through the matches (wrapping), matching cells are highlighted, Esc clears the search, and a
-bad spec or a search without a match is a notice, never a crash."""
+bad spec or a search without a match is a notice, never a crash. The last tests check the
+find logic (`tensor_find`) and the status line (`tensor_text`) without a running app."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input
@@ -18,9 +20,22 @@ from tui_support import (
     wait_until,
 )
 
+from tuidebug.core.tensor_search import MatchCount, parse_search
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.dialogs import ConfirmScreen
 from tuidebug.tui.tensor_canvas import TensorCanvas
+from tuidebug.tui.tensor_find import (
+    Counted,
+    Landed,
+    Missed,
+    Progressed,
+    Ranked,
+    SearchEvent,
+    TensorFind,
+    scan,
+)
+from tuidebug.tui.tensor_format import SliceGeometry, full_value
+from tuidebug.tui.tensor_text import GotoError, goto_cell, status_line
 from tuidebug.tui.tensor_view import TensorView
 
 SIZE = (100, 32)
@@ -241,3 +256,88 @@ async def test_in_the_app_find_keys_and_escape() -> None:
         assert view.search is None and view.table.has_focus
         await pilot.press("escape")  # now the App's "back"
         assert not view.table.has_focus
+
+
+# ------------------------------------------------- the find logic, without a running app
+def scan_events(array: np.ndarray, text: str, start: int = 0, **kw: object) -> list[SearchEvent]:
+    events: list[SearchEvent] = []
+    spec = parse_search(text)
+    scan(array, spec, start, report=events.append, cancelled=lambda: False, **kw)  # type: ignore[arg-type]
+    return events
+
+
+def test_scan_lands_counts_and_ranks() -> None:
+    flat = with_nans().reshape(-1)
+    events = scan_events(flat, "nan", 200, backward=False, counted=None)
+    assert [type(e) for e in events] == [Landed, Counted, Ranked]
+    landed, counted, ranked = events
+    assert isinstance(landed, Landed) and landed == Landed(25 * 30 + 2, None)
+    assert isinstance(counted, Counted) and counted.count.total == 3
+    assert ranked == Ranked(25 * 30 + 2, 2)
+    # with the count known the rank comes with the landing, and nothing is counted again
+    again = scan_events(flat, "nan", 0, backward=True, counted=counted.count)
+    assert again == [Landed(38 * 30 + 29, 3), Ranked(38 * 30 + 29, 3)]
+    assert scan_events(flat, "zero", backward=False, counted=None) == [Missed()]
+
+
+def test_scan_stops_quietly_when_cancelled_and_reports_progress_late() -> None:
+    events: list[SearchEvent] = []
+    spec = parse_search("nan")
+    array = np.zeros(3 << 20, np.float32)
+    scan(array, spec, 0, backward=False, counted=None, report=events.append, cancelled=lambda: True)
+    assert events == []
+    ticks = iter(range(1000))  # a clock where every chunk takes a second
+    scan(
+        array,
+        spec,
+        0,
+        backward=False,
+        counted=None,
+        report=events.append,
+        cancelled=lambda: False,
+        clock=lambda: float(next(ticks)),
+    )
+    assert events[0] == Progressed("searching 'nan'… 33%")
+    assert events[-1] == Missed()
+
+
+def test_find_state_keys_every_result() -> None:
+    find = TensorFind()
+    assert find.next_spec() == parse_search("nonfinite")  # the default spec
+    spec = parse_search("nan")
+    assert find.begin(spec) and not find.begin(spec)
+    key, other = (spec, 1), (spec, 2)
+    assert find.jump(key, 0, backward=False) is None  # nothing known: a scan must run
+    find.receive(key, Counted(MatchCount(2, np.array([3, 8]))))
+    assert find.jump(key, 4, backward=False) == Landed(8, 2)
+    assert find.jump(key, 9, backward=False) == Landed(3, 1)  # wraps
+    assert find.jump(key, 2, backward=True) == Landed(8, 2)
+    assert find.jump(other, 4, backward=False) is None  # another slice knows nothing
+    find.land(key, 8, None)
+    assert find.rank_at(key, 8) == 0 and find.rank_at(key, 3) is None
+    assert find.match_status(key, 0, np.float32("nan"), "[8]", "here").startswith(
+        "NaN at [8]  (counting matches…)"
+    )
+    find.receive(key, Ranked(8, 2))
+    assert find.rank_at(key, 8) == 2
+    assert find.match_status(key, 2, np.float32("nan"), "[8]", "here") == (
+        "NaN at [8]  (match 2 of 2)   here"
+    )
+    assert find.suffix(key) == "   find 'nan': 2 matches"
+    find.receive(key, Progressed("counting 'nan'… 40%"))
+    assert find.suffix(key) == "   counting 'nan'… 40%"
+    find.end()
+    assert find.spec is None and find.suffix(key) == "" and find.text == "nonfinite"
+
+
+def test_status_line_and_goto_without_an_app() -> None:
+    array = with_nans()
+    geometry = SliceGeometry.of(array.shape, (slice(None), slice(None)))
+    find = TensorFind()
+    line = status_line(geometry, (3, 16), comparison=None, displayed=array, find=find, key=(None,))
+    assert line == f"[3, 16] = {full_value(array[3, 16])}   row 3/40 col 16/30"
+    assert goto_cell(geometry, "-1, 2") == (39, 2)
+    with pytest.raises(GotoError, match="The column 30 is out of range"):
+        goto_cell(geometry, "0, 30")
+    with pytest.raises(GotoError, match=r"'x' is not an index like 3, 17\."):
+        goto_cell(geometry, "x")

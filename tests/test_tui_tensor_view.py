@@ -16,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from tui_support import settled, tensor_shown, wait_until
 
-import tuidebug.tui.tensor_view as tensor_view_module
+import tuidebug.tui.tensor_jobs as tensor_jobs_module
 from tuidebug.core.tensor import BFLOAT16, Histogram, TensorStatistics, parse_slice
 from tuidebug.tui.colormap import CODE_NAN, CODE_NEG_INF, CODE_POS_INF, ColorScale, scale_for
 from tuidebug.tui.tensor_canvas import TensorCanvas
@@ -474,8 +474,8 @@ async def test_huge_memmap_opens_and_scrolls_without_reading_it(
     def fake_histogram(a: np.ndarray, bins: int, **_: object) -> Histogram:
         return Histogram(np.zeros(0, np.int64), np.zeros(0))
 
-    monkeypatch.setattr(tensor_view_module, "tensor_statistics", fake_statistics)
-    monkeypatch.setattr(tensor_view_module, "histogram", fake_histogram)
+    monkeypatch.setattr(tensor_jobs_module, "tensor_statistics", fake_statistics)
+    monkeypatch.setattr(tensor_jobs_module, "histogram", fake_histogram)
 
     app = ViewApp()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -1,6 +1,12 @@
 """Dump discovery (spec §5.1, §5.5): ranks, settings, graph files, dumped iterations,
 execution order, graph history, step count, and the cached listing of tensor files.
 
+This module finds the ranks, the net, graph and iteration folders and the execution-order
+files, and caches each listing; the rest is shared with four modules: `dump_scan` lists
+folders (and refuses what must not be followed), `dump_metadata` reads `.dump_metadata/`,
+`graph_history` reads the history files and applies MindInsight's consistency rule, and
+`iteration_listing` lists one iteration folder.
+
 Everything a user's dump can get wrong (garbage files, names that are not UTF-8, unreadable
 folders, symbolic links leaving the dump, missing or inconsistent files) becomes one sentence
 in a `problems` list and the rest of the dump stays usable; `DumpError` is raised only when
@@ -21,47 +27,26 @@ check from one that skipped watched data.
 
 from __future__ import annotations
 
-import errno
-import json
 import os
 import re
-import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tuidebug.offline.dump_error import DumpError
-from tuidebug.offline.execution_order import (
-    OrderFileError,
-    read_execution_order,
-    read_graph_history,
-)
-from tuidebug.offline.filenames import (
-    MAPPING_CSV,
-    FileKind,
-    TensorFile,
-    classify_file_name,
-    is_utf8_name,
-    parse_mapping_csv,
-    parse_tensor_file_name,
-    show_name,
-)
-from tuidebug.offline.regular_file import (
-    FileTooLargeError,
-    NotRegularFileError,
-    file_kind,
-    read_regular,
-)
+from tuidebug.offline.dump_metadata import DumpSettings, read_settings
+from tuidebug.offline.dump_scan import MAX_NAMED_PER_FOLDER, Entry, Scanner
+from tuidebug.offline.execution_order import OrderFileError, read_execution_order
+from tuidebug.offline.filenames import TensorFile, show_name
+from tuidebug.offline.graph_history import load_history
+from tuidebug.offline.iteration_listing import IterationListing, list_iteration_folder
 from tuidebug.offline.statistic_csv import StatisticCsvError, StatisticTable, read_statistic_csv
 
 __all__ = [
     "DumpError",
     "DumpLayout",
-    "DumpSettings",
     "GraphFiles",
     "GraphRun",
-    "IterationListing",
     "RankLayout",
 ]
 
@@ -75,28 +60,6 @@ EXECUTION_ORDER_DIR = "execution_order"
 CONSTANTS_DIR = "constants"
 # Folders of a rank folder that are never the net folder.
 _RANK_SYSTEM_DIRS = frozenset({METADATA_DIR, GRAPHS_DIR, EXECUTION_ORDER_DIR, "debug_files"})
-MAX_JSON_BYTES = 1 << 20
-# A mapping.csv row is one short name and one file name (< 300 bytes): 64 MiB is > 200,000
-# files with over-long names, far more than a real iteration folder holds.
-MAX_MAPPING_BYTES = 64 << 20
-# Garbage in one folder is reported name by name up to this many, then as a count.
-_MAX_NAMED_PER_FOLDER = 20
-
-
-@dataclass(frozen=True)
-class DumpSettings:
-    """What `.dump_metadata/` says about the dump (spec §5.1). Every field is None when the
-    dump has no metadata (MindSpore 2.10 on CPU, 2.4+ on Ascend write none)."""
-
-    net_name: str | None = None
-    ms_version: str | None = None
-    device_target: str | None = None
-    # MindInsight's rule: sync if device_target is GPU or e2e_dump_settings.enable.
-    is_sync: bool | None = None
-    file_format: str | None = None
-    saved_data: str | None = None
-    input_output: int | None = None
-    source: Path | None = None  # the .dump_metadata folder these settings came from
 
 
 @dataclass(frozen=True)
@@ -120,152 +83,6 @@ class GraphRun:
     from_history: bool = True
 
 
-@dataclass
-class IterationListing:
-    """One listed iteration (or constants) folder."""
-
-    path: Path
-    tensor_files: list[TensorFile] = field(default_factory=list)
-    statistic_csv: Path | None = None
-    overflow_files: list[Path] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    # refused entries whose name is a tensor file's (after mapping.csv), with the sentence
-    # saying why: the tensor exists but cannot be read
-    refused: list[tuple[TensorFile, str]] = field(default_factory=list)
-    # sentences about data here that could not be read and cannot be tied to one tensor
-    # (the folder itself, a refused mapping.csv, a refused entry with a name that says
-    # nothing): any watched tensor of this folder may be among it
-    blockers: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    name: str
-    path: str
-    is_dir: bool
-    is_file: bool
-    # why the entry is not used (a FIFO, a dangling link…), as a sentence; None when usable
-    refused: str | None = None
-
-
-class _Scanner:
-    """Lists folders inside the dump root, refusing what must not be followed, and words
-    every refusal as a problem sentence."""
-
-    def __init__(self, root: str) -> None:
-        self.root = root  # already resolved (realpath)
-        self._root_prefix = root.rstrip(os.sep) + os.sep
-
-    def show(self, path: str | os.PathLike[str]) -> str:
-        """A path as shown in messages: relative to the dump root when inside it."""
-        text = os.fspath(path)
-        if text.startswith(self._root_prefix):
-            text = text[len(self._root_prefix) :]
-        return show_name(text)
-
-    def inside(self, real: str) -> bool:
-        return real == self.root or real.startswith(self._root_prefix)
-
-    def scan(self, folder: str, problems: list[str]) -> list[_Entry] | None:
-        """The entries of `folder`, or None (with a problem) when it cannot be listed."""
-        try:
-            iterator = os.scandir(folder)
-        except FileNotFoundError:
-            problems.append(f"{self.show(folder)} disappeared while the dump was being read.")
-            return None
-        except PermissionError:
-            problems.append(f"cannot read the folder {self.show(folder)}: permission denied.")
-            return None
-        except OSError as err:
-            problems.append(f"cannot read the folder {self.show(folder)}: {err.strerror or err}.")
-            return None
-        entries: list[_Entry] = []
-        bad_names: list[str] = []
-        refused = 0
-        with iterator:
-            for entry in iterator:
-                name = entry.name
-                if not is_utf8_name(name):
-                    bad_names.append(show_name(name))
-                    continue
-                try:
-                    found = self._entry(entry)
-                except FileNotFoundError:
-                    continue  # removed since the folder was listed (a dump being written)
-                if found.refused is not None:
-                    # named up to a bound per folder; every refused entry is still returned
-                    refused += 1
-                    if refused <= _MAX_NAMED_PER_FOLDER:
-                        problems.append(found.refused)
-                entries.append(found)
-        if refused > _MAX_NAMED_PER_FOLDER:
-            problems.append(
-                f"{self.show(folder)}: {refused - _MAX_NAMED_PER_FOLDER} more entries that are "
-                "not regular files or folders were skipped."
-            )
-        for shown in bad_names[:_MAX_NAMED_PER_FOLDER]:
-            problems.append(
-                f"{self.show(os.path.join(folder, shown))}: the name is not valid UTF-8, "
-                "so the file was skipped."
-            )
-        if len(bad_names) > _MAX_NAMED_PER_FOLDER:
-            problems.append(
-                f"{self.show(folder)}: {len(bad_names) - _MAX_NAMED_PER_FOLDER} more names "
-                "that are not valid UTF-8 were skipped."
-            )
-        return entries
-
-    def _entry(self, entry: os.DirEntry[str]) -> _Entry:
-        """One listed entry with its type. A symbolic link is resolved only when it stays
-        inside the dump; what is neither a regular file nor a folder is refused with its
-        true reason (the listing's own type first: no `stat` for ordinary entries)."""
-        name, path = entry.name, entry.path
-        shown = self.show(path)
-        try:
-            if not entry.is_symlink():
-                if entry.is_dir(follow_symlinks=False):
-                    return _Entry(name, path, True, False)
-                if entry.is_file(follow_symlinks=False):
-                    return _Entry(name, path, False, True)
-                kind = file_kind(entry.stat(follow_symlinks=False).st_mode)  # lstat
-                return _refused(name, path, f"{shown} is {kind}, not a regular file")
-            real = os.path.realpath(path)
-            if not self.inside(real):
-                return _refused(
-                    name,
-                    path,
-                    f"{shown} is a symbolic link to {show_name(real)}, outside the dump "
-                    "folder, so it was not followed",
-                    end=".",
-                )
-            try:
-                mode = os.stat(path).st_mode  # the target, known to be inside the dump
-            except FileNotFoundError:
-                return _refused(
-                    name,
-                    path,
-                    f"{shown} is a dangling symbolic link (its target {self.show(real)} does "
-                    "not exist)",
-                )
-        except FileNotFoundError:
-            raise
-        except OSError as err:
-            if err.errno == errno.ELOOP:
-                return _refused(name, path, f"{shown} is a symbolic link loop")
-            return _refused(name, path, f"cannot read {shown}: {_reason(err)}")
-        if stat.S_ISDIR(mode):
-            return _Entry(name, path, True, False)
-        if stat.S_ISREG(mode):
-            return _Entry(name, path, False, True)
-        return _refused(
-            name, path, f"{shown} is a symbolic link to {file_kind(mode)}, not a regular file"
-        )
-
-
-def _refused(name: str, path: str, sentence: str, end: str = "; it was skipped.") -> _Entry:
-    return _Entry(name, path, False, False, sentence + end)
-
-
 class RankLayout:
     """One `rank_<N>` folder: its graphs, dumped iterations, execution order and history.
 
@@ -277,7 +94,7 @@ class RankLayout:
         self,
         rank_id: int,
         path: Path,
-        scanner: _Scanner,
+        scanner: Scanner,
         net_name_hint: str | None = None,
     ) -> None:
         self.rank_id = rank_id
@@ -325,13 +142,13 @@ class RankLayout:
         children = {e.name: e for e in entries}
         meta = children.get(METADATA_DIR)
         if meta is not None and meta.is_dir:
-            self.settings = _read_settings(Path(meta.path), self._scanner, self.problems)
+            self.settings = read_settings(Path(meta.path), self._scanner, self.problems)
         self._discover_graphs(children.get(GRAPHS_DIR))
         self._discover_execution_order(children.get(EXECUTION_ORDER_DIR))
         self._discover_net(children, self.settings.net_name or net_name_hint)
         self._load_history()
 
-    def _discover_graphs(self, entry: _Entry | None) -> None:
+    def _discover_graphs(self, entry: Entry | None) -> None:
         where = self._show(self.path / GRAPHS_DIR)
         if entry is not None and entry.refused is not None:
             # the listing said why (a FIFO, a dangling link…); "missing" would be untrue
@@ -358,7 +175,7 @@ class RankLayout:
                 "has no graph to show."
             )
 
-    def _discover_execution_order(self, entry: _Entry | None) -> None:
+    def _discover_execution_order(self, entry: Entry | None) -> None:
         if entry is None or not entry.is_dir:
             return  # reported per graph when its history is looked for
         for e in self._scanner.scan(entry.path, self.problems) or []:
@@ -374,8 +191,8 @@ class RankLayout:
                 self.history_files[int(m.group(1))] = Path(e.path)
 
     def _net_candidates(
-        self, children: dict[str, _Entry]
-    ) -> dict[str, tuple[list[_Entry], list[str]]]:
+        self, children: dict[str, Entry]
+    ) -> dict[str, tuple[list[Entry], list[str]]]:
         """Folders holding a graph-id folder, by name, with their listing and its problems
         (kept for the chosen one, so it is not listed again)."""
         out = {}
@@ -393,9 +210,9 @@ class RankLayout:
                 out[name] = (sub, problems)
         return out
 
-    def _discover_net(self, children: dict[str, _Entry], hint: str | None) -> None:
+    def _discover_net(self, children: dict[str, Entry], hint: str | None) -> None:
         chosen: str | None = None
-        listed: tuple[list[_Entry], list[str]] | None = None
+        listed: tuple[list[Entry], list[str]] | None = None
         if hint and hint in children and children[hint].is_dir:
             chosen = hint
         else:
@@ -464,76 +281,27 @@ class RankLayout:
         self._report_garbage(self.net_dir, garbage, "is not a graph-id folder")
 
     def _report_garbage(self, folder: Path, names: list[str], why: str) -> None:
-        for name in sorted(names)[:_MAX_NAMED_PER_FOLDER]:
+        for name in sorted(names)[:MAX_NAMED_PER_FOLDER]:
             self.problems.append(f"{self._show(folder / name)} {why}; it was skipped.")
-        if len(names) > _MAX_NAMED_PER_FOLDER:
+        if len(names) > MAX_NAMED_PER_FOLDER:
             self.problems.append(
-                f"{self._show(folder)}: {len(names) - _MAX_NAMED_PER_FOLDER} more entries that "
+                f"{self._show(folder)}: {len(names) - MAX_NAMED_PER_FOLDER} more entries that "
                 f"are not expected there were skipped."
             )
 
     def _load_history(self) -> None:
-        """Read every history file, then apply MindInsight's consistency rule (§5.5 step 5):
-        if a graph's dumped iterations are not a subset of its history, the history of the
-        whole rank is discarded, except for one extra final iteration (dataset sink mode)."""
-        raw: dict[int, list[int]] = {}
-        for gid, path in sorted(self.history_files.items()):
-            label = self._show(path)
-            try:
-                iterations, bad = read_graph_history(path, label)
-            except OrderFileError as err:
-                self.problems.append(str(err))
-                continue
-            if bad:
-                self.problems.append(
-                    f"{label}: skipped {bad} line{'s' if bad != 1 else ''} that "
-                    f"{'are' if bad != 1 else 'is'} not an iteration number."
-                )
-            raw[gid] = sorted(set(iterations))
-        missing = [
-            g for g, dumped in sorted(self.dumped_iterations.items()) if dumped and g not in raw
-        ]
-        if len(missing) == 1:
-            expected = (
-                self.path
-                / EXECUTION_ORDER_DIR
-                / f"ms_global_execution_order_graph_{missing[0]}.csv"
-            )
-            state = "cannot be read" if missing[0] in self._refused_history else "is missing"
-            self.problems.append(
-                f"{self._show(expected)} {state}, so iterations of graph {missing[0]} have "
-                "no previous run for change conditions."
-            )
-        elif missing:  # a control-flow net: one sentence, not one per sub-graph
-            self.problems.append(
-                f"{self._show(self.path / EXECUTION_ORDER_DIR)} has no "
-                f"ms_global_execution_order_graph_<id>.csv for graphs {_ranges(missing)}, so "
-                "their iterations have no previous run for change conditions."
-            )
-        for gid, dumped in sorted(self.dumped_iterations.items()):
-            history = raw.get(gid)
-            if not history or not dumped:
-                continue
-            extra = set(dumped) - set(history)
-            if not extra:
-                continue
-            last = max(dumped)
-            if extra == {last} and last - 1 in history:
-                self.problems.append(
-                    f"iteration {last} of graph {gid} on rank_{self.rank_id} is dumped but not "
-                    "in the graph history; this is normal in dataset sink mode."
-                )
-                continue
-            self.problems.append(
-                f"{self._show(self.history_files[gid])} does not list the dumped iterations "
-                f"{_ranges(sorted(extra))}, so the graph runs and step count of "
-                f"rank_{self.rank_id} come from the dumped iterations instead."
-            )
-            self.history_discarded = True
-            break
-        else:
-            self.history = raw
-        self.history_raw = raw
+        loaded = load_history(
+            self.history_files,
+            self.dumped_iterations,
+            refused=self._refused_history,
+            rank=f"rank_{self.rank_id}",
+            order_dir=self.path / EXECUTION_ORDER_DIR,
+            show=self._show,
+            problems=self.problems,
+        )
+        self.history_raw = loaded.raw
+        self.history = loaded.history
+        self.history_discarded = loaded.discarded
 
     # ------------------------------------------------------------------ queries
     @property
@@ -616,7 +384,7 @@ class RankLayout:
             )
             if folder is None:
                 return None
-            listing = self._list_folder(folder)
+            listing = list_iteration_folder(folder, self._scanner)
             self.problems.extend(listing.problems)
             self._listings[key] = listing
         return self._listings[key]
@@ -685,129 +453,6 @@ class RankLayout:
         runs.sort(key=lambda r: (r.count, r.graph_id))
         return runs
 
-    # ------------------------------------------------------------------ listing
-    def _list_folder(self, folder: Path) -> IterationListing:
-        listing = IterationListing(folder)
-        problems = listing.problems
-        entries = self._scanner.scan(str(folder), problems)
-        if entries is None:
-            listing.blockers.extend(problems)  # the folder's data exists but is unread
-            return listing
-        mapping: dict[str, str] = {}
-        for e in entries:
-            if e.name != MAPPING_CSV:
-                continue
-            if e.refused is not None:
-                # the files it names by number cannot be tied to their tensors
-                listing.blockers.append(e.refused)
-            elif e.is_file:
-                names = {x.name for x in entries}
-                mapping = self._read_mapping(Path(e.path), names, problems, listing.blockers)
-        directory = folder
-        files = listing.tensor_files
-        garbage: list[str] = []
-        async_bins = 0
-        for e in entries:
-            name = e.name
-            if e.refused is not None:
-                self._refused_entry(listing, e, mapping)
-                continue
-            if not e.is_file:
-                garbage.append(name)
-                continue
-            parsed = self._tensor_name(name, directory, mapping)
-            if parsed is not None:
-                # the name tells what the tensor is; the path stays the file on disk
-                files.append(
-                    parsed if parsed.path.name == name else _with_path(parsed, Path(e.path))
-                )
-                continue
-            kind = classify_file_name(name)
-            if kind is FileKind.STATISTIC:
-                listing.statistic_csv = Path(e.path)
-            elif kind is FileKind.OVERFLOW:
-                listing.overflow_files.append(Path(e.path))
-            elif kind is FileKind.ASYNC_BIN:
-                async_bins += 1
-            elif kind in (FileKind.MAPPING, FileKind.KERNEL_ARGS):
-                pass
-            elif name not in mapping:
-                garbage.append(name)
-        if async_bins:
-            problems.append(
-                f"{self._show(folder)} holds {async_bins} Ascend async dump file"
-                f"{'s' if async_bins != 1 else ''} in bin format; tuidebug reads only .npy "
-                "(convert them with CANN's msaccucmp.py first)."
-            )
-        for name in sorted(garbage)[:_MAX_NAMED_PER_FOLDER]:
-            problems.append(
-                f"{self._show(folder / name)} is not a MindSpore tensor file name; it was skipped."
-            )
-        if len(garbage) > _MAX_NAMED_PER_FOLDER:
-            problems.append(
-                f"{self._show(folder)}: {len(garbage) - _MAX_NAMED_PER_FOLDER} more files that "
-                "are not MindSpore tensor file names were skipped."
-            )
-        return listing
-
-    @staticmethod
-    def _tensor_name(name: str, directory: Path, mapping: dict[str, str]) -> TensorFile | None:
-        """The tensor an entry of an iteration folder holds, by its name or the name
-        `mapping.csv` gives it; None when it is not a tensor file."""
-        real = mapping.get(name) or (mapping.get(name[:-4]) if name.endswith(".npy") else None)
-        if real is not None:
-            if not real.endswith(".npy") and name.endswith(".npy"):
-                real += ".npy"
-            parsed = parse_tensor_file_name(real, directory)
-            if parsed is not None:
-                return parsed
-        return parse_tensor_file_name(name, directory)
-
-    def _refused_entry(self, listing: IterationListing, e: _Entry, mapping: dict[str, str]) -> None:
-        """Keep what a refused entry (already reported by the listing) means for checks.
-
-        Named as a tensor: that tensor is unreadable (`refused`). Named as one of MindSpore's
-        other files (statistic.csv, kernel args, overflow records): no watched tensor is
-        lost. Any other name: it may be a tensor under a name only a `mapping.csv` knows,
-        so it counts against every tensor of the folder (`blockers`) — a check may then
-        report "incomplete" for a stray FIFO, never "clean" for a lost tensor."""
-        assert e.refused is not None
-        parsed = self._tensor_name(e.name, listing.path, mapping)
-        if parsed is not None:
-            listing.refused.append((_with_path(parsed, Path(e.path)), e.refused))
-            return
-        kind = classify_file_name(e.name)
-        if kind in (FileKind.UNKNOWN, FileKind.TENSOR) and e.name != MAPPING_CSV:
-            listing.blockers.append(e.refused)
-
-    def _read_mapping(
-        self, path: Path, names: set[str], problems: list[str], blockers: list[str]
-    ) -> dict[str, str]:
-        """The rows of `mapping.csv` for the folder's own `names` (a hostile file of
-        millions of rows costs a pass, not a dict of millions of entries)."""
-        shown = self._show(path)
-        try:
-            text = read_regular(path, MAX_MAPPING_BYTES).decode("utf-8-sig")
-            return parse_mapping_csv(text, names)
-        except FileTooLargeError:
-            problem = (
-                f"{shown} is larger than {MAX_MAPPING_BYTES:,} bytes, too large to be a "
-                "mapping.csv, so it was ignored."
-            )
-        except FileNotFoundError:
-            return {}  # removed since the folder was listed: as if never there
-        except NotRegularFileError as err:
-            problem = f"{shown} is {err.strerror}; it was skipped."
-        except OSError as err:
-            problem = f"cannot read {shown}: {_reason(err)}."
-        except UnicodeDecodeError:
-            problem = f"{shown} is not UTF-8 text, so it was ignored."
-        except ValueError as err:  # a row the csv module refuses
-            problem = f"{shown} is not a valid mapping.csv ({err}), so it was ignored."
-        problems.append(problem)
-        blockers.append(problem)  # the files it names by number are lost to their tensors
-        return {}
-
 
 class DumpLayout:
     """A MindSpore dump folder: its ranks and settings. Build it with `DumpLayout.open`."""
@@ -848,12 +493,12 @@ class DumpLayout:
                 "rank_0/)."
             )
         real = os.path.realpath(path)
-        scanner = _Scanner(real)
+        scanner = Scanner(real)
         problems: list[str] = []
         entries = scanner.scan(real, problems)
         if entries is None:
             raise DumpError(problems[0] if problems else f"cannot read the folder {given}.")
-        rank_entries: dict[int, _Entry] = {}
+        rank_entries: dict[int, Entry] = {}
         for e in entries:
             m = _RANK_DIR.fullmatch(e.name)
             if not m or not e.is_dir or not e.name.isascii():
@@ -921,117 +566,9 @@ class DumpLayout:
 
 
 # ---------------------------------------------------------------------- helpers
-def _read_json(path: Path, scanner: _Scanner, problems: list[str]) -> dict[str, Any] | None:
-    shown = scanner.show(path)
-    try:
-        if path.is_symlink() and not scanner.inside(os.path.realpath(path)):
-            problems.append(
-                f"{shown} is a symbolic link outside the dump folder, so it was not read."
-            )
-            return None
-        # opened whatever it is: a FIFO or a folder is refused with its true reason
-        value = json.loads(read_regular(path, MAX_JSON_BYTES).decode("utf-8-sig"))
-    except FileNotFoundError:
-        return None  # absent (or a dangling link): MindSpore 2.10 writes no metadata
-    except FileTooLargeError:
-        problems.append(f"{shown} is larger than {MAX_JSON_BYTES:,} bytes, so it was not read.")
-        return None
-    except NotRegularFileError as err:
-        problems.append(f"{shown} is {err.strerror}; it was not read.")
-        return None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
-        problems.append(f"cannot read {shown}: {_reason(err)}.")
-        return None
-    if not isinstance(value, dict):
-        problems.append(f"{shown} does not hold a JSON object, so it was ignored.")
-        return None
-    return value
-
-
-def _read_settings(meta: Path, scanner: _Scanner, problems: list[str]) -> DumpSettings:
-    dump = _read_json(meta / "data_dump.json", scanner, problems)
-    config = _read_json(meta / "config.json", scanner, problems)
-    if dump is None and config is None:
-        return DumpSettings()
-    common = _dict(dump, "common_dump_settings")
-    e2e = _dict(dump, "e2e_dump_settings")
-    device = _str(config, "device_target")
-    is_sync: bool | None = None
-    if dump is not None:
-        # MindInsight: device_target defaults to Ascend; GPU or e2e enable ⇒ sync
-        is_sync = device == "GPU" or bool(e2e.get("enable"))
-    io_setting = common.get("input_output")
-    return DumpSettings(
-        net_name=_str(common, "net_name"),
-        ms_version=_str(config, "ms_version"),
-        device_target=device,
-        is_sync=is_sync,
-        file_format=_str(common, "file_format"),
-        saved_data=_str(common, "saved_data"),
-        input_output=io_setting if isinstance(io_setting, int) else None,
-        source=meta,
-    )
-
-
-def _dict(obj: dict[str, Any] | None, key: str) -> dict[str, Any]:
-    value = obj.get(key) if obj else None
-    return value if isinstance(value, dict) else {}
-
-
-def _str(obj: dict[str, Any] | None, key: str) -> str | None:
-    value = obj.get(key) if obj else None
-    return value if isinstance(value, str) and value else None
-
-
-def _with_path(parsed: TensorFile, path: Path) -> TensorFile:
-    return TensorFile(
-        path,
-        parsed.op_type,
-        parsed.op_name,
-        parsed.task_id,
-        parsed.stream_id,
-        parsed.timestamp,
-        parsed.io,
-        parsed.slot,
-        parsed.format,
-        parsed.dtype,
-    )
 
 
 def _is_number_name(name: str) -> bool:
     """`0`, `12`: a graph-id or iteration folder. Not `03` (MindSpore never writes it, and it
     would be read as iteration 3 a second time while paths are built as `3`)."""
     return name.isascii() and name.isdigit() and name == str(int(name))
-
-
-def _reason(err: BaseException) -> str:
-    """Why a file could not be read, to follow "cannot read PATH: ". Never `str()` of an
-    OSError, which repeats the path in its own quoting; the first letter is lowered to
-    continue the sentence (the reason only: paths are never changed)."""
-    if isinstance(err, OSError):
-        text = (err.strerror or type(err).__name__).rstrip(".")
-        return text[:1].lower() + text[1:]
-    if isinstance(err, RecursionError):
-        return "it is nested too deeply"
-    if isinstance(err, UnicodeDecodeError):
-        return "it is not UTF-8 text"
-    if isinstance(err, json.JSONDecodeError):
-        return f"it is not valid JSON ({err.msg} at line {err.lineno})"
-    return str(err)
-
-
-def _ranges(values: list[int]) -> str:
-    """[0, 1, 2, 5] → '0–2, 5' (messages stay one short sentence)."""
-    parts: list[str] = []
-    start = prev = None
-    for v in values:
-        if start is None:
-            start = prev = v
-        elif v == prev + 1:  # type: ignore[operator]
-            prev = v
-        else:
-            parts.append(f"{start}" if start == prev else f"{start}–{prev}")
-            start = prev = v
-    if start is not None:
-        parts.append(f"{start}" if start == prev else f"{start}–{prev}")
-    return ", ".join(parts)

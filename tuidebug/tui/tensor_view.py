@@ -6,95 +6,93 @@ here.
 
 Tensors may be read-only memory maps of 10⁸+ elements. Nothing on the UI thread touches
 more than a bounded sample plus the cells on screen; whole-tensor passes (statistics,
-histogram, compare, block-extreme heatmap, find, saving) run in thread workers whose
-results are dropped if the user has moved on to another tensor meanwhile.
+histogram, compare, block-extreme heatmap, find, saving) run in thread workers
+(`tensor_jobs`, `tensor_find.scan`) that answer with messages, dropped if the user has
+moved on to another tensor meanwhile. The find feature's state and wording live in
+`tensor_find`, the view's lines of text in `tensor_text`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import ClassVar, Literal
 
 import numpy as np
-from rich.text import Text
 from textual import on
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.widgets import Input, Label, Static
 from textual.worker import get_current_worker
 from typing_extensions import Self
 
 from tuidebug.core.tensor import (
     BFLOAT16,
-    CompareError,
     Comparison,
     Histogram,
     Index,
     SliceError,
     TensorStatistics,
-    compare,
     default_slice,
     dtype_label,
     format_slice,
-    histogram,
     parse_slice,
-    tensor_statistics,
 )
-from tuidebug.core.tensor_search import (
-    MatchCount,
-    SearchCancelled,
-    SearchSpec,
-    SearchSpecError,
-    count_matches,
-    describe_value,
-    find_match,
-    parse_search,
-)
-from tuidebug.tui.colormap import SPECIALS, gradient, scale_for, special_style
+from tuidebug.core.tensor_search import SearchSpec, SearchSpecError, parse_search
+from tuidebug.tui.colormap import scale_for
 from tuidebug.tui.labels import shown, shown_lines
 from tuidebug.tui.tensor_canvas import GridData, TensorCanvas, TensorHeatmap, TensorTable
+from tuidebug.tui.tensor_find import (
+    Counted,
+    Failed,
+    Landed,
+    Missed,
+    SearchEvent,
+    SearchKey,
+    TensorFind,
+    scan,
+)
 from tuidebug.tui.tensor_format import (
     SliceGeometry,
     choose_format,
-    download_name,
     finite_range,
     full_value,
     is_exact,
-    parse_index_tuple,
     sample,
     short_name_of,
-    short_number,
-    sparkline,
-    write_npy,
+)
+from tuidebug.tui.tensor_jobs import (
+    CompareDone,
+    HeatmapRefined,
+    Saved,
+    SearchReported,
+    StatisticsDone,
+    compare_job,
+    refine_job,
+    save_job,
+    statistics_job,
+)
+from tuidebug.tui.tensor_text import (
+    GotoError,
+    compare_problem,
+    goto_cell,
+    legend,
+    statistics_lines,
+    status_line,
+    title_line,
 )
 
 Mode = Literal["current", "previous", "diff"]
 MODES: tuple[Mode, ...] = ("current", "diff", "previous")
-HISTOGRAM_BINS = 40
-# Smaller than core's default chunk: each numpy call on a chunk may hold the GIL for its
-# whole duration, and the UI thread must get it back within a frame (16 ms).
-STATISTICS_CHUNK = 1 << 20
 # Block-extreme heatmaps read the whole slice; above this the heatmap stays strided
 # (the legend says so) rather than streaming hundreds of MB for one picture.
 REFINE_LIMIT = 32 << 20
-# Find: chunks as small as the statistics' (GIL), and the match positions of one search
-# are kept (8 bytes each) when there are at most this many, so ]/[ then need no scan.
-SEARCH_CHUNK = STATISTICS_CHUNK
-KEEP_MATCHES = 1 << 16
-SEARCH_PROGRESS_AFTER = 0.3  # seconds before a running search shows its progress
-DEFAULT_FIND = "nonfinite"
-# (search spec, tensor generation, slice, mode, displayed array): what a result is about.
-SearchKey = tuple[object, ...]
-
-
 COMPACT_HEIGHT = 16  # below this many rows the statistics shrink to their summary line
 EMPTY_MESSAGE = (
     "No tensor selected.\nEnter on a node output (4) or on a hit (2) opens its tensor here."
@@ -105,15 +103,9 @@ def _viewable(dtype: np.dtype) -> bool:
     return dtype.kind in "biuf" or dtype == BFLOAT16
 
 
-def _nearest_position(positions: np.ndarray, start: int, *, backward: bool) -> int | None:
-    """The first kept match at or after `start` (or the last at or before it), wrapping."""
-    if positions.size == 0:
-        return None
-    if backward:
-        at = int(np.searchsorted(positions, start, side="right")) - 1
-        return int(positions[at]) if at >= 0 else int(positions[-1])
-    at = int(np.searchsorted(positions, start, side="left"))
-    return int(positions[at]) if at < positions.size else int(positions[0])
+def _cancelled() -> bool:
+    """In a worker's thread: whether the worker has been cancelled (a newer one replaces it)."""
+    return get_current_worker().is_cancelled
 
 
 class _PaneBox(Input):
@@ -132,7 +124,7 @@ class _GotoInput(_PaneBox):
     """The go-to box."""
 
     CLOSE = "close_goto"
-    BINDINGS: list[BindingType] = [  # noqa: RUF012
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", show=False, id="tensor.goto_close"),
     ]
 
@@ -141,7 +133,7 @@ class _FindInput(_PaneBox):
     """The find box (Escape closes it, keeping the search)."""
 
     CLOSE = "close_find"
-    BINDINGS: list[BindingType] = [  # noqa: RUF012
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", show=False, id="tensor.find_close"),
     ]
 
@@ -198,7 +190,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     TensorView #tv-stats { height: auto; max-height: 4; color: $text-muted; }
     """
 
-    BINDINGS: list[BindingType] = [  # noqa: RUF012
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("m", "toggle_heatmap", "Heatmap", id="tensor.heatmap"),
         Binding("d", "cycle_mode", "Compare", id="tensor.compare"),
         Binding("i", "goto", "Go to index", id="tensor.goto"),
@@ -242,15 +234,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._generation = 0  # bumps on every show(); stale worker results are dropped
         self._token = 0  # bumps on every new GridData
         self._children_ready = False
-        # find (f, ], [): the spec typed last, the active search, and what is known of it.
-        # Everything known is tagged with the SearchKey it was computed for, so a new
-        # slice, mode or spec never shows a stale count or moves the cursor to a stale hit.
-        self._find_text = DEFAULT_FIND
-        self._search: SearchSpec | None = None
-        self._search_count: tuple[SearchKey, MatchCount] | None = None
-        self._search_hit: tuple[SearchKey, int, int | None] | None = None  # flat, rank
-        self._search_note = ""  # "searching 'nan'… 40%" while a worker runs
-        self._search_running: SearchKey | None = None  # what the worker searches
+        # find (f, ], [): the spec typed last, the active search and what is known of it
+        self._find = TensorFind()
 
     # ----------------------------------------------------------------- composition
     def compose(self) -> ComposeResult:
@@ -366,7 +351,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._message = note
         self._array = array
         self._previous = previous
-        self._compare_problem = self._check_previous(array, previous)
+        self._compare_problem = compare_problem(array, previous)
         self._index = default_slice(tuple(array.shape))
         self._set_error("")
         if self._ready:
@@ -398,22 +383,6 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._refresh_all()
 
     # ---------------------------------------------------------------- data → grid
-    @staticmethod
-    def _check_previous(array: np.ndarray, previous: np.ndarray | None) -> str:
-        if previous is None:
-            return "There is no previous step to compare with."
-        if previous.shape != array.shape:
-            return (
-                f"The previous step has shape {tuple(previous.shape)}, not "
-                f"{tuple(array.shape)}, so it cannot be compared."
-            )
-        if previous.dtype != array.dtype:
-            return (
-                f"The previous step is {dtype_label(previous.dtype)}, not "
-                f"{dtype_label(array.dtype)}, so it cannot be compared."
-            )
-        return ""
-
     def _displayed(self) -> np.ndarray | None:
         """The tensor the current mode shows (None while the diff is being computed)."""
         if self._mode == "previous":
@@ -451,7 +420,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             format_low = min(stats.min, low) if low is not None else stats.min
             format_high = max(stats.max, high) if high is not None else stats.max  # type: ignore[type-var]
         self._token += 1
-        if self._search_running != self._search_key():
+        if self._find.running != self._search_key():
             self._cancel_search()  # it reads what is no longer shown
         data = GridData(
             view=view,
@@ -511,132 +480,53 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         if self._array is None:
             title.update(shown(self._title))
             return
-        shape = "×".join(str(d) for d in self._array.shape) or "scalar"
-        parts = [shown(self._title), f"{dtype_label(self._array.dtype)} [{shape}]"]
-        if self._geometry is not None:
-            parts.append(f"slice {self._geometry.text}")
-        if self._message:
-            parts.append(shown(self._message))
-        title.update("  ".join(p for p in parts if p))
+        title.update(title_line(self._title, self._array, self._geometry, self._message))
         mode = self.query_one("#tv-mode", Static)
         mode.update("" if self._compare_problem else f"[{self._mode}]")
 
     def _update_legend(self) -> None:
-        legend = self.query_one("#tv-legend", Static)
+        shown_legend = self.query_one("#tv-legend", Static)
         heatmap = self.heatmap
         data = heatmap.data
         if data is None or not self._heatmap:
-            legend.update("")
-            return
-        scale = data.scale
-        start, stop = scale.extent
-        text = Text()
-        text.append(f"{short_number(start)} ")
-        for style in gradient(scale.palette_name, 16):
-            text.append(" ", style)
-        text.append(f" {short_number(stop)}")
-        text.append("  centred on 0" if scale.diverging else "  sequential")
-        for special in SPECIALS:
-            text.append("  ")
-            text.append(special.glyph, special_style(special))
-            text.append(f" {special.label}")
-        text.append(f"  zoom {heatmap.zoom.label} ({heatmap.method})  +/- zoom")
-        legend.update(text)
+            shown_legend.update("")
+        else:
+            shown_legend.update(legend(data.scale, heatmap.zoom.label, heatmap.method))
 
     def _update_status(self) -> None:
         status = self.query_one("#tv-status", Static)
         geometry = self._geometry
         if self._array is not None and self._mode == "diff" and self._comparison is None:
             status.update("Computing the difference with the previous step…")
-            return
-        if geometry is None or self._array is None:
+        elif geometry is None or self._array is None:
             status.update("")
-            return
-        if geometry.size == 0:
-            status.update(f"The selection {geometry.text} is empty.")
-            return
-        canvas = self.canvas
-        row, col = canvas.cursor_row, canvas.cursor_col
-        index = geometry.tensor_index(row, col)
-        where = f"row {row}/{geometry.rows} col {col}/{geometry.cols}"
-        if self._comparison is not None:
-            values = "  ".join(
-                f"{name} {full_value(array[index])}"
-                for name, array in (
-                    ("previous", self._comparison.previous),
-                    ("current", self._comparison.current),
-                    ("diff", self._comparison.diff),
+        else:
+            canvas = self.canvas
+            status.update(
+                status_line(
+                    geometry,
+                    (canvas.cursor_row, canvas.cursor_col),
+                    comparison=self._comparison,
+                    displayed=self._displayed(),
+                    find=self._find,
+                    key=self._search_key(),
                 )
             )
-            status.update(f"{format_slice(index)}  {values}   {where}{self._find_suffix()}")
-            return
-        displayed = self._displayed()
-        if displayed is None:
-            status.update(f"{format_slice(index)} = –   {where}")
-            return
-        value = displayed[index]
-        rank = self._rank_at(row * geometry.cols + col)
-        if rank is not None:
-            counted = self._known_count()
-            of = (
-                f"match {rank:,} of {counted.total:,}"
-                if rank > 0 and counted is not None
-                else "counting matches…"
-            )
-            text = f"{describe_value(value)} at {format_slice(index)}  ({of})   {where}"
-            status.update(text + (f"   {self._search_note}" if self._search_note else ""))
-            return
-        status.update(f"{format_slice(index)} = {full_value(value)}   {where}{self._find_suffix()}")
-
-    def _find_suffix(self) -> str:
-        """What the status line adds about an active search away from its match."""
-        if self._search_note:
-            return f"   {self._search_note}"
-        if self._search is None:
-            return ""
-        counted = self._known_count()
-        total = f": {counted.total:,} matches" if counted is not None else ""
-        return f"   find {self._search.text!r}{total}"
-
-    def _rank_at(self, flat: int) -> int | None:
-        """The landed match's rank (0 = not known yet) when the cursor is on it, else None."""
-        hit = self._search_hit
-        if hit is None or hit[0] != self._search_key() or hit[1] != flat:
-            return None
-        return hit[2] or 0
 
     def _update_stats(self) -> None:
         panel = self.query_one("#tv-stats", Static)
+        stats = self._displayed_stats()
         if self._array is None:
             panel.update("")
-            return
-        if self._stats_problem:
+        elif self._stats_problem:
             panel.update(f"statistics  {shown(self._stats_problem)}")
-            return
-        stats = self._displayed_stats()
-        if stats is None:
+        elif stats is None:
             busy = self._mode != "current" and self._comparison is None
             panel.update("statistics  computing…" if not busy else "statistics  (after compare)")
-            return
-        lines = [f"{self._mode:>8}  {stats.summary_line()}"]
-        if self.size.height and self.size.height < COMPACT_HEIGHT:
-            # a short pane (100×30): the numbers need the rows more than the counts do
-            panel.update(lines[0])
-            return
-        if not stats.is_bool:
-            lines.append(
-                f"{'counts':>8}  n={stats.count} zero={stats.zero_count} "
-                f"<0={stats.negative_count} >0={stats.positive_count} NaN={stats.nan_count} "
-                f"+Inf={stats.pos_inf_count} -Inf={stats.neg_inf_count}"
-            )
-        hist = self._histogram if self._mode == "current" else None
-        if hist is not None and hist.counts.size:
-            lo, hi = float(hist.edges[0]), float(hist.edges[-1])
-            lines.append(
-                f"{'hist':>8}  {short_number(lo)} {sparkline(hist.counts)} {short_number(hi)}"
-                f"  ({hist.total} finite)"
-            )
-        panel.update("\n".join(lines))
+        else:
+            hist = self._histogram if self._mode == "current" else None
+            compact = bool(self.size.height) and self.size.height < COMPACT_HEIGHT
+            panel.update(statistics_lines(self._mode, stats, hist, compact=compact))
 
     def _set_error(self, sentence: str) -> None:
         if not self._ready:
@@ -665,43 +555,42 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         return self._mode
 
     # ------------------------------------------------------------------- workers
-    def _post_back(self, generation: int, callback: Callable[[], None]) -> None:
-        """Run `callback` on the UI thread if the tensor is still the one shown."""
+    def _run_job(
+        self, job: Callable[[], Message | None], group: str, exclusive: bool = True
+    ) -> None:
+        """Run `job` in a thread worker of `group` and post its result (if any) here."""
+        self.run_worker(
+            lambda: self._post_result(job()),
+            thread=True,
+            group=group,
+            exclusive=exclusive,
+            exit_on_error=False,
+        )
 
-        def guarded() -> None:
-            if generation == self._generation:
-                callback()
-
-        # RuntimeError: the app is shutting down; nobody is waiting for the result.
-        with contextlib.suppress(RuntimeError):
-            self.app.call_from_thread(guarded)
+    def _post_result(self, message: Message | None) -> None:
+        """Post a worker's result (if any) to this view, from the worker's thread."""
+        if message is not None:
+            # RuntimeError: the app is shutting down; nobody is waiting for the result.
+            with contextlib.suppress(RuntimeError):
+                self.post_message(message)
 
     def _start_statistics(self, generation: int) -> None:
         array = self._array
         if array is None or not self._ready or generation != self._generation:
             return
-        self.run_worker(
-            partial(self._statistics_work, self._generation, array),
-            thread=True,
-            group="tensor-statistics",
-            exclusive=True,
-            exit_on_error=False,
-        )
+        self._run_job(partial(statistics_job, generation, array), "tensor-statistics")
         self._update_stats()
 
-    def _statistics_work(self, generation: int, array: np.ndarray) -> None:
-        try:
-            stats = tensor_statistics(array, chunk=STATISTICS_CHUNK)
-            hist = histogram(array, HISTOGRAM_BINS, stats=stats, chunk=STATISTICS_CHUNK)
-        except (ValueError, OSError, MemoryError) as exc:
-            problem = f"could not be computed: {exc}"
-            self._post_back(generation, partial(self._statistics_failed, problem))
+    @on(StatisticsDone)
+    def _statistics_done(self, message: StatisticsDone) -> None:
+        if message.generation != self._generation:
             return
-        self._post_back(generation, partial(self._statistics_ready, stats, hist))
-
-    def _statistics_ready(self, stats: TensorStatistics, hist: Histogram) -> None:
-        self._stats = stats
-        self._histogram = hist
+        if message.stats is None or message.hist is None:
+            self._stats_problem = message.problem
+            self._update_stats()
+            return
+        self._stats = message.stats
+        self._histogram = message.hist
         if self._mode == "current" and self._geometry is not None:
             view = self._geometry.view(self._array) if self._array is not None else None
             if view is not None and not is_exact(view):
@@ -709,45 +598,25 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
                 return
         self._update_stats()
 
-    def _statistics_failed(self, problem: str) -> None:
-        self._stats_problem = problem
-        self._update_stats()
-
     def _start_compare(self) -> None:
         if self._array is None or self._previous is None or self._compare_problem:
             return
         self._comparison = None
-        self.run_worker(
-            partial(
-                self._compare_work, self._generation, self._array, self._previous, self._tolerance
-            ),
-            thread=True,
-            group="tensor-compare",
-            exclusive=True,
-            exit_on_error=False,
-        )
+        job = partial(compare_job, self._generation, self._array, self._previous, self._tolerance)
+        self._run_job(job, "tensor-compare")
 
-    def _compare_work(
-        self, generation: int, current: np.ndarray, previous: np.ndarray, tolerance: float
-    ) -> None:
-        try:
-            result = compare(current, previous, tolerance, chunk=STATISTICS_CHUNK)
-        except (CompareError, ValueError, OSError, MemoryError) as exc:
-            self._post_back(generation, partial(self._compare_failed, str(exc)))
+    @on(CompareDone)
+    def _compare_done(self, message: CompareDone) -> None:
+        if message.generation != self._generation:
             return
-        self._post_back(generation, partial(self._compare_ready, result, tolerance))
-
-    def _compare_ready(self, result: Comparison, tolerance: float) -> None:
-        if tolerance != self._tolerance:
-            return  # a newer tolerance is being computed
-        self._comparison = result
-        self._apply()
-
-    def _compare_failed(self, sentence: str) -> None:
-        self._compare_problem = sentence
-        self._mode = "current"
-        self._set_error(sentence)
-        self._apply()
+        if message.result is None:
+            self._compare_problem = message.problem
+            self._mode = "current"
+            self._set_error(message.problem)
+            self._apply()
+        elif message.tolerance == self._tolerance:  # else a newer tolerance is computed
+            self._comparison = message.result
+            self._apply()
 
     def _start_refine(self) -> None:
         """Compute a block-extreme heatmap image for the current zoom in a worker."""
@@ -760,30 +629,14 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             return
         if heatmap.factor <= 1 or data.view.size > REFINE_LIMIT:
             return
-        self.run_worker(
-            partial(self._refine_work, self._generation, data, heatmap.factor),
-            thread=True,
-            group="tensor-heatmap",
-            exclusive=True,
-            exit_on_error=False,
-        )
+        job = partial(refine_job, self._generation, data, heatmap.factor, _cancelled)
+        self._run_job(job, "tensor-heatmap")
 
-    def _refine_work(self, generation: int, data: GridData, factor: int) -> None:
-        from tuidebug.tui.tensor_format import block_extreme
-
-        worker = get_current_worker()
-        try:
-            image = block_extreme(
-                data.view, factor, lambda: worker.is_cancelled, band_elements=STATISTICS_CHUNK
-            )
-        except (ValueError, OSError, MemoryError):
-            return  # the strided picture stays; it is already on screen
-        if image is not None:
-            self._post_back(generation, partial(self._refine_ready, image, factor, data.token))
-
-    def _refine_ready(self, image: np.ndarray, factor: int, token: int) -> None:
-        self.heatmap.set_image(image, factor, token)
-        self._update_legend()
+    @on(HeatmapRefined)
+    def _heatmap_refined(self, message: HeatmapRefined) -> None:
+        if message.generation == self._generation:
+            self.heatmap.set_image(message.image, message.factor, message.token)
+            self._update_legend()
 
     @on(TensorHeatmap.ZoomChanged)
     def _zoom_changed(self, event: TensorHeatmap.ZoomChanged) -> None:
@@ -857,34 +710,10 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         geometry = self._geometry
         if geometry is None:
             return False
-        numbers = parse_index_tuple(text)
-        sliced = sum(isinstance(item, slice) for item in geometry.index)
-        if numbers is None:
-            self._set_error(f"{text.strip()!r} is not an index like 3, 17.")
-            return False
-        if len(numbers) == len(geometry.shape) and len(numbers) != sliced:
-            cell = geometry.locate(numbers)
-            if cell is None:
-                self._set_error(
-                    f"Element {format_slice(numbers)} is not in the slice {geometry.text}."
-                )
-                return False
-        elif len(numbers) == sliced:
-            padded = [*numbers, 0, 0][:2]
-            limits = (geometry.rows, geometry.cols)
-            for axis, (value, limit) in enumerate(zip(padded, limits, strict=True)):
-                if not -limit <= value < limit:
-                    what = "row" if axis == 0 else "column"
-                    self._set_error(
-                        f"The {what} {value} is out of range; the slice has {limit} {what}s."
-                    )
-                    return False
-            cell = (padded[0] % geometry.rows, padded[1] % geometry.cols)
-        else:
-            self._set_error(
-                f"Give {sliced} numbers for the slice or {len(geometry.shape)} for the tensor, "
-                f"not {len(numbers)}."
-            )
+        try:
+            cell = goto_cell(geometry, text)
+        except GotoError as exc:
+            self._set_error(str(exc))
             return False
         self._set_error("")
         self.canvas.set_cursor(*cell)
@@ -898,18 +727,12 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     @property
     def search(self) -> SearchSpec | None:
         """The active search (None when nothing is being looked for)."""
-        return self._search
+        return self._find.spec
 
     def _search_key(self) -> SearchKey:
         """What search results are about: the spec and the tensor, slice and mode shown.
         A statistics refresh rebuilds the grid with the same values: results survive it."""
-        return (self._search, self._generation, self._index, self._mode, id(self._displayed()))
-
-    def _known_count(self) -> MatchCount | None:
-        """The match count of the active search over what is shown now, if computed."""
-        if self._search_count is not None and self._search_count[0] == self._search_key():
-            return self._search_count[1]
-        return None
+        return (self._find.spec, self._generation, self._index, self._mode, id(self._displayed()))
 
     def _cursor_flat(self) -> int:
         """The cursor as a flat C-order index of the slice."""
@@ -922,7 +745,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             return
         box = self.query_one("#tv-find", Input)
         box.display = True
-        box.value = self._find_text  # selected on focus: typing replaces it
+        box.value = self._find.text  # selected on focus: typing replaces it
         box.focus()
 
     def close_find(self) -> None:
@@ -951,7 +774,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         except SearchSpecError as exc:
             self.notify(str(exc), severity="error", timeout=6)
             return False
-        self._find_text = spec.text
+        self._find.text = spec.text
         self._start_search(spec, self._cursor_flat(), backward=False)
         return True
 
@@ -960,11 +783,11 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         an active search, the last spec (`nonfinite` at first) is looked for."""
         if not self._require_tensor() or self._geometry is None:
             return
-        spec = self._search or parse_search(self._find_text)
+        spec = self._find.next_spec()
         self._start_search(spec, self._cursor_flat() + direction, backward=direction < 0)
 
     def action_clear_find(self) -> None:
-        if self._search is None:
+        if self._find.spec is None:
             raise SkipAction  # Esc then means the App's "back"
         self.clear_find()
 
@@ -976,16 +799,13 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
 
     def _end_search(self) -> None:
         self._cancel_search()
-        self._search = None
-        self._search_count = None
-        self._search_hit = None
-        self._search_note = ""
+        self._find.end()
         if self._ready:
             with contextlib.suppress(NoMatches):
                 self.table.set_highlight(None)
 
     def _cancel_search(self) -> None:
-        self._search_running = None
+        self._find.running = None
         if self._ready:
             with contextlib.suppress(NoMatches, RuntimeError):
                 self.workers.cancel_group(self, "tensor-search")
@@ -994,116 +814,46 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         data = self.table.data
         if data is None or data.geometry.size == 0:
             return
-        if spec != self._search:
-            self._search = spec
-            self._search_count = None
-            self._search_hit = None
+        if self._find.begin(spec):
             self.table.set_highlight(spec)
         key = self._search_key()
         start %= data.geometry.size
-        counted = self._known_count()
+        counted = self._find.known_count(key)
         self._cancel_search()
-        if counted is not None and counted.positions is not None:
-            # Every match is known: jump without reading the tensor again.
-            flat = _nearest_position(counted.positions, start, backward=backward)
-            if flat is None:
-                self._search_missed(key, spec)
-            else:
-                self._land(key, flat, counted.rank(flat))
+        jump = self._find.jump(key, start, backward=backward)
+        if isinstance(jump, Missed):
+            self._search_missed(spec)
+        elif jump is not None:  # every match is known: no need to read the tensor again
+            self._land(key, jump.flat, jump.rank)
+        else:
+            self._find.note = ""
+            self._find.running = key
+            generation = self._generation
+
+            def report(event: SearchEvent) -> None:
+                self._post_result(SearchReported(generation, key, event))
+
+            work = partial(scan, data.view, spec, start, backward=backward, counted=counted)
+            self._run_job(partial(work, report=report, cancelled=_cancelled), "tensor-search")
+
+    @on(SearchReported)
+    def _search_reported(self, message: SearchReported) -> None:
+        key, event = message.key, message.event
+        if message.generation != self._generation or not self._search_current(key):
             return
-        self._search_note = ""
-        self._search_running = key
-        self.run_worker(
-            partial(
-                self._search_work, self._generation, key, data.view, spec, start, backward, counted
-            ),
-            thread=True,
-            group="tensor-search",
-            exclusive=True,
-            exit_on_error=False,
-        )
-
-    def _search_work(
-        self,
-        generation: int,
-        key: SearchKey,
-        view: np.ndarray,
-        spec: SearchSpec,
-        start: int,
-        backward: bool,
-        counted: MatchCount | None,
-    ) -> None:
-        """Find the match, post it, then count (once per search) to rank it."""
-        worker = get_current_worker()
-        began = time.monotonic()
-        shown = [0.0]
-
-        def cancelled() -> bool:
-            return worker.is_cancelled
-
-        def progress(what: str, done: int, total: int) -> None:
-            now = time.monotonic()
-            if now - began < SEARCH_PROGRESS_AFTER or now - shown[0] < 0.1:
-                return
-            shown[0] = now
-            note = f"{what} {spec.text!r}… {done * 100 // max(total, 1)}%"
-            self._post_back(generation, partial(self._search_progressed, key, note))
-
-        try:
-            matcher = spec.matcher(view.dtype)
-            flat = find_match(
-                view,
-                matcher,
-                start,
-                backward=backward,
-                progress=partial(progress, "searching"),
-                chunk=SEARCH_CHUNK,
-                cancelled=cancelled,
-            )
-            if flat is None:
-                self._post_back(generation, partial(self._search_missed, key, spec))
-                return
-            rank = counted.rank(flat) if counted is not None else None
-            self._post_back(generation, partial(self._search_landed, key, flat, rank))
-            if counted is None:
-                counted = count_matches(
-                    view,
-                    matcher,
-                    keep=KEEP_MATCHES,
-                    progress=partial(progress, "counting"),
-                    chunk=SEARCH_CHUNK,
-                    cancelled=cancelled,
-                )
-                self._post_back(generation, partial(self._search_counted, key, counted))
-                rank = counted.rank(flat)
-            if rank is None:  # too many matches to keep: count the ones before it
-                before = count_matches(
-                    view,
-                    matcher,
-                    stop=flat,
-                    progress=partial(progress, "ranking"),
-                    chunk=SEARCH_CHUNK,
-                    cancelled=cancelled,
-                )
-                rank = before.total + 1
-            self._post_back(generation, partial(self._search_ranked, key, flat, rank))
-        except SearchCancelled:
-            return
-        except (ValueError, OSError, MemoryError) as exc:
-            self._post_back(generation, partial(self._search_failed, key, str(exc)))
-
-    def _search_current(self, key: SearchKey) -> bool:
-        return self._search is not None and key == self._search_key() and self._ready
-
-    def _search_progressed(self, key: SearchKey, note: str) -> None:
-        if self._search_current(key):
-            self._search_note = note
+        self._find.receive(key, event)
+        if isinstance(event, Landed):
+            self._land(key, event.flat, event.rank)
+        elif isinstance(event, Missed):
+            self._search_missed(self._find.spec)
+        elif isinstance(event, Failed):
+            self._update_status()
+            self.notify(f"The search failed: {event.sentence}", severity="error", timeout=6)
+        elif not isinstance(event, Counted):  # a count shows once the match is ranked
             self._update_status()
 
-    def _search_landed(self, key: SearchKey, flat: int, rank: int | None) -> None:
-        if self._search_current(key):
-            self._search_note = ""
-            self._land(key, flat, rank)
+    def _search_current(self, key: SearchKey) -> bool:
+        return self._find.spec is not None and key == self._search_key() and self._ready
 
     def _land(self, key: SearchKey, flat: int, rank: int | None) -> None:
         """Put the cursor on match `flat` (scrolled into view) and say which it is."""
@@ -1111,35 +861,15 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         if geometry is None or geometry.size == 0:
             return
         row, col = divmod(flat, geometry.cols)
-        self._search_hit = (key, flat, rank)
+        self._find.land(key, flat, rank)
         self._cursor = (row, col)
         self.canvas.set_cursor(row, col)
         self._update_status()
 
-    def _search_counted(self, key: SearchKey, counted: MatchCount) -> None:
-        if self._search_current(key):
-            self._search_count = (key, counted)
-
-    def _search_ranked(self, key: SearchKey, flat: int, rank: int) -> None:
-        if not self._search_current(key):
-            return
-        self._search_note = ""
-        hit = self._search_hit
-        if hit is not None and hit[0] == key and hit[1] == flat:
-            self._search_hit = (key, flat, rank)
-        self._update_status()
-
-    def _search_missed(self, key: SearchKey, spec: SearchSpec) -> None:
-        if not self._search_current(key):
-            return
+    def _search_missed(self, spec: SearchSpec | None) -> None:
         self.clear_find()  # nothing to highlight or step through
-        self.notify(f"No element of this slice matches {spec.text!r}.", timeout=5)
-
-    def _search_failed(self, key: SearchKey, sentence: str) -> None:
-        if self._search_current(key):
-            self._search_note = ""
-            self._update_status()
-            self.notify(f"The search failed: {sentence}", severity="error", timeout=6)
+        if spec is not None:
+            self.notify(f"No element of this slice matches {spec.text!r}.", timeout=5)
 
     # ------------------------------------------------------------------ actions
     def _require_tensor(self) -> bool:
@@ -1228,35 +958,9 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         what = "tensor" if whole else f"slice {geometry.text}"
         if self._mode != "current":
             what = f"{self._mode} {what}"
-        self.run_worker(
-            partial(self._save_work, target, what),
-            thread=True,
-            group="tensor-save",
-            exit_on_error=False,
-        )
+        names = (self._node_type, self._short_name, self._slot)
+        self._run_job(partial(save_job, target, what, *names), "tensor-save", exclusive=False)
 
-    def _save_work(self, target: np.ndarray, what: str) -> None:
-        node_type = self._node_type or "Tensor"
-        when = None
-        for attempt in range(100):
-            name = download_name(node_type, self._short_name, self._slot, when)
-            path = Path.cwd() / name
-            try:
-                # "x": never overwrite an earlier download made in the same centisecond.
-                with open(path, "xb") as handle:
-                    write_npy(handle, target)
-            except FileExistsError:
-                when = (int(name.split(".")[4]) + attempt + 1) / 100
-                continue
-            except (OSError, ValueError) as exc:
-                reason = getattr(exc, "strerror", None) or str(exc)
-                self._notify_from_thread(f"Could not save {name}: {reason}.", "error")
-                return
-            note = " (bfloat16 stored as float32)" if target.dtype == BFLOAT16 else ""
-            self._notify_from_thread(f"Saved {what} to {path}{note}", "information")
-            return
-        self._notify_from_thread("Could not find a free file name to save to.", "error")
-
-    def _notify_from_thread(self, text: str, severity: Literal["information", "error"]) -> None:
-        with contextlib.suppress(RuntimeError):
-            self.app.call_from_thread(self.notify, text, severity=severity, timeout=6)
+    @on(Saved)
+    def _saved(self, message: Saved) -> None:
+        self.notify(message.sentence, severity=message.severity, timeout=6)
