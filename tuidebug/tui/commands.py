@@ -2,16 +2,12 @@
 
 Commands are asked from the app each time the palette opens (`palette_commands`), so a
 paused online session offers Continue while a running one offers Pause, and commands the
-session cannot do are not offered at all.
-
-`check_command` and `watch_file_text` write the session's watchpoints in the forms the
-command line reads back: `tuidebug check DUMP --watch SPEC …` and a `--watch-file`.
+session cannot do are not offered at all; which ones is palette.py's `palette_entries`.
 """
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
@@ -24,27 +20,6 @@ if TYPE_CHECKING:
     from tuidebug.core.graph import Graph
 
 MAX_NODE_HITS = 40
-
-
-def check_command(specs: Sequence[str], dump: str | None) -> str:
-    """`tuidebug check DUMP --watch SPEC …`, shell-quoted; without a dump (online) only
-    the `--watch` options."""
-    words = ["tuidebug", "check", shlex.quote(dump)] if dump is not None else []
-    for spec in specs:
-        words += ["--watch", shlex.quote(spec)]
-    return " ".join(words)
-
-
-def watch_file_text(specs: Sequence[str], disabled: Sequence[str] = ()) -> str:
-    """A `--watch-file`: one spec a line under a comment saying how to use it; disabled
-    watchpoints as comments, so they are kept but not read back."""
-    lines = [
-        "# tuidebug watchpoints, one --watch SPEC a line: tuidebug check DUMP --watch-file FILE",
-        "# (or tuidebug offline / online / demo --watch-file FILE); # starts a comment",
-        *specs,
-        *(f"# disabled: {spec}" for spec in disabled),
-    ]
-    return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,10 @@
 """The control bar: the run commands as buttons, for the mouse; each is the same action as
-its key, and is greyed out exactly when the key is (the app's `check_action` decides)."""
+its key, and is greyed out exactly when the key is (the app's `check_action` decides).
+
+The buttons are the run actions that have a `bar` label (run_actions.py), in the table's
+order; `set_keys` puts each action's key in front, as in the footer, so the bar doubles
+as the list of run keys (the footer leaves them out) and stays true when the user remaps
+them."""
 
 from __future__ import annotations
 
@@ -12,22 +17,7 @@ from textual.widgets import Button, Static
 
 from tuidebug.core.session import Capabilities
 from tuidebug.tui.messages import ControlRequested
-
-# (action, label) in the order a user reaches for them; `set_keys` puts each action's key in
-# front, as in the footer, so the bar doubles as the list of run keys (the footer leaves
-# them out) and stays true when the user remaps them.
-CONTROLS: tuple[tuple[str, str], ...] = (
-    ("step", "Step"),
-    ("step_many", "Step N…"),
-    ("continue", "Continue"),
-    ("step_node", "Next node"),
-    ("pause", "Pause"),
-    ("terminate", "Terminate"),
-    ("reset_step", "Go to step"),
-    ("recheck", "Recheck"),
-    ("history", "History"),
-    ("new_watchpoint", "Watch"),
-)
+from tuidebug.tui.run_actions import BAR_ACTIONS
 
 
 class ControlBar(Horizontal):
@@ -40,35 +30,35 @@ class ControlBar(Horizontal):
         padding: 0 1; }
     """
 
+    _buttons: dict[str, Button]
+    _status: Static
+
     def compose(self) -> ComposeResult:
-        for action, label in CONTROLS:
-            yield Button(label, id=f"control-{action}", compact=True)
-        yield Static("", id="control-status")
+        self._buttons = {}
+        for action in BAR_ACTIONS:
+            button = Button(action.bar or "", id=f"control-{action.id}", compact=True)
+            self._buttons[action.id] = button
+            yield button
+        self._status = Static("", id="control-status")
+        yield self._status
 
     def set_keys(self, key_for: Callable[[str], str]) -> None:
         """Label each button with the key that runs its action now (`key_for(action)`)."""
-        for action, label in CONTROLS:
-            self.query_one(f"#control-{action}", Button).label = f"{key_for(action)} {label}"
+        for action in BAR_ACTIONS:
+            self._buttons[action.id].label = f"{key_for(action.id)} {action.bar}"
 
     def update_enabled(self, is_enabled: Callable[[str], bool]) -> None:
-        for action, _label in CONTROLS:
-            self.query_one(f"#control-{action}", Button).disabled = not is_enabled(action)
+        for action_id, button in self._buttons.items():
+            button.disabled = not is_enabled(action_id)
 
     def set_capabilities(self, caps: Capabilities) -> None:
         """Hide buttons that can never work in this session rather than grey them forever:
         pause/terminate offline, node stepping off GPU, go-to-step and history online."""
-        shown = {
-            "pause": caps.can_pause,
-            "terminate": caps.can_terminate,
-            "step_node": caps.can_step_node,
-            "reset_step": caps.can_reset_step,
-            "history": not caps.live,
-        }
-        for action, visible in shown.items():
-            self.query_one(f"#control-{action}", Button).display = visible
+        for action in BAR_ACTIONS:
+            self._buttons[action.id].display = action.offered(caps)
 
     def set_status(self, text: str) -> None:
-        self.query_one("#control-status", Static).update(text)
+        self._status.update(text)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

@@ -1,5 +1,7 @@
 """The help screen (`?` / F1): every key of the app, and help for the pane you came from.
 
+The rows are the app's bindings with their keys as bound now (`key_rows`), worded by the
+run-action table and `APP_HELP`, and greyed with the reason an action cannot run now.
 Context help is read from a `CONTEXT_HELP` class attribute of the focused widget or its
 nearest ancestor that has one (posting's habit), so a pane documents itself.
 """
@@ -7,7 +9,7 @@ nearest ancestor that has one (posting's habit), so a pane documents itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from rich.table import Table
@@ -19,7 +21,76 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Static
 
+from tuidebug.tui.keymap import active_keys
+from tuidebug.tui.run_actions import RUN_ACTIONS
+
 KeyRow = tuple[str, str, str]  # key, what it does, when it is unavailable (or "")
+
+# What each app action does, as the help words it (the binding's description is short).
+APP_HELP: Mapping[str, str] = {
+    **{action.id: action.help for action in RUN_ACTIONS},
+    "filter": "filter: tree name filter, stack search, hit filters",
+    "back": "back",
+    "help": "this help",
+    "quit": "quit",
+}
+
+# Help rows the binding list does not word well: (the key as fixed text, or the ids of the
+# bindings whose current keys are shown — so a remapped key shows as remapped; what it does)
+EXTRA_KEYS: tuple[tuple[str | tuple[str, ...], str], ...] = (
+    ("enter", "open: a node's tensor, a hit's node, a stack line's nodes, edit a watchpoint"),
+    (("tuidebug.back",), "back: clear a filter, or return to the previous pane"),
+    (
+        tuple(f"tuidebug.pane{n}" for n in range(1, 7)),
+        "focus tree, hits, stack, details, tensor, watchpoints",
+    ),
+    ("← →", "tree: collapse / expand a scope"),
+    (
+        ("watchpoints.edit", "watchpoints.delete", "watchpoints.toggle"),
+        "watchpoint list: edit / delete / enable-disable",
+    ),
+    ("ctrl+p", "command palette: state-aware commands and go to node"),
+)
+
+_KEY_NAMES = {
+    "slash": "/",
+    "question_mark": "?",
+    "escape": "Esc",
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+}
+
+
+def key_display(key: str) -> str:
+    """A Textual key name as the help shows it ("question_mark" → "?")."""
+    return _KEY_NAMES.get(key, key)
+
+
+def key_rows(
+    bindings: Sequence[BindingType], keymap: Mapping[str, str], unavailable: Callable[[str], str]
+) -> list[KeyRow]:
+    """The help's rows: each binding (but the pane keys and back, worded in `EXTRA_KEYS`)
+    with its keys as bound now, what it does (`APP_HELP`, else its description) and
+    `unavailable(action)`, why it cannot run now ("" when it can); then `EXTRA_KEYS`."""
+    rows: list[KeyRow] = []
+    for binding in bindings:
+        assert isinstance(binding, Binding)
+        if binding.action.startswith("focus_pane") or binding.action == "back":
+            continue  # listed below with their fuller wording
+        bound = active_keys(binding.id, keymap) if binding.id else []
+        keys = ", ".join(key_display(k) for k in bound or binding.key.split(","))
+        does = APP_HELP.get(binding.action, binding.description)
+        rows.append((keys, does, unavailable(binding.action)))
+    for key, does in EXTRA_KEYS:
+        if not isinstance(key, str):
+            # Textual's key names here ("escape", "space"), as these rows always had
+            hints = [(active_keys(i, keymap) or [i])[0] for i in key]
+            key = "1 … 6" if hints == ["1", "2", "3", "4", "5", "6"] else " / ".join(hints)
+        rows.append((key, does, ""))
+    return rows
 
 
 def context_help(

@@ -6,9 +6,21 @@ pane can be tested alone and the data flow stays one-directional (harlequin's ha
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
 from tuidebug.core.session import SessionEvent
+
+if TYPE_CHECKING:
+    import numpy as np
+    from textual.notifications import SeverityLevel
+
+    from tuidebug.core.graph import Graph
+    from tuidebug.core.origins import OriginTrace
+    from tuidebug.core.watchpoints import WatchpointHit
+    from tuidebug.tui.node_details import OutputSummary
+    from tuidebug.tui.origin_trace import Counts
 
 
 class SessionEventMessage(Message):
@@ -82,6 +94,114 @@ class ControlRequested(Message):
 class HitChosen(Message):
     """Jump to a hit's node and open its tensor (at the hit's iteration)."""
 
-    def __init__(self, hit: object) -> None:
+    def __init__(self, hit: WatchpointHit) -> None:
         super().__init__()
         self.hit = hit
+
+
+# ------------------------------------------------- what the app's workers report back
+# The app's thread workers post these to the app (`post_message` is thread-safe) instead
+# of calling back into it, so each result has one handler to find (`@on(...)` in app.py)
+# and a test can wait for it.
+
+
+class WorkerNotice(Message):
+    """A sentence for the user from a worker: a toast."""
+
+    def __init__(
+        self, text: str, *, severity: SeverityLevel = "information", timeout: float | None = None
+    ) -> None:
+        super().__init__()
+        self.text = text
+        self.severity = severity
+        self.timeout = timeout
+
+
+class StartFailed(Message):
+    """`session.start()` failed: `sentence` says why."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__()
+        self.sentence = sentence
+
+
+class ControlDone(Message):
+    """A run command (step, continue…) returned: the next one may start."""
+
+
+class SummaryRead(Message):
+    """One output's summary line for the details pane."""
+
+    def __init__(self, node: str, slot: int, summary: OutputSummary) -> None:
+        super().__init__()
+        self.node = node
+        self.slot = slot
+        self.summary = summary
+
+
+class TensorRead(Message):
+    """The answer to tensor request `request`: `array` (and `previous`) to show, or
+    `error`, a sentence. A request superseded by a later one is dropped."""
+
+    def __init__(
+        self,
+        request: int,
+        *,
+        error: str = "",
+        title: str = "",
+        array: np.ndarray | None = None,
+        previous: np.ndarray | None = None,
+        note: str = "",
+        node_type: str = "",
+        short_name: str = "",
+        slot: int = 0,
+    ) -> None:
+        super().__init__()
+        self.request = request
+        self.error = error
+        self.title = title
+        self.array = array
+        self.previous = previous
+        self.note = note
+        self.node_type = node_type
+        self.short_name = short_name
+        self.slot = slot
+
+
+class StartupWatchpointsCreated(Message):
+    """The command line's watchpoints exist: `given` maps each id to the spec as written."""
+
+    def __init__(self, given: dict[int, str], created: int) -> None:
+        super().__init__()
+        self.given = given
+        self.created = created
+
+
+class TraceProgress(Message):
+    """A running NaN/Inf trace has read `read` tensors."""
+
+    def __init__(self, read: int) -> None:
+        super().__init__()
+        self.read = read
+
+
+class TraceEnded(Message):
+    """A NaN/Inf trace ended: its `trace` (None when it failed: `error` says why)."""
+
+    def __init__(
+        self,
+        trace: OriginTrace | None = None,
+        *,
+        graph: Graph | None = None,
+        iteration: int | None = None,
+        step: int = 0,
+        counts: dict[str, Counts] | None = None,
+        error: str = "",
+    ) -> None:
+        super().__init__()
+        self.trace = trace
+        self.graph = graph
+        self.iteration = iteration
+        self.step = step
+        self.counts = counts or {}
+        self.error = error
