@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tuidebug.core import conditions as C
 from tuidebug.core import kernels
-from tuidebug.core.conditions import (
+from tuidebug.core import scan_engine as C
+from tuidebug.core.condition_catalogue import (
     CONDITIONS,
     CheckRequest,
     CheckResult,
@@ -23,10 +23,10 @@ from tuidebug.core.conditions import (
     Param,
     UnknownConditionError,
     conditions_by_target,
-    evaluate,
     get_condition,
 )
 from tuidebug.core.graph import Category
+from tuidebug.core.scan_engine import evaluate
 
 CT = ConditionType
 BF16 = np.dtype(ml_dtypes.bfloat16)

@@ -179,7 +179,7 @@ class ConditionBase:
         through and the check then never hits (or always does): a silently wrong answer."""
         if not self._core or not self._params:
             return
-        from tuidebug.core.conditions import WatchpointError
+        from tuidebug.core.condition_catalogue import WatchpointError
         from tuidebug.core.watchpoints import validate_params
 
         try:
@@ -866,7 +866,7 @@ class WatchpointHit:
 
     @property
     def error_msg(self) -> list[str]:
-        from tuidebug.core.watchpoints import error_messages
+        from tuidebug.core.error_codes import error_messages
 
         return error_messages(self._error_code)
 
@@ -1230,7 +1230,7 @@ class DumpAnalyzer:
         watchpoint id. `workers` (default: all cores) and `progress(done, total)` are
         tuidebug additions.
         """
-        from tuidebug.core.conditions import CheckRequest, Param
+        from tuidebug.core.condition_catalogue import CheckRequest, Param
         from tuidebug.offline.checker import Checker, Watch, needs_previous
 
         if isinstance(watchpoints, (str, bytes)) or not isinstance(watchpoints, Iterable):

@@ -1,6 +1,6 @@
 """The condition engine's scan kernel, compiled by numba (imported only by `kernels.load`).
 
-`unit` gathers everything `conditions._Scan` needs from one unit of a tensor (and its
+`unit` gathers everything `scan_engine._Scan` needs from one unit of a tensor (and its
 previous value) in one call that releases the GIL: per float64 sub-block the sums Σx, Σ|x|,
 Σ|x − p|, Σ|p| and the moments, the counts c(t) = #{x >= t} behind the zero and range
 percentages, max/min without NaN, NaN/Inf presence and the all-close tests. Each quantity
