@@ -161,7 +161,7 @@ def needs_previous(condition: int) -> bool:
 
 def error_result(request: CheckRequest, error_code: int) -> CheckResult:
     """A result with an error code and nothing evaluated (parameters echoed, not hit)."""
-    return CheckResult(False, error_code, untouched_params(request))
+    return CheckResult(False, int(error_code), untouched_params(request))  # int: as on the wire
 
 
 def _confine(path: str, root: str) -> Path | None:
