@@ -310,7 +310,7 @@ def _native_bounds(
             lo32 = np.nextafter(lo32, np.float32(_INF))
         if float(hi32) > hi:
             hi32 = np.nextafter(hi32, np.float32(-_INF))
-        return lo32, hi32, lo32 > hi32
+        return lo32, hi32, bool(lo32 > hi32)
     # integers up to 32 bits (bool arrives as uint8): float64 holds them exactly
     info = np.iinfo(dtype)
     lo_i = math.ceil(lo) if math.isfinite(lo) else (info.min if lo < 0 else info.max + 1)
@@ -582,7 +582,8 @@ class _Scan:
             self.n >= KERNEL_MIN_ELEMENTS
             and (plan.needs_params or self.is_float)  # else there is nothing to scan for
             and self.dtype in kernels.KERNEL_DTYPES
-            and (self.prev is None or prev.dtype == x.dtype)  # else p converts on its own
+            # else p converts on its own (self.prev is set only when prev is)
+            and (self.prev is None or (prev is not None and prev.dtype == x.dtype))
         ):
             self.kernel = kernels.load()
         # "x == p everywhere" settles every tolerance test only when no tolerance is negative
@@ -908,7 +909,11 @@ class _Scan:
         flags = sc.get_flags(1, rows.shape[1])[0]
         for j, s in enumerate(range(0, stop - start, sub)):
             e = min(s + sub, stop - start)
-            smin, smax = (mins[j], maxs[j]) if mins is not None else (math.nan, math.nan)
+            smin, smax = (
+                (mins[j], maxs[j])
+                if mins is not None and maxs is not None
+                else (math.nan, math.nan)
+            )
             one_signed = smin >= 0 or smax <= 0  # type: ignore[operator]
             abs_x = plan.abs_sum and not one_signed  # Σ|x| needs its own pass
             xs = xv[s:e]
@@ -961,7 +966,7 @@ class _Scan:
                 self._moments(part, start, x64, s1, d64)
             need_sx = False
         ratio = use_prev and plan.ratio
-        if use_prev:
+        if use_prev and pn is not None:  # (use_prev implies pn)
             np.copyto(p64, pn, casting="unsafe")
             np.subtract(x64, p64, out=d64)
             tail = rows if abs_x else rows[1:]
@@ -1209,7 +1214,7 @@ def evaluate(
             previous = np.full(1, np.nan)  # unreadable: behaves like a mismatched size
     has_prev = previous is not None
     plan = _plan(requests, has_prev)
-    prev_for_stats = previous if has_prev and previous.size == tensor.size else None
+    prev_for_stats = previous if previous is not None and previous.size == tensor.size else None
     scan = _Scan(tensor, prev_for_stats, plan, chunk_elements or CHUNK_ELEMENTS)
     # NaN/Inf statistics are read only by requests that clear the error bits, and then they
     # are meant to be plain IEEE results (inf − inf = NaN): no warnings for them
