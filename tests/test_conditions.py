@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -187,6 +189,18 @@ def test_availability_by_backend_and_step() -> None:
     assert "OO" in ids(conditions_by_target(step=5)) and "WI" not in ids(
         conditions_by_target(step=5)
     )
+
+
+def test_the_catalogue_loads_without_the_engine() -> None:
+    """Whoever needs a condition's name, parameters or error bits (a picker, a spec parser,
+    the API's classes, --help) imports the catalogue: no numpy, threads or numba come with it."""
+    code = (
+        "import sys; import tuidebug.core.condition_catalogue, tuidebug.core.error_codes; "
+        "heavy = ('numpy', 'numba', 'concurrent.futures', 'tuidebug.core.scan_engine'); "
+        "print([m for m in heavy if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(
