@@ -28,8 +28,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tuidebug.core import conditions, kernels
-from tuidebug.core.conditions import CONDITIONS, evaluate
+from tuidebug.core import kernels, scan_engine
+from tuidebug.core.condition_catalogue import CONDITIONS
+from tuidebug.core.scan_engine import evaluate
 from tuidebug.core.watchpoints import Watchpoint
 
 # every visible threshold of every condition, with values that keep all statistics live
@@ -95,7 +96,7 @@ def best_ratio(
 
 
 def peak_extra_mb(run: Callable[[], object]) -> float:
-    conditions.release_buffers()  # count the buffers the engine keeps between calls too
+    scan_engine.release_buffers()  # count the buffers the engine keeps between calls too
     tracemalloc.start()
     tracemalloc.reset_peak()
     base = tracemalloc.get_traced_memory()[0]
@@ -125,11 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     kernel = kernels.load()
     load_s = time.perf_counter() - t0
     if args.chunk:
-        conditions.CHUNK_ELEMENTS = args.chunk
+        scan_engine.CHUNK_ELEMENTS = args.chunk
     threads = (
         [int(t) for t in args.threads.split(",")]
         if args.threads
-        else sorted({1, conditions.THREADS})
+        else sorted({1, scan_engine.THREADS})
     )
 
     wps = all_watchpoints()
@@ -137,14 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     no_prev = [wp.request() for wp in wps if not wp.condition.needs_prev]
     print(
         f"{len(requests)} conditions, {args.mb:g} MiB tensors, best of {args.repeat}, "
-        f"blocks of {conditions.CHUNK_ELEMENTS} elements, float64 sub-blocks of "
-        f"{conditions.F64_ELEMENTS}; load average {_load()}"
+        f"blocks of {scan_engine.CHUNK_ELEMENTS} elements, float64 sub-blocks of "
+        f"{scan_engine.F64_ELEMENTS}; load average {_load()}"
     )
     if kernel is None:
         print("engine: numpy (no compiled kernel)")
     else:
         print(
-            f"engine: compiled kernel for tensors of {conditions.KERNEL_MIN_ELEMENTS}+ elements "
+            f"engine: compiled kernel for tensors of {scan_engine.KERNEL_MIN_ELEMENTS}+ elements "
             f"(numba {_numba_version()}; loading it took {load_s:.2f} s, the first call of "
             "each dtype loads or compiles its code, outside the timed runs)"
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -13,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tuidebug.core import conditions as C
 from tuidebug.core import kernels
-from tuidebug.core.conditions import (
+from tuidebug.core import scan_engine as C
+from tuidebug.core.condition_catalogue import (
     CONDITIONS,
     CheckRequest,
     CheckResult,
@@ -23,10 +25,10 @@ from tuidebug.core.conditions import (
     Param,
     UnknownConditionError,
     conditions_by_target,
-    evaluate,
     get_condition,
 )
 from tuidebug.core.graph import Category
+from tuidebug.core.scan_engine import evaluate
 
 CT = ConditionType
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -187,6 +189,18 @@ def test_availability_by_backend_and_step() -> None:
     assert "OO" in ids(conditions_by_target(step=5)) and "WI" not in ids(
         conditions_by_target(step=5)
     )
+
+
+def test_the_catalogue_loads_without_the_engine() -> None:
+    """Whoever needs a condition's name, parameters or error bits (a picker, a spec parser,
+    the API's classes, --help) imports the catalogue: no numpy, threads or numba come with it."""
+    code = (
+        "import sys; import tuidebug.core.condition_catalogue, tuidebug.core.error_codes; "
+        "heavy = ('numpy', 'numba', 'concurrent.futures', 'tuidebug.core.scan_engine'); "
+        "print([m for m in heavy if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(

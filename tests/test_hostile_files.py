@@ -153,7 +153,7 @@ def test_npy_swapped_for_a_fifo_after_indexing(dump: Path) -> None:
         from tuidebug.offline.tensor_store import (
             TensorFileError, load_npy, peek_header, read_header,
         )
-        from tuidebug.core.conditions import CheckRequest
+        from tuidebug.core.condition_catalogue import CheckRequest
         dump = OfflineDump({str(dump)!r})
         graph = next(iter(dump.graphs(0)))
         path = dump.tensor_file(0, graph, "fc3.bias", 0, 2).path
@@ -524,7 +524,7 @@ def test_dump_changed_after_it_was_indexed(dump: Path) -> None:
     folder.unlink()
     folder.mkdir()
 
-    from tuidebug.core.conditions import CheckRequest
+    from tuidebug.core.condition_catalogue import CheckRequest
     from tuidebug.offline.checker import Checker, Watch
 
     pairs = [("fc3.bias", 0), ("fc2.bias", 0), ("fc1.bias", 0), ("fc1.weight", 0)]

@@ -24,18 +24,19 @@ from tuidebug.core import kernels
 
 PACKAGE = Path(tuidebug.__file__).resolve().parent
 
-# the kernel runs on tensors of conditions.KERNEL_MIN_ELEMENTS (256 Ki) or more
+# the kernel runs on tensors of scan_engine.KERNEL_MIN_ELEMENTS (256 Ki) or more
 _RUN_KERNEL = """
 import json, sys
 import numpy as np
 import numba
-from tuidebug.core import conditions as c
+from tuidebug.core import condition_catalogue as cat
+from tuidebug.core import scan_engine as c
 from tuidebug.core import kernels
 
 assert c.KERNEL_MIN_ELEMENTS <= 1 << 19
 x = np.linspace(-1.0, 1.0, 1 << 19, dtype=np.float32)
 x[12345] = np.nan
-reqs = [c.CheckRequest(int(c.ConditionType.HAS_NAN), ())]
+reqs = [cat.CheckRequest(int(cat.ConditionType.HAS_NAN), ())]
 hit = c.evaluate(x, reqs)[0].hit
 assert kernels.load() is not None, "the kernel did not load"
 out = {"hit": hit, "numba_cache_dir": numba.config.CACHE_DIR}

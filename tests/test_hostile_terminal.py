@@ -194,7 +194,7 @@ def test_sentences_show_a_hostile_path_escaped(
 def test_headless_online_events_are_escaped() -> None:
     """`tuidebug online` off a terminal prints the training's events: node names and its
     messages come from the peer."""
-    from tuidebug.core.conditions import get_condition
+    from tuidebug.core.condition_catalogue import get_condition
     from tuidebug.core.tensor import TensorRef
     from tuidebug.core.watchpoints import WatchpointHit
 

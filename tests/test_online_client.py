@@ -27,7 +27,7 @@ from tuidebug.client.protocol import (
     _summary,
     watchpoint_from_set_cmd,
 )
-from tuidebug.core.conditions import Param
+from tuidebug.core.condition_catalogue import Param
 from tuidebug.core.session import GraphsLoaded, SessionState
 
 

@@ -212,7 +212,7 @@ def test_conditions_that_cannot_mean_what_they_say_are_named(
 
 
 def test_help_lists_every_condition_and_the_exit_status() -> None:
-    from tuidebug.core.conditions import CONDITIONS
+    from tuidebug.core.condition_catalogue import CONDITIONS
 
     text = subprocess.run(
         [sys.executable, "-m", "tuidebug", "check", "--help"],

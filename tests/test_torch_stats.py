@@ -12,7 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from torch_support import torch
 
-from tuidebug.core.conditions import CheckRequest, Param, evaluate
+from tuidebug.core.condition_catalogue import CheckRequest, Param
+from tuidebug.core.scan_engine import evaluate
 from tuidebug.core.tensor import BFLOAT16
 from tuidebug.torch.stats import evaluate_tensor, evaluate_with_torch, to_numpy
 

@@ -8,7 +8,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 from tui_support import synthetic_graph, wait_until
 
-from tuidebug.core.conditions import ParamResult, get_condition
+from tuidebug.core.condition_catalogue import ParamResult, get_condition
 from tuidebug.core.session import Metadata, SessionState
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuidebug import cli
-from tuidebug.core.conditions import CONDITIONS, ConditionSpec, ParamResult, ParamSpec
+from tuidebug.core.condition_catalogue import CONDITIONS, ConditionSpec, ParamResult, ParamSpec
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import (
     Watchpoint,

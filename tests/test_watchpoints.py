@@ -8,28 +8,21 @@ import math
 import numpy as np
 import pytest
 
-from tuidebug.core.conditions import (
+from tuidebug.core.condition_catalogue import (
     CONDITIONS,
     CheckResult,
     ParamResult,
     UnknownConditionError,
     get_condition,
 )
+from tuidebug.core.error_codes import ERROR_MESSAGES, ErrorCode, error_messages
 from tuidebug.core.graph import Graph, Node, NodeKind
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import (
-    ERROR_INF,
-    ERROR_MESSAGES,
-    ERROR_NAN,
-    ERROR_NO_HISTORY,
-    ERROR_NO_PREV,
-    ERROR_NO_VALUE,
-    ERROR_OUT_OF_MEMORY,
     Watchpoint,
     WatchpointError,
     WatchpointHit,
     check_watchpoints,
-    error_messages,
     format_value,
     parse_watch_spec,
     recommended_watchpoints,
@@ -281,9 +274,9 @@ def test_watchpoint_accepts_a_key_and_validates() -> None:
 
 # ------------------------------------------------------------------------------------ hits
 def test_error_codes_and_messages() -> None:
-    assert (ERROR_NAN, ERROR_INF, ERROR_NO_PREV) == (1, 2, 4)
-    assert (ERROR_OUT_OF_MEMORY, ERROR_NO_HISTORY, ERROR_NO_VALUE) == (8, 16, 32)
-    assert ERROR_MESSAGES[ERROR_NO_PREV] == "The previous step value cannot be found."
+    assert (ErrorCode.NAN, ErrorCode.INF, ErrorCode.NO_PREV) == (1, 2, 4)
+    assert (ErrorCode.OUT_OF_MEMORY, ErrorCode.NO_HISTORY, ErrorCode.NO_VALUE) == (8, 16, 32)
+    assert ERROR_MESSAGES[ErrorCode.NO_PREV] == "The previous step value cannot be found."
     assert error_messages(0) == []
     assert error_messages(7) == [
         "Tensor contains NaN.",
@@ -315,7 +308,7 @@ def test_hit_summary() -> None:
     assert value_hit.summary() == "TL abs_mean_gt: 2.3025 > 1"
     assert not value_hit.is_error and value_hit.error_messages == []
     assert [p.name for p in value_hit.hit_params] == ["abs_mean_gt"]
-    error_hit = _hit("WCL", ERROR_NO_PREV)
+    error_hit = _hit("WCL", ErrorCode.NO_PREV)
     assert error_hit.summary() == "WCL The previous step value cannot be found."
     assert error_hit.is_error
     assert _hit("TL", 3).summary() == "TL Tensor contains NaN. A tensor contains +/-INF."
@@ -345,7 +338,7 @@ def test_check_watchpoints_one_pass_reported_only() -> None:
     ]
     ref = TensorRef(CONV, 0, 1)
     hits = check_watchpoints(wps, np.array([0.5, 2.0]), None, ref, order=3)
-    assert [(h.watchpoint_id, h.error_code) for h in hits] == [(1, 0), (5, ERROR_NO_PREV)]
+    assert [(h.watchpoint_id, h.error_code) for h in hits] == [(1, 0), (5, ErrorCode.NO_PREV)]
     assert all(h.tensor == ref and h.order == 3 for h in hits)
     hits = check_watchpoints(wps, np.array([np.nan]), np.array([1.0]), ref)
     assert [(h.watchpoint_id, h.error_code) for h in hits] == [(1, 1), (2, 1), (3, 0), (5, 1)]

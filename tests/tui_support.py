@@ -26,7 +26,7 @@ import pytest
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
-from tuidebug.core.conditions import ParamResult, get_condition
+from tuidebug.core.condition_catalogue import ParamResult, get_condition
 from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
 from tuidebug.core.session import (
     Capabilities,

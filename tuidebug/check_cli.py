@@ -39,14 +39,14 @@ from tuidebug.cli import (
 )
 
 if TYPE_CHECKING:
-    from tuidebug.core.conditions import ConditionSpec
+    from tuidebug.core.condition_catalogue import ConditionSpec
     from tuidebug.core.watchpoints import WatchpointHit
     from tuidebug.offline.checker import CheckOutcome, CheckReport, Watch
     from tuidebug.offline.dump import OfflineDump
 
 
 # The conditions a --watch SPEC may name (spec §3.1); a test keeps this in step with the
-# catalogue of core/conditions.py, which is not imported here so `--help` stays light.
+# catalogue of core/condition_catalogue.py, which is not imported here so `--help` stays light.
 EPILOG = """\
 watch SPEC: ABBR[:name=value,...], e.g. TO, TL:abs_mean_gt=1e10,
   TR:range_start_inclusive=-1,range_end_inclusive=1,range_percentage_lt=100
@@ -175,7 +175,7 @@ def _select_iterations(text: str, dumped: Sequence[int]) -> tuple[list[int], str
 
 def _condition_notes(watches: Sequence[_WatchDef], backend: str) -> list[str]:
     """Sentences about conditions whose offline meaning differs from what their name says."""
-    from tuidebug.core.conditions import condition_available
+    from tuidebug.core.condition_catalogue import condition_available
 
     notes: list[str] = []
     seen: set[str] = set()
@@ -394,7 +394,7 @@ def _silence_stdout() -> None:
 def _recommended(dump: OfflineDump, ranks: Sequence[int]) -> list[_WatchDef]:
     """MindInsight's recommended watchpoints, one per name, targets per graph. Offline there
     is no initial suspension, so weight initialisation is never recommended (spec §5.7)."""
-    from tuidebug.core.conditions import get_condition
+    from tuidebug.core.condition_catalogue import get_condition
     from tuidebug.core.watchpoints import Watchpoint, recommended_watchpoints
 
     by_name: dict[str, _WatchDef] = {}
@@ -418,7 +418,7 @@ def _plan(
     watches: Sequence[_WatchDef],
     node_filter: re.Pattern[str] | None,
 ) -> list[Watch]:
-    from tuidebug.core.conditions import CheckRequest
+    from tuidebug.core.condition_catalogue import CheckRequest
     from tuidebug.core.watchpoints import Watchpoint, resolve_targets
     from tuidebug.offline.checker import Watch
 

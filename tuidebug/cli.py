@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from tuidebug.core.conditions import ConditionSpec
+    from tuidebug.core.condition_catalogue import ConditionSpec
 
 EXIT_OK = 0
 EXIT_HITS = 1

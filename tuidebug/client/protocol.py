@@ -5,7 +5,7 @@ metadata handshake, graph chunking at 3 MiB (SendGraph / SendMultiGraphs), the W
 command loop with MindSpore's failure and back-off rules (§2.5, §2.11), a heartbeat thread
 (§2.10), ViewCMD answers at the value/statistics/base levels with the §2.8 "not found"
 replies, and watchpoints applied from SetCMDs and evaluated here with the shared condition
-engine (`core.conditions.evaluate`), hits sent in execution order (§2.9).
+engine (`core.scan_engine.evaluate`), hits sent in execution order (§2.9).
 
 What is specific to a training — which tensors exist at a suspension point — comes from a
 `TensorProvider`; the dump simulator and a PyTorch adapter each implement one.
@@ -26,7 +26,8 @@ import numpy as np
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug._proto import debug_grpc_pb2_grpc as pb_grpc
-from tuidebug.core.conditions import CheckRequest, CheckResult, ConditionType, Param, evaluate
+from tuidebug.core.condition_catalogue import CheckRequest, CheckResult, ConditionType, Param
+from tuidebug.core.scan_engine import evaluate
 from tuidebug.core.tensor import (
     DT_BOOL,
     UnsupportedDataTypeError,

@@ -1,6 +1,6 @@
 """The condition engine's scan kernel, compiled by numba (imported only by `kernels.load`).
 
-`unit` gathers everything `conditions._Scan` needs from one unit of a tensor (and its
+`unit` gathers everything `scan_engine._Scan` needs from one unit of a tensor (and its
 previous value) in one call that releases the GIL: per float64 sub-block the sums Σx, Σ|x|,
 Σ|x − p|, Σ|p| and the moments, the counts c(t) = #{x >= t} behind the zero and range
 percentages, max/min without NaN, NaN/Inf presence and the all-close tests. Each quantity
@@ -54,7 +54,8 @@ def _disk_cache(func: Callable[..., Any]) -> Any:
                 return self._cache_path
 
         class Impl(caching.CompileResultCacheImpl):  # type: ignore[misc, name-defined]
-            _locator_classes: ClassVar[list[type]] = [Locator]
+            # numba annotates this attribute as an instance variable; it is read from the class
+            _locator_classes: ClassVar[list[type]] = [Locator]  # type: ignore[misc, assignment]
 
         class Cache(caching.FunctionCache):  # type: ignore[misc, name-defined]
             _impl_class = Impl
@@ -168,8 +169,8 @@ def extrema(xs: np.ndarray) -> tuple[float, float]:
 
 
 @_jit()
-def count_ge(xs: np.ndarray, t: Any) -> int:
-    c = 0
+def count_ge(xs: np.ndarray, t: Any) -> np.int64:
+    c = np.int64(0)
     for i in range(xs.size):
         c += np.int64(xs[i] >= t)
     return c
@@ -187,9 +188,9 @@ def nan_inf(xs: np.ndarray) -> tuple[bool, bool]:
 
 
 @_jit()
-def close_count(xs: np.ndarray, ps: np.ndarray, rtol: float, atol: float) -> int:
+def close_count(xs: np.ndarray, ps: np.ndarray, rtol: float, atol: float) -> np.int64:
     # |x − p| <= atol + rtol·|p| in MindSpore's operation order; NaN is never close
-    c = 0
+    c = np.int64(0)
     for i in range(xs.size):
         w = np.float64(ps[i])
         c += np.int64(abs(np.float64(xs[i]) - w) <= atol + rtol * abs(w))

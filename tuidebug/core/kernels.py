@@ -1,11 +1,11 @@
 """Loading the condition engine's compiled scan kernel (`_scan_kernel.unit`, numba).
 
-For tensors of `conditions.KERNEL_MIN_ELEMENTS` or more, `conditions._Scan` hands each
+For tensors of `scan_engine.KERNEL_MIN_ELEMENTS` or more, `scan_engine._Scan` hands each
 unit of elements to one call of the kernel instead of its numpy stages: one read of the
 data instead of a dozen numpy passes, without the GIL, so threads scale. The results are
 the numpy engine's to rounding (sums are added in another order inside a sub-block).
 
-numba is imported on first use, not with `conditions`: importing it and loading the cached
+numba is imported on first use, not with `scan_engine`: importing it and loading the cached
 kernel takes ~0.3 s, which small tensors never earn back. `TUIDEBUG_KERNEL=numpy` (or numba
 missing) keeps every tensor on the numpy engine.
 

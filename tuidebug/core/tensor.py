@@ -432,7 +432,7 @@ class TensorStatistics:
     Complex tensors (`magnitude`): min/max/mean/std are those of the magnitudes |z| of the
     finite elements; an element is NaN when either part is, else +Inf when either part is
     infinite (|z| = +inf), so its -Inf and negative counts are 0 — the condition engine's
-    rule (`conditions.evaluate`)."""
+    rule (`scan_engine.evaluate`)."""
 
     shape: tuple[int, ...]
     dtype: str

@@ -2,7 +2,7 @@
 and MindInsight's recommended set (spec §2.7, §3, §4, §6.4).
 
 A `Watchpoint` stores only what the user set; `wire_params()` expands it to the full SetCMD
-parameter list MindSpore expects. Checking goes through `conditions.evaluate`, which is shared
+parameter list MindSpore expects. Checking goes through `scan_engine.evaluate`, which is shared
 by the online recheck, the offline checker, the API and the headless CLI.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tuidebug.core.conditions import (
+from tuidebug.core.condition_catalogue import (
     CheckRequest,
     CheckResult,
     ConditionSpec,
@@ -26,26 +26,18 @@ from tuidebug.core.conditions import (
     ParamSpec,
     WatchpointError,
     condition_available,
-    evaluate,
     get_condition,
 )
+from tuidebug.core.error_codes import error_messages
 from tuidebug.core.graph import Category, Graph, Node, NodeKind
 from tuidebug.core.tensor import TensorRef
 
 __all__ = [
-    "ERROR_INF",
-    "ERROR_MESSAGES",
-    "ERROR_NAN",
-    "ERROR_NO_HISTORY",
-    "ERROR_NO_PREV",
-    "ERROR_NO_VALUE",
-    "ERROR_OUT_OF_MEMORY",
     "RecommendedWatchpoint",
     "Watchpoint",
     "WatchpointError",
     "WatchpointHit",
     "check_watchpoints",
-    "error_messages",
     "format_value",
     "hit_record",
     "parse_watch_spec",
@@ -54,30 +46,6 @@ __all__ = [
     "validate_params",
     "watch_file_specs",
 ]
-
-# ----------------------------------------------------------------------------- error codes
-ERROR_NAN = 1
-ERROR_INF = 2
-ERROR_NO_PREV = 4
-ERROR_OUT_OF_MEMORY = 8
-ERROR_NO_HISTORY = 16
-ERROR_NO_VALUE = 32
-
-# DumpAnalyzer's `error_msg` texts, word for word (spec §3.6)
-ERROR_MESSAGES: dict[int, str] = {
-    ERROR_NAN: "Tensor contains NaN.",
-    ERROR_INF: "A tensor contains +/-INF.",
-    ERROR_NO_PREV: "The previous step value cannot be found.",
-    ERROR_OUT_OF_MEMORY: "The tensor size exceeds the memory limit.",
-    ERROR_NO_HISTORY: "Graph history file is not available.",
-    ERROR_NO_VALUE: "Tensor has no value.",
-}
-
-
-def error_messages(error_code: int) -> list[str]:
-    """One message per set bit, in ascending bit order."""
-    return [text for bit, text in sorted(ERROR_MESSAGES.items()) if error_code & bit]
-
 
 # ------------------------------------------------------------------------------ formatting
 _SYMBOL = {"gt": ">", "lt": "<", "ge": ">=", "le": "<="}
@@ -413,6 +381,9 @@ def check_watchpoints(
     active = [wp for wp in watchpoints if wp.enabled]
     if value is None or not active:
         return []
+    # the engine (threads, its scan buffers) loads with the first check, not with this module
+    from tuidebug.core.scan_engine import evaluate
+
     results = evaluate(value, [wp.request() for wp in active], previous)
     return [
         WatchpointHit.from_result(wp.id, wp.condition, tensor, res, order)

@@ -44,11 +44,11 @@ def write_message(stream: BinaryIO, message: object) -> None:
 def main() -> int:
     import signal
 
-    from tuidebug.core import conditions
+    from tuidebug.core import scan_engine
     from tuidebug.offline.checker import run_batch
 
     # the pool already runs one worker per core: a scan thread each would only compete
-    conditions.THREADS = 1
+    scan_engine.THREADS = 1
 
     # Ctrl-C in a terminal reaches the whole process group: let the parent decide (it stops
     # sending work and closes our stdin, which ends this loop).

@@ -3,7 +3,7 @@
 How a check runs (spec §3.5, §3.6, §5.8):
 
 * Every tensor is read once per check, however many watchpoints watch it: all the requests of
-  one tensor go to a single `core.conditions.evaluate` call (one chunked pass).
+  one tensor go to a single `core.scan_engine.evaluate` call (one chunked pass).
 * Work goes to a process pool (default: every core) as *file paths*; each worker memory-maps
   one file at a time (`tensor_store.load_npy`), so memory stays bounded by the largest tensor
   being processed whatever the dump size. Small checks (a LeNet dump) run in-process: starting
@@ -58,14 +58,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuidebug.core.conditions import (
+from tuidebug.core.condition_catalogue import (
     CHANGE_CONDITIONS,
     CheckRequest,
     CheckResult,
-    evaluate,
     untouched_params,
 )
-from tuidebug.core.watchpoints import ERROR_NO_HISTORY, ERROR_NO_VALUE, ERROR_OUT_OF_MEMORY
+from tuidebug.core.error_codes import ErrorCode
+from tuidebug.core.scan_engine import evaluate
 from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, load_npy
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ def needs_previous(condition: int) -> bool:
 
 def error_result(request: CheckRequest, error_code: int) -> CheckResult:
     """A result with an error code and nothing evaluated (parameters echoed, not hit)."""
-    return CheckResult(False, error_code, untouched_params(request))
+    return CheckResult(False, int(error_code), untouched_params(request))  # int: as on the wire
 
 
 def _confine(path: str, root: str) -> Path | None:
@@ -177,7 +177,7 @@ def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
         tensor = load_npy(task.path, root=_confine(task.path, root), mmap=True, max_bytes=max_bytes)
     except TensorTooLargeError:
         reported = tuple(
-            (i, error_result(r, ERROR_OUT_OF_MEMORY)) for i, r in enumerate(task.requests)
+            (i, error_result(r, ErrorCode.OUT_OF_MEMORY)) for i, r in enumerate(task.requests)
         )
         return _TaskResult(task.tid, reported, (), 0)
     except TensorFileError as err:
@@ -204,7 +204,7 @@ def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
     todo: list[int] = []
     for i, request in enumerate(requests):
         if prev_too_large and task.needs_prev[i]:
-            results[i] = error_result(request, ERROR_OUT_OF_MEMORY)
+            results[i] = error_result(request, ErrorCode.OUT_OF_MEMORY)
         else:
             todo.append(i)
     if todo:
@@ -424,7 +424,7 @@ class Checker:
                         for wp_id, watch in uniq.items():
                             outcomes.append(
                                 CheckOutcome(
-                                    key, wp_id, error_result(watch.request, ERROR_NO_VALUE)
+                                    key, wp_id, error_result(watch.request, ErrorCode.NO_VALUE)
                                 )
                             )
                     continue
@@ -438,7 +438,7 @@ class Checker:
                         if not dump.has_history(key.rank, key.graph):
                             outcomes.append(
                                 CheckOutcome(
-                                    key, wp_id, error_result(watch.request, ERROR_NO_HISTORY)
+                                    key, wp_id, error_result(watch.request, ErrorCode.NO_HISTORY)
                                 )
                             )
                             continue

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.graph import Graph, NodeKind
 from tuidebug.core.session import (
     Capabilities,
@@ -43,7 +44,6 @@ from tuidebug.core.session import (
 )
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import (
-    ERROR_NO_PREV,
     Watchpoint,
     WatchpointError,
     WatchpointHit,
@@ -504,4 +504,4 @@ class OfflineSession(DebugSession):
 
 def _only_no_previous(hit: WatchpointHit) -> bool:
     """An error hit whose only error is "the previous step value cannot be found"."""
-    return hit.error_code == ERROR_NO_PREV
+    return hit.error_code == ErrorCode.NO_PREV

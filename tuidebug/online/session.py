@@ -49,6 +49,7 @@ import numpy as np
 
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
+from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.graph import Graph, Node, NodeKind
 from tuidebug.core.session import (
     Capabilities,
@@ -85,7 +86,6 @@ HEARTBEAT_MISSES = 3
 MAX_SETCMD_BYTES = 3 * 1024 * 1024 + 512 * 1024
 
 _OK = pb.EventReply.OK
-_ERROR_NO_PREV = 4  # core.watchpoints.ERROR_NO_PREV, without importing the condition engine
 _FAILED = pb.EventReply.FAILED
 
 
@@ -409,7 +409,7 @@ class OnlineSession(DebugSession):
         targets: Sequence[str] = (),
         graph_name: str | None = None,
     ) -> Watchpoint:
-        from tuidebug.core.conditions import get_condition
+        from tuidebug.core.condition_catalogue import get_condition
         from tuidebug.core.watchpoints import Watchpoint, resolve_targets, validate_params
 
         spec = get_condition(condition)
@@ -1098,7 +1098,7 @@ class OnlineSession(DebugSession):
             # say the training has no earlier step to compare with yet, so stopping there
             # would halt every continue at its first step (same policy as offline). They
             # are still published with their step.
-            if not hits or not all(h.error_code == _ERROR_NO_PREV for h in hits):
+            if not hits or not all(h.error_code == ErrorCode.NO_PREV for h in hits):
                 self._remaining = 0
                 self._target_node = ""
                 if self._meta.state is SessionState.RUNNING:
@@ -1109,7 +1109,7 @@ class OnlineSession(DebugSession):
             self._cond.notify_all()
 
     def _convert_hits(self, received: list[pb.WatchpointHit]) -> list[WatchpointHit]:
-        from tuidebug.core.conditions import ParamResult
+        from tuidebug.core.condition_catalogue import ParamResult
         from tuidebug.core.watchpoints import WatchpointHit
 
         out: list[WatchpointHit] = []

@@ -63,7 +63,7 @@ from tuidebug.client.protocol import (
     ProtocolClient,
     RunCommand,
 )
-from tuidebug.core.conditions import CheckRequest, CheckResult
+from tuidebug.core.condition_catalogue import CheckRequest, CheckResult
 from tuidebug.offline.checker import CHANGE_CONDITIONS
 from tuidebug.torch.dump import DumpSink, StepSelection
 from tuidebug.torch.graph import (

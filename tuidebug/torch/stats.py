@@ -1,6 +1,6 @@
 """Watchpoint checks on torch tensors, with MindSpore's math (spec §3.5).
 
-CPU tensors are checked by the shared engine itself (`core.conditions.evaluate`) on a
+CPU tensors are checked by the shared engine itself (`core.scan_engine.evaluate`) on a
 zero-copy numpy view, so the result is exactly what an offline check of the same values
 gives. Tensors on other devices (CUDA…) are not copied to the host: the statistics the
 requests need are computed with torch on the tensor's own device, in float64 and in chunks,
@@ -16,8 +16,14 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from tuidebug.core import conditions as _cond
-from tuidebug.core.conditions import CheckRequest, CheckResult, evaluate
+from tuidebug.core import scan_engine as _cond
+from tuidebug.core.condition_catalogue import (
+    UPDATE_RATIO_EPSILON,
+    CheckRequest,
+    CheckResult,
+    untouched_params,
+)
+from tuidebug.core.scan_engine import evaluate
 from tuidebug.torch.graph import numpy_dtype_of
 
 __all__ = ["CHUNK_ELEMENTS", "evaluate_tensor", "evaluate_with_torch", "to_numpy"]
@@ -53,7 +59,7 @@ def evaluate_tensor(
     if tensor.device.type == "cpu" and (previous is None or previous.device.type == "cpu"):
         values = to_numpy(tensor)
         if values is None:
-            return [CheckResult(False, 0, _cond._untouched(r)) for r in requests]
+            return [CheckResult(False, 0, untouched_params(r)) for r in requests]
         prev = to_numpy(previous) if previous is not None else None
         if previous is not None and prev is None:
             prev = np.full(1, np.nan)  # unreadable previous: as the engine treats it
@@ -68,12 +74,12 @@ def evaluate_with_torch(
     *,
     chunk_elements: int = CHUNK_ELEMENTS,
 ) -> list[CheckResult]:
-    """The torch twin of `core.conditions.evaluate` (works on any device, CPU included,
+    """The torch twin of `core.scan_engine.evaluate` (works on any device, CPU included,
     which is how it is tested against the numpy engine)."""
     x = tensor.detach()
     n = x.numel()
     if n == 0 or numpy_dtype_of(x.dtype) is None:
-        return [CheckResult(False, 0, _cond._untouched(r)) for r in requests]
+        return [CheckResult(False, 0, untouched_params(r)) for r in requests]
     prev = previous.detach() if previous is not None else None
     if prev is not None and numpy_dtype_of(prev.dtype) is None:
         prev = torch.full((1,), math.nan, dtype=torch.float64, device=x.device)
@@ -171,6 +177,6 @@ def _gather(
     for key, cnt in zip(plan.ranges, in_range, strict=True):
         st.range_percentage[key] = 100.0 * cnt / n
     if plan.ratio and prev is not None:
-        st.ratio = (s_diff / n) / (s_prev / n + _cond.UPDATE_RATIO_EPSILON)
+        st.ratio = (s_diff / n) / (s_prev / n + UPDATE_RATIO_EPSILON)
     st.all_close = closes
     return st

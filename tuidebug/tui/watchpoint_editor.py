@@ -23,7 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from tuidebug.core.conditions import (
+from tuidebug.core.condition_catalogue import (
     ConditionSpec,
     ParamSpec,
     WatchpointError,

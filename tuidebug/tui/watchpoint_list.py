@@ -16,7 +16,7 @@ from textual import on
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
-from tuidebug.core.conditions import WatchpointError
+from tuidebug.core.condition_catalogue import WatchpointError
 from tuidebug.core.graph import Category, Graph, Node
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit, resolve_targets
 from tuidebug.tui.labels import number, shown

@@ -1,14 +1,12 @@
-"""Watchpoint conditions: MindInsight's catalogue (spec §3.1) and MindSpore's check math (§3.5).
+"""The watchpoint check engine: MindSpore's check math (spec §3.5) over one tensor.
 
-Two halves live here:
-
-* The catalogue — `CONDITIONS`, 17 `ConditionSpec`s with their `ParamSpec`s, exactly as
-  MindInsight r2.3 declares them (ids, abbreviations, wire numbers, parameter order, ranges).
-* The engine — `evaluate(tensor, requests, previous)`, which checks any number of wire-level
-  `CheckRequest`s (condition number + full parameter list, as a SetCMD carries them) against
-  one tensor in a single pass, reproducing `tensor_summary.cc`: the same statistics over the
-  float64 conversion of every element, inclusive range bounds, error bits 1/2/4, parameters
-  evaluated only without error bits, a NaN statistic leaving its parameter untouched.
+`evaluate(tensor, requests, previous)` checks any number of wire-level `CheckRequest`s
+(condition number + full parameter list, as a SetCMD carries them; see
+`core.condition_catalogue`, which holds the conditions themselves) against one tensor in a
+single pass, reproducing `tensor_summary.cc`: the same statistics over the float64
+conversion of every element, inclusive range bounds, error bits 1/2/4 (`ErrorCode`),
+parameters evaluated only without error bits, a NaN statistic leaving its parameter
+untouched.
 
 The pass runs over cache-sized blocks of the flattened tensor (C order), so its extra memory
 is a few small float64 buffers whatever the tensor size (a memory-mapped `.npy` is read once,
@@ -47,14 +45,29 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from enum import IntEnum
 from functools import lru_cache, partial
-from typing import Literal
 
 import numpy as np
 
 from tuidebug.core import kernels
-from tuidebug.core.graph import Category
+from tuidebug.core.condition_catalogue import (
+    CHANGE_CONDITIONS,
+    CLEARS_ERRORS,
+    COMPARISONS,
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    LEGACY_GT,
+    LEGACY_LT,
+    LEGACY_STAT,
+    UPDATE_RATIO_EPSILON,
+    CheckRequest,
+    CheckResult,
+    ConditionType,
+    Param,
+    ParamResult,
+    untouched_params,
+)
+from tuidebug.core.error_codes import ErrorCode
 
 try:  # ml_dtypes is a declared dependency; the guard only keeps core importable without it
     import ml_dtypes
@@ -64,420 +77,9 @@ except ImportError:  # pragma: no cover
     _BFLOAT16 = None
 
 
-class WatchpointError(ValueError):
-    """A watchpoint the user asked for cannot be built; the message is one sentence."""
-
-
-class UnknownConditionError(WatchpointError):
-    """A condition id or abbreviation that is not in the catalogue."""
-
-
-# --------------------------------------------------------------------------- wire numbers
-class ConditionType(IntEnum):
-    """MindSpore's `DebugServices::CONDITION_TYPE` (spec §3.4): the wire condition number."""
-
-    HAS_NAN = 0
-    HAS_INF = 1
-    IS_OVERFLOW = 2
-    MAX_GT = 3
-    MAX_LT = 4
-    MIN_GT = 5
-    MIN_LT = 6
-    MAX_MIN_GT = 7
-    MAX_MIN_LT = 8
-    MEAN_GT = 9
-    MEAN_LT = 10
-    SD_GT = 11
-    SD_LT = 12
-    GENERAL_OVERFLOW = 13
-    INIT = 14
-    TOO_LARGE = 15
-    TOO_SMALL = 16
-    ALL_ZERO = 17
-    CHANGE_TOO_LARGE = 18
-    CHANGE_TOO_SMALL = 19
-    NOT_CHANGED = 20
-    RANGE = 21
-
-
 _CT = ConditionType
-# legacy single-`param` conditions: which statistic they read and which way they compare
-_LEGACY_STAT: dict[int, str] = {
-    _CT.MAX_GT: "max",
-    _CT.MAX_LT: "max",
-    _CT.MIN_GT: "min",
-    _CT.MIN_LT: "min",
-    _CT.MAX_MIN_GT: "max_min",
-    _CT.MAX_MIN_LT: "max_min",
-    _CT.MEAN_GT: "mean",
-    _CT.MEAN_LT: "mean",
-    _CT.SD_GT: "sd",
-    _CT.SD_LT: "sd",
-}
-_LEGACY_GT = frozenset({_CT.MAX_GT, _CT.MIN_GT, _CT.MAX_MIN_GT, _CT.MEAN_GT, _CT.SD_GT})
-_LEGACY_LT = frozenset({_CT.MAX_LT, _CT.MIN_LT, _CT.MAX_MIN_LT, _CT.MEAN_LT, _CT.SD_LT})
-# the conditions that compare with the previous iteration
-CHANGE_CONDITIONS = frozenset({_CT.CHANGE_TOO_LARGE, _CT.CHANGE_TOO_SMALL, _CT.NOT_CHANGED})
-# these clear the NaN/Inf error bits, so their parameters are evaluated even on such tensors
-_CLEARS_ERRORS = frozenset({_CT.HAS_NAN, _CT.HAS_INF, _CT.GENERAL_OVERFLOW})
-
-# MindSpore's update ratio uses this constant, not the `epsilon` parameter (spec §3.5)
-UPDATE_RATIO_EPSILON = 1e-9
-DEFAULT_RTOL = 1e-5
-DEFAULT_ATOL = 1e-8
-
-
-# ------------------------------------------------------------------------------ catalogue
-def _fmt_bound(value: float) -> str:
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:g}"
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One parameter of a condition, with MindInsight's definition (spec §3.1)."""
-
-    name: str
-    default: float | None
-    lo: float | None
-    hi: float | None
-    lo_inclusive: bool
-    hi_inclusive: bool
-    support_disable: bool
-    visible: bool
-    kind: Literal["check", "support"]
-    requires: tuple[str, ...]
-    needs_prev: bool
-    is_bool: bool = False
-
-    @property
-    def statistic(self) -> str:
-        """The statistic the engine compares: the name before the last `_`."""
-        return self.name.rsplit("_", 1)[0] if "_" in self.name else ""
-
-    @property
-    def comparison(self) -> str:
-        """`gt`, `lt`, `ge` or `le` (the name suffix), or "" for tolerances and bounds."""
-        suffix = self.name.rsplit("_", 1)[-1]
-        return suffix if suffix in _COMPARE else ""
-
-    @property
-    def range_text(self) -> str:
-        """The allowed values in words, e.g. `0 <= value <= 100`."""
-        if self.is_bool:
-            return "true or false"
-        if self.lo is None and self.hi is None:
-            return "any number"
-        parts = []
-        if self.lo is not None:
-            parts.append(f"{_fmt_bound(self.lo)} {'<=' if self.lo_inclusive else '<'} ")
-        parts.append("value")
-        if self.hi is not None:
-            parts.append(f" {'<=' if self.hi_inclusive else '<'} {_fmt_bound(self.hi)}")
-        return "".join(parts)
-
-    def check(self, value: float) -> str | None:
-        """None when `value` is allowed, else one sentence naming the parameter and its range."""
-        if self.is_bool:
-            if value in (0.0, 1.0):
-                return None
-            return f"Parameter {self.name} must be true or false, got {value!r}."
-        ok = not math.isnan(value)
-        if ok and self.lo is not None:
-            ok = value >= self.lo if self.lo_inclusive else value > self.lo
-        if ok and self.hi is not None:
-            ok = value <= self.hi if self.hi_inclusive else value < self.hi
-        if ok:
-            return None
-        return f"Parameter {self.name} must satisfy {self.range_text}, got {value!r}."
-
-
-@dataclass(frozen=True, repr=False)
-class ConditionSpec:
-    """One watchpoint condition of MindInsight's catalogue (spec §3.1)."""
-
-    id: str
-    abbr: str
-    name: str
-    target: Category
-    proto: int
-    params: tuple[ParamSpec, ...]
-    ascend_only: bool = False
-
-    @property
-    def needs_prev(self) -> bool:
-        """True for the change conditions, which compare with the previous step's value."""
-        return any(p.needs_prev for p in self.params)
-
-    @property
-    def visible_params(self) -> tuple[ParamSpec, ...]:
-        """The parameters a user sets (hidden ones are sent automatically)."""
-        return tuple(p for p in self.params if p.visible)
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.params)
-
-    def param(self, name: str) -> ParamSpec:
-        for p in self.params:
-            if p.name == name:
-                return p
-        if not self.params:
-            raise WatchpointError(f"{self.abbr} ({self.id}) takes no parameters.")
-        valid = ", ".join(self.param_names)
-        raise WatchpointError(
-            f"Unknown parameter {name!r} for {self.abbr} ({self.id}); valid parameters: {valid}."
-        )
-
-    def __str__(self) -> str:
-        return f"{self.abbr} ({self.id})"
-
-    def __repr__(self) -> str:
-        return f"ConditionSpec({self.abbr})"
-
-
 _INF = math.inf
 
-
-def _check(
-    name: str,
-    default: float | None = None,
-    lo: float | None = -_INF,
-    hi: float | None = _INF,
-    lo_inclusive: bool = False,
-    hi_inclusive: bool = False,
-    *,
-    requires: tuple[str, ...] = (),
-    needs_prev: bool = False,
-) -> ParamSpec:
-    return ParamSpec(
-        name, default, lo, hi, lo_inclusive, hi_inclusive, True, True, "check", requires, needs_prev
-    )
-
-
-def _hidden(name: str, default: float, *, needs_prev: bool, is_bool: bool = False) -> ParamSpec:
-    """atol, equal_nan, epsilon: not disableable, not shown, always sent with their default."""
-    return ParamSpec(
-        name, default, None, None, True, True, False, False, "check", (), needs_prev, is_bool
-    )
-
-
-def _support(name: str) -> ParamSpec:
-    return ParamSpec(name, None, -_INF, _INF, False, False, True, True, "support", (), False)
-
-
-_BOUNDS = ("range_start_inclusive", "range_end_inclusive")
-P_ZERO_PERCENTAGE_GE = _check("zero_percentage_ge", 100.0, 0.0, 100.0, True, True)
-P_MAX_GT = _check("max_gt")
-P_MAX_LT = _check("max_lt")
-P_MIN_GT = _check("min_gt")
-P_MIN_LT = _check("min_lt")
-P_MEAN_GT = _check("mean_gt")
-P_MEAN_LT = _check("mean_lt")
-P_ABS_MEAN_GT = _check("abs_mean_gt", None, 0.0, _INF, True)
-P_ABS_MEAN_LT = _check("abs_mean_lt", None, 0.0, _INF, True)
-P_RTOL = _check("rtol", DEFAULT_RTOL, 0.0, _INF, True, needs_prev=True)
-P_ATOL = _hidden("atol", DEFAULT_ATOL, needs_prev=True)
-P_EQUAL_NAN = _hidden("equal_nan", 0.0, needs_prev=False, is_bool=True)
-P_RATIO_GT = _check("abs_mean_update_ratio_gt", 1e-1, 0.0, _INF, True, needs_prev=True)
-P_RATIO_LT = _check("abs_mean_update_ratio_lt", 1e-4, 0.0, _INF, True, needs_prev=True)
-P_EPSILON = _hidden("epsilon", UPDATE_RATIO_EPSILON, needs_prev=False)
-P_RANGE_START = _support("range_start_inclusive")
-P_RANGE_END = _support("range_end_inclusive")
-P_RANGE_PERCENTAGE_LT = _check(
-    "range_percentage_lt", None, 0.0, 100.0, True, True, requires=_BOUNDS
-)
-P_RANGE_PERCENTAGE_GT = _check(
-    "range_percentage_gt", None, 0.0, 100.0, True, True, requires=_BOUNDS
-)
-P_MAX_MIN_LT = _check("max_min_lt", None, 0.0, _INF, False)
-P_MAX_MIN_GT = _check("max_min_gt", None, 0.0, _INF, True)
-
-_TOO_LARGE = (P_ABS_MEAN_GT, P_MAX_GT, P_MIN_GT, P_MEAN_GT)
-_TOO_SMALL = (P_ABS_MEAN_LT, P_MAX_LT, P_MIN_LT, P_MEAN_LT)
-_RANGE = (
-    P_RANGE_START,
-    P_RANGE_END,
-    P_RANGE_PERCENTAGE_LT,
-    P_RANGE_PERCENTAGE_GT,
-    P_MAX_MIN_LT,
-    P_MAX_MIN_GT,
-)
-_W, _G, _A, _T = Category.WEIGHT, Category.GRADIENT, Category.ACTIVATION, Category.TENSOR
-
-_CATALOGUE = (
-    ConditionSpec(
-        "weight_initialization",
-        "WI",
-        "Initial weight value",
-        _W,
-        _CT.INIT,
-        (P_ZERO_PERCENTAGE_GE, P_MAX_GT, P_MIN_LT),
-    ),
-    ConditionSpec("weight_overflow", "WO", "Weight overflow", _W, _CT.GENERAL_OVERFLOW, ()),
-    ConditionSpec(
-        "weight_too_large", "WL", "Weight above threshold", _W, _CT.TOO_LARGE, _TOO_LARGE
-    ),
-    ConditionSpec(
-        "weight_too_small", "WS", "Weight below threshold", _W, _CT.TOO_SMALL, _TOO_SMALL
-    ),
-    ConditionSpec(
-        "gradient_vanishing", "GV", "Gradient disappearance", _G, _CT.TOO_SMALL, _TOO_SMALL
-    ),
-    ConditionSpec(
-        "gradient_too_large", "GL", "Gradient above threshold", _G, _CT.TOO_LARGE, _TOO_LARGE
-    ),
-    ConditionSpec("gradient_exploding", "GE", "Gradient explosion", _G, _CT.GENERAL_OVERFLOW, ()),
-    ConditionSpec("tensor_overflow", "TO", "Tensor overflow", _T, _CT.GENERAL_OVERFLOW, ()),
-    ConditionSpec(
-        "operator_overflow",
-        "OO",
-        "Operator overflow (Ascend only)",
-        _T,
-        _CT.IS_OVERFLOW,
-        (),
-        ascend_only=True,
-    ),
-    ConditionSpec(
-        "tensor_too_large", "TL", "Tensor above threshold", _T, _CT.TOO_LARGE, _TOO_LARGE
-    ),
-    ConditionSpec(
-        "tensor_too_small", "TS", "Tensor below threshold", _T, _CT.TOO_SMALL, _TOO_SMALL
-    ),
-    ConditionSpec(
-        "tensor_all_zero",
-        "TZ",
-        "Whether tensor values are all 0",
-        _T,
-        _CT.ALL_ZERO,
-        (P_ZERO_PERCENTAGE_GE,),
-    ),
-    ConditionSpec(
-        "weight_not_changed",
-        "WNC",
-        "Unchanged weight",
-        _W,
-        _CT.NOT_CHANGED,
-        (P_RTOL, P_ATOL, P_EQUAL_NAN),
-    ),
-    ConditionSpec(
-        "weight_change_too_large",
-        "WCL",
-        "Weight change above threshold",
-        _W,
-        _CT.CHANGE_TOO_LARGE,
-        (P_RATIO_GT, P_EPSILON),
-    ),
-    ConditionSpec(
-        "weight_change_too_small",
-        "WCS",
-        "Weight change below threshold",
-        _W,
-        _CT.CHANGE_TOO_SMALL,
-        (P_RATIO_LT, P_EPSILON),
-    ),
-    ConditionSpec("activation_range", "AR", "Activation value range", _A, _CT.RANGE, _RANGE),
-    ConditionSpec("tensor_range", "TR", "Tensor value range", _T, _CT.RANGE, _RANGE),
-)
-
-CONDITIONS: dict[str, ConditionSpec] = {c.id: c for c in _CATALOGUE}
-_BY_KEY: dict[str, ConditionSpec] = {
-    **{c.id.lower(): c for c in _CATALOGUE},
-    **{c.abbr.lower(): c for c in _CATALOGUE},
-}
-
-
-def get_condition(key: str | ConditionSpec) -> ConditionSpec:
-    """The condition called `key`: its id (`tensor_too_large`) or abbreviation (`TL`), any case."""
-    if isinstance(key, ConditionSpec):
-        return key
-    found = _BY_KEY.get(str(key).strip().lower())
-    if found is None:
-        abbrs = ", ".join(c.abbr for c in _CATALOGUE)
-        raise UnknownConditionError(f"Unknown condition {key!r}; use one of {abbrs}.")
-    return found
-
-
-# the REST listing's collection order (spec §3.1, last paragraph)
-_TARGET_ORDER = (Category.TENSOR, Category.WEIGHT, Category.ACTIVATION, Category.GRADIENT)
-
-
-def condition_available(cond: ConditionSpec, backend: str | None, step: int | None) -> bool:
-    """MindInsight's availability rules (spec §3.1): weight_initialization only at step 0,
-    operator_overflow only on Ascend. None = that rule is not applied."""
-    if step is not None and cond.proto == _CT.INIT and step != 0:
-        return False
-    return not (
-        backend is not None
-        and cond.ascend_only
-        and not backend.strip().lower().startswith("ascend")
-    )
-
-
-def conditions_by_target(
-    backend: str | None = None, step: int | None = None
-) -> dict[Category, list[ConditionSpec]]:
-    """Conditions grouped for a picker: tensor, weight, activation, gradient; each by id.
-    With `backend` / `step`, only the conditions available there."""
-    return {
-        target: sorted(
-            (c for c in _CATALOGUE if c.target is target and condition_available(c, backend, step)),
-            key=lambda c: c.id,
-        )
-        for target in _TARGET_ORDER
-    }
-
-
-# ------------------------------------------------------------------------- wire-level types
-@dataclass(frozen=True)
-class Param:
-    """A condition parameter as it travels in a SetCMD (`WatchCondition.Parameter`)."""
-
-    name: str
-    value: float = 0.0
-    disabled: bool = True
-
-
-@dataclass(frozen=True)
-class ParamResult:
-    """A parameter after the check. `actual` None = the engine left it untouched (disabled,
-    not evaluated because of an error bit, or its statistic is NaN / not applicable); on the
-    wire that is `actual_value = 0`."""
-
-    name: str
-    value: float
-    disabled: bool
-    hit: bool = False
-    actual: float | None = None
-
-
-@dataclass(frozen=True)
-class CheckRequest:
-    """One watchpoint to check: wire condition number and its full parameter list, in order."""
-
-    condition: int
-    params: tuple[Param, ...] = ()
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    hit: bool
-    error_code: int
-    params: tuple[ParamResult, ...] = ()
-
-    @property
-    def reported(self) -> bool:
-        """MindSpore sends a hit for a tensor when it hit or produced an error code."""
-        return self.hit or self.error_code != 0
-
-
-_COMPARE = {
-    "gt": lambda a, b: a > b,
-    "lt": lambda a, b: a < b,
-    "ge": lambda a, b: a >= b,
-    "le": lambda a, b: a <= b,
-}
 
 # ------------------------------------------------------------------------------ the engine
 # Three layers: a *plan* says which statistics the requests read (cached per request tuple);
@@ -509,10 +111,6 @@ THREADS = min(2, _cores())
 # Tensors of at least KERNEL_MIN_ELEMENTS get the float64 stage from the compiled kernel
 # (`kernels.py`) when numba is there; smaller ones do not earn back loading it.
 KERNEL_MIN_ELEMENTS = 1 << 18
-
-ERROR_NAN_BIT = 1
-ERROR_INF_BIT = 2
-ERROR_NO_PREV_BIT = 4
 
 _F64 = np.dtype(np.float64)
 _MAX = np.maximum.reduce
@@ -564,7 +162,7 @@ def _enabled_stats(req: CheckRequest) -> set[str]:
         if p.disabled:
             continue
         if p.name == "param":
-            names.add(_LEGACY_STAT.get(req.condition, ""))
+            names.add(LEGACY_STAT.get(req.condition, ""))
         elif "_" in p.name:
             names.add(p.name.rsplit("_", 1)[0])
     return names
@@ -640,7 +238,7 @@ def _make_plan(requests: Sequence[CheckRequest], has_prev: bool) -> _Plan:
             key = _close_key(req)
             if key not in closes:
                 closes.append(key)
-        if cond in _CLEARS_ERRORS and stats:
+        if cond in CLEARS_ERRORS and stats:
             through_errors = True
     return _Plan(
         extrema, zeros, mean, sd, abs_sum, tuple(ranges), ratio, tuple(closes), through_errors
@@ -712,7 +310,7 @@ def _native_bounds(
             lo32 = np.nextafter(lo32, np.float32(_INF))
         if float(hi32) > hi:
             hi32 = np.nextafter(hi32, np.float32(-_INF))
-        return lo32, hi32, lo32 > hi32
+        return lo32, hi32, bool(lo32 > hi32)
     # integers up to 32 bits (bool arrives as uint8): float64 holds them exactly
     info = np.iinfo(dtype)
     lo_i = math.ceil(lo) if math.isfinite(lo) else (info.min if lo < 0 else info.max + 1)
@@ -984,7 +582,8 @@ class _Scan:
             self.n >= KERNEL_MIN_ELEMENTS
             and (plan.needs_params or self.is_float)  # else there is nothing to scan for
             and self.dtype in kernels.KERNEL_DTYPES
-            and (self.prev is None or prev.dtype == x.dtype)  # else p converts on its own
+            # else p converts on its own (self.prev is set only when prev is)
+            and (self.prev is None or (prev is not None and prev.dtype == x.dtype))
         ):
             self.kernel = kernels.load()
         # "x == p everywhere" settles every tolerance test only when no tolerance is negative
@@ -1310,7 +909,11 @@ class _Scan:
         flags = sc.get_flags(1, rows.shape[1])[0]
         for j, s in enumerate(range(0, stop - start, sub)):
             e = min(s + sub, stop - start)
-            smin, smax = (mins[j], maxs[j]) if mins is not None else (math.nan, math.nan)
+            smin, smax = (
+                (mins[j], maxs[j])
+                if mins is not None and maxs is not None
+                else (math.nan, math.nan)
+            )
             one_signed = smin >= 0 or smax <= 0  # type: ignore[operator]
             abs_x = plan.abs_sum and not one_signed  # Σ|x| needs its own pass
             xs = xv[s:e]
@@ -1363,7 +966,7 @@ class _Scan:
                 self._moments(part, start, x64, s1, d64)
             need_sx = False
         ratio = use_prev and plan.ratio
-        if use_prev:
+        if use_prev and pn is not None:  # (use_prev implies pn)
             np.copyto(p64, pn, casting="unsafe")
             np.subtract(x64, p64, out=d64)
             tail = rows if abs_x else rows[1:]
@@ -1507,13 +1110,13 @@ def _param_rule(condition: int, name: str) -> tuple[str, Callable[[float, float]
     comparison its suffix (or the legacy condition) selects. Cached: parsing names per
     tensor is a large part of checking a small one."""
     if name == "param":
-        stat = _LEGACY_STAT.get(condition, "")
+        stat = LEGACY_STAT.get(condition, "")
     elif "_" in name:
         stat = name.rsplit("_", 1)[0]
     else:
         stat = ""
-    inequality = "gt" if condition in _LEGACY_GT else "lt" if condition in _LEGACY_LT else ""
-    return stat, _COMPARE.get(inequality or name.rsplit("_", 1)[-1])
+    inequality = "gt" if condition in LEGACY_GT else "lt" if condition in LEGACY_LT else ""
+    return stat, COMPARISONS.get(inequality or name.rsplit("_", 1)[-1])
 
 
 def _statistic(stat: str, req: CheckRequest, st: _Stats, has_prev: bool) -> float:
@@ -1540,11 +1143,6 @@ def _statistic(stat: str, req: CheckRequest, st: _Stats, has_prev: bool) -> floa
     return math.nan
 
 
-def untouched_params(req: CheckRequest) -> tuple[ParamResult, ...]:
-    """The request's parameters echoed, none evaluated (for results decided without data)."""
-    return tuple(ParamResult(p.name, p.value, p.disabled) for p in req.params)
-
-
 def _decide(req: CheckRequest, st: _Stats, prev: np.ndarray | None) -> CheckResult:
     """MindSpore's `IsWatchpointHit` (spec §3.5, decision procedure)."""
     cond = req.condition
@@ -1552,7 +1150,7 @@ def _decide(req: CheckRequest, st: _Stats, prev: np.ndarray | None) -> CheckResu
         # decided from Ascend's overflow records by the caller, never from values; MindSpore
         # does not run the tensor summary for it, so there are no error bits either
         return CheckResult(False, 0, untouched_params(req))
-    error = (ERROR_NAN_BIT if st.has_nan else 0) | (ERROR_INF_BIT if st.has_inf else 0)
+    error = (ErrorCode.NAN if st.has_nan else 0) | (ErrorCode.INF if st.has_inf else 0)
     hit = False
     if cond == _CT.HAS_NAN:
         error, hit = 0, st.has_nan
@@ -1564,9 +1162,9 @@ def _decide(req: CheckRequest, st: _Stats, prev: np.ndarray | None) -> CheckResu
         # a previous tensor of another size reads as NaN, which is never "close"
         hit = prev.size == st.n and st.all_close.get(_close_key(req), False)
     elif cond in CHANGE_CONDITIONS and prev is None:
-        error |= ERROR_NO_PREV_BIT
+        error |= ErrorCode.NO_PREV
     if error:
-        return CheckResult(hit, error, untouched_params(req))
+        return CheckResult(hit, int(error), untouched_params(req))  # a plain int, as on the wire
     results = []
     for p in req.params:
         if p.disabled:
@@ -1616,7 +1214,7 @@ def evaluate(
             previous = np.full(1, np.nan)  # unreadable: behaves like a mismatched size
     has_prev = previous is not None
     plan = _plan(requests, has_prev)
-    prev_for_stats = previous if has_prev and previous.size == tensor.size else None
+    prev_for_stats = previous if previous is not None and previous.size == tensor.size else None
     scan = _Scan(tensor, prev_for_stats, plan, chunk_elements or CHUNK_ELEMENTS)
     # NaN/Inf statistics are read only by requests that clear the error bits, and then they
     # are meant to be plain IEEE results (inf − inf = NaN): no warnings for them

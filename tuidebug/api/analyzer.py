@@ -1,0 +1,545 @@
+"""`DumpAnalyzer` (spec §6.1, §6.5): a dump folder's ranks, nodes, tensors, statistics and
+watchpoint checks, over `offline/` and `core/`."""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tuidebug.api.conditions import HitDetail, HitParameter
+from tuidebug.api.errors import (
+    DebuggerParamTypeError,
+    DebuggerParamValueError,
+    int_list,
+    is_int,
+    type_name,
+    validate_bool,
+    validate_number,
+    validate_slots,
+    validate_str,
+)
+from tuidebug.api.nodes import DebuggerTensor, Node, Source, source_of
+from tuidebug.api.watchpoints import Watchpoint, WatchpointHit
+
+if TYPE_CHECKING:
+    from tuidebug.core.graph import StackFrame
+
+
+_MEM_LIMIT_MIN_MB = 2048
+_MEM_LIMIT_MAX_MB = 2147483647
+_log = logging.getLogger("tuidebug.api")  # the package's name, as before the split
+
+
+def _warn(problem: str) -> None:
+    """A dump problem as a log warning. With no logging set up Python prints it on stderr,
+    often a terminal: escaped (core.text.printable) like every untrusted string shown
+    there; `DumpAnalyzer.problems` keeps the exact text."""
+    from tuidebug.core.text import printable
+
+    _log.warning("%s", printable(problem))
+
+
+class DumpAnalyzer:
+    """Analyzer of a MindSpore dump folder (spec §6.1).
+
+    `mem_limit` is in MB (None = no limit; else an int in [2048, 2147483647]): a tensor larger
+    than it is not read by `check_watchpoints`, which reports error code 8 for it. Problems
+    that leave part of the dump unusable are logged and listed in `problems`.
+    """
+
+    def __init__(self, dump_dir: str | os.PathLike[str], mem_limit: int | None = None) -> None:
+        from tuidebug.offline.dump import DumpError, OfflineDump
+
+        if mem_limit is not None and not is_int(mem_limit):
+            raise DebuggerParamTypeError(
+                f"The type of mem_limit should be int or None, but got {type_name(mem_limit)}."
+            )
+        limit = 0 if mem_limit is None else int(mem_limit)
+        if (limit and limit < _MEM_LIMIT_MIN_MB) or limit > _MEM_LIMIT_MAX_MB:
+            raise DebuggerParamValueError(
+                f"If mem_limit is not None, it should be set in [{_MEM_LIMIT_MIN_MB}, "
+                f"{_MEM_LIMIT_MAX_MB}]."
+            )
+        if not isinstance(dump_dir, (str, os.PathLike)):
+            raise DebuggerParamTypeError(
+                f"The type of dump_dir should be str, but got {type_name(dump_dir)}."
+            )
+        try:
+            self._dump = OfflineDump(dump_dir, mem_limit=limit * (1 << 20) if limit else None)
+        except DumpError as err:
+            raise DebuggerParamValueError(str(err)) from None
+        self._dump_dir = str(self._dump.root)
+        self._lock = threading.Lock()
+        # one `Source` per distinct core frame: thousands of nodes share their frames
+        self._frames: dict[StackFrame, Source] = {}
+        # rank → {(graph name, node name): Node}; built eagerly like MindInsight's parser
+        self._nodes: dict[int, dict[tuple[str, str], Node]] = {}
+        self._by_api_name: dict[int, dict[tuple[str, str], Node]] = {}
+        for rank in self._dump.ranks:
+            nodes: dict[tuple[str, str], Node] = {}
+            for graph in self._dump.graphs(rank).values():
+                for node in graph:
+                    nodes[(graph.name, node.name)] = Node(self, rank, graph, node)
+            self._nodes[rank] = nodes
+            self._by_api_name[rank] = {(n.graph_name, n.name): n for n in nodes.values()}
+        if not any(self._nodes.values()):
+            # every selection would be empty and every check silently hit-free
+            problems = self._dump.problems
+            reason = f"; first problem: {problems[0].rstrip('.')}" if problems else ""
+            raise DebuggerParamValueError(
+                f"No rank of {dump_dir} has a readable graph, so its tensors cannot be tied "
+                f"to nodes{reason}."
+            )
+        for problem in self._dump.new_problems():
+            _warn(problem)
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def problems(self) -> list[str]:
+        """Sentences about parts of the dump that could not be used (a tuidebug addition)."""
+        return self._dump.problems
+
+    def get_ranks(self) -> list[int]:
+        """Rank ids found in the dump folder."""
+        return list(self._dump.ranks)
+
+    def get_iterations(self, ranks: int | list[int] | None = None) -> list[int]:
+        """Sorted union of the dumped iterations (`{net}/{graph id}/{iteration}` folders) of
+        every graph folder of the selected ranks."""
+        chosen = self._ranks(ranks)
+        found: set[int] = set()
+        for rank in chosen:
+            found.update(self._dump.iterations(rank))
+        return sorted(found)
+
+    def _ranks(self, ranks: object) -> list[int]:
+        return int_list(ranks, "ranks", self._dump.ranks)
+
+    # ------------------------------------------------------------------ selection
+    def select_nodes(
+        self,
+        query_string: str,
+        use_regex: bool = False,
+        select_by: str = "node_name",
+        ranks: int | list[int] | None = None,
+        case_sensitive: bool = True,
+    ) -> list[Node]:
+        """Nodes whose name (or, with `select_by="code_stack"`, any stack frame's `str()`,
+        MindInsight's `# - path:line  code` form) contains — or, with `use_regex`, matches
+        (`re.search`) — `query_string`."""
+        matches = _query(query_string, use_regex, case_sensitive)
+        by_stack = _select_by(select_by)
+        chosen = self._ranks(ranks)
+        out: list[Node] = []
+        for rank in chosen:
+            out.extend(n for n in self._nodes[rank].values() if _selected(n, matches, by_stack))
+        return out
+
+    def select_tensors(
+        self,
+        query_string: str,
+        use_regex: bool = False,
+        select_by: str = "node_name",
+        iterations: int | list[int] | None = None,
+        ranks: int | list[int] | None = None,
+        slots: list[int] | None = None,
+        case_sensitive: bool = True,
+    ) -> list[DebuggerTensor]:
+        """Output tensors of the selected nodes for each requested slot × iteration.
+        `iterations` (default: all) must be dumped iterations of the selected ranks; each
+        node keeps those dumped for its root graph, or all of them when its root graph
+        dumped no iteration folder (`Node.get_output_tensors`)."""
+        matches = _query(query_string, use_regex, case_sensitive)
+        by_stack = _select_by(select_by)
+        slots = validate_slots(slots)
+        chosen = self._ranks(ranks)
+        wanted = int_list(iterations, "iterations", self.get_iterations(chosen))
+        out: list[DebuggerTensor] = []
+        for rank in chosen:
+            for node in self._nodes[rank].values():
+                if _selected(node, matches, by_stack):
+                    out.extend(node.get_output_tensors(wanted, slots))
+        return out
+
+    # ------------------------------------------------------------------ statistics
+    def select_tensor_statistics(
+        self, iterations: int | list[int] | None = None, ranks: int | list[int] | None = None
+    ) -> dict[int, dict[int, dict[str, list[dict[str, str]]]]]:
+        """`{rank: {iteration: {"<Op Name>:<IO>:<Slot>": [statistic.csv row dict, ...]}}}`."""
+        chosen = self._ranks(ranks)
+        wanted = set(int_list(iterations, "iterations", self.get_iterations(chosen)))
+        out: dict[int, dict[int, dict[str, list[dict[str, str]]]]] = {}
+        for rank in chosen:
+            per_rank: dict[int, dict[str, list[dict[str, str]]]] = {}
+            for iteration in self._dump.iterations(rank):
+                if iteration in wanted:
+                    per_rank[iteration] = self._dump.statistics(rank, iteration)
+            out[rank] = per_rank
+        for problem in self._dump.new_problems():
+            _warn(problem)
+        return out
+
+    def summary_statistics(
+        self,
+        statistics: Mapping[int, Mapping[int, Mapping[str, Sequence[Mapping[str, Any]]]]],
+        overflow_value: float = 65500,
+        out_path: str = "./",
+    ) -> None:
+        """Aggregate statistics per tensor name over ranks and iterations into
+        `statistics_summary.csv` in `out_path`: inf_number, nan_number, out_of_range_number
+        (|min| or |max| > overflow_value), total_number, none_overflow_number, total_iterations."""
+        if not isinstance(statistics, Mapping):
+            raise DebuggerParamTypeError(
+                "The type of statistics should be the dict returned by select_tensor_statistics, "
+                f"but got {type_name(statistics)}."
+            )
+        limit = validate_number(overflow_value, "overflow_value")
+        validate_str(out_path, "out_path")
+        summary: dict[str, dict[str, Any]] = {}
+        seen_iterations: dict[str, set[tuple[int, int]]] = {}
+        for rank, per_rank in statistics.items():
+            if not isinstance(per_rank, Mapping):
+                raise DebuggerParamTypeError(
+                    f"The statistics of rank {rank} should be a dict, but got "
+                    f"{type_name(per_rank)}."
+                )
+            for iteration, per_iteration in per_rank.items():
+                if not isinstance(per_iteration, Mapping):
+                    raise DebuggerParamTypeError(
+                        f"The statistics of rank {rank} iteration {iteration} should be a dict, "
+                        f"but got {type_name(per_iteration)}."
+                    )
+                for tensor_name, rows in per_iteration.items():
+                    if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Sequence):
+                        raise DebuggerParamTypeError(
+                            f"The statistics of {tensor_name} should be a list of rows, but "
+                            f"got {type_name(rows)}."
+                        )
+                    for row in rows:
+                        _summarise_row(summary, tensor_name, row, limit)
+                    seen_iterations.setdefault(tensor_name, set()).add((rank, iteration))
+        for name, entry in summary.items():
+            entry["total_iterations"] = len(seen_iterations.get(name, ()))
+        try:
+            os.makedirs(out_path, exist_ok=True)
+            target = Path(out_path) / "statistics_summary.csv"
+            with open(target, "w", newline="", encoding="utf-8") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(_SUMMARY_COLUMNS)
+                for entry in summary.values():
+                    writer.writerow([entry[c] for c in _SUMMARY_COLUMNS])
+        except OSError as err:
+            raise DebuggerParamValueError(
+                f"Cannot write statistics_summary.csv in {out_path}: {err.strerror or err}."
+            ) from None
+
+    # ------------------------------------------------------------------ graph queries
+    def _own(self, node: object) -> Node:
+        if not isinstance(node, Node):
+            raise DebuggerParamTypeError(
+                f"The type of node should be Node, but got {type_name(node)}."
+            )
+        found = self._nodes.get(node.rank, {}).get((node.graph_name, node._node.name))
+        if found is None or found._node is not node._node:
+            raise DebuggerParamValueError(
+                f"Failed to find node {node.name} with rank {node.rank} in the dump directory."
+            )
+        return found
+
+    def _sources(self, frames: Iterable[StackFrame]) -> tuple[Source, ...]:
+        cache = self._frames
+        out = []
+        for frame in frames:
+            source = cache.get(frame)
+            if source is None:
+                source = cache[frame] = source_of(frame)
+            out.append(source)
+        return tuple(out)
+
+    def _input_nodes(self, node: Node) -> list[Node]:
+        nodes = self._nodes[node.rank]
+        return [nodes[(node.graph_name, n.name)] for n in node._graph.inputs(node._node.name)]
+
+    def _input_occurrences(self, node: Node) -> list[Node]:
+        """The producer of each input in input order, a producer once per input it feeds."""
+        nodes = self._nodes[node.rank]
+        graph_nodes = node._graph.nodes
+        return [nodes[(node.graph_name, src)] for src in node._node.inputs if src in graph_nodes]
+
+    def _output_nodes(self, node: Node) -> list[Node]:
+        nodes = self._nodes[node.rank]
+        return [nodes[(node.graph_name, n.name)] for n in node._graph.consumers(node._node.name)]
+
+    def list_affected_nodes(self, tensor: DebuggerTensor) -> list[Node]:
+        """Nodes that take the tensor's node as input (its direct consumers), each once;
+        a parameter's list includes an `Assign` to it (see `get_output_nodes`)."""
+        if not isinstance(tensor, DebuggerTensor):
+            raise DebuggerParamTypeError(
+                f"The type of tensor should be DebuggerTensor, but got {type_name(tensor)}."
+            )
+        return self._output_nodes(self._own(tensor.node))
+
+    def get_input_nodes(self, node: Node) -> list[Node]:
+        """The producers of the node's inputs, in input order, each once (MindInsight lists
+        a producer once per input it feeds). An `Assign` keeps its first input, the
+        parameter it writes, which MindInsight drops from a three-input `Assign`."""
+        return self._input_nodes(self._own(node))
+
+    def get_output_nodes(self, node: Node) -> list[Node]:
+        """The nodes that use an output of the node, each once (MindInsight lists a consumer
+        once per input it takes from the node); a parameter's consumers include an `Assign`
+        to it, which MindInsight leaves out."""
+        return self._output_nodes(self._own(node))
+
+    # ------------------------------------------------------------------ export
+    def export_graphs(self, output_dir: str | None = None) -> str:
+        """Write the graphs (every node with its type, inputs and code stack) to
+        `dump_<YYYYmmdd_HHMMSS>.csv` in `output_dir` (default: the working directory);
+        returns its path. (MindInsight writes xlsx; CSV needs no extra package.)"""
+        folder = os.getcwd() if output_dir is None else validate_str(output_dir, "output_dir")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            path = Path(folder) / f"dump_{time.strftime('%Y%m%d_%H%M%S')}.csv"
+            with open(path, "w", newline="", encoding="utf-8") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(
+                    [
+                        "rank",
+                        "graph_name",
+                        "node_name",
+                        "node_type",
+                        "op_type",
+                        "input_nodes",
+                        "stack",
+                    ]
+                )
+                for rank in self.get_ranks():
+                    for node in self._nodes[rank].values():
+                        inputs = [n.name for n in self._input_nodes(node)]
+                        stack = "\n".join(str(f) for f in node.stack)
+                        writer.writerow(
+                            [
+                                rank,
+                                node.graph_name,
+                                node.name,
+                                node._node.kind.value,
+                                node.op_type,
+                                "\n".join(inputs),
+                                stack,
+                            ]
+                        )
+        except OSError as err:
+            raise DebuggerParamValueError(
+                f"Cannot write the graph export in {folder}: {err.strerror or err}."
+            ) from None
+        return str(path)
+
+    # ------------------------------------------------------------------ checking
+    def check_watchpoints(
+        self,
+        watchpoints: Iterable[Watchpoint],
+        error_on_no_value: bool = False,
+        *,
+        workers: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[WatchpointHit]:
+        """Check the watchpoints on their tensors, every tensor read once for all of them.
+
+        Watchpoint ids are the positions in `watchpoints`. Iterations without dumped data are
+        skipped. With `error_on_no_value`, requested tensors that have no file are reported
+        with error code 32. Hits come in iteration order, then kernel execution order, then
+        watchpoint id. `workers` (default: all cores) and `progress(done, total)` are
+        tuidebug additions.
+        """
+        from tuidebug.core.condition_catalogue import CheckRequest, Param
+        from tuidebug.offline.checker import Checker, Watch, needs_previous
+
+        if isinstance(watchpoints, (str, bytes)) or not isinstance(watchpoints, Iterable):
+            raise DebuggerParamTypeError(
+                f"The type of watchpoints should be list of Watchpoint, but got "
+                f"{type_name(watchpoints)}."
+            )
+        wps = list(watchpoints)
+        for i, wp in enumerate(wps):
+            if not isinstance(wp, Watchpoint):
+                raise DebuggerParamTypeError(
+                    f"The type of watchpoints should be list of Watchpoint, but item {i} is "
+                    f"{type_name(wp)}."
+                )
+        validate_bool(error_on_no_value, "error_on_no_value")
+        if workers is not None and (
+            isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+        ):
+            raise DebuggerParamValueError("workers should be a positive int or None.")
+        dumped = set(self._dump.iterations())
+        watches: list[Watch] = []
+        tensor_of: dict[tuple[int, int, str, str, int, int], DebuggerTensor] = {}
+        for wp_id, wp in enumerate(wps):
+            cond = wp.condition
+            request = CheckRequest(
+                cond.condition_id,
+                tuple(Param(n, v, d) for n, v, d in cond._wire_params()),
+            )
+            by_iteration: dict[int, dict[tuple[int, str], list[tuple[str, int]]]] = {}
+            for tensor in wp.tensors:
+                if tensor.iteration is None or tensor.iteration not in dumped:
+                    continue
+                node = self._own(tensor.node)
+                graph_key = (node.rank, node.graph_name)
+                pairs = by_iteration.setdefault(tensor.iteration, {}).setdefault(graph_key, [])
+                pairs.append((node._node.name, tensor.slot))
+                key = (
+                    wp_id,
+                    node.rank,
+                    node.graph_name,
+                    node._node.name,
+                    tensor.slot,
+                    tensor.iteration,
+                )
+                tensor_of.setdefault(key, tensor)
+            for iteration, tensors in by_iteration.items():
+                watches.append(
+                    Watch(
+                        wp_id,
+                        request,
+                        needs_previous(cond.condition_id),
+                        tensors,
+                        frozenset({iteration}),
+                    )
+                )
+        iterations = sorted({i for w in watches for i in (w.iterations or ())})
+        with Checker(self._dump, workers=workers) as checker:
+            report = checker.check(
+                watches, iterations, error_on_no_value=error_on_no_value, progress=progress
+            )
+        for problem in report.problems:
+            _warn(problem)
+        for problem in self._dump.new_problems():
+            _warn(problem)
+        hits: list[WatchpointHit] = []
+        for outcome in report.outcomes:
+            k = outcome.key
+            tensor = tensor_of[
+                (outcome.watchpoint_id, k.rank, k.graph, k.node, k.slot, k.iteration)
+            ]
+            cond = wps[outcome.watchpoint_id].condition
+            params = [
+                HitParameter(
+                    p.name, p.value, p.disabled, p.hit, 0.0 if p.actual is None else p.actual
+                )
+                for p in outcome.result.params
+            ]
+            hits.append(
+                WatchpointHit(
+                    tensor, cond, HitDetail(params, cond), outcome.error_code, outcome.watchpoint_id
+                )
+            )
+        return hits
+
+
+# ------------------------------------------------------------------ helpers
+_SUMMARY_COLUMNS = (
+    "op_type",
+    "op_name",
+    "tensor_name",
+    "inf_number",
+    "nan_number",
+    "out_of_range_number",
+    "total_number",
+    "none_overflow_number",
+    "total_iterations",
+)
+
+
+def _cell(row: Mapping[str, Any], *names: str) -> Any:
+    """A statistic.csv cell by header name, case-insensitively (`NaN Count` was renamed
+    `Nan Count` in newer MindSpore)."""
+    lowered = {str(k).lower(): v for k, v in row.items()}
+    for name in names:
+        if name.lower() in lowered:
+            return lowered[name.lower()]
+    return None
+
+
+def _as_float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _summarise_row(
+    summary: dict[str, dict[str, Any]], tensor_name: str, row: Mapping[str, Any], limit: float
+) -> None:
+    if not isinstance(row, Mapping):
+        raise DebuggerParamTypeError(
+            f"A statistics row of {tensor_name} should be a dict, but got {type_name(row)}."
+        )
+    entry = summary.setdefault(
+        tensor_name,
+        {
+            "op_type": _cell(row, "Op Type") or "",
+            "op_name": _cell(row, "Op Name") or "",
+            "tensor_name": tensor_name,
+            "inf_number": 0,
+            "nan_number": 0,
+            "out_of_range_number": 0,
+            "total_number": 0,
+            "none_overflow_number": 0,
+            "total_iterations": 0,
+        },
+    )
+    entry["total_number"] += 1
+    infs = _as_float(_cell(row, "Positive Inf Count")) + _as_float(_cell(row, "Negative Inf Count"))
+    nans = _as_float(_cell(row, "NaN Count"))
+    lo, hi = _as_float(_cell(row, "Min Value")), _as_float(_cell(row, "Max Value"))
+    out_of_range = abs(lo) > limit or abs(hi) > limit
+    entry["inf_number"] += infs > 0
+    entry["nan_number"] += nans > 0
+    entry["out_of_range_number"] += out_of_range
+    entry["none_overflow_number"] += not (infs > 0 or nans > 0 or out_of_range)
+
+
+def _select_by(select_by: object) -> bool:
+    """True for `code_stack`, False for `node_name`."""
+    if select_by == "node_name":
+        return False
+    if select_by == "code_stack":
+        return True
+    raise DebuggerParamValueError(
+        "The param `select_by` only supports `node_name` or `code_stack`."
+    )
+
+
+def _selected(node: Node, matches: Callable[[str], bool], by_stack: bool) -> bool:
+    """By name, or by any stack frame's `str()` (MindInsight matches `str(Source)`)."""
+    if by_stack:
+        return any(matches(str(frame)) for frame in node.stack)
+    return matches(node.name)
+
+
+def _query(
+    query_string: object, use_regex: object, case_sensitive: object
+) -> Callable[[str], bool]:
+    text = validate_str(query_string, "query_string")
+    validate_bool(use_regex, "use_regex")
+    validate_bool(case_sensitive, "case_sensitive")
+    if use_regex:
+        try:
+            pattern = re.compile(text, 0 if case_sensitive else re.IGNORECASE)
+        except re.error as err:
+            raise DebuggerParamValueError(
+                f"The query_string {text!r} is not a valid regular expression: {err}."
+            ) from None
+        return lambda s: pattern.search(s) is not None
+    if case_sensitive:
+        return lambda s: text in s
+    lowered = text.lower()
+    return lambda s: lowered in s.lower()
