@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from tui_support import FakeSession, synthetic_graph
 
-from tuidebug.core.conditions import get_condition
+from tuidebug.core.condition_catalogue import get_condition
 from tuidebug.core.origins import Origin, OriginTrace, TraceCancelled
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import WatchpointHit

@@ -7,7 +7,7 @@ import json
 
 from tui_support import FakeSession, synthetic_graph
 
-from tuidebug.core.conditions import get_condition
+from tuidebug.core.condition_catalogue import get_condition
 from tuidebug.core.watchpoints import Watchpoint
 from tuidebug.tui.watch_export import (
     copied_note,
