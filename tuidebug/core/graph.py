@@ -245,7 +245,7 @@ class Graph:
 
         nodes = self.nodes
         with paused_gc():
-            g = nx.DiGraph()
+            g: nx.DiGraph[str] = nx.DiGraph()
             g.add_nodes_from(nodes)
             g.add_edges_from(
                 [(src, node.name) for node in nodes.values() for src in node.inputs if src in nodes]

@@ -11,9 +11,11 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import ml_dtypes
 import numpy as np
+from numpy.typing import DTypeLike
 
 
 @dataclass(frozen=True, order=True)
@@ -245,14 +247,15 @@ def dtype_from_descr(descr: str) -> np.dtype:
     return np.dtype(descr)
 
 
-def dtype_label(dtype: np.dtype | type | str | int) -> str:
+def dtype_label(dtype: DTypeLike | int) -> str:
     """A short lower-case name for the UI: `float32`, `bfloat16`, `bool`; a DataType number
     is decoded first (`11` → `float32`, `13` → `DT_STRING`)."""
     if isinstance(dtype, int) and not isinstance(dtype, bool):
         if dtype not in _DT_TO_NUMPY:
             return data_type_name(dtype)
-        dtype = _DT_TO_NUMPY[dtype]
-    dt = np.dtype(dtype)
+        dt = np.dtype(_DT_TO_NUMPY[dtype])
+    else:
+        dt = np.dtype(cast("DTypeLike", dtype))  # what is left once DataType numbers are out
     if dt == BFLOAT16:
         return "bfloat16"
     if dt == np.bool_:

@@ -22,6 +22,7 @@ import linecache
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 
 import numpy as np
 
@@ -50,7 +51,7 @@ def _caller_stack() -> list[StackFrame]:
     """The Python stack of the numpy line that called `Recorder.kernel`, innermost first,
     restricted to this file (the frames a MindSpore user would see for their model code)."""
     frames: list[StackFrame] = []
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename == __file__:
         line = linecache.getline(__file__, frame.f_lineno).rstrip("\n")
         frames.append(StackFrame(__file__, frame.f_lineno, line))
@@ -198,7 +199,7 @@ def softmax_cross_entropy(
     shifted = z - z.max(axis=1, keepdims=True)
     log_sum = np.log(np.exp(shifted).sum(axis=1))
     rows, label_in = np.arange(batch), ("inputs1", labels)
-    loss_value = np.float32(np.mean(log_sum - shifted[rows, labels]))
+    loss_value = np.array(np.mean(log_sum - shifted[rows, labels]), dtype=np.float32)
     loss = rec.kernel(LOSS_KERNEL, SSCE, [logits, label_in], loss_value)
     probs = np.exp(shifted - log_sum[:, None])
     probs[rows, labels] -= 1

@@ -18,7 +18,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, Literal, NamedTuple
 
 import numpy as np
 from numpy.lib import format as npy_format
@@ -238,7 +238,7 @@ def _read_data(fd: int, header: NpyHeader, path: Path | str) -> np.ndarray:
         raise _no_memory(path, header.nbytes) from None
     done = 0
     while done < header.nbytes:
-        got = os.preadv(fd, [buf[done:]], header.data_offset + done)
+        got = os.preadv(fd, [buf[done:].data], header.data_offset + done)
         if got <= 0:  # the file shrank since its size was checked
             raise TensorTruncatedError(path, f"{_name(path)} is truncated.")
         done += got
@@ -362,7 +362,7 @@ def load_npy(
             return _load_npy_numpy(Path(path), root=root, mmap=mmap, max_bytes=max_bytes)
         size = os.fstat(fd).st_size
         _validate(header, path, size, max_bytes)
-        order = "F" if header.fortran_order else "C"
+        order: Literal["C", "F"] = "F" if header.fortran_order else "C"
         if header.size == 0 or not mmap or header.nbytes <= SMALL_READ_BYTES:
             data = _read_data(fd, header, path)
             if mmap:
@@ -400,7 +400,7 @@ def _load_npy_numpy(
         with open_regular(target) as fp:
             header = _read_header(fp, path)
             _validate(header, path, os.fstat(fp.fileno()).st_size, max_bytes)
-            order = "F" if header.fortran_order else "C"
+            order: Literal["C", "F"] = "F" if header.fortran_order else "C"
             if header.size == 0 or not mmap:
                 # mmap cannot map zero bytes; small or explicit reads come from the open file
                 try:

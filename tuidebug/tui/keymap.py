@@ -26,6 +26,7 @@ import importlib
 import json
 import os
 import pkgutil
+import sys
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,13 +35,10 @@ from typing import Any
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 
-try:  # Python 3.11+; tomli is the same parser for 3.10
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover - only on Python 3.10
-    try:
-        import tomli as tomllib  # type: ignore[no-redef]
-    except ModuleNotFoundError:
-        tomllib = None  # type: ignore[assignment]
+else:  # pragma: no cover - Python 3.10 installs tomli (a dependency there): the same parser
+    import tomli as tomllib
 
 ENV_VAR = "TUIDEBUG_KEYS"
 DEFAULT_NAMESPACE = "tuidebug"
@@ -205,8 +203,6 @@ def parse_keymap(
 
     Each problem is one sentence naming `path` and the offending entry, fit for a notice.
     """
-    if tomllib is None:  # pragma: no cover - Python 3.10 without tomli
-        return {}, [f"Reading the keys file {path} needs Python 3.11 or the tomli package."]
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -323,7 +319,8 @@ def _clashes(path: Path | str, keymap: Mapping[str, str], entry_of: Mapping[str,
     for owner, bindings in _namespaces():
         holders: dict[str, list[Binding]] = {}
         for binding in bindings:
-            keys = keymap[binding.id].split(",") if binding.id in keymap else [binding.key]
+            bound = keymap.get(binding.id) if binding.id is not None else None
+            keys = bound.split(",") if bound is not None else [binding.key]
             for key in keys:
                 holders.setdefault(key, []).append(binding)
         for key, holding in holders.items():

@@ -368,7 +368,7 @@ class ScopeTree(Vertical):
             return
         if not self._filtering:
             status.remove_class("-shown")
-            self._add_children(tree.root, "")
+            self._add_scope_children(tree.root, "")
             tree.root.expand()
             if tree.root.children:
                 move_cursor(tree, tree.root.children[0])
@@ -422,7 +422,7 @@ class ScopeTree(Vertical):
             parent.add_leaf(plain(parts[-1]), TreeEntry(node.ui_name, node.name, loaded=True))
         tree.root.expand()
 
-    def _add_children(self, parent: TreeNode[TreeEntry], path: str) -> None:
+    def _add_scope_children(self, parent: TreeNode[TreeEntry], path: str) -> None:
         # Thousands of new long-lived objects would trigger full garbage collections of the
         # whole app midway (100 ms pauses); none of them is garbage, so pause the collector.
         if not gc.isenabled():
@@ -456,7 +456,7 @@ class ScopeTree(Vertical):
         entry = tree_node.data
         if entry is None or entry.loaded or entry.node is not None:
             return
-        self._add_children(tree_node, entry.path)
+        self._add_scope_children(tree_node, entry.path)
 
     @staticmethod
     def _find_child(parent: TreeNode[TreeEntry], path: str) -> TreeNode[TreeEntry] | None:

@@ -198,9 +198,9 @@ class StackList(Vertical):
         else:
             all_lines = self._index[graph.name]
             shown = [ln for ln in all_lines if not self._needle or ln.matches(self._needle)]
-            title = f"source lines ({len(shown)}"
-            title += f" of {len(all_lines)})" if self._needle else ")"
-            options.append(Option(Text(title, style="bold underline"), disabled=True))
+            heading = f"source lines ({len(shown)}"
+            heading += f" of {len(all_lines)})" if self._needle else ")"
+            options.append(Option(Text(heading, style="bold underline"), disabled=True))
             if not all_lines:
                 options.append(
                     Option(

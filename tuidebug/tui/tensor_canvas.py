@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from rich.segment import Segment
@@ -68,7 +69,7 @@ class GridData:
 class TensorCanvas(ScrollView, can_focus=True):
     """Shared cursor handling of the table and the heatmap."""
 
-    BINDINGS: list[BindingType] = [  # noqa: RUF012 (Textual's declared class attribute)
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1, 0)", "Up", show=False, id="tensor.cursor_up"),
         Binding("down,j", "cursor(1, 0)", "Down", show=False, id="tensor.cursor_down"),
         Binding("left", "cursor(0, -1)", "Left", show=False, id="tensor.cursor_left"),

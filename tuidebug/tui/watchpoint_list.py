@@ -95,11 +95,11 @@ def watch_badges(
         ref = hit.tensor
         if ref.graph and ref.graph != graph.name:
             continue
-        node = graph.get(ref.node)
-        if node is None:
+        hit_node = graph.get(ref.node)
+        if hit_node is None:
             continue
-        node_hits[node.name] = node_hits.get(node.name, 0) + 1
-        scope = node.ui_name.rpartition("/")[0]
+        node_hits[hit_node.name] = node_hits.get(hit_node.name, 0) + 1
+        scope = hit_node.ui_name.rpartition("/")[0]
         while scope:
             scope_hits[scope] = scope_hits.get(scope, 0) + 1
             scope = scope.rpartition("/")[0]
@@ -140,7 +140,7 @@ class WatchpointList(DataTable[Any]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("e", "edit", "Edit", id="watchpoints.edit"),
         Binding("d,delete", "delete", "Delete", id="watchpoints.delete"),
-        Binding("space", "toggle", "On/off", id="watchpoints.toggle"),
+        Binding("space", "toggle_enabled", "On/off", id="watchpoints.toggle"),
     ]
 
     CONTEXT_TITLE = "watchpoint list"
@@ -230,7 +230,7 @@ class WatchpointList(DataTable[Any]):
     def action_delete(self) -> None:
         self._post("delete")
 
-    def action_toggle(self) -> None:
+    def action_toggle_enabled(self) -> None:
         self._post("toggle")
 
     @on(DataTable.RowSelected)
