@@ -152,16 +152,16 @@ def test_step_checks_each_iteration(s210) -> None:  # type: ignore[no-untyped-de
 def test_targets_are_resolved_once_until_the_watchpoint_or_rank_changes(
     s210, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    import tuidebug.offline.session as offline_session
+    import tuidebug.core.watch_targets as watch_targets
 
     calls: list[str] = []
-    real = offline_session.resolve_targets
+    real = watch_targets.resolve_targets
 
     def counting(cond, targets, graph):  # type: ignore[no-untyped-def]
         calls.append(cond.abbr)
         return real(cond, targets, graph)
 
-    monkeypatch.setattr(offline_session, "resolve_targets", counting)
+    monkeypatch.setattr(watch_targets, "resolve_targets", counting)
     session, _log = s210
     wp = session.create_watchpoint("WCL", {"abs_mean_update_ratio_gt": 1.0})
     resolved = len(calls)

@@ -15,12 +15,35 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from tuidebug.core.session_error import SessionError
+from tuidebug.core.watchpoint_book import WatchpointBook, WatchpointChange
+
 if TYPE_CHECKING:
     import numpy as np
 
     from tuidebug.core.graph import Graph
     from tuidebug.core.tensor import TensorRef
     from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
+
+__all__ = [
+    "Capabilities",
+    "ClientDisconnected",
+    "DebugSession",
+    "EventLog",
+    "GraphRun",
+    "GraphsLoaded",
+    "HitsArrived",
+    "Listener",
+    "Metadata",
+    "MetadataChanged",
+    "Notice",
+    "Progress",
+    "SessionError",
+    "SessionEvent",
+    "SessionState",
+    "TensorArrived",
+    "WatchpointsChanged",
+]
 
 
 class SessionState(str, Enum):
@@ -35,10 +58,6 @@ class SessionState(str, Enum):
     NODE_TOO_LARGE = "node_too_large"
     DISCONNECTED = "disconnected"  # the client went away (heartbeat loss, exit)
     DONE = "done"  # training finished (`training_done`) or terminated
-
-
-class SessionError(Exception):
-    """A user-facing failure of a session call; the message is one sentence."""
 
 
 @dataclass(frozen=True)
@@ -149,13 +168,20 @@ Listener = Callable[[SessionEvent], None]
 
 
 class DebugSession(ABC):
-    """Shared behaviour: subscribers and the event fan-out. Subclasses hold the state."""
+    """Shared behaviour: subscribers and the event fan-out, and the watchpoints (one
+    `WatchpointBook`: create/update/delete are written once, here). Subclasses hold the
+    rest of the state and say, through three small hooks, what differs: which graph a new
+    watchpoint lives in (`_watch_graph`), whether its targets resolve (`_check_targets`),
+    and what a deleted watchpoint takes with it (`_forget_watchpoint`: its hits)."""
 
     capabilities: Capabilities = Capabilities()
 
-    def __init__(self) -> None:
+    def __init__(self, *, lock: threading.RLock | None = None) -> None:
+        """`lock`: the one the session guards its state with, when the watchpoint hooks read
+        that state (the book holds it during each change)."""
         self._listeners: list[Listener] = []
         self._listeners_lock = threading.Lock()
+        self.watchpoint_book = WatchpointBook(self._watchpoints_changed, lock=lock)
 
     # ------------------------------------------------------------- events
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -187,8 +213,8 @@ class DebugSession(ABC):
         """Graphs of the current rank, by graph name."""
 
     @property
-    @abstractmethod
-    def watchpoints(self) -> Sequence[Watchpoint]: ...
+    def watchpoints(self) -> Sequence[Watchpoint]:
+        return self.watchpoint_book.all()
 
     @property
     @abstractmethod
@@ -211,7 +237,6 @@ class DebugSession(ABC):
         raise SessionError("This session has a single rank.")
 
     # -------------------------------------------------------- watchpoints
-    @abstractmethod
     def create_watchpoint(
         self,
         condition: str,
@@ -223,18 +248,50 @@ class DebugSession(ABC):
         paths of `graph_name`; empty = the condition's whole category (weight, gradient,
         activation) or every node (tensor conditions). Invalid parameters raise
         `WatchpointError` with one sentence."""
+        return self.watchpoint_book.create(
+            condition,
+            params,
+            targets,
+            graph_name,
+            place=self._watch_graph,
+            check=self._check_targets,
+        )
 
-    @abstractmethod
     def update_watchpoint(
         self,
         watchpoint_id: int,
         params: Mapping[str, float] | None = None,
         targets: Sequence[str] | None = None,
         enabled: bool | None = None,
-    ) -> Watchpoint: ...
+    ) -> Watchpoint:
+        return self.watchpoint_book.update(
+            watchpoint_id, params, targets, enabled, check=self._check_targets
+        )
+
+    def delete_watchpoint(self, watchpoint_id: int) -> None:
+        with self.watchpoint_book.lock:
+            self.watchpoint_book.delete(watchpoint_id)
+            self._forget_watchpoint(watchpoint_id)
+
+    def _watch_graph(self, graph_name: str | None) -> str | None:
+        """The graph a new watchpoint lives in (None = every graph); refuse an unknown one
+        with one sentence. Default: as given."""
+        return graph_name
+
+    def _check_targets(self, watchpoint: Watchpoint, targets_changed: bool) -> None:
+        """Raise `WatchpointError` when the watchpoint's targets name nothing (called before
+        a create, and before an update with `targets_changed` telling whether its targets
+        are new). Default: accept."""
+        return None
 
     @abstractmethod
-    def delete_watchpoint(self, watchpoint_id: int) -> None: ...
+    def _forget_watchpoint(self, watchpoint_id: int) -> None:
+        """A watchpoint was deleted (called under the book's lock): drop its hits and
+        publish the list when it changed."""
+
+    def _watchpoints_changed(self, change: WatchpointChange) -> None:
+        """The book changed (called under its lock). Default: publish the new list."""
+        self.emit(WatchpointsChanged(change.watchpoints))
 
     def apply_recommended(self) -> list[Watchpoint]:
         """Create the recommended watchpoints of spec §4 for the loaded graphs."""

@@ -50,6 +50,7 @@ import numpy as np
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.hit_rules import stops_run
 from tuidebug.core.session import (
     Capabilities,
     ClientDisconnected,
@@ -66,6 +67,9 @@ from tuidebug.core.session import (
     WatchpointsChanged,
 )
 from tuidebug.core.tensor import TensorRef, UnsupportedDataTypeError, numpy_dtype
+from tuidebug.core.watch_targets import watched_nodes
+from tuidebug.core.watchpoint_book import WatchpointChange
+from tuidebug.core.watchpoints import resolve_targets
 
 if TYPE_CHECKING:
     import grpc
@@ -85,7 +89,6 @@ HEARTBEAT_MISSES = 3
 MAX_SETCMD_BYTES = 3 * 1024 * 1024 + 512 * 1024
 
 _OK = pb.EventReply.OK
-_ERROR_NO_PREV = 4  # core.watchpoints.ERROR_NO_PREV, without importing the condition engine
 _FAILED = pb.EventReply.FAILED
 
 
@@ -259,7 +262,9 @@ class OnlineSession(DebugSession):
         every MindSpore (module docstring); ValueError when malformed.
         `heartbeat_limits`/`heartbeat_scale` are test hooks: the watchdog expects a
         heartbeat every `(period + 0.5) * heartbeat_scale` seconds."""
-        super().__init__()
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        super().__init__(lock=self._lock)
         self.host = host
         self.port = port
         self.server_options = server_options
@@ -279,8 +284,6 @@ class OnlineSession(DebugSession):
         self._server: grpc.Server | None = None
         self._close_hooks: list[Callable[[], None]] = []
 
-        self._lock = threading.RLock()
-        self._cond = threading.Condition(self._lock)
         self._view_lock = threading.Lock()
         self._closed = False
 
@@ -308,8 +311,6 @@ class OnlineSession(DebugSession):
         self._view: _PendingView | None = None
         self._tensor_cache: dict[tuple[str, str, str, int], np.ndarray | None] = {}
 
-        self._watchpoints: dict[int, Watchpoint] = {}
-        self._next_watchpoint_id = 1
         self._dirty: dict[int, None] = {}  # created/updated since the last batch (ordered)
         self._deleted: set[int] = set()
         self._on_client: dict[int, _WireWatch] = {}
@@ -349,11 +350,6 @@ class OnlineSession(DebugSession):
     def graphs(self) -> Mapping[str, Graph]:
         with self._lock:
             return dict(self._graphs)
-
-    @property
-    def watchpoints(self) -> Sequence[Watchpoint]:
-        with self._lock:
-            return tuple(self._watchpoints.values())
 
     @property
     def hits(self) -> Sequence[WatchpointHit]:
@@ -402,68 +398,31 @@ class OnlineSession(DebugSession):
             self._dispatcher.join(5.0)
 
     # ---------------------------------------------------------------- watchpoints
-    def create_watchpoint(
-        self,
-        condition: str,
-        params: Mapping[str, float],
-        targets: Sequence[str] = (),
-        graph_name: str | None = None,
-    ) -> Watchpoint:
-        from tuidebug.core.conditions import get_condition
-        from tuidebug.core.watchpoints import Watchpoint, resolve_targets, validate_params
+    # create/update/delete are DebugSession's (the watchpoint book, under `_lock`); these
+    # hooks say what is online about them: a watchpoint lives in one graph (the first when
+    # none is named), its targets are checked when they are set, and every change waits in
+    # `_dirty`/`_deleted` for the next SetCMD batch (spec §2.7).
+    def _watch_graph(self, graph_name: str | None) -> str | None:
+        return self._graph_for(graph_name).name
 
-        spec = get_condition(condition)
-        with self._lock:
-            graph = self._graph_for(graph_name)
-            clean = validate_params(spec, dict(params))
-            resolve_targets(spec, tuple(targets), graph)  # raises for unknown targets
-            wp = Watchpoint(
-                id=self._next_watchpoint_id,
-                condition=spec,
-                params=clean,
-                targets=tuple(targets),
-                graph_name=graph.name,
+    def _check_targets(self, watchpoint: Watchpoint, targets_changed: bool) -> None:
+        if targets_changed:  # raises for unknown targets
+            resolve_targets(
+                watchpoint.condition, watchpoint.targets, self._graph_for(watchpoint.graph_name)
             )
-            self._next_watchpoint_id += 1
-            self._watchpoints[wp.id] = wp
+
+    def _watchpoints_changed(self, change: WatchpointChange) -> None:
+        wp = change.watchpoint
+        if wp is not None and change.kind in ("created", "updated"):
             self._dirty[wp.id] = None
-            self._post(WatchpointsChanged(tuple(self._watchpoints.values())))
-            return wp
+        elif wp is not None and change.kind == "deleted":
+            self._dirty.pop(wp.id, None)
+            self._deleted.add(wp.id)
+        self._post(WatchpointsChanged(change.watchpoints))
 
-    def update_watchpoint(
-        self,
-        watchpoint_id: int,
-        params: Mapping[str, float] | None = None,
-        targets: Sequence[str] | None = None,
-        enabled: bool | None = None,
-    ) -> Watchpoint:
-        from tuidebug.core.watchpoints import resolve_targets
-
-        with self._lock:
-            wp = self._get_watchpoint(watchpoint_id)
-            wp = wp.changed(params=params, targets=targets, enabled=enabled)
-            if targets is not None:  # raises for unknown targets
-                resolve_targets(wp.condition, wp.targets, self._graph_for(wp.graph_name))
-            self._watchpoints[wp.id] = wp
-            self._dirty[wp.id] = None
-            self._post(WatchpointsChanged(tuple(self._watchpoints.values())))
-            return wp
-
-    def delete_watchpoint(self, watchpoint_id: int) -> None:
-        with self._lock:
-            self._get_watchpoint(watchpoint_id)
-            del self._watchpoints[watchpoint_id]
-            self._dirty.pop(watchpoint_id, None)
-            self._deleted.add(watchpoint_id)
-            self._hits = [h for h in self._hits if h.watchpoint_id != watchpoint_id]
-            self._post(WatchpointsChanged(tuple(self._watchpoints.values())))
-            self._post(HitsArrived(tuple(self._hits), self._meta.step))
-
-    def _get_watchpoint(self, watchpoint_id: int) -> Watchpoint:
-        wp = self._watchpoints.get(watchpoint_id)
-        if wp is None:
-            raise SessionError(f"There is no watchpoint {watchpoint_id}.")
-        return wp
+    def _forget_watchpoint(self, watchpoint_id: int) -> None:
+        self._hits = [h for h in self._hits if h.watchpoint_id != watchpoint_id]
+        self._post(HitsArrived(tuple(self._hits), self._meta.step))
 
     def _graph_for(self, graph_name: str | None) -> Graph:
         if not self._graphs:
@@ -826,16 +785,12 @@ class OnlineSession(DebugSession):
         self._last_step = md.cur_step
         self._last_node = md.cur_node
         self._tensor_cache.clear()
-        had_watchpoints = bool(self._watchpoints)
-        self._watchpoints.clear()
-        self._next_watchpoint_id = 1
+        self.watchpoint_book.clear()  # publishes the empty list when there were some
         self._dirty.clear()
         self._deleted.clear()
         self._on_client.clear()
         self._hits = []
         self._received_hits = []
-        if had_watchpoints:
-            self._post(WatchpointsChanged(()))
         self._set_meta(
             source=peer or self._meta.source,
             state=SessionState.PENDING,
@@ -1098,7 +1053,8 @@ class OnlineSession(DebugSession):
             # say the training has no earlier step to compare with yet, so stopping there
             # would halt every continue at its first step (same policy as offline). They
             # are still published with their step.
-            if not hits or not all(h.error_code == _ERROR_NO_PREV for h in hits):
+            # (an empty hit message stops the run too)
+            if not hits or stops_run(hits):
                 self._remaining = 0
                 self._target_node = ""
                 if self._meta.state is SessionState.RUNNING:
@@ -1115,7 +1071,7 @@ class OnlineSession(DebugSession):
         out: list[WatchpointHit] = []
         base = len(self._hits)
         for hit in received:
-            wp = self._watchpoints.get(hit.id)
+            wp = self.watchpoint_book.find(hit.id)
             if wp is None:
                 log.info("hit of unknown watchpoint %d skipped", hit.id)
                 continue
@@ -1183,7 +1139,7 @@ class OnlineSession(DebugSession):
                 replies.append(pb.EventReply(status=_OK, set_cmd=pb.SetCMD(id=wid, delete=True)))
         self._deleted.clear()
         for wid in list(self._dirty):
-            wp = self._watchpoints.get(wid)
+            wp = self.watchpoint_book.find(wid)
             if wp is None:
                 continue
             if not wp.enabled:
@@ -1199,8 +1155,6 @@ class OnlineSession(DebugSession):
         return replies
 
     def _set_cmd(self, wp: Watchpoint) -> tuple[pb.SetCMD, _WireWatch]:
-        from tuidebug.core.watchpoints import resolve_targets
-
         params = list(wp.wire_params())
         enabled = [p for p in params if not p.disabled]
         condition = pb.WatchCondition(
@@ -1215,12 +1169,8 @@ class OnlineSession(DebugSession):
         )
         graph = self._graphs.get(wp.graph_name)
         nodes: list[Node] = []
-        if graph is not None:
-            nodes = [
-                n
-                for n in resolve_targets(wp.condition, wp.targets, graph)
-                if n.kind is not NodeKind.CONSTANT
-            ]
+        if graph is not None:  # MindSpore never checks constants
+            nodes = watched_nodes(wp.condition, wp.targets, graph, constants=False)
         rank = self._meta.rank
         watch_nodes = [
             pb.WatchNode(
