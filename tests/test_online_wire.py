@@ -26,7 +26,8 @@ from tuidebug.core.graph import NodeKind
 from tuidebug.core.session import GraphsLoaded, HitsArrived, Notice, SessionError, SessionState
 from tuidebug.core.tensor import TensorRef
 from tuidebug.online.server import ServerOptions, ServerStartError, start_server
-from tuidebug.online.session import OnlineSession, version_match
+from tuidebug.online.session import OnlineSession
+from tuidebug.online.versions import version_match
 
 OK = pb.EventReply.OK
 FAILED = pb.EventReply.FAILED
