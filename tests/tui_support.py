@@ -256,6 +256,8 @@ class FakeSession(DebugSession):
             can_terminate=self.live,
             can_reset_step=not self.live,
             can_step_node=False,
+            step_zero_has_values=self.live,
+            weight_init_only_at_step_zero=self.live,
         )
         self._metadata = Metadata(
             mode="online" if self.live else "offline",
@@ -287,8 +289,16 @@ class FakeSession(DebugSession):
         return tuple(GraphRun(i, name, True) for i in range(self.max_step))
 
     def _set(self, **changes: object) -> None:
-        self._metadata = self._metadata.with_(**changes)
+        md = self._metadata.with_(**changes)
+        if not self.live:  # offline: step s shows dump iteration s - 1, as OfflineSession
+            md = md.with_(iteration=md.step - 1 if md.step > 0 else None)
+        self._metadata = md
         self.emit(MetadataChanged(self._metadata))
+
+    def step_of(self, ref: TensorRef) -> int:
+        if ref.iteration is None:
+            return self._metadata.step
+        return ref.iteration + (0 if self.live else 1)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -388,7 +398,11 @@ class FakeSession(DebugSession):
                 )
                 error = 4 if spec.needs_prev and iteration == 0 else 0
                 ref = TensorRef(node.name, 0, iteration, 0, graph.name)
-                hits.append(WatchpointHit(wp.id, spec, ref, error, () if error else params))
+                hits.append(
+                    WatchpointHit(
+                        wp.id, spec, ref, error, () if error else params, step=self.step_of(ref)
+                    )
+                )
         self._hits = hits
         self.emit(HitsArrived(tuple(hits), self._metadata.step))
 

@@ -62,9 +62,13 @@ class Outcome(Protocol):
     def result(self) -> CheckResult: ...
 
 
-def hit_from_outcome(outcome: Outcome, condition: ConditionSpec, order: int = 0) -> WatchpointHit:
+def hit_from_outcome(
+    outcome: Outcome, condition: ConditionSpec, order: int = 0, step: int | None = None
+) -> WatchpointHit:
     """The hit for a checker outcome of the watchpoint with `condition`; `order` is the
-    execution position of its node (for sorting)."""
+    execution position of its node (for sorting), `step` the one the user sees (sessions)."""
     k = outcome.key
     ref = TensorRef(k.node, k.slot, k.iteration, k.rank, k.graph)
-    return WatchpointHit.from_result(outcome.watchpoint_id, condition, ref, outcome.result, order)
+    return WatchpointHit.from_result(
+        outcome.watchpoint_id, condition, ref, outcome.result, order, step
+    )

@@ -72,13 +72,19 @@ class Capabilities:
     can_step_node: bool = False  # GPU-style "next node" / "run to node"
     can_reset_step: bool = False  # offline: jump to any step
     can_compare_previous: bool = True
+    # step 0 holds tensor values (online: the initial suspension). Offline it does not:
+    # MindInsight's offline steps start at 1 and step 0 means nothing is loaded yet.
+    step_zero_has_values: bool = True
+    # weight_initialization is checked only at step 0 (online: MindSpore evaluates it at
+    # the initial suspension only, spec §2.6); elsewhere it may be set at any step
+    weight_init_only_at_step_zero: bool = False
 
 
 @dataclass(frozen=True)
 class Metadata:
     """The header line: where the data comes from and where the run stands."""
 
-    mode: str  # "offline" | "online"
+    mode: str  # "offline" | "online": the header's badge, nothing else depends on it
     source: str  # dump path, or client address
     state: SessionState = SessionState.PENDING
     step: int = (
@@ -92,6 +98,9 @@ class Metadata:
     ms_version: str = ""
     cur_node: str = ""
     graph_names: tuple[str, ...] = ()
+    # where a step shows a dump iteration (offline), the one the current step shows; None
+    # where steps are not iterations (online) or nothing is loaded (offline step 0)
+    iteration: int | None = None
     message: str = ""  # a banner line (e.g. version mismatch, disconnected)
 
     def with_(self, **changes: object) -> Metadata:
@@ -223,6 +232,12 @@ class DebugSession(ABC):
     def graph_runs(self) -> Sequence[GraphRun]:
         """The graph execution history; empty when the session has none."""
         return ()
+
+    def step_of(self, ref: TensorRef) -> int:
+        """The step the user sees for a tensor: `ref.iteration` read the session's way
+        (what a title or a hit row says), the current step when the ref names none.
+        Default: iterations are steps (online)."""
+        return self.metadata.step if ref.iteration is None else ref.iteration
 
     # ---------------------------------------------------------- lifecycle
     @abstractmethod

@@ -65,6 +65,8 @@ class OfflineSession(DebugSession):
         can_step_node=False,
         can_reset_step=True,
         can_compare_previous=True,
+        step_zero_has_values=False,  # step 0 = nothing loaded yet (module docstring)
+        weight_init_only_at_step_zero=False,
     )
 
     def __init__(
@@ -123,8 +125,17 @@ class OfflineSession(DebugSession):
         return tuple(self._dump.graph_runs(self._rank))
 
     def _set(self, **changes: object) -> None:
-        self._metadata = self._metadata.with_(**changes)
+        self._metadata = self._moved(**changes)
         self.emit(MetadataChanged(self._metadata))
+
+    def _moved(self, **changes: object) -> Metadata:
+        """The metadata with `changes`, its `iteration` kept that of its step."""
+        md = self._metadata.with_(**changes)
+        return md.with_(iteration=md.step - 1 if md.step > 0 else None)
+
+    def step_of(self, ref: TensorRef) -> int:
+        """Step `s` shows dump iteration `s − 1` (module docstring)."""
+        return self._metadata.step if ref.iteration is None else ref.iteration + 1
 
     def _notice(self, message: str, severity: str = "warning") -> None:
         self.emit(Notice(message, severity))
@@ -314,7 +325,7 @@ class OfflineSession(DebugSession):
         self._set(state=SessionState.RUNNING)
         try:
             while self._metadata.step < target and not self._cancel.is_set():
-                self._metadata = self._metadata.with_(step=self._metadata.step + 1)
+                self._metadata = self._moved(step=self._metadata.step + 1)
                 self._check_current()
                 if not until_hit or not self._hits:
                     continue
@@ -405,7 +416,7 @@ class OfflineSession(DebugSession):
                 continue
             k = outcome.key
             order = dump.execution_position(k.rank, k.graph, k.node)
-            out.append(hit_from_outcome(outcome, wp.condition, order))
+            out.append(hit_from_outcome(outcome, wp.condition, order, step=k.iteration + 1))
         return tuple(out)
 
     # ------------------------------------------------------------------ tensors

@@ -181,6 +181,8 @@ class OnlineSession(DebugSession):
             can_step_node=backend == "GPU",
             can_reset_step=False,
             can_compare_previous=True,
+            step_zero_has_values=True,
+            weight_init_only_at_step_zero=True,  # spec §2.6: at the initial suspension only
         )
 
     @property

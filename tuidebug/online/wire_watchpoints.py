@@ -160,4 +160,5 @@ def hit_from_wire(
         error_code=hit.error_code,
         params=params,
         order=order,
+        step=step,  # a live training's hits name its step
     )

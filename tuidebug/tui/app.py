@@ -447,10 +447,7 @@ class DebuggerApp(App[int]):
                 self._request_tensor(graph, node, slot, None)
 
     def _hit_step(self, hit: Any) -> int:
-        iteration = hit.tensor.iteration
-        if iteration is None:
-            return self._metadata.step
-        return iteration + 1 if self._metadata.mode == "offline" else iteration
+        return hit.step if hit.step is not None else self._metadata.step
 
     def _hits_changed(self, hits: Sequence[Any], *, announce: bool = False) -> None:
         hit_list = self.query_one(HitList)
@@ -568,12 +565,11 @@ class DebuggerApp(App[int]):
         if worker.is_cancelled:
             return
         if array is None:
-            where = f"step {self._metadata.step}"
-            if ref.iteration is not None:
-                where = f"iteration {ref.iteration}"
-            message = f"{node.short_name}:{ref.slot} has no value at {where}."
+            message = (
+                f"{node.short_name}:{ref.slot} has no value at step {self.session.step_of(ref)}."
+            )
             if (
-                self._metadata.mode == "offline"
+                not self.session.capabilities.step_zero_has_values
                 and ref.iteration is None
                 and not self._metadata.step
             ):
@@ -615,13 +611,7 @@ class DebuggerApp(App[int]):
             return
         self._open_tensor = (graph_name, node.name, slot, iteration)
         ref = TensorRef(node.name, slot, iteration, self._metadata.rank, graph_name)
-        # online refs carry the training step; offline ones the dump iteration
-        online = self._metadata.mode == "online"
-        if iteration is None:
-            where = f"step {self._metadata.step}"
-        else:
-            where = f"step {iteration}" if online else f"iteration {iteration}"
-        title = f"{node.short_name}:{slot}  ({node.op_type}, {where})"
+        title = f"{node.short_name}:{slot}  ({node.op_type}, step {self.session.step_of(ref)})"
         self.query_one(TensorView).show_loading(title)
         want_previous = node.is_parameter and self.session.capabilities.can_compare_previous
         self._tensor_worker(node, ref, title, want_previous)
@@ -821,7 +811,7 @@ class DebuggerApp(App[int]):
                 return ActionState(False, f"Recheck needs a paused session (now: {state.value}).")
             if not self.session.watchpoints:
                 return ActionState(False, "There are no watchpoints to check: press w to add one.")
-            if md.mode == "offline" and md.step < 1:
+            if not caps.step_zero_has_values and md.step < 1:
                 return ActionState(False, "Watchpoints are not checked at step 0: step first (n).")
             return ActionState(True)
         if action == "history":
@@ -1038,7 +1028,7 @@ class DebuggerApp(App[int]):
             scope=scope_path,
             backend=self._metadata.backend,
             step=self._metadata.step,
-            mode=self._metadata.mode,
+            init_only_at_step_zero=self.session.capabilities.weight_init_only_at_step_zero,
         )
         self.push_screen(editor, self._watchpoint_drafted)
 
@@ -1077,7 +1067,7 @@ class DebuggerApp(App[int]):
             graph,
             backend=self._metadata.backend,
             step=self._metadata.step,
-            mode=self._metadata.mode,
+            init_only_at_step_zero=self.session.capabilities.weight_init_only_at_step_zero,
             editing=watchpoint,
         )
         self.push_screen(editor, self._watchpoint_drafted)
@@ -1407,7 +1397,7 @@ class DebuggerApp(App[int]):
         if not self.graphs:
             return ActionState(False, "No graph is loaded yet.")
         md = self._metadata
-        if md.mode == "offline" and md.step < 1:
+        if not self.session.capabilities.step_zero_has_values and md.step < 1:
             return ActionState(False, "Step 0 holds no values: step first (n).")
         if self._trace_target() is None:
             return ActionState(False, "Select a node in the tree (1) or a hit (2) first.")
@@ -1420,10 +1410,8 @@ class DebuggerApp(App[int]):
         if target is None:
             return
         graph_name, node, iteration = target
-        if iteration is None:
-            step = self._metadata.step
-        else:
-            step = iteration + 1 if self._metadata.mode == "offline" else iteration
+        rank = self._metadata.rank
+        step = self.session.step_of(TensorRef(node, 0, iteration, rank, graph_name))
         self._tracing = True
         self._trace_worker(self.graphs[graph_name], node, iteration, self._metadata.rank, step)
 
@@ -1761,7 +1749,7 @@ def _summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
         return OutputSummary(message, missing=True)
     if array is None:
         md = session.metadata
-        if md.mode == "offline" and md.step == 0:
+        if not session.capabilities.step_zero_has_values and md.step == 0:
             # step 0 = nothing loaded yet (MindInsight's offline steps start at 1)
             return OutputSummary("no values at step 0: step (n) to load step 1", missing=True)
         return OutputSummary("no value at this step", missing=True)
