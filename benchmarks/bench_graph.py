@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuidebug._proto import debug_graph_pb2 as pb
-from tuidebug.offline.graph_pb import graph_from_proto
+from tuidebug.core.graph_pb import graph_from_proto
 
 _FORWARD_OPS = ["Conv2D", "BiasAdd", "ReLU", "MatMul", "Add", "Mul", "Cast", "Reshape"]
 _BACKWARD_OPS = ["Conv2DBackpropInput", "Conv2DBackpropFilter", "ReluGrad", "MatMul", "Add"]

@@ -239,7 +239,7 @@ def test_demo_is_discovered_by_layout(demo_dump: Path) -> None:
 
 
 def test_demo_graph_and_tensor_index(demo_dump: Path) -> None:
-    from tuidebug.offline.graph_pb import load_graph_file
+    from tuidebug.offline.graph_files import load_graph_file
     from tuidebug.offline.layout import DumpLayout
     from tuidebug.offline.tensor_index import TensorIndex
 
@@ -437,7 +437,7 @@ def test_format_source_address() -> None:
 
 
 def test_source_address_round_trips_through_the_reader() -> None:
-    from tuidebug.offline.graph_pb import parse_source_address
+    from tuidebug.core.graph_pb import parse_source_address
 
     stack = [
         StackFrame("/w/model.py", 30, "        x = self.fc1(x)"),

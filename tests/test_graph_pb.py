@@ -1,4 +1,4 @@
-"""offline/graph_pb.py: real LeNet graphs, hand-built protos, stacks, `.ir` fallback, bad files."""
+"""core/graph_pb.py and offline/graph_files.py: real LeNet graphs, hand-built protos, stacks, `.ir` fallback, bad files."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 
 from tuidebug._proto import debug_graph_pb2 as pb
+from tuidebug.core import graph_pb
 from tuidebug.core.graph import Category, Graph, NodeKind, StackFrame, TensorSpec
-from tuidebug.offline import graph_pb
-from tuidebug.offline.graph_pb import (
+from tuidebug.core.graph_pb import (
     GraphFileError,
     GraphTooLargeError,
     graph_from_proto,
-    load_graph_file,
     parse_ir_stacks,
     parse_location,
     parse_source_address,
     render_value,
-    stacks_from_ir,
 )
+from tuidebug.offline import graph_files
+from tuidebug.offline.graph_files import load_graph_file, stacks_from_ir
 
 GRAPH_STEM = "rank_0/graphs/ms_output_trace_code_graph_0"
 BACKBONE = "Default/network-WithLossCell/_backbone-LeNet5"
@@ -296,7 +296,7 @@ def test_unreadable_paths(tmp_path: Path) -> None:
 
 
 def test_size_cap(dump_2_0: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(graph_pb, "MAX_GRAPH_FILE_BYTES", 1024)
+    monkeypatch.setattr(graph_files, "MAX_GRAPH_FILE_BYTES", 1024)
     with pytest.raises(GraphFileError, match="limit"):
         load_graph_file(dump_2_0 / f"{GRAPH_STEM}.pb")
 

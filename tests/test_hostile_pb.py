@@ -19,9 +19,8 @@ import pytest
 
 from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.cli import main as cli_main
-from tuidebug.offline import graph_pb
-from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
-from tuidebug.offline.graph_pb import (
+from tuidebug.core import graph_pb
+from tuidebug.core.graph_pb import (
     MAX_GRAPH_INPUTS,
     MAX_NODE_ATTRIBUTES,
     MAX_NODE_INPUTS,
@@ -30,9 +29,9 @@ from tuidebug.offline.graph_pb import (
     GraphFileError,
     GraphLimitError,
     graph_from_proto,
-    load_graph_file,
-    stacks_from_ir,
 )
+from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+from tuidebug.offline.graph_files import load_graph_file, stacks_from_ir
 
 RELU = "Default/net/ReLU-op0"
 DT_TENSOR, DT_TUPLE, DT_FLOAT32 = 14, 31, 11

@@ -143,6 +143,10 @@ def test_step_checks_each_iteration(s210) -> None:  # type: ignore[no-untyped-de
     hits = session.hits
     assert {h.tensor.node for h in hits} == WEIGHTS
     assert all(h.error_code == 4 and h.tensor.iteration == 0 for h in hits)
+    # step 1 shows dump iteration 0: the session says so, the TUI only displays it
+    assert all(h.step == 1 for h in hits) and session.metadata.iteration == 0
+    assert session.step_of(hits[0].tensor) == 1 and session.step_of(TensorRef("x")) == 1
+    assert not session.capabilities.step_zero_has_values
     arrived = of(log, HitsArrived, mark)
     assert len(arrived) == 1 and arrived[0].step == 1 and arrived[0].hits == hits
     assert of(log, Progress, mark)
@@ -152,16 +156,16 @@ def test_step_checks_each_iteration(s210) -> None:  # type: ignore[no-untyped-de
 def test_targets_are_resolved_once_until_the_watchpoint_or_rank_changes(
     s210, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    import tuidebug.offline.session as offline_session
+    import tuidebug.core.watch_targets as watch_targets
 
     calls: list[str] = []
-    real = offline_session.resolve_targets
+    real = watch_targets.resolve_targets
 
     def counting(cond, targets, graph):  # type: ignore[no-untyped-def]
         calls.append(cond.abbr)
         return real(cond, targets, graph)
 
-    monkeypatch.setattr(offline_session, "resolve_targets", counting)
+    monkeypatch.setattr(watch_targets, "resolve_targets", counting)
     session, _log = s210
     wp = session.create_watchpoint("WCL", {"abs_mean_update_ratio_gt": 1.0})
     resolved = len(calls)

@@ -25,8 +25,8 @@ from tuidebug.core.session import (
     SessionError,
     SessionState,
 )
-from tuidebug.online.session import (
-    OnlineSession,
+from tuidebug.online.session import OnlineSession
+from tuidebug.online.versions import (
     VersionCheck,
     check_version,
     parse_strict_version,

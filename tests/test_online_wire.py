@@ -26,7 +26,8 @@ from tuidebug.core.graph import NodeKind
 from tuidebug.core.session import GraphsLoaded, HitsArrived, Notice, SessionError, SessionState
 from tuidebug.core.tensor import TensorRef
 from tuidebug.online.server import ServerOptions, ServerStartError, start_server
-from tuidebug.online.session import OnlineSession, version_match
+from tuidebug.online.session import OnlineSession
+from tuidebug.online.versions import version_match
 
 OK = pb.EventReply.OK
 FAILED = pb.EventReply.FAILED
@@ -334,6 +335,9 @@ def test_hits_are_published_at_the_next_waitcmd(online, graph) -> None:
     (got,) = event.hits
     assert got.watchpoint_id == wp.id and got.tensor.node == "conv1.weight"
     assert got.tensor.slot == 0 and got.tensor.iteration == 1
+    # a live training's hit is at its step, and steps are iterations here
+    assert got.step == 1 and session.step_of(got.tensor) == 1 and session.metadata.iteration is None
+    assert session.capabilities.weight_init_only_at_step_zero
     assert [p.actual for p in got.params] == [None, 0.25]
     wait_state(session, SessionState.WAITING)  # the hit stopped "continue"
     assert not future.done()

@@ -15,7 +15,7 @@ from tuidebug.core.session import Capabilities, Metadata, SessionState
 from tuidebug.tui.run_actions import BAR_ACTIONS, BY_ID, RUN_ACTIONS, GuardContext
 
 S = SessionState
-OFFLINE = Capabilities(can_reset_step=True)
+OFFLINE = Capabilities(can_reset_step=True, step_zero_has_values=False)
 ONLINE = Capabilities(live=True, can_pause=True, can_terminate=True)
 ONLINE_GPU = Capabilities(live=True, can_pause=True, can_terminate=True, can_step_node=True)
 

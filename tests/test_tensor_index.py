@@ -16,7 +16,7 @@ from tuidebug.core.tensor import DT_FLOAT16, DT_FLOAT32, numpy_dtype
 from tuidebug.offline.dump import OfflineDump
 from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.filenames import parse_tensor_file_name
-from tuidebug.offline.graph_pb import load_graph_file
+from tuidebug.offline.graph_files import load_graph_file
 from tuidebug.offline.layout import DumpLayout, RankLayout
 from tuidebug.offline.tensor_index import TensorIndex
 from tuidebug.offline.tensor_store import check_expected, load_npy

@@ -1,5 +1,5 @@
 """Dump mode: a PyTorch training written in the MindSpore 2.10 layout and read back by the
-offline reader (DumpLayout / TensorIndex / graph_pb) and by `tuidebug check`."""
+offline reader (DumpLayout / TensorIndex / graph_files) and by `tuidebug check`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from torch_support import LogNet, TinyCNN, node_named, torch
 
 import tuidebug.torch as tdb
 from tuidebug.core.graph import Category, NodeKind
-from tuidebug.offline.graph_pb import load_graph_file
+from tuidebug.offline.graph_files import load_graph_file
 from tuidebug.offline.layout import DumpLayout
 from tuidebug.offline.tensor_index import TensorIndex
 from tuidebug.offline.tensor_store import load_npy

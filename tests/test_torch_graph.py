@@ -11,8 +11,8 @@ from torch_support import LogNet, TinyCNN, torch
 
 import tuidebug.torch as tdb
 from tuidebug.core.graph import Category, NodeKind
+from tuidebug.core.graph_pb import graph_from_proto
 from tuidebug.core.watchpoints import recommended_watchpoints
-from tuidebug.offline.graph_pb import graph_from_proto
 from tuidebug.torch.graph import ForwardRecorder, graph_for, is_leaf_module, trace_model
 
 nn = torch.nn

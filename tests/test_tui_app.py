@@ -344,7 +344,7 @@ async def test_recheck_fills_the_hit_list_and_enter_jumps_to_the_node() -> None:
         groups = tree.root.children
         assert [str(g.label).split()[0] for g in groups] == ["#1", "#2"]
         rows = [str(leaf.label) for leaf in groups[1].children]
-        assert rows[0].startswith("WCL layer0.weight:0 it0")
+        assert rows[0].startswith("WCL layer0.weight:0 step 1")  # dump iteration 0
         assert "previous step value cannot be found" in rows[0]
         first_to = groups[0].children[1]  # TO on Conv2D-op0
         tree.move_cursor(first_to)
@@ -353,7 +353,8 @@ async def test_recheck_fills_the_hit_list_and_enter_jumps_to_the_node() -> None:
         await wait_until(pilot, lambda: view._state == "tensor", what="the hit's tensor to open")
         assert tabs.active == "tree-tab"
         assert app.query_one(GraphTree).cursor_node.data.node == CONV
-        assert "iteration 0" in view._title
+        # the title names the hit's step, as the header and a tensor opened from the tree do
+        assert "step 1)" in view._title
         await settled(pilot)  # the tensor view done loading before escape goes back
         await pilot.press("escape")  # back to the hit list
         assert tabs.active == "hits-tab"

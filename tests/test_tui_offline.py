@@ -130,7 +130,7 @@ async def test_lenet_watchpoint_recheck_and_jump_to_hit(lenet_dump: Path) -> Non
         await settled(pilot)
         rows = [str(leaf.label) for group in hits.tree.root.children for leaf in group.children]
         softmax = [r for r in rows if "SparseSoftmaxCrossEntropyWithLogits" in r]
-        assert softmax and "abs_mean_gt: 2.3" in softmax[0] and "it0" in softmax[0]
+        assert softmax and "abs_mean_gt: 2.3" in softmax[0] and "step 1" in softmax[0]
         await pilot.press("2")
         leaf = next(
             leaf
@@ -144,7 +144,7 @@ async def test_lenet_watchpoint_recheck_and_jump_to_hit(lenet_dump: Path) -> Non
         await wait_until(pilot, lambda: view._state == "tensor", what="the hit's tensor to open")
         assert app.current_node is not None
         assert "SparseSoftmaxCrossEntropyWithLogits" in app.current_node.name
-        assert "iteration 0" in view._title
+        assert "step 1)" in view._title  # dump iteration 0 is step 1, as the header says
 
 
 async def test_lenet_bad_slice_heatmap_and_reset_step(dump_2_0: Path) -> None:

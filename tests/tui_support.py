@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from time import monotonic
 from typing import Any, TypeVar
 
@@ -38,10 +38,11 @@ from tuidebug.core.session import (
     MetadataChanged,
     SessionError,
     SessionState,
-    WatchpointsChanged,
 )
 from tuidebug.core.tensor import TensorRef
-from tuidebug.core.watchpoints import Watchpoint, WatchpointHit, resolve_targets
+from tuidebug.core.watch_targets import watched_nodes
+from tuidebug.core.watchpoint_book import WatchpointChange
+from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 
 # A bound on every wait, far above what any test needs on a loaded machine: reaching it
 # means the condition will not come, and the test fails saying what it waited for.
@@ -255,6 +256,8 @@ class FakeSession(DebugSession):
             can_terminate=self.live,
             can_reset_step=not self.live,
             can_step_node=False,
+            step_zero_has_values=self.live,
+            weight_init_only_at_step_zero=self.live,
         )
         self._metadata = Metadata(
             mode="online" if self.live else "offline",
@@ -265,9 +268,8 @@ class FakeSession(DebugSession):
             device="0" if self.live else "",
             ms_version="2.0.0" if self.live else "",
         )
-        self._watchpoints: list[Watchpoint] = []
         self._hits: list[WatchpointHit] = []
-        self._ids = itertools.count(1)
+        self._call = ""  # the watchpoint call being made, for `calls`
 
     # ---------------------------------------------------------------- state
     @property
@@ -279,10 +281,6 @@ class FakeSession(DebugSession):
         return self._graphs if self._metadata.state is not SessionState.PENDING else {}
 
     @property
-    def watchpoints(self) -> Sequence[Watchpoint]:
-        return tuple(self._watchpoints)
-
-    @property
     def hits(self) -> Sequence[WatchpointHit]:
         return tuple(self._hits)
 
@@ -291,8 +289,16 @@ class FakeSession(DebugSession):
         return tuple(GraphRun(i, name, True) for i in range(self.max_step))
 
     def _set(self, **changes: object) -> None:
-        self._metadata = self._metadata.with_(**changes)
+        md = self._metadata.with_(**changes)
+        if not self.live:  # offline: step s shows dump iteration s - 1, as OfflineSession
+            md = md.with_(iteration=md.step - 1 if md.step > 0 else None)
+        self._metadata = md
         self.emit(MetadataChanged(self._metadata))
+
+    def step_of(self, ref: TensorRef) -> int:
+        if ref.iteration is None:
+            return self._metadata.step
+        return ref.iteration + (0 if self.live else 1)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -305,6 +311,9 @@ class FakeSession(DebugSession):
         self.calls.append("close")
 
     # ----------------------------------------------------------- watchpoints
+    # the book (ids, validation, events) is DebugSession's, as in the real sessions; the
+    # fake records each call once its change is made (before its event goes out) and drops
+    # a deleted watchpoint's hits
     def create_watchpoint(
         self,
         condition: str,
@@ -312,12 +321,8 @@ class FakeSession(DebugSession):
         targets: Sequence[str] = (),
         graph_name: str | None = None,
     ) -> Watchpoint:
-        spec = get_condition(condition)
-        wp = Watchpoint(next(self._ids), spec, dict(params), tuple(targets), graph_name)
-        self._watchpoints.append(wp)
-        self.calls.append(f"create {spec.abbr} {dict(params)} {tuple(targets)}")
-        self.emit(WatchpointsChanged(tuple(self._watchpoints)))
-        return wp
+        self._call = f"create {get_condition(condition).abbr} {dict(params)} {tuple(targets)}"
+        return super().create_watchpoint(condition, params, targets, graph_name)
 
     def update_watchpoint(
         self,
@@ -326,25 +331,19 @@ class FakeSession(DebugSession):
         targets: Sequence[str] | None = None,
         enabled: bool | None = None,
     ) -> Watchpoint:
-        for i, wp in enumerate(self._watchpoints):
-            if wp.id == watchpoint_id:
-                new = replace(
-                    wp,
-                    params=dict(params) if params is not None else dict(wp.params),
-                    targets=tuple(targets) if targets is not None else wp.targets,
-                    enabled=enabled if enabled is not None else wp.enabled,
-                )
-                self._watchpoints[i] = new
-                self.calls.append(f"update {watchpoint_id}")
-                self.emit(WatchpointsChanged(tuple(self._watchpoints)))
-                return new
-        raise SessionError(f"There is no watchpoint {watchpoint_id}.")
+        self._call = f"update {watchpoint_id}"
+        return super().update_watchpoint(watchpoint_id, params, targets, enabled)
 
     def delete_watchpoint(self, watchpoint_id: int) -> None:
-        self._watchpoints = [w for w in self._watchpoints if w.id != watchpoint_id]
+        self._call = f"delete {watchpoint_id}"
+        super().delete_watchpoint(watchpoint_id)
+
+    def _watchpoints_changed(self, change: WatchpointChange) -> None:
+        self.calls.append(self._call)
+        super()._watchpoints_changed(change)
+
+    def _forget_watchpoint(self, watchpoint_id: int) -> None:
         self._hits = [h for h in self._hits if h.watchpoint_id != watchpoint_id]
-        self.calls.append(f"delete {watchpoint_id}")
-        self.emit(WatchpointsChanged(tuple(self._watchpoints)))
         self.emit(HitsArrived(tuple(self._hits), self._metadata.step))
 
     def apply_recommended(self) -> list[Watchpoint]:
@@ -387,19 +386,23 @@ class FakeSession(DebugSession):
         hits: list[WatchpointHit] = []
         # offline refs carry the dump iteration (step - 1), online ones the step itself
         iteration = self._metadata.step - (0 if self.live else 1)
-        for wp in self._watchpoints:
+        for wp in self.watchpoints:
             if not wp.enabled:
                 continue
             graph = next(iter(self._graphs.values()))
             spec = wp.condition
-            for node in resolve_targets(spec, wp.targets, graph)[:2]:
+            for node in watched_nodes(spec, wp.targets, graph, constants=True)[:2]:
                 params = tuple(
                     ParamResult(k, v, False, hit=True, actual=v * 2 + 1)
                     for k, v in wp.params.items()
                 )
                 error = 4 if spec.needs_prev and iteration == 0 else 0
                 ref = TensorRef(node.name, 0, iteration, 0, graph.name)
-                hits.append(WatchpointHit(wp.id, spec, ref, error, () if error else params))
+                hits.append(
+                    WatchpointHit(
+                        wp.id, spec, ref, error, () if error else params, step=self.step_of(ref)
+                    )
+                )
         self._hits = hits
         self.emit(HitsArrived(tuple(hits), self._metadata.step))
 

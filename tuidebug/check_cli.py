@@ -40,6 +40,7 @@ from tuidebug.cli import (
 
 if TYPE_CHECKING:
     from tuidebug.core.condition_catalogue import ConditionSpec
+    from tuidebug.core.graph import Node
     from tuidebug.core.watchpoints import WatchpointHit
     from tuidebug.offline.checker import CheckOutcome, CheckReport, Watch
     from tuidebug.offline.dump import OfflineDump
@@ -419,8 +420,12 @@ def _plan(
     node_filter: re.Pattern[str] | None,
 ) -> list[Watch]:
     from tuidebug.core.condition_catalogue import CheckRequest
-    from tuidebug.core.watchpoints import Watchpoint, resolve_targets
+    from tuidebug.core.watch_targets import watched_tensors
+    from tuidebug.core.watchpoints import Watchpoint
     from tuidebug.offline.checker import Watch
+
+    def matches(node: Node) -> bool:
+        return node_filter is None or node_filter.search(node.name) is not None
 
     plan = []
     for wp_id, wdef in enumerate(watches):
@@ -435,15 +440,12 @@ def _plan(
                         continue
                 else:
                     targets = ()
-                nodes = resolve_targets(wdef.condition, targets, graph)
-                pairs = [
-                    (n.name, slot)
-                    for n in nodes
-                    if node_filter is None or node_filter.search(n.name)
-                    for slot in range(max(1, len(n.outputs)))
-                ]
-                if pairs:
-                    tensors[(rank, graph.name)] = pairs
+                # constants named as targets stay (unlike the sessions): as check always did
+                found = watched_tensors(
+                    wdef.condition, targets, [graph], constants=True, node_filter=matches
+                )
+                for name, pairs in found.items():
+                    tensors[(rank, name)] = pairs
         plan.append(Watch(wp_id, request, wdef.condition.needs_prev, tensors))
     return plan
 
@@ -457,16 +459,9 @@ def _hit_json(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> dict[str, 
 
 
 def _hit(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> WatchpointHit:
-    from tuidebug.core.tensor import TensorRef
-    from tuidebug.core.watchpoints import WatchpointHit
+    from tuidebug.core.hit_rules import hit_from_outcome
 
-    k = outcome.key
-    return WatchpointHit.from_result(
-        outcome.watchpoint_id,
-        watches[outcome.watchpoint_id].condition,
-        TensorRef(k.node, k.slot, k.iteration, k.rank, k.graph),
-        outcome.result,
-    )
+    return hit_from_outcome(outcome, watches[outcome.watchpoint_id].condition)
 
 
 def _result_text(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> str:

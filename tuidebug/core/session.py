@@ -15,12 +15,35 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from tuidebug.core.session_error import SessionError
+from tuidebug.core.watchpoint_book import WatchpointBook, WatchpointChange
+
 if TYPE_CHECKING:
     import numpy as np
 
     from tuidebug.core.graph import Graph
     from tuidebug.core.tensor import TensorRef
     from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
+
+__all__ = [
+    "Capabilities",
+    "ClientDisconnected",
+    "DebugSession",
+    "EventLog",
+    "GraphRun",
+    "GraphsLoaded",
+    "HitsArrived",
+    "Listener",
+    "Metadata",
+    "MetadataChanged",
+    "Notice",
+    "Progress",
+    "SessionError",
+    "SessionEvent",
+    "SessionState",
+    "TensorArrived",
+    "WatchpointsChanged",
+]
 
 
 class SessionState(str, Enum):
@@ -37,10 +60,6 @@ class SessionState(str, Enum):
     DONE = "done"  # training finished (`training_done`) or terminated
 
 
-class SessionError(Exception):
-    """A user-facing failure of a session call; the message is one sentence."""
-
-
 @dataclass(frozen=True)
 class Capabilities:
     """What the session can do; the TUI enables keys and panes from this alone."""
@@ -53,13 +72,19 @@ class Capabilities:
     can_step_node: bool = False  # GPU-style "next node" / "run to node"
     can_reset_step: bool = False  # offline: jump to any step
     can_compare_previous: bool = True
+    # step 0 holds tensor values (online: the initial suspension). Offline it does not:
+    # MindInsight's offline steps start at 1 and step 0 means nothing is loaded yet.
+    step_zero_has_values: bool = True
+    # weight_initialization is checked only at step 0 (online: MindSpore evaluates it at
+    # the initial suspension only, spec §2.6); elsewhere it may be set at any step
+    weight_init_only_at_step_zero: bool = False
 
 
 @dataclass(frozen=True)
 class Metadata:
     """The header line: where the data comes from and where the run stands."""
 
-    mode: str  # "offline" | "online"
+    mode: str  # "offline" | "online": the header's badge, nothing else depends on it
     source: str  # dump path, or client address
     state: SessionState = SessionState.PENDING
     step: int = (
@@ -73,6 +98,9 @@ class Metadata:
     ms_version: str = ""
     cur_node: str = ""
     graph_names: tuple[str, ...] = ()
+    # where a step shows a dump iteration (offline), the one the current step shows; None
+    # where steps are not iterations (online) or nothing is loaded (offline step 0)
+    iteration: int | None = None
     message: str = ""  # a banner line (e.g. version mismatch, disconnected)
 
     def with_(self, **changes: object) -> Metadata:
@@ -149,13 +177,20 @@ Listener = Callable[[SessionEvent], None]
 
 
 class DebugSession(ABC):
-    """Shared behaviour: subscribers and the event fan-out. Subclasses hold the state."""
+    """Shared behaviour: subscribers and the event fan-out, and the watchpoints (one
+    `WatchpointBook`: create/update/delete are written once, here). Subclasses hold the
+    rest of the state and say, through three small hooks, what differs: which graph a new
+    watchpoint lives in (`_watch_graph`), whether its targets resolve (`_check_targets`),
+    and what a deleted watchpoint takes with it (`_forget_watchpoint`: its hits)."""
 
     capabilities: Capabilities = Capabilities()
 
-    def __init__(self) -> None:
+    def __init__(self, *, lock: threading.RLock | None = None) -> None:
+        """`lock`: the one the session guards its state with, when the watchpoint hooks read
+        that state (the book holds it during each change)."""
         self._listeners: list[Listener] = []
         self._listeners_lock = threading.Lock()
+        self.watchpoint_book = WatchpointBook(self._watchpoints_changed, lock=lock)
 
     # ------------------------------------------------------------- events
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -187,8 +222,8 @@ class DebugSession(ABC):
         """Graphs of the current rank, by graph name."""
 
     @property
-    @abstractmethod
-    def watchpoints(self) -> Sequence[Watchpoint]: ...
+    def watchpoints(self) -> Sequence[Watchpoint]:
+        return self.watchpoint_book.all()
 
     @property
     @abstractmethod
@@ -197,6 +232,12 @@ class DebugSession(ABC):
     def graph_runs(self) -> Sequence[GraphRun]:
         """The graph execution history; empty when the session has none."""
         return ()
+
+    def step_of(self, ref: TensorRef) -> int:
+        """The step the user sees for a tensor: `ref.iteration` read the session's way
+        (what a title or a hit row says), the current step when the ref names none.
+        Default: iterations are steps (online)."""
+        return self.metadata.step if ref.iteration is None else ref.iteration
 
     # ---------------------------------------------------------- lifecycle
     @abstractmethod
@@ -211,7 +252,6 @@ class DebugSession(ABC):
         raise SessionError("This session has a single rank.")
 
     # -------------------------------------------------------- watchpoints
-    @abstractmethod
     def create_watchpoint(
         self,
         condition: str,
@@ -223,18 +263,50 @@ class DebugSession(ABC):
         paths of `graph_name`; empty = the condition's whole category (weight, gradient,
         activation) or every node (tensor conditions). Invalid parameters raise
         `WatchpointError` with one sentence."""
+        return self.watchpoint_book.create(
+            condition,
+            params,
+            targets,
+            graph_name,
+            place=self._watch_graph,
+            check=self._check_targets,
+        )
 
-    @abstractmethod
     def update_watchpoint(
         self,
         watchpoint_id: int,
         params: Mapping[str, float] | None = None,
         targets: Sequence[str] | None = None,
         enabled: bool | None = None,
-    ) -> Watchpoint: ...
+    ) -> Watchpoint:
+        return self.watchpoint_book.update(
+            watchpoint_id, params, targets, enabled, check=self._check_targets
+        )
+
+    def delete_watchpoint(self, watchpoint_id: int) -> None:
+        with self.watchpoint_book.lock:
+            self.watchpoint_book.delete(watchpoint_id)
+            self._forget_watchpoint(watchpoint_id)
+
+    def _watch_graph(self, graph_name: str | None) -> str | None:
+        """The graph a new watchpoint lives in (None = every graph); refuse an unknown one
+        with one sentence. Default: as given."""
+        return graph_name
+
+    def _check_targets(self, watchpoint: Watchpoint, targets_changed: bool) -> None:
+        """Raise `WatchpointError` when the watchpoint's targets name nothing (called before
+        a create, and before an update with `targets_changed` telling whether its targets
+        are new). Default: accept."""
+        return None
 
     @abstractmethod
-    def delete_watchpoint(self, watchpoint_id: int) -> None: ...
+    def _forget_watchpoint(self, watchpoint_id: int) -> None:
+        """A watchpoint was deleted (called under the book's lock): drop its hits and
+        publish the list when it changed."""
+
+    def _watchpoints_changed(self, change: WatchpointChange) -> None:
+        """The book changed (called under its lock). Default: publish the new list."""
+        self.emit(WatchpointsChanged(change.watchpoints))
 
     def apply_recommended(self) -> list[Watchpoint]:
         """Create the recommended watchpoints of spec §4 for the loaded graphs."""

@@ -298,6 +298,9 @@ class WatchpointHit:
     error_code: int
     params: tuple[ParamResult, ...] = ()
     order: int = 0  # execution-order index of the tensor's node, for sorting
+    # the step the user sees for this hit, set by the session (`DebugSession.step_of`);
+    # None outside a session (`check`, the API), where hits name dump iterations
+    step: int | None = None
 
     @classmethod
     def from_result(
@@ -307,8 +310,9 @@ class WatchpointHit:
         tensor: TensorRef,
         result: CheckResult,
         order: int = 0,
+        step: int | None = None,
     ) -> WatchpointHit:
-        return cls(watchpoint_id, condition, tensor, result.error_code, result.params, order)
+        return cls(watchpoint_id, condition, tensor, result.error_code, result.params, order, step)
 
     @property
     def is_error(self) -> bool:

@@ -1,7 +1,7 @@
 """The dump model: one MindSpore dump folder, its ranks' graphs and tensor indexes.
 
 `OfflineDump` joins the pieces the other offline modules provide: discovery (`layout`), graph
-files (`graph_pb`), the file ↔ node index (`tensor_index`) and safe tensor reading
+files (`graph_files`), the file ↔ node index (`tensor_index`) and safe tensor reading
 (`tensor_store`). Graphs are loaded per rank on first use, so opening a dump with many ranks
 costs only its discovery; indexes are built per (rank, graph) on first use too.
 
@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.graph_pb import GraphFileError, GraphTooLargeError
 from tuidebug.core.session import GraphRun
 from tuidebug.offline.dump_error import DumpError
 from tuidebug.offline.dump_names import kernel_dump_names
-from tuidebug.offline.graph_pb import GraphFileError, GraphTooLargeError, load_graph_file
+from tuidebug.offline.graph_files import load_graph_file
 from tuidebug.offline.layout import DumpLayout, RankLayout
 from tuidebug.offline.tensor_index import TensorIndex
 from tuidebug.offline.tensor_store import (

@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.graph import Graph, NodeKind
+from tuidebug.core.hit_rules import hit_from_outcome, stops_run
 from tuidebug.core.session import (
     Capabilities,
     DebugSession,
@@ -40,15 +40,11 @@ from tuidebug.core.session import (
     Progress,
     SessionError,
     SessionState,
-    WatchpointsChanged,
 )
 from tuidebug.core.tensor import TensorRef
-from tuidebug.core.watchpoints import (
-    Watchpoint,
-    WatchpointError,
-    WatchpointHit,
-    resolve_targets,
-)
+from tuidebug.core.watch_targets import watched_tensors
+from tuidebug.core.watchpoint_book import WatchpointChange
+from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
 from tuidebug.offline.checker import Checker, CheckReport, Watch
 from tuidebug.offline.dump import DumpError, OfflineDump
 from tuidebug.offline.tensor_store import TensorFileError
@@ -69,6 +65,8 @@ class OfflineSession(DebugSession):
         can_step_node=False,
         can_reset_step=True,
         can_compare_previous=True,
+        step_zero_has_values=False,  # step 0 = nothing loaded yet (module docstring)
+        weight_init_only_at_step_zero=False,
     )
 
     def __init__(
@@ -88,13 +86,11 @@ class OfflineSession(DebugSession):
         self._checker: Checker | None = None
         self._metadata = Metadata(mode="offline", source=self.dump_dir)
         self._graphs: dict[str, Graph] = {}
-        self._watchpoints: list[Watchpoint] = []
         # watchpoint id → (that watchpoint, the graphs it was resolved in, its tensors)
         self._resolved: dict[
             int, tuple[Watchpoint, dict[str, Graph], dict[tuple[int, str], list[tuple[str, int]]]]
         ] = {}
         self._hits: tuple[WatchpointHit, ...] = ()
-        self._next_id = 1
         self._rank = 0
         # One control action at a time (the TUI runs them in workers); state reads are lock-free
         # because every published value is an immutable object swapped in whole.
@@ -114,10 +110,6 @@ class OfflineSession(DebugSession):
         return dict(self._graphs)
 
     @property
-    def watchpoints(self) -> Sequence[Watchpoint]:
-        return tuple(self._watchpoints)
-
-    @property
     def hits(self) -> Sequence[WatchpointHit]:
         return self._hits
 
@@ -133,8 +125,17 @@ class OfflineSession(DebugSession):
         return tuple(self._dump.graph_runs(self._rank))
 
     def _set(self, **changes: object) -> None:
-        self._metadata = self._metadata.with_(**changes)
+        self._metadata = self._moved(**changes)
         self.emit(MetadataChanged(self._metadata))
+
+    def _moved(self, **changes: object) -> Metadata:
+        """The metadata with `changes`, its `iteration` kept that of its step."""
+        md = self._metadata.with_(**changes)
+        return md.with_(iteration=md.step - 1 if md.step > 0 else None)
+
+    def step_of(self, ref: TensorRef) -> int:
+        """Step `s` shows dump iteration `s − 1` (module docstring)."""
+        return self._metadata.step if ref.iteration is None else ref.iteration + 1
 
     def _notice(self, message: str, severity: str = "warning") -> None:
         self.emit(Notice(message, severity))
@@ -248,76 +249,35 @@ class OfflineSession(DebugSession):
         cached = self._resolved.get(wp.id)
         if cached is not None and cached[0] is wp and cached[1] is self._graphs:
             return cached[2]
-        out: dict[tuple[int, str], list[tuple[str, int]]] = {}
-        names = [wp.graph_name] if wp.graph_name else list(self._graphs)
-        errors: list[str] = []
-        for name in names:
-            graph = self._graphs.get(name)
-            if graph is None:
-                continue
-            try:
-                nodes = resolve_targets(wp.condition, wp.targets, graph)
-            except WatchpointError as err:
-                errors.append(str(err))
-                continue
-            pairs = [
-                (n.name, slot)
-                for n in nodes
-                if n.kind is not NodeKind.CONSTANT
-                for slot in range(max(1, len(n.outputs)))
-            ]
-            if pairs:
-                out[(self._rank, name)] = pairs
-        if errors and len(errors) == len(names):
-            raise WatchpointError(errors[0])
+        if wp.graph_name:
+            graph = self._graphs.get(wp.graph_name)
+            graphs = [graph] if graph is not None else []
+        else:
+            graphs = list(self._graphs.values())
+        # the watchpoint watches every graph it resolves in; constants are never checked
+        found = watched_tensors(wp.condition, wp.targets, graphs, constants=False, tolerate=True)
+        out = {(self._rank, name): pairs for name, pairs in found.items()}
         self._resolved[wp.id] = (wp, self._graphs, out)
         return out
 
-    def create_watchpoint(
-        self,
-        condition: str,
-        params: Mapping[str, float],
-        targets: Sequence[str] = (),
-        graph_name: str | None = None,
-    ) -> Watchpoint:
+    def _watch_graph(self, graph_name: str | None) -> str | None:
         if graph_name is not None and self._graphs and graph_name not in self._graphs:
             raise WatchpointError(f"There is no graph {graph_name!r} on rank {self._rank}.")
-        wp = Watchpoint(self._next_id, condition, dict(params), tuple(targets), graph_name)
-        if self._graphs:
-            self._resolve(wp)  # unknown targets raise here, not at the next step
-        self._next_id += 1
-        self._watchpoints = [*self._watchpoints, wp]
-        self.emit(WatchpointsChanged(tuple(self._watchpoints)))
-        return wp
+        return graph_name
 
-    def update_watchpoint(
-        self,
-        watchpoint_id: int,
-        params: Mapping[str, float] | None = None,
-        targets: Sequence[str] | None = None,
-        enabled: bool | None = None,
-    ) -> Watchpoint:
-        new = self._find(watchpoint_id).changed(params=params, targets=targets, enabled=enabled)
+    def _check_targets(self, watchpoint: Watchpoint, targets_changed: bool) -> None:
         if self._graphs:
-            self._resolve(new)
-        self._watchpoints = [new if w.id == watchpoint_id else w for w in self._watchpoints]
-        self.emit(WatchpointsChanged(tuple(self._watchpoints)))
-        return new
+            self._resolve(watchpoint)  # unknown targets raise here, not at the next step
 
-    def delete_watchpoint(self, watchpoint_id: int) -> None:
-        self._find(watchpoint_id)
-        self._watchpoints = [w for w in self._watchpoints if w.id != watchpoint_id]
-        self._resolved.pop(watchpoint_id, None)
-        self.emit(WatchpointsChanged(tuple(self._watchpoints)))
+    def _watchpoints_changed(self, change: WatchpointChange) -> None:
+        if change.kind == "deleted" and change.watchpoint is not None:
+            self._resolved.pop(change.watchpoint.id, None)
+        super()._watchpoints_changed(change)
+
+    def _forget_watchpoint(self, watchpoint_id: int) -> None:
         if any(h.watchpoint_id == watchpoint_id for h in self._hits):
             self._hits = tuple(h for h in self._hits if h.watchpoint_id != watchpoint_id)
             self.emit(HitsArrived(self._hits, self._metadata.step))
-
-    def _find(self, watchpoint_id: int) -> Watchpoint:
-        for wp in self._watchpoints:
-            if wp.id == watchpoint_id:
-                return wp
-        raise SessionError(f"There is no watchpoint {watchpoint_id}.")
 
     # ------------------------------------------------------------------ control
     def _require_loaded(self) -> OfflineDump:
@@ -365,11 +325,11 @@ class OfflineSession(DebugSession):
         self._set(state=SessionState.RUNNING)
         try:
             while self._metadata.step < target and not self._cancel.is_set():
-                self._metadata = self._metadata.with_(step=self._metadata.step + 1)
+                self._metadata = self._moved(step=self._metadata.step + 1)
                 self._check_current()
                 if not until_hit or not self._hits:
                     continue
-                if not all(_only_no_previous(hit) for hit in self._hits):
+                if stops_run(self._hits):
                     break
                 if self._metadata.step < target:
                     self._notice(
@@ -419,7 +379,7 @@ class OfflineSession(DebugSession):
         step = self._metadata.step
         iteration = step - 1
         self.emit(MetadataChanged(self._metadata))
-        active = [wp for wp in self._watchpoints if wp.enabled]
+        active = [wp for wp in self.watchpoint_book if wp.enabled]
         hits: tuple[WatchpointHit, ...] = ()
         if active and self._graphs and self._checker is not None:
             watches = []
@@ -448,17 +408,15 @@ class OfflineSession(DebugSession):
         self.emit(HitsArrived(hits, step))
 
     def _to_hits(self, report: CheckReport) -> tuple[WatchpointHit, ...]:
-        by_id = {wp.id: wp for wp in self._watchpoints}
         dump = self.dump
         out = []
         for outcome in report.outcomes:
-            wp = by_id.get(outcome.watchpoint_id)
+            wp = self.watchpoint_book.find(outcome.watchpoint_id)
             if wp is None:
                 continue
             k = outcome.key
-            ref = TensorRef(k.node, k.slot, k.iteration, k.rank, k.graph)
             order = dump.execution_position(k.rank, k.graph, k.node)
-            out.append(WatchpointHit.from_result(wp.id, wp.condition, ref, outcome.result, order))
+            out.append(hit_from_outcome(outcome, wp.condition, order, step=k.iteration + 1))
         return tuple(out)
 
     # ------------------------------------------------------------------ tensors
@@ -500,8 +458,3 @@ class OfflineSession(DebugSession):
             if graph.get(node) is not None:
                 return name
         raise SessionError(f"No graph of rank {self._rank} has a node named {node!r}.")
-
-
-def _only_no_previous(hit: WatchpointHit) -> bool:
-    """An error hit whose only error is "the previous step value cannot be found"."""
-    return hit.error_code == ErrorCode.NO_PREV

@@ -3,7 +3,9 @@
 The training process (MindSpore, or our own clients in `tuidebug.client`) is the gRPC
 *client*; we serve. This module is only transport: it parses every message defensively
 (network input is untrusted), reassembles the chunked streams under size caps and hands
-complete objects to the `OnlineSession` state machine, which decides what to answer.
+complete objects to a `WireHandler` (the `OnlineSession` state machine), which decides what
+to answer. The server knows the handler only through that protocol: `start_server` returns the
+running server to whoever started it instead of calling back into the session.
 
 Handlers are registered by hand with raw-bytes deserializers instead of the generated
 `add_EventListenerServicer_to_server`, so that a message that does not parse becomes a
@@ -35,16 +37,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError, Message
 
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
-
-if TYPE_CHECKING:
-    from tuidebug.online.session import OnlineSession
 
 log = logging.getLogger("tuidebug.online")
 
@@ -345,12 +344,52 @@ class CallGuard:
                 call.context.cancel()
 
 
+class WireHandler(Protocol):
+    """What the server calls: one method per kind of message (the session's `wire_*`).
+    Every `peer` is the gRPC peer of the call ("ipv4:host:port"); a `broken` stream is
+    reported with one sentence instead of its items."""
+
+    def stream_refusal(self, peer: str, graphs: bool = False) -> str:
+        """Why a stream from `peer` is not served (one sentence), or ""."""
+        ...
+
+    def wire_notice(self, message: str) -> None: ...
+
+    def wire_wait(
+        self,
+        md: pb.Metadata,
+        is_active: Callable[[], bool],
+        peer: str = "",
+        on_end: Callable[[Callable[[], None]], bool] | None = None,
+    ) -> pb.EventReply: ...
+
+    def wire_metadata(self, md: pb.Metadata, peer: str = "") -> pb.EventReply:
+        """May raise `ClientRefused` (answered with FAILED_PRECONDITION)."""
+        ...
+
+    def wire_heartbeat(self, hb: pb.Heartbeat, peer: str = "") -> pb.EventReply: ...
+
+    def wire_graphs(self, protos: list[graph_pb.GraphProto], peer: str = "") -> pb.EventReply: ...
+
+    def expected_tensor_keys(self) -> set[tuple[str, str, str]]:
+        """(node, slot, iter) of the tensors asked for: only those are kept."""
+        ...
+
+    def wire_tensors(self, tensors: list[ReceivedTensor], broken: str = "") -> None: ...
+
+    def wire_tensor_stats(self, summaries: list[pb.TensorSummary], broken: str = "") -> None: ...
+
+    def wire_tensor_base(self, bases: list[pb.TensorBase], broken: str = "") -> None: ...
+
+    def wire_hits(self, hits: list[pb.WatchpointHit]) -> None: ...
+
+
 class EventListener:
     """The nine RPCs of spec §1.1; every method answers, none raises (a refusal is a gRPC
     status with one sentence). All are registered as client streams: a unary request is
     the stream's first message, so the guard bounds the wait for it too."""
 
-    def __init__(self, session: OnlineSession, options: ServerOptions) -> None:
+    def __init__(self, session: WireHandler, options: ServerOptions) -> None:
         self.session = session
         self.options = options
         self.guard = CallGuard(options)
@@ -779,14 +818,27 @@ def _check_port_free(host: str, port: int) -> None:
             ) from None
 
 
+@dataclass(frozen=True)
+class RunningServer:
+    """A started server: the gRPC server, its servicer (limits, counters, the call guard),
+    the address it is bound to (`host:port`, the real port when 0 was asked) and every
+    address it listens on (0.0.0.0 also means IPv6 where the machine has it)."""
+
+    server: grpc.Server
+    listener: EventListener
+    address: str
+    bound_addresses: tuple[str, ...]
+
+
 def start_server(
-    session: OnlineSession,
+    handler: WireHandler,
     host: str = "127.0.0.1",
     port: int = 50051,
     options: ServerOptions | None = None,
-) -> grpc.Server:
-    """Listen on `host:port` (0 = any free port) and serve `session`. The bound address is
-    recorded on the session (`session.address`). Raises `ServerStartError`."""
+) -> RunningServer:
+    """Listen on `host:port` (0 = any free port) and serve `handler`. Raises
+    `ServerStartError`. The caller owns what it gets back: stop the listener's guard, then
+    the server, when it closes."""
     options = options or ServerOptions()
     _check_port_free(host, port)
     server = grpc.server(
@@ -803,7 +855,7 @@ def start_server(
             ("grpc.so_reuseport", 0),
         ],
     )
-    servicer = EventListener(session, options)
+    servicer = EventListener(handler, options)
     server.add_generic_rpc_handlers((_handlers(servicer),))
     try:
         bound = server.add_insecure_port(format_address(host, port))
@@ -814,10 +866,9 @@ def start_server(
             f"Port {port} on {host} is already in use; choose another with --port."
         )
     server.start()
-    session.listener = servicer
-    session.add_close_hook(servicer.guard.stop)
-    session.attach_server(server, format_address(host, bound), bound_addresses(host, bound))
-    return server
+    return RunningServer(
+        server, servicer, format_address(host, bound), bound_addresses(host, bound)
+    )
 
 
 _WILDCARDS = {"0.0.0.0", "::", "[::]", ""}

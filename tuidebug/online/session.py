@@ -10,20 +10,16 @@ request. The gRPC transport (`server.py`) calls the `wire_*` methods; the TUI ca
 `DebugSession` methods. Events go out on a dispatcher thread so neither side ever blocks the
 other (a listener may call back into the session).
 
-Versions (spec §0, §1.4, §2.3): the wire protocol was the same from MindInsight 1.5 to 2.3,
-and MindSpore's online debugger client exists from 1.x through the 2.3 era, so by default
-every MindSpore `ms_version` is accepted (`version_matched=true`): 1.5 to 2.x silently;
-older versions (no tensor base/statistics replies before MindInsight 1.5's protocol, no
-heartbeats before 1.3's, a different graph transfer before 1.1's), versions from 3.0 on
-(newer than any MindSpore with an online debugger client) and versions that cannot be read
-(empty, `garbage`) with one warning that names what was received: logged, posted as a
-`Notice` and kept as the header's banner line for the session (`check_version`).
-`strict_version="X.Y"` (`tuidebug online --strict-version X.Y`) applies MindInsight X.Y's own
-rule instead (`version_match`): a mismatch gets `version_matched=false` and the training
-can only be terminated. Clients whose `ms_version` starts with `torch-` are our own PyTorch
-adapter and are accepted without any MindSpore rule.
+The seams live in modules of their own: the version rule (`versions.py`: every MindSpore
+version is accepted by default, a warning is logged, posted as a `Notice` and kept as the
+header's banner line for the session; `--strict-version` applies MindInsight's rule),
+ViewCMD requests and their pairing (`views.py`), the SetCMD batch and the hits coming back
+(`wire_watchpoints.py`) and the heartbeat watchdog (`heartbeat.py`). What stays here is the
+state machine that ties them together. Watchpoint create/update/delete is DebugSession's
+(core/watchpoint_book.py); the hooks below only say what is online about them.
 
-For those clients only, step N / continue send the real remaining count in `run_steps`
+Clients whose `ms_version` starts with `torch-` are our own PyTorch adapter. For those clients
+only, step N / continue send the real remaining count in `run_steps`
 (MindSpore ignores it; MindSpore-like clients keep getting `run_steps=1`, one WaitCMD per
 step): a WaitCMD round trip per step would be most of the debugger's cost on a small model.
 The PyTorch client runs on its own for at most that many step ends, but comes back after a
@@ -35,22 +31,18 @@ steps it ran without asking are taken off the remaining count when it next repor
 from __future__ import annotations
 
 import logging
-import math
 import queue
-import re
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
-from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.hit_rules import stops_run
 from tuidebug.core.session import (
     Capabilities,
     ClientDisconnected,
@@ -66,177 +58,34 @@ from tuidebug.core.session import (
     TensorArrived,
     WatchpointsChanged,
 )
-from tuidebug.core.tensor import TensorRef, UnsupportedDataTypeError, numpy_dtype
+from tuidebug.core.tensor import TensorRef
+from tuidebug.core.watchpoint_book import WatchpointChange
+from tuidebug.core.watchpoints import resolve_targets
+from tuidebug.online.heartbeat import HEARTBEAT_LIMITS, HeartbeatWatchdog
+from tuidebug.online.server import ClientRefused, RunningServer, start_server
+from tuidebug.online.versions import TORCH_VERSION_PREFIX, check_version, parse_strict_version
+from tuidebug.online.views import (
+    TensorBaseInfo,
+    ViewRequests,
+    WireStatistics,
+    base_info,
+    decode_tensor,
+    is_view_of,
+    tensor_request,
+    wire_statistics,
+)
+from tuidebug.online.wire_watchpoints import SetCommands, hit_from_wire
 
 if TYPE_CHECKING:
-    import grpc
-
     from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
     from tuidebug.online.server import EventListener, ReceivedTensor, ServerOptions
 
 log = logging.getLogger("tuidebug.online")
 
-MINDINSIGHT_VERSION = "2.3"  # the last MindInsight; the protocol tuidebug speaks
-_VERSION = re.compile(r"(\d+)\.(\d+)", re.ASCII)
-TORCH_VERSION_PREFIX = "torch-"
 MAX_RUN_STEPS = 2**31 - 1
-HEARTBEAT_LIMITS = (5, 3600)  # seconds, MindInsight's accepted `period` range (spec §2.10)
-HEARTBEAT_MISSES = 3
-# A SetCMD must fit in MindSpore's 4 MiB receive limit (spec §1.6) with room to spare.
-MAX_SETCMD_BYTES = 3 * 1024 * 1024 + 512 * 1024
 
 _OK = pb.EventReply.OK
 _FAILED = pb.EventReply.FAILED
-
-
-def parse_version(text: str) -> tuple[int, int] | None:
-    """`major.minor` of a version such as `2.2.14`, `2.3.0rc1` or `1.8`; None when `text`
-    does not start with two dot-separated numbers."""
-    found = _VERSION.match(text.strip())
-    return (int(found[1]), int(found[2])) if found else None
-
-
-def parse_strict_version(text: str) -> str:
-    """A `--strict-version` value as `X.Y` (`2.3`, or `2.3.0` which the rule reads the
-    same); ValueError with one sentence else."""
-    if not re.fullmatch(r"\d{1,4}\.\d{1,4}(\.\d{1,4})?", text.strip(), re.ASCII):
-        raise ValueError(f"--strict-version must be a MindInsight version like 2.3, not {text!r}.")
-    major, minor = text.strip().split(".")[:2]
-    return f"{int(major)}.{int(minor)}"
-
-
-@dataclass(frozen=True)
-class VersionCheck:
-    """The answer to a client's `ms_version`: `matched` goes on the wire as
-    `version_matched`; `warning` (one sentence, naming the version received) is shown once."""
-
-    matched: bool
-    warning: str = ""
-
-
-def check_version(ms_version: str, strict_version: str | None = None) -> VersionCheck:
-    """Spec §2.3 with this debugger's policy (module docstring): every MindSpore version is
-    accepted, with a warning for those the MindInsight 1.5–2.3 protocol may not fit;
-    `strict_version` = MindInsight's own rule against that MindInsight version."""
-    shown = ms_version or "(none)"
-    if ms_version.startswith(TORCH_VERSION_PREFIX):
-        return VersionCheck(True)
-    if strict_version is not None:
-        result = version_match(ms_version, strict_version)
-        if result == 2:
-            return VersionCheck(
-                False,
-                f"MindSpore {shown} does not match MindInsight {strict_version} "
-                "(--strict-version); only terminate is possible.",
-            )
-        if result == 1:
-            return VersionCheck(
-                True,
-                f"MindSpore {shown} is newer than MindInsight {strict_version} "
-                "(--strict-version); continuing.",
-            )
-        return VersionCheck(True)
-    version = parse_version(ms_version)
-    if version is None:
-        return VersionCheck(
-            True,
-            f"The training sent MindSpore version {ms_version!r}, which cannot be read; "
-            "assuming the MindInsight 1.5–2.3 protocol (if the graph or commands fail, "
-            "the training may not be a MindSpore online debugger client).",
-        )
-    if version < (1, 1):
-        return VersionCheck(
-            True,
-            f"MindSpore {shown} is older than MindInsight 1.1's protocol (graphs were not "
-            "sent in chunks, watchpoints had only the NaN/Inf conditions, no heartbeats or "
-            "tensor statistics); the graph, watchpoints and tensors may not work.",
-        )
-    if version < (1, 3):
-        return VersionCheck(
-            True,
-            f"MindSpore {shown} predates MindInsight 1.3's protocol: it sends no heartbeats "
-            "(a training that vanishes is not noticed) and ignores graph names in "
-            "watchpoints; tensor statistics and sizes (MindInsight 1.5) may not load either.",
-        )
-    if version < (1, 5):
-        return VersionCheck(
-            True,
-            f"MindSpore {shown} predates MindInsight 1.5's protocol: ViewCMD levels and the "
-            "tensor base/statistics replies came with 1.5, so tensor statistics and sizes "
-            "may not load (full tensor values still do).",
-        )
-    if version >= (3, 0):
-        return VersionCheck(
-            True,
-            f"MindSpore {shown} is newer than any MindSpore with an online debugger client "
-            "(the last are 2.3-era releases); continuing with the MindInsight 2.3 protocol.",
-        )
-    return VersionCheck(True)
-
-
-def version_match(ms_version: str, mi_version: str = MINDINSIGHT_VERSION) -> int:
-    """MindInsight's `version_match` (spec §2.3): 0 same major.minor, 1 same major and a newer
-    MindSpore minor (accepted with a warning), 2 anything else (mismatch)."""
-
-    def major_minor(text: str) -> tuple[int, int] | None:
-        parts = text.strip().split(".")
-        try:
-            return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
-        except ValueError:
-            return None
-
-    ms, mi = major_minor(ms_version), major_minor(mi_version)
-    if ms is None or mi is None or ms[0] != mi[0]:
-        return 2
-    if ms[1] == mi[1]:
-        return 0
-    return 1 if ms[1] > mi[1] else 2
-
-
-@dataclass(frozen=True)
-class TensorBaseInfo:
-    """The `base` level of a ViewCMD: DataType number, shape, size in bytes."""
-
-    data_type: int
-    shape: tuple[int, ...]
-    data_size: int
-
-
-@dataclass(frozen=True)
-class WireStatistics:
-    """The `statistics` level of a ViewCMD, as the training computed it (spec §3.7).
-    `negative_count`/`positive_count` are the wire's `neg_zero_count`/`pos_zero_count`."""
-
-    base: TensorBaseInfo
-    is_bool: bool
-    max_value: float
-    min_value: float
-    avg_value: float
-    count: int
-    negative_count: int
-    positive_count: int
-    nan_count: int
-    neg_inf_count: int
-    pos_inf_count: int
-    zero_count: int
-
-
-@dataclass
-class _PendingView:
-    requests: list[graph_pb.TensorProto]
-    level: int
-    delivered: bool = False
-    done: bool = False
-    error: str = ""
-    results: list[Any] = field(default_factory=list)
-
-
-@dataclass
-class _WireWatch:
-    """What was last sent to the client for a watchpoint, to filter its hits."""
-
-    star: bool  # the node list was too big: sent `*` and filter hits here
-    names: frozenset[str]
 
 
 class OnlineSession(DebugSession):
@@ -259,14 +108,14 @@ class OnlineSession(DebugSession):
         every MindSpore (module docstring); ValueError when malformed.
         `heartbeat_limits`/`heartbeat_scale` are test hooks: the watchdog expects a
         heartbeat every `(period + 0.5) * heartbeat_scale` seconds."""
-        super().__init__()
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        super().__init__(lock=self._lock)
         self.host = host
         self.port = port
         self.server_options = server_options
         self.tensor_timeout = tensor_timeout
         self.wait_slice = wait_slice
-        self.heartbeat_limits = heartbeat_limits
-        self.heartbeat_scale = heartbeat_scale
         self.max_graph_nodes = max_graph_nodes  # None = the graph reader's limit
         self.strict_version = (
             None if strict_version is None else parse_strict_version(strict_version)
@@ -276,12 +125,9 @@ class OnlineSession(DebugSession):
         # what the server listens on (0.0.0.0 also means IPv6 where the machine has it)
         self.bound_addresses: tuple[str, ...] = ()
         self.listener: EventListener | None = None  # the gRPC servicer (its limits, counters)
-        self._server: grpc.Server | None = None
+        self._server: RunningServer | None = None
         self._close_hooks: list[Callable[[], None]] = []
 
-        self._lock = threading.RLock()
-        self._cond = threading.Condition(self._lock)
-        self._view_lock = threading.Lock()
         self._closed = False
 
         self._meta = Metadata(mode="online", source=f"{host}:{port}")
@@ -290,7 +136,6 @@ class OnlineSession(DebugSession):
         # the gRPC peer ("ipv4:host:port") of that training: one training at a time is
         # served; another is refused until this one is gone (`wire_metadata`)
         self._peer = ""
-        self._hb_peer = ""  # whose heartbeats the watchdog follows
         self._graphs: dict[str, Graph] = {}
         self._graphs_pending = False  # received, not yet published (spec §2.4 receive_graph)
         self._published_once = False
@@ -305,19 +150,16 @@ class OnlineSession(DebugSession):
         self._waiter = 0  # ticket of the WaitCMD allowed to take commands
         self._last_step = 0
         self._last_node = ""
-        self._view: _PendingView | None = None
+        self._views = ViewRequests(self._cond)
         self._tensor_cache: dict[tuple[str, str, str, int], np.ndarray | None] = {}
 
-        self._watchpoints: dict[int, Watchpoint] = {}
-        self._next_watchpoint_id = 1
-        self._dirty: dict[int, None] = {}  # created/updated since the last batch (ordered)
-        self._deleted: set[int] = set()
-        self._on_client: dict[int, _WireWatch] = {}
+        self._set_commands = SetCommands()
         self._hits: list[WatchpointHit] = []
         self._received_hits: list[pb.WatchpointHit] = []
 
-        self._hb_stop: threading.Event | None = None
-        self._hb_last = 0.0
+        self._watchdog = HeartbeatWatchdog(
+            self._cond, self._heartbeats_lost, heartbeat_limits, heartbeat_scale
+        )
         self._refused_peers: set[str] = set()
 
         self._events: queue.SimpleQueue[SessionEvent | None] = queue.SimpleQueue()
@@ -339,6 +181,8 @@ class OnlineSession(DebugSession):
             can_step_node=backend == "GPU",
             can_reset_step=False,
             can_compare_previous=True,
+            step_zero_has_values=True,
+            weight_init_only_at_step_zero=True,  # spec §2.6: at the initial suspension only
         )
 
     @property
@@ -351,32 +195,20 @@ class OnlineSession(DebugSession):
             return dict(self._graphs)
 
     @property
-    def watchpoints(self) -> Sequence[Watchpoint]:
-        with self._lock:
-            return tuple(self._watchpoints.values())
-
-    @property
     def hits(self) -> Sequence[WatchpointHit]:
         with self._lock:
             return tuple(self._hits)
 
     def start(self) -> None:
         """Start listening on `host:port` (raises `ServerStartError` on a busy port)."""
-        from tuidebug.online.server import start_server
-
         if self._server is None:
-            start_server(self, self.host, self.port, self.server_options)
-
-    def attach_server(
-        self, server: grpc.Server, address: str, bound_addresses: tuple[str, ...] = ()
-    ) -> None:
-        """Called by `start_server`: the session owns the server from now on."""
-        self._server = server
-        self.address = address
-        self.bound_addresses = bound_addresses or (address,)
-        port = address.rpartition(":")[2]
-        self.port = int(port)
-        self._set_meta(source=address)
+            running = start_server(self, self.host, self.port, self.server_options)
+            self._server = running  # the session owns the server from now on
+            self.listener = running.listener
+            self.address = running.address
+            self.bound_addresses = running.bound_addresses
+            self.port = int(running.address.rpartition(":")[2])
+            self._set_meta(source=running.address)
 
     def add_close_hook(self, hook: Callable[[], None]) -> None:
         """Run `hook` on `close()` (e.g. stop a simulator started beside the server)."""
@@ -387,83 +219,47 @@ class OnlineSession(DebugSession):
             if self._closed:
                 return
             self._closed = True
-            self._stop_watchdog()
-            self._fail_view("The debugger was closed.")
+            self._watchdog.stop()
+            self._views.fail("The debugger was closed.")
             self._cond.notify_all()
+        if self._server is not None:
+            self._server.listener.guard.stop()  # no call may wait on the session any more
         for hook in self._close_hooks:
             try:
                 hook()
             except Exception as exc:  # closing must go on whatever a hook does
                 log.warning("close hook failed: %s", exc)
         if self._server is not None:
-            self._server.stop(grace=1.0).wait(5.0)
+            self._server.server.stop(grace=1.0).wait(5.0)
         self._events.put(None)
         if threading.current_thread() is not self._dispatcher:
             self._dispatcher.join(5.0)
 
     # ---------------------------------------------------------------- watchpoints
-    def create_watchpoint(
-        self,
-        condition: str,
-        params: Mapping[str, float],
-        targets: Sequence[str] = (),
-        graph_name: str | None = None,
-    ) -> Watchpoint:
-        from tuidebug.core.condition_catalogue import get_condition
-        from tuidebug.core.watchpoints import Watchpoint, resolve_targets, validate_params
+    # create/update/delete are DebugSession's (the watchpoint book, under `_lock`); these
+    # hooks say what is online about them: a watchpoint lives in one graph (the first when
+    # none is named), its targets are checked when they are set, and every change waits in
+    # `_set_commands` for the next SetCMD batch (spec §2.7).
+    def _watch_graph(self, graph_name: str | None) -> str | None:
+        return self._graph_for(graph_name).name
 
-        spec = get_condition(condition)
-        with self._lock:
-            graph = self._graph_for(graph_name)
-            clean = validate_params(spec, dict(params))
-            resolve_targets(spec, tuple(targets), graph)  # raises for unknown targets
-            wp = Watchpoint(
-                id=self._next_watchpoint_id,
-                condition=spec,
-                params=clean,
-                targets=tuple(targets),
-                graph_name=graph.name,
+    def _check_targets(self, watchpoint: Watchpoint, targets_changed: bool) -> None:
+        if targets_changed:  # raises for unknown targets
+            resolve_targets(
+                watchpoint.condition, watchpoint.targets, self._graph_for(watchpoint.graph_name)
             )
-            self._next_watchpoint_id += 1
-            self._watchpoints[wp.id] = wp
-            self._dirty[wp.id] = None
-            self._post(WatchpointsChanged(tuple(self._watchpoints.values())))
-            return wp
 
-    def update_watchpoint(
-        self,
-        watchpoint_id: int,
-        params: Mapping[str, float] | None = None,
-        targets: Sequence[str] | None = None,
-        enabled: bool | None = None,
-    ) -> Watchpoint:
-        from tuidebug.core.watchpoints import resolve_targets
+    def _watchpoints_changed(self, change: WatchpointChange) -> None:
+        wp = change.watchpoint
+        if wp is not None and change.kind in ("created", "updated"):
+            self._set_commands.changed(wp.id)
+        elif wp is not None and change.kind == "deleted":
+            self._set_commands.removed(wp.id)
+        self._post(WatchpointsChanged(change.watchpoints))
 
-        with self._lock:
-            wp = self._get_watchpoint(watchpoint_id)
-            wp = wp.changed(params=params, targets=targets, enabled=enabled)
-            if targets is not None:  # raises for unknown targets
-                resolve_targets(wp.condition, wp.targets, self._graph_for(wp.graph_name))
-            self._watchpoints[wp.id] = wp
-            self._dirty[wp.id] = None
-            self._post(WatchpointsChanged(tuple(self._watchpoints.values())))
-            return wp
-
-    def delete_watchpoint(self, watchpoint_id: int) -> None:
-        with self._lock:
-            self._get_watchpoint(watchpoint_id)
-            del self._watchpoints[watchpoint_id]
-            self._dirty.pop(watchpoint_id, None)
-            self._deleted.add(watchpoint_id)
-            self._hits = [h for h in self._hits if h.watchpoint_id != watchpoint_id]
-            self._post(WatchpointsChanged(tuple(self._watchpoints.values())))
-            self._post(HitsArrived(tuple(self._hits), self._meta.step))
-
-    def _get_watchpoint(self, watchpoint_id: int) -> Watchpoint:
-        wp = self._watchpoints.get(watchpoint_id)
-        if wp is None:
-            raise SessionError(f"There is no watchpoint {watchpoint_id}.")
-        return wp
+    def _forget_watchpoint(self, watchpoint_id: int) -> None:
+        self._hits = [h for h in self._hits if h.watchpoint_id != watchpoint_id]
+        self._post(HitsArrived(tuple(self._hits), self._meta.step))
 
     def _graph_for(self, graph_name: str | None) -> Graph:
         if not self._graphs:
@@ -583,7 +379,8 @@ class OnlineSession(DebugSession):
             if key in self._tensor_cache:
                 return self._tensor_cache[key]
         (received,) = self._request_view([request], pb.ViewCMD.value)
-        array = self._decode(received, ref)
+        limit = self.server_options.max_tensor_bytes if self.server_options else 1 << 30
+        array = decode_tensor(received, ref, limit)
         with self._lock:
             if self._meta.step == key[3]:
                 self._tensor_cache[key] = array
@@ -597,26 +394,7 @@ class OnlineSession(DebugSession):
         if request is None:
             return None
         (summary,) = self._request_view([request], pb.ViewCMD.statistics)
-        if summary is None:
-            return None
-        base = _base_info(summary.tensor_base)
-        if base is None:
-            return None
-        s = summary.statistics
-        return WireStatistics(
-            base=base,
-            is_bool=s.is_bool,
-            max_value=s.max_value,
-            min_value=s.min_value,
-            avg_value=s.avg_value,
-            count=s.count,
-            negative_count=s.neg_zero_count,
-            positive_count=s.pos_zero_count,
-            nan_count=s.nan_count,
-            neg_inf_count=s.neg_inf_count,
-            pos_inf_count=s.pos_inf_count,
-            zero_count=s.zero_count,
-        )
+        return wire_statistics(summary)
 
     def tensor_base(self, ref: TensorRef, previous: bool = False) -> TensorBaseInfo | None:
         """The `base` level of a ViewCMD (type, shape, size); None when not found."""
@@ -624,88 +402,36 @@ class OnlineSession(DebugSession):
         if request is None:
             return None
         (base,) = self._request_view([request], pb.ViewCMD.base)
-        return None if base is None else _base_info(base)
+        return None if base is None else base_info(base)
 
     def _tensor_request(self, ref: TensorRef, previous: bool) -> graph_pb.TensorProto | None:
-        """Spec §2.8: parameters and constants are asked by their scoped UI name with
-        `truncate=true`; `iter="prev"` exists only for parameters."""
-        if not ref.is_output:
-            raise SessionError("A live training only sends node outputs, not inputs.")
         with self._lock:
             node = self._find_node(ref.node, ref.graph)
             step = self._meta.step
-        if ref.iteration is not None and ref.iteration != step:
-            if ref.iteration == step - 1:
-                previous = True
-            else:
-                raise SessionError(
-                    f"A live training only keeps step {step} (and the previous value of "
-                    "parameters)."
-                )
-        request = graph_pb.TensorProto(node_name=ref.node, slot=str(ref.slot), iter="")
-        if node is not None:
-            request.node_name = node.ui_name
-            request.truncate = node.kind is not NodeKind.OPERATOR
-            if previous:
-                if node.kind is not NodeKind.PARAMETER:
-                    return None  # only parameters keep their previous value
-                request.iter = "prev"
-        elif previous:
-            return None
-        return request
+        return tensor_request(ref, previous, node, step)
 
     def _request_view(self, requests: list[graph_pb.TensorProto], level: int) -> list[Any]:
         """Queue one ViewCMD and block until its answer stream arrived."""
-        with self._view_lock, self._cond:
+
+        def ready() -> None:
             if self._closed:
                 raise SessionError("The session is closed.")
             if self._meta.state is not SessionState.WAITING:
                 raise SessionError(
                     "Tensor values can only be read while the training is suspended."
                 )
-            view = _PendingView(requests, level)
-            self._view = view
-            self._commands.append(
-                pb.EventReply(status=_OK, view_cmd=pb.ViewCMD(tensors=requests, level=level))
-            )
-            self._cond.notify_all()
-            finished = self._cond.wait_for(lambda: view.done, self.tensor_timeout)
-            if self._view is view:
-                self._view = None
-            if not finished:
-                self._commands = deque(c for c in self._commands if not _is_view_of(c, requests))
-                raise SessionError(
-                    f"The training did not send the tensor within {self.tensor_timeout:g} s."
-                )
-            if view.error:
-                raise SessionError(view.error)
-            return view.results
 
-    def _decode(self, received: ReceivedTensor | None, ref: TensorRef) -> np.ndarray | None:
-        if received is None or not received.found:
-            return None
-        if received.oversize:
-            limit = (self.server_options.max_tensor_bytes if self.server_options else 1 << 30) >> 20
-            raise SessionError(f"Tensor {ref.name} is larger than the {limit} MiB limit.")
-        if not received.finished:
-            raise SessionError(f"The training sent tensor {ref.name} only partly.")
-        try:
-            dtype = numpy_dtype(received.data_type or 0)
-        except UnsupportedDataTypeError as exc:
-            raise SessionError(str(exc)) from None
-        dims = received.dims or ()
-        content = received.content
-        if dims == (0,) and len(content) == dtype.itemsize:
-            dims = ()  # MindInsight: dims [0] is a scalar
-        if any(d < 0 for d in dims):
-            raise SessionError(f"The training sent tensor {ref.name} with a negative dimension.")
-        expected = math.prod(dims) * dtype.itemsize
-        if expected != len(content):
-            raise SessionError(
-                f"The training sent {len(content)} bytes for tensor {ref.name}, "
-                f"but its shape {list(dims)} needs {expected}."
-            )
-        return np.frombuffer(content, dtype=dtype).reshape(dims)
+        def withdraw(requests: list[graph_pb.TensorProto]) -> None:
+            self._commands = deque(c for c in self._commands if not is_view_of(c, requests))
+
+        return self._views.request(
+            requests,
+            level,
+            ready=ready,
+            send=lambda reply: self._commands.append(reply),
+            withdraw=withdraw,
+            timeout=self.tensor_timeout,
+        )
 
     # ====================================================================== wire side
     def wire_metadata(self, md: pb.Metadata, peer: str = "") -> pb.EventReply:
@@ -715,8 +441,6 @@ class OnlineSession(DebugSession):
         (`ClientRefused`, a notice here) and its goodbye ignored; once the attached one is
         gone, the next SendMetadata starts a new session. The same connection saying hello
         again is the same training restarting its handshake (a new session, as spec §2.3)."""
-        from tuidebug.online.server import ClientRefused
-
         with self._cond:
             if self._closed:
                 return pb.EventReply(status=_FAILED)
@@ -728,8 +452,8 @@ class OnlineSession(DebugSession):
                     return pb.EventReply(status=_OK)
                 if self._active or self._meta.state is SessionState.DISCONNECTED:
                     self._active = False
-                    self._stop_watchdog()
-                    self._fail_view("The training finished.")
+                    self._watchdog.stop()
+                    self._views.fail("The training finished.")
                     self._set_meta(
                         state=SessionState.DONE, step=md.cur_step, message="Training finished."
                     )
@@ -803,17 +527,17 @@ class OnlineSession(DebugSession):
         """Spec §2.3: a SendMetadata always starts a new training session."""
         if self._active:
             log.info("the training restarted its handshake; the previous session is reset")
-        self._fail_view("A new training connected.")
+        self._views.fail("A new training connected.")
         self._peer = peer
         self._refused_peers.clear()
-        if self._hb_stop is not None and self._hb_peer not in ("", peer):
-            self._stop_watchdog()  # it follows another connection's heartbeats
+        if self._watchdog.follows_another(peer):
+            self._watchdog.stop()  # it follows another connection's heartbeats
         self._version_warning = ""
         self._generation += 1
         self._active = True
         # MindSpore's heartbeat thread starts before SendMetadata: a running watchdog keeps
         # watching (its next beat may be a full period away) with a fresh allowance
-        self._hb_last = time.monotonic()
+        self._watchdog.refresh()
         self._graphs = {}
         self._graphs_pending = False
         self._published_once = False
@@ -826,16 +550,10 @@ class OnlineSession(DebugSession):
         self._last_step = md.cur_step
         self._last_node = md.cur_node
         self._tensor_cache.clear()
-        had_watchpoints = bool(self._watchpoints)
-        self._watchpoints.clear()
-        self._next_watchpoint_id = 1
-        self._dirty.clear()
-        self._deleted.clear()
-        self._on_client.clear()
+        self.watchpoint_book.clear()  # publishes the empty list when there were some
+        self._set_commands.reset()
         self._hits = []
         self._received_hits = []
-        if had_watchpoints:
-            self._post(WatchpointsChanged(()))
         self._set_meta(
             source=peer or self._meta.source,
             state=SessionState.PENDING,
@@ -849,7 +567,7 @@ class OnlineSession(DebugSession):
         )
 
     def wire_graphs(self, protos: list[graph_pb.GraphProto], peer: str = "") -> pb.EventReply:
-        from tuidebug.offline.graph_pb import GraphFileError, GraphTooLargeError, graph_from_proto
+        from tuidebug.core.graph_pb import GraphFileError, GraphTooLargeError, graph_from_proto
 
         with self._lock:
             if self._closed:
@@ -967,8 +685,7 @@ class OnlineSession(DebugSession):
                 self._remaining = max(0, self._remaining - (ran - 1))
         self._last_step = max(self._last_step, md.cur_step)
         self._last_node = md.cur_node
-        if self._view is not None and self._view.delivered and not self._view.done:
-            self._finish_view(self._view, "The training answered without sending the tensor.")
+        self._views.unanswered()
         changes: dict[str, Any] = {"step": md.cur_step, "cur_node": md.cur_node}
         if md.backend:
             changes["backend"] = md.backend
@@ -1030,63 +747,25 @@ class OnlineSession(DebugSession):
             self._set_state(SessionState.RUNNING, message="")
         elif kind == "exit":
             self._active = False
-            self._stop_watchdog()
+            self._watchdog.stop()
             self._set_meta(state=SessionState.DONE, message="Training terminated.")
         elif kind == "view_cmd":
-            if self._view is not None and not self._view.delivered:
-                self._view.delivered = True
+            self._views.delivered()
         elif kind == "set_cmd":
             pass  # recorded when the batch was built
 
     # ------------------------------------------------------------ tensor answers
     def expected_tensor_keys(self) -> set[tuple[str, str, str]]:
-        with self._lock:
-            view = self._view
-            if view is None or view.level != pb.ViewCMD.value:
-                return set()
-            return {(t.node_name, t.slot, t.iter) for t in view.requests}
+        return self._views.expected_keys()
 
     def wire_tensors(self, tensors: list[ReceivedTensor], broken: str = "") -> None:
-        with self._cond:
-            view = self._view
-            if view is None or view.level != pb.ViewCMD.value or view.done:
-                log.info("SendTensors without a pending request: ignored")
-                return
-            if broken:
-                self._finish_view(view, broken)
-                return
-            by_key = {t.key: t for t in tensors}
-            view.results = [by_key.get((r.node_name, r.slot, r.iter)) for r in view.requests]
-            self._finish_view(view, "")
+        self._views.answer_values(tensors, broken)
 
     def wire_tensor_stats(self, summaries: list[pb.TensorSummary], broken: str = "") -> None:
-        self._paired(pb.ViewCMD.statistics, summaries, "SendTensorStats", broken)
+        self._views.answer_by_position(pb.ViewCMD.statistics, summaries, "SendTensorStats", broken)
 
     def wire_tensor_base(self, bases: list[pb.TensorBase], broken: str = "") -> None:
-        self._paired(pb.ViewCMD.base, bases, "SendTensorBase", broken)
-
-    def _paired(self, level: int, items: list[Any], rpc: str, broken: str) -> None:
-        """Spec §2.8: these answers carry no names; they pair with the request by position."""
-        with self._cond:
-            view = self._view
-            if view is None or view.level != level or view.done:
-                log.info("%s without a pending request: ignored", rpc)
-                return
-            if broken:
-                self._finish_view(view, broken)
-                return
-            n = len(view.requests)
-            view.results = list(items[:n]) + [None] * (n - len(items))
-            self._finish_view(view, "")
-
-    def _finish_view(self, view: _PendingView, error: str) -> None:
-        view.error = error
-        view.done = True
-        self._cond.notify_all()
-
-    def _fail_view(self, error: str) -> None:
-        if self._view is not None and not self._view.done:
-            self._finish_view(self._view, error)
+        self._views.answer_by_position(pb.ViewCMD.base, bases, "SendTensorBase", broken)
 
     # ----------------------------------------------------------------- hits
     def wire_hits(self, hits: list[pb.WatchpointHit]) -> None:
@@ -1098,7 +777,8 @@ class OnlineSession(DebugSession):
             # say the training has no earlier step to compare with yet, so stopping there
             # would halt every continue at its first step (same policy as offline). They
             # are still published with their step.
-            if not hits or not all(h.error_code == ErrorCode.NO_PREV for h in hits):
+            # (an empty hit message stops the run too)
+            if not hits or stops_run(hits):
                 self._remaining = 0
                 self._target_node = ""
                 if self._meta.state is SessionState.RUNNING:
@@ -1109,49 +789,20 @@ class OnlineSession(DebugSession):
             self._cond.notify_all()
 
     def _convert_hits(self, received: list[pb.WatchpointHit]) -> list[WatchpointHit]:
-        from tuidebug.core.condition_catalogue import ParamResult
-        from tuidebug.core.watchpoints import WatchpointHit
-
         out: list[WatchpointHit] = []
         base = len(self._hits)
         for hit in received:
-            wp = self._watchpoints.get(hit.id)
+            wp = self.watchpoint_book.find(hit.id)
             if wp is None:
                 log.info("hit of unknown watchpoint %d skipped", hit.id)
                 continue
-            node = self._find_node(hit.tensor.node_name, wp.graph_name)
+            node = self._find_node(hit.tensor.node_name, wp.graph_name or "")
             if node is None:
                 log.info("hit on unknown node %s skipped", hit.tensor.node_name)
                 continue
-            wire = self._on_client.get(wp.id)
-            if wire is not None and wire.star and node.name not in wire.names:
+            if not self._set_commands.watches(wp.id, node):
                 continue  # we watched everything because the node list was too long
-            try:
-                slot = int(hit.tensor.slot or 0)
-            except ValueError:
-                slot = 0
-            params = tuple(
-                ParamResult(
-                    name=p.name,
-                    value=p.value,
-                    disabled=p.disabled,
-                    hit=p.hit,
-                    actual=p.actual_value if hit.error_code == 0 and not p.disabled else None,
-                )
-                for p in hit.watch_condition.params
-            )
-            out.append(
-                WatchpointHit(
-                    watchpoint_id=wp.id,
-                    condition=wp.condition,
-                    tensor=TensorRef(
-                        node=node.name, slot=slot, iteration=self._meta.step, graph=node.graph_name
-                    ),
-                    error_code=hit.error_code,
-                    params=params,
-                    order=base + len(out),
-                )
-            )
+            out.append(hit_from_wire(hit, wp, node, self._meta.step, base + len(out)))
         return out
 
     def _find_node(self, name: str, graph_name: str = "") -> Node | None:
@@ -1174,71 +825,9 @@ class OnlineSession(DebugSession):
                     return node
         return None
 
-    # ------------------------------------------------------------ watchpoint batch
     def _watchpoint_batch(self) -> list[pb.EventReply]:
         """Spec §2.7: the pending SetCMDs, sent right before a run or recheck."""
-        replies: list[pb.EventReply] = []
-        for wid in sorted(self._deleted):
-            if self._on_client.pop(wid, None) is not None:
-                replies.append(pb.EventReply(status=_OK, set_cmd=pb.SetCMD(id=wid, delete=True)))
-        self._deleted.clear()
-        for wid in list(self._dirty):
-            wp = self._watchpoints.get(wid)
-            if wp is None:
-                continue
-            if not wp.enabled:
-                if self._on_client.pop(wid, None) is not None:
-                    replies.append(
-                        pb.EventReply(status=_OK, set_cmd=pb.SetCMD(id=wid, delete=True))
-                    )
-                continue
-            set_cmd, wire = self._set_cmd(wp)
-            self._on_client[wid] = wire
-            replies.append(pb.EventReply(status=_OK, set_cmd=set_cmd))
-        self._dirty.clear()
-        return replies
-
-    def _set_cmd(self, wp: Watchpoint) -> tuple[pb.SetCMD, _WireWatch]:
-        from tuidebug.core.watchpoints import resolve_targets
-
-        params = list(wp.wire_params())
-        enabled = [p for p in params if not p.disabled]
-        condition = pb.WatchCondition(
-            condition=wp.condition.proto,
-            value=enabled[-1].value if enabled else 0.0,  # MindInsight's legacy `value`
-            params=[
-                pb.WatchCondition.Parameter(
-                    name=p.name, disabled=p.disabled, value=0.0 if p.disabled else p.value
-                )
-                for p in params
-            ],
-        )
-        graph = self._graphs.get(wp.graph_name)
-        nodes: list[Node] = []
-        if graph is not None:
-            nodes = [
-                n
-                for n in resolve_targets(wp.condition, wp.targets, graph)
-                if n.kind is not NodeKind.CONSTANT
-            ]
-        rank = self._meta.rank
-        watch_nodes = [
-            pb.WatchNode(
-                node_name=n.ui_name,
-                node_type="Parameter" if n.kind is NodeKind.PARAMETER else n.op_type,
-                graph_name=n.graph_name,
-                rank_id=rank,
-            )
-            for n in nodes
-        ]
-        set_cmd = pb.SetCMD(id=wp.id, watch_condition=condition, watch_nodes=watch_nodes)
-        names = frozenset(n.name for n in nodes)
-        if set_cmd.ByteSize() > MAX_SETCMD_BYTES:
-            # too many nodes for one reply: watch everything and filter the hits here
-            del set_cmd.watch_nodes[:]
-            set_cmd.watch_nodes.append(pb.WatchNode(node_name="*", node_type="scope"))
-            return set_cmd, _WireWatch(True, names)
-        return set_cmd, _WireWatch(False, names)
+        return self._set_commands.batch(self.watchpoint_book, self._graphs, self._meta.rank)
 
     # -------------------------------------------------------------- heartbeat
     def wire_heartbeat(self, hb: pb.Heartbeat, peer: str = "") -> pb.EventReply:
@@ -1248,55 +837,14 @@ class OnlineSession(DebugSession):
         with self._cond:
             if self._active and self._peer and peer and peer != self._peer:
                 return pb.EventReply(status=_OK)
-            if self._hb_stop is not None and self._hb_peer and peer and peer != self._hb_peer:
-                self._stop_watchdog()  # a new connection beats: follow it instead
-            if self._hb_stop is None:
-                lo, hi = self.heartbeat_limits
-                if not lo <= hb.period <= hi:
-                    log.warning("heartbeat period %d s is outside %g..%g s", hb.period, lo, hi)
-                    return pb.EventReply(status=_FAILED)
-                self._start_watchdog((hb.period + 0.5) * self.heartbeat_scale)
-                self._hb_peer = peer
-            self._hb_last = time.monotonic()
+            if not self._watchdog.beat(hb.period, peer):
+                return pb.EventReply(status=_FAILED)
         return pb.EventReply(status=_OK)
 
-    def _start_watchdog(self, interval: float) -> None:
-        stop = threading.Event()
-        self._hb_stop = stop
-        self._hb_last = time.monotonic()
-        threading.Thread(
-            target=self._watchdog,
-            args=(stop, interval),
-            name="tuidebug-heartbeat-watchdog",
-            daemon=True,
-        ).start()
-
-    def _stop_watchdog(self) -> None:
-        if self._hb_stop is not None:
-            self._hb_stop.set()
-            self._hb_stop = None
-
-    def _watchdog(self, stop: threading.Event, interval: float) -> None:
-        """Spec §2.10: a heartbeat is expected every `period + 0.5` s; three missed in a row
-        mean the client is gone and the session is reset."""
-        misses = 0
-        seen = self._hb_last
-        while not stop.wait(interval):
-            with self._cond:
-                if stop.is_set():
-                    return
-                if self._hb_last > seen:
-                    seen = self._hb_last
-                    misses = 0
-                    continue
-                misses += 1
-                if misses < HEARTBEAT_MISSES:
-                    continue
-                if self._hb_stop is stop:
-                    self._hb_stop = None
-                if self._active:
-                    self._client_gone("The training stopped sending heartbeats.")
-                return
+    def _heartbeats_lost(self) -> None:
+        """The watchdog's verdict (with `_cond` held): three heartbeats missed."""
+        if self._active:
+            self._client_gone("The training stopped sending heartbeats.")
 
     def _client_gone(self, reason: str) -> None:
         """Reset the protocol state (graphs and hits stay visible until a new training)."""
@@ -1306,7 +854,7 @@ class OnlineSession(DebugSession):
         self._remaining = 0
         self._target_node = ""
         self._received_hits = []
-        self._fail_view("The training disconnected.")
+        self._views.fail("The training disconnected.")
         self._set_meta(state=SessionState.DISCONNECTED, message=reason)
         self._post(ClientDisconnected(reason))
         self._cond.notify_all()
@@ -1355,13 +903,3 @@ def _run_cmd(level: str, *, steps: int | None = None, node_name: str | None = No
     if node_name is not None:
         run.node_name = node_name  # "" is still "set" (spec §1.6)
     return pb.EventReply(status=_OK, run_cmd=run)
-
-
-def _is_view_of(reply: pb.EventReply, requests: list[graph_pb.TensorProto]) -> bool:
-    return reply.WhichOneof("cmd") == "view_cmd" and list(reply.view_cmd.tensors) == requests
-
-
-def _base_info(base: pb.TensorBase) -> TensorBaseInfo | None:
-    if base.data_size == 0 and base.data_type == 0:
-        return None  # spec §2.8 "not found"
-    return TensorBaseInfo(base.data_type, tuple(base.shape), base.data_size)

@@ -467,7 +467,7 @@ class ModelGraph:
 
     def graph(self) -> Graph:
         """The `core.Graph` the server would build from `graph_proto()`."""
-        from tuidebug.offline.graph_pb import graph_from_proto
+        from tuidebug.core.graph_pb import graph_from_proto
 
         return graph_from_proto(self.graph_proto(), limit=None)
 

@@ -431,10 +431,7 @@ class DebuggerApp(App[int]):
         self._header.set_metadata(md, hits_at_step=hits_here)
 
     def _hit_step(self, hit: Any) -> int:
-        iteration = hit.tensor.iteration
-        if iteration is None:
-            return self._metadata.step
-        return iteration + 1 if self._metadata.mode == "offline" else iteration
+        return hit.step if hit.step is not None else self._metadata.step
 
     def _show_hits(self, hits: Sequence[WatchpointHit], *, announce: bool = False) -> None:
         """The hit list, its counts and badges, the header (the caller: `_state_changed`)."""
@@ -721,12 +718,11 @@ class DebuggerApp(App[int]):
         if worker.is_cancelled:
             return
         if array is None:
-            where = f"step {self._metadata.step}"
-            if ref.iteration is not None:
-                where = f"iteration {ref.iteration}"
-            message = f"{node.short_name}:{ref.slot} has no value at {where}."
+            message = (
+                f"{node.short_name}:{ref.slot} has no value at step {self.session.step_of(ref)}."
+            )
             if (
-                self._metadata.mode == "offline"
+                not self.session.capabilities.step_zero_has_values
                 and ref.iteration is None
                 and not self._metadata.step
             ):
@@ -789,13 +785,7 @@ class DebuggerApp(App[int]):
             return
         self._open_tensor = (graph_name, node.name, slot, iteration)
         ref = TensorRef(node.name, slot, iteration, self._metadata.rank, graph_name)
-        # online refs carry the training step; offline ones the dump iteration
-        online = self._metadata.mode == "online"
-        if iteration is None:
-            where = f"step {self._metadata.step}"
-        else:
-            where = f"step {iteration}" if online else f"iteration {iteration}"
-        title = f"{node.short_name}:{slot}  ({node.op_type}, {where})"
+        title = f"{node.short_name}:{slot}  ({node.op_type}, step {self.session.step_of(ref)})"
         self._tensor.show_loading(title)
         want_previous = node.is_parameter and self.session.capabilities.can_compare_previous
         self._tensor_request += 1
@@ -952,7 +942,7 @@ class DebuggerApp(App[int]):
             scope=scope_path,
             backend=md.backend,
             step=md.step,
-            mode=md.mode,
+            init_only_at_step_zero=self.session.capabilities.weight_init_only_at_step_zero,
         )
         self.push_screen(editor, self._watchpoint_drafted)
 
@@ -989,7 +979,11 @@ class DebuggerApp(App[int]):
             return
         md = self._metadata
         editor = WatchpointEditor(
-            graph, backend=md.backend, step=md.step, mode=md.mode, editing=watchpoint
+            graph,
+            backend=md.backend,
+            step=md.step,
+            init_only_at_step_zero=self.session.capabilities.weight_init_only_at_step_zero,
+            editing=watchpoint,
         )
         self.push_screen(editor, self._watchpoint_drafted)
 
@@ -1197,10 +1191,7 @@ class DebuggerApp(App[int]):
         if target is None:
             return
         iteration = target.iteration
-        if iteration is None:
-            step = md.step
-        else:
-            step = iteration + 1 if md.mode == "offline" else iteration
+        step = self.session.step_of(TensorRef(target.node, 0, iteration, md.rank, target.graph))
         self._tracing = True
         self._trace_worker(self.graphs[target.graph], target.node, iteration, md.rank, step)
 
@@ -1351,7 +1342,7 @@ def _summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
         return OutputSummary(message, missing=True)
     if array is None:
         md = session.metadata
-        if md.mode == "offline" and md.step == 0:
+        if not session.capabilities.step_zero_has_values and md.step == 0:
             # step 0 = nothing loaded yet (MindInsight's offline steps start at 1)
             return OutputSummary("no values at step 0: step (n) to load step 1", missing=True)
         return OutputSummary("no value at this step", missing=True)

@@ -66,8 +66,8 @@ def header_segments(
         segments.append(Segment("graph", shown(graph), keep=6 if len(md.graph_names) > 1 else 3))
     step = str(md.step) + (f"/{md.max_step}" if md.max_step is not None else "")
     segments.append(Segment("step", step, "bold"))
-    if not online and md.step > 0:
-        segments.append(Segment("", f"(iteration {md.step - 1})", "dim", keep=2, sep=" "))
+    if md.iteration is not None:  # the dump iteration the step shows (offline)
+        segments.append(Segment("", f"(iteration {md.iteration})", "dim", keep=2, sep=" "))
     if online and md.cur_node:
         segments.append(Segment("node", shown(md.cur_node.rsplit("/", 1)[-1]), keep=7))
     label, style = state_label(md, hits_at_step=hits_at_step)

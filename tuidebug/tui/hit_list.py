@@ -272,8 +272,8 @@ class HitList(Vertical):
             row.append(shown(scope) + "/", style="dim cyan")
         row.append(shown(short), style="cyan")
         row.append(f":{ref.slot}")
-        if ref.iteration is not None:
-            row.append(f" it{ref.iteration}", style="dim")
+        if hit.step is not None:
+            row.append(f" step {hit.step}", style="dim")
         if multi_rank:
             row.append(f" r{ref.rank}", style="dim")
         if multi_graph and ref.graph:

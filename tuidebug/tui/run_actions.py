@@ -193,7 +193,7 @@ def guard_recheck(ctx: GuardContext) -> ActionState:
         return _no(f"Recheck needs a paused session (now: {md.state.value}).")
     if not ctx.watchpoints:
         return _no("There are no watchpoints to check: press w to add one.")
-    if md.mode == "offline" and md.step < 1:
+    if not ctx.capabilities.step_zero_has_values and md.step < 1:
         return _no("Watchpoints are not checked at step 0: step first (n).")
     return ALLOWED
 
@@ -217,7 +217,7 @@ def guard_trace_origin(ctx: GuardContext) -> ActionState:
     md = ctx.metadata
     if not ctx.has_graphs:
         return _NO_GRAPH
-    if md.mode == "offline" and md.step < 1:
+    if not ctx.capabilities.step_zero_has_values and md.step < 1:
         return _no("Step 0 holds no values: step first (n).")
     if not ctx.trace_target:
         return _no("Select a node in the tree (1) or a hit (2) first.")

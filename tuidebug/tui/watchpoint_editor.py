@@ -51,11 +51,15 @@ class WatchpointDraft:
     keep_targets: bool = field(default=False)
 
 
-def condition_unavailable(spec: ConditionSpec, *, backend: str, step: int, mode: str) -> str:
-    """Why MindInsight would not offer this condition now (spec §3.1), or ""."""
+def condition_unavailable(
+    spec: ConditionSpec, *, backend: str, step: int, init_only_at_step_zero: bool
+) -> str:
+    """Why MindInsight would not offer this condition now (spec §3.1), or "".
+    `init_only_at_step_zero`: the session's capability (online: weight initialisation is
+    checked at the initial suspension only)."""
     if spec.ascend_only and backend.lower() != "ascend":
         return "Ascend only"
-    if spec.id == "weight_initialization" and mode == "online" and step != 0:
+    if spec.id == "weight_initialization" and init_only_at_step_zero and step != 0:
         return "only at step 0"
     return ""
 
@@ -160,7 +164,7 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         scope: str | None = None,
         backend: str = "",
         step: int = 0,
-        mode: str = "offline",
+        init_only_at_step_zero: bool = False,
         editing: Any = None,
     ) -> None:
         super().__init__()
@@ -169,7 +173,7 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         self.scope = scope
         self.backend = backend
         self.step = step
-        self.mode = mode
+        self.init_only_at_step_zero = init_only_at_step_zero
         self.editing = editing
         self.spec: ConditionSpec | None = None
         if editing is not None:
@@ -214,7 +218,10 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
                 if self.editing is not None and spec is not self.spec:
                     continue
                 why = condition_unavailable(
-                    spec, backend=self.backend, step=self.step, mode=self.mode
+                    spec,
+                    backend=self.backend,
+                    step=self.step,
+                    init_only_at_step_zero=self.init_only_at_step_zero,
                 )
                 label = Text.assemble((f"{spec.abbr:<4}", "bold cyan"), spec.name)
                 if why and why.lower() not in spec.name.lower():
@@ -395,7 +402,12 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         spec = self.spec
         if spec is None:
             return None, "Pick a condition first."
-        why = condition_unavailable(spec, backend=self.backend, step=self.step, mode=self.mode)
+        why = condition_unavailable(
+            spec,
+            backend=self.backend,
+            step=self.step,
+            init_only_at_step_zero=self.init_only_at_step_zero,
+        )
         if why and self.editing is None:
             return None, f"{spec.name} is not available here ({why})."
         values: dict[str, float] = {}

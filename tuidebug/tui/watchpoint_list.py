@@ -18,7 +18,9 @@ from textual.widgets import DataTable
 
 from tuidebug.core.condition_catalogue import WatchpointError
 from tuidebug.core.graph import Category, Graph, Node
-from tuidebug.core.watchpoints import Watchpoint, WatchpointHit, resolve_targets
+from tuidebug.core.watch_targets import graph_relative
+from tuidebug.core.watch_targets import watched_nodes as resolve_watched
+from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui.labels import number, shown
 from tuidebug.tui.messages import WatchpointAction
 
@@ -48,21 +50,22 @@ def targets_text(watchpoint: Watchpoint) -> str:
     return names
 
 
-def _strip_graph(target: str, graph: Graph) -> str:
-    prefix = graph.name + "/"
-    return target[len(prefix) :] if target.startswith(prefix) else target
-
-
 def watched_nodes(graph: Graph, watchpoint: Watchpoint) -> tuple[list[Node], list[str]]:
     """(nodes a watchpoint watches in this graph, scope paths it names)."""
     if watchpoint.graph_name and watchpoint.graph_name != graph.name:
         return [], []
-    targets = [_strip_graph(t, graph) for t in watchpoint.targets]
     try:
-        nodes = resolve_targets(watchpoint.condition, targets, graph)
+        nodes = resolve_watched(
+            watchpoint.condition,
+            watchpoint.targets,
+            graph,
+            constants=True,  # a constant named as a target is badged as watched
+            strip_graph_prefix=True,
+        )
     except WatchpointError:
         return [], []  # a target of another graph: nothing to badge here
-    return nodes, [t for t in targets if graph.is_scope(t)]
+    scopes = [t for t in graph_relative(watchpoint.targets, graph) if graph.is_scope(t)]
+    return nodes, scopes
 
 
 def _add_ancestors(path: str, into: set[str]) -> None:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tuidebug.offline.graph_pb import dtype_label, graph_from_proto, parse_model_proto
+from tuidebug.core.graph_pb import dtype_label, graph_from_proto, parse_model_proto
 
 PB_RE = re.compile(r"^ms_output_trace_code_graph_(\d+)\.pb$")
 # Virtual nodes: MindSpore never dumps tensors for these.

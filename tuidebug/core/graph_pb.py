@@ -1,13 +1,13 @@
 """MindSpore graph protos (`ModelProto` files, `GraphProto` messages) → `core.Graph`.
 
 Spec §5.6 (building the graph, code stacks), §1.3 (the messages), §2.14 (names).
-`graph_from_proto` works on a message alone so the online server can reuse it for graphs
-received over gRPC; `load_graph_file` adds what only a dump has: a file to size-check and
-decode, and the `.ir` text beside it as a fallback source of code stacks.
+`graph_from_proto` works on a message alone: the online session (graphs received over gRPC),
+the simulator, the PyTorch adapter and the dump reader (offline/graph_files.py, which adds what
+only a dump has: a file to size-check and decode, and the `.ir` text beside it as a fallback
+source of code stacks) all use it. It needs protobuf and the generated messages only.
 
-Dump files are untrusted: they are opened only as regular files (a FIFO cannot block the
-open), sizes are capped before reading, every decode failure becomes one `GraphFileError`
-sentence naming the file, and nothing in a message can make the reader recurse deeply or
+Graph messages are untrusted: every decode failure becomes one `GraphFileError` sentence
+naming the source, and nothing in a message can make the reader recurse deeply or
 build unbounded strings (attribute values over 1024 bytes are hidden) or lists: what one
 node may declare (shape dimensions, inputs, outputs, attributes) and the graph's inputs in
 all are capped, and a graph past a cap is refused with a sentence naming the node
@@ -16,27 +16,21 @@ all are capped, and a graph past a cap is refused with a sentence naming the nod
 
 from __future__ import annotations
 
-import io
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from operator import attrgetter
-from pathlib import Path
 from typing import Any
 
 from google.protobuf import unknown_fields
 
 from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec, paused_gc
-from tuidebug.offline.regular_file import NotRegularFileError, open_regular
 
 __all__ = [
     "MAX_ATTRIBUTE_BYTES",
-    "MAX_GRAPH_FILE_BYTES",
     "MAX_GRAPH_INPUTS",
     "MAX_GRAPH_NODES",
-    "MAX_IR_FILE_BYTES",
     "MAX_NODE_ATTRIBUTES",
     "MAX_NODE_INPUTS",
     "MAX_NODE_OUTPUTS",
@@ -44,17 +38,16 @@ __all__ = [
     "GraphFileError",
     "GraphLimitError",
     "GraphTooLargeError",
+    "check_graph_proto",
+    "dtype_label",
+    "graph_from_checked_proto",
     "graph_from_proto",
-    "load_graph_file",
     "parse_ir_stacks",
     "parse_model_proto",
     "parse_source_address",
     "render_value",
-    "stacks_from_ir",
 ]
 
-MAX_GRAPH_FILE_BYTES = 512 * 1024 * 1024
-MAX_IR_FILE_BYTES = 1024 * 1024 * 1024
 # MindInsight's MAX_GRAPH_NODE_SIZE (spec §2.13 `node_too_large`).
 MAX_GRAPH_NODES = 100_000
 # MindInsight hides node attribute values larger than this (spec §6.5).
@@ -92,9 +85,6 @@ class GraphTooLargeError(Exception):
         self.limit = limit
 
 
-# ====================================================================== files
-
-
 def parse_model_proto(data: bytes, source: str) -> pb.ModelProto:
     """Decode a serialized `ModelProto`; `source` names the file in the error sentence."""
     model = pb.ModelProto()
@@ -109,63 +99,6 @@ def parse_model_proto(data: bytes, source: str) -> pb.ModelProto:
     if not model.HasField("graph") or not (model.graph.name or len(model.graph.node)):
         raise GraphFileError(f"{source} holds no MindSpore graph.")
     return model
-
-
-def load_graph_file(
-    path: str | os.PathLike[str],
-    *,
-    ir_path: str | os.PathLike[str] | None = None,
-    use_ir: bool = True,
-    limit: int | None = MAX_GRAPH_NODES,
-) -> Graph:
-    """Read a dump's `graphs/*.pb` (a serialized `ModelProto`) into a `Graph`.
-
-    Nodes whose `source_address` is empty get their stack from the `.ir` text file beside
-    the `.pb` (same stem), or from `ir_path`; a missing or unreadable `.ir` only means no
-    fallback stacks. Raises `GraphFileError` for an unreadable, oversized or undecodable
-    file and `GraphTooLargeError` past `limit` nodes (None = no limit).
-    """
-    file = Path(path)
-    try:
-        # a FIFO named like a graph must not block the open; a directory, a device… are no
-        # graph: the type is checked on the open descriptor
-        with open_regular(file) as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > MAX_GRAPH_FILE_BYTES:
-                raise GraphFileError(
-                    f"Graph file {file} is {size / 2**20:.0f} MiB, larger than the "
-                    f"{MAX_GRAPH_FILE_BYTES // 2**20} MiB limit."
-                )
-            # Read one byte past the cap so a file that grew after fstat() is still caught.
-            data = fh.read(MAX_GRAPH_FILE_BYTES + 1)
-    except NotRegularFileError as exc:
-        raise GraphFileError(f"Graph file {file} is {exc.strerror}.") from None
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise GraphFileError(f"Cannot read graph file {file}: {reason}.") from None
-    if len(data) > MAX_GRAPH_FILE_BYTES:
-        raise GraphFileError(
-            f"Graph file {file} is larger than the {MAX_GRAPH_FILE_BYTES // 2**20} MiB limit."
-        )
-    source = f"Graph file {file}"
-    model = parse_model_proto(data, source)
-    del data  # the parsed message is all we need; free the raw bytes early
-    graph_proto = model.graph
-    # Refuse an oversized graph before spending time on its .ir.
-    too_large = _too_large(graph_proto, limit, source)
-    if too_large is not None:
-        raise too_large
-    _check_limits(graph_proto, source)
-
-    fallback: dict[str, list[StackFrame]] | None = None
-    if use_ir and any(not n.source_address for n in graph_proto.node):
-        ir_file = Path(ir_path) if ir_path is not None else file.with_suffix(".ir")
-        if ir_file.is_file():
-            try:
-                fallback = stacks_from_ir(ir_file)
-            except GraphFileError:
-                fallback = None  # the .ir is only a convenience; the graph stands alone
-    return _graph(graph_proto, fallback or {}, source)
 
 
 # ====================================================================== graph
@@ -200,17 +133,24 @@ def graph_from_proto(
     graph's name).
     """
     what = source or f"Graph {_text(graph_proto.name) or '(unnamed)'}"
+    check_graph_proto(graph_proto, limit, what)
+    return graph_from_checked_proto(graph_proto, stacks_fallback or {}, what)
+
+
+def check_graph_proto(graph_proto: pb.GraphProto, limit: int | None, what: str) -> None:
+    """Refuse a graph past `limit` nodes (`GraphTooLargeError`) or past one of the caps
+    (`GraphLimitError`); `what` starts the sentence. `graph_from_proto` in two halves, for a
+    reader that has more to do in between (read the `.ir` only for an acceptable graph)."""
     too_large = _too_large(graph_proto, limit, what)
     if too_large is not None:
         raise too_large
     _check_limits(graph_proto, what)
-    return _graph(graph_proto, stacks_fallback or {}, what)
 
 
-def _graph(
+def graph_from_checked_proto(
     graph_proto: pb.GraphProto, fallback: Mapping[str, list[StackFrame]], what: str
 ) -> Graph:
-    """The graph of a proto whose limits were checked."""
+    """The graph of a proto whose limits were checked (`check_graph_proto`)."""
     with paused_gc():
         graph = _build_graph(graph_proto, fallback)
     if not len(graph) and len(graph_proto.node):
@@ -744,27 +684,6 @@ _IR_FULLNAME = re.compile(
     r"^\s*#?\s*:?\s*(?:Fullname with scope|full_name_with_scope)\s*:\s*\((?P<name>.*)\)\s*$",
     re.IGNORECASE,
 )
-
-
-def stacks_from_ir(path: str | os.PathLike[str]) -> dict[str, list[StackFrame]]:
-    """Code stacks per kernel full name from the `.ir` text file MindSpore writes beside
-    the graph `.pb` (fallback for nodes whose `source_address` is empty)."""
-    file = Path(path)
-    try:
-        with open_regular(file) as raw:  # a FIFO named like the .ir must not block
-            size = os.fstat(raw.fileno()).st_size
-            if size > MAX_IR_FILE_BYTES:
-                raise GraphFileError(
-                    f"IR file {file} is {size / 2**20:.0f} MiB, larger than the "
-                    f"{MAX_IR_FILE_BYTES // 2**20} MiB limit."
-                )
-            with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as fh:
-                return parse_ir_stacks(fh)
-    except NotRegularFileError as exc:
-        raise GraphFileError(f"IR file {file} is {exc.strerror}.") from None
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise GraphFileError(f"Cannot read IR file {file}: {reason}.") from None
 
 
 def parse_ir_stacks(lines: Iterable[str]) -> dict[str, list[StackFrame]]:
