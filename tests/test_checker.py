@@ -184,7 +184,7 @@ def test_worker_count_validation(dump: OfflineDump) -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["tuidebug.offline.checker", "tuidebug.offline.session", "tuidebug.check_cli"]
+    "module", ["tuidebug.offline.checker", "tuidebug.offline.session", "tuidebug.cli.check"]
 )
 def test_loads_without_textual(module: str) -> None:
     code = f"import sys, importlib; importlib.import_module({module!r}); print('textual' in sys.modules)"
