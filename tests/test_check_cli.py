@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from damaged_dumps import DAMAGES, Damage, damaged_copy
 
-from tuidebug.check_cli import parse_iterations
-from tuidebug.cli import UsageError
 from tuidebug.cli import main as cli_main
+from tuidebug.cli.check import parse_iterations
+from tuidebug.cli.common import UsageError
 
 LOSS_2_10 = (
     "Default/network-WithLossCell/_loss_fn-SoftmaxCrossEntropyWithLogits/"

@@ -70,7 +70,7 @@ def test_pool_and_in_process_agree(dump: OfflineDump) -> None:
     with Checker(dump, workers=2, inprocess_max_bytes=0) as pooled:
         report = pooled.check(watches, range(4), progress=lambda d, t: seen.append((d, t)))
         again = pooled.check(watches, [2])  # the pool is reused
-    assert report.workers == 2
+    assert report.workers == 2 and not report.problems  # no batch fell back in-process
     assert summary(report.outcomes) == summary(inproc.outcomes)
     assert report.tensors_checked == inproc.tensors_checked == 4 * 66
     assert seen[0] == (0, report.tensors_checked) and seen[-1] == (264, 264)
@@ -184,7 +184,7 @@ def test_worker_count_validation(dump: OfflineDump) -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["tuidebug.offline.checker", "tuidebug.offline.session", "tuidebug.check_cli"]
+    "module", ["tuidebug.offline.checker", "tuidebug.offline.session", "tuidebug.cli.check"]
 )
 def test_loads_without_textual(module: str) -> None:
     code = f"import sys, importlib; importlib.import_module({module!r}); print('textual' in sys.modules)"

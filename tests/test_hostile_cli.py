@@ -25,7 +25,9 @@ import pytest
 from tui_support import wait_until
 
 from tuidebug import cli
+from tuidebug.cli import online as cli_online
 from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+from tuidebug.tui import launch
 
 TUIDEBUG = [sys.executable, "-m", "tuidebug"]
 
@@ -69,7 +71,7 @@ def no_app(monkeypatch: pytest.MonkeyPatch, *, terminal: bool = True) -> None:
         raise AssertionError("the TUI must not start")
 
     monkeypatch.setattr("tuidebug.tui.app.run_app", refuse)
-    monkeypatch.setattr(cli, "_on_terminal", lambda: terminal)
+    monkeypatch.setattr(launch, "on_terminal", lambda: terminal)
 
 
 # ------------------------------------------------------------------ no terminal
@@ -180,7 +182,7 @@ def test_offline_on_a_real_dump_still_opens(
     monkeypatch.setattr(
         "tuidebug.tui.app.run_app", lambda session, **_kw: opened.append(session) or 0
     )
-    monkeypatch.setattr(cli, "_on_terminal", lambda: True)
+    monkeypatch.setattr(launch, "on_terminal", lambda: True)
     assert cli.main(["offline", str(small_dump)]) == 0 and len(opened) == 1
 
 
@@ -311,7 +313,7 @@ def test_wildcard_host_warning_says_whether_ipv6_listens_too(
         raise ServerStartError("Port 50051 on 0.0.0.0 is already in use; choose another.")
 
     monkeypatch.setattr(OnlineSession, "start", refuse)
-    monkeypatch.setattr(cli, "_has_ipv6", lambda: ipv6)
+    monkeypatch.setattr(cli_online, "_has_ipv6", lambda: ipv6)
     assert cli.main(["online", "--host", "0.0.0.0"]) == 2
     warning = capsys.readouterr().err.splitlines()[0]
     assert "no authentication" in warning and "SSH tunnel" in warning

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import tuidebug
-from tuidebug.core import kernels
+from tuidebug.core import cache_folder
 
 PACKAGE = Path(tuidebug.__file__).resolve().parent
 
@@ -69,7 +69,7 @@ def _run(env_extra: dict[str, str], *args: str) -> dict[str, object]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("TUIDEBUG_KERNEL", "NUMBA_CACHE_DIR", kernels.CACHE_ENV_VAR)
+        if k not in ("TUIDEBUG_KERNEL", "NUMBA_CACHE_DIR", cache_folder.CACHE_ENV_VAR)
     }
     env["NUMBA_DISABLE_JIT"] = "0"
     env.update(env_extra)
@@ -95,7 +95,7 @@ def test_kernel_cache_is_written_to_the_user_cache_folder_never_into_the_package
     user.mkdir()
     (user / "user_mod.py").write_text(textwrap.dedent(_USER_MODULE))
 
-    out = _run({kernels.CACHE_ENV_VAR: str(cache)}, str(user))
+    out = _run({cache_folder.CACHE_ENV_VAR: str(cache)}, str(user))
 
     assert out["hit"] is True
     written = _numba_files(cache / "numba")
@@ -114,10 +114,10 @@ def test_kernel_cache_is_written_to_the_user_cache_folder_never_into_the_package
 def test_a_second_process_loads_the_kernel_from_the_user_cache(tmp_path: Path) -> None:
     pytest.importorskip("numba")
     cache = tmp_path / "cache"
-    _run({kernels.CACHE_ENV_VAR: str(cache)})
+    _run({cache_folder.CACHE_ENV_VAR: str(cache)})
     first = _numba_files(cache / "numba")
     assert first
-    _run({kernels.CACHE_ENV_VAR: str(cache)})
+    _run({cache_folder.CACHE_ENV_VAR: str(cache)})
     # loaded, not compiled and saved again
     assert _numba_files(cache / "numba") == first
 
@@ -129,7 +129,7 @@ def test_an_unusable_cache_folder_means_no_disk_cache_not_the_package(tmp_path: 
     blocker = tmp_path / "a_file"
     blocker.write_text("in the way")  # the cache folder cannot be created under a file
 
-    out = _run({kernels.CACHE_ENV_VAR: str(blocker)})
+    out = _run({cache_folder.CACHE_ENV_VAR: str(blocker)})
 
     assert out["hit"] is True  # the kernel still runs, compiled in the process
     assert _numba_files(PACKAGE) == before
@@ -137,15 +137,17 @@ def test_an_unusable_cache_folder_means_no_disk_cache_not_the_package(tmp_path: 
 
 
 def test_cache_root_follows_the_override_then_xdg_then_home(tmp_path: Path) -> None:
-    assert kernels.cache_root({kernels.CACHE_ENV_VAR: str(tmp_path / "c")}) == tmp_path / "c"
-    assert kernels.cache_root({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "tuidebug"
+    assert (
+        cache_folder.cache_root({cache_folder.CACHE_ENV_VAR: str(tmp_path / "c")}) == tmp_path / "c"
+    )
+    assert cache_folder.cache_root({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "tuidebug"
     # the XDG spec: a relative XDG_CACHE_HOME is ignored
-    assert kernels.cache_root({"XDG_CACHE_HOME": "rel"}) == Path.home() / ".cache/tuidebug"
-    assert kernels.cache_root({}) == Path.home() / ".cache/tuidebug"
+    assert cache_folder.cache_root({"XDG_CACHE_HOME": "rel"}) == Path.home() / ".cache/tuidebug"
+    assert cache_folder.cache_root({}) == Path.home() / ".cache/tuidebug"
 
 
 def test_cache_dir_is_created_private(tmp_path: Path) -> None:
-    path = kernels.cache_dir({kernels.CACHE_ENV_VAR: str(tmp_path / "c")})
+    path = cache_folder.cache_dir({cache_folder.CACHE_ENV_VAR: str(tmp_path / "c")})
     assert path == tmp_path / "c" / "numba"
     assert path.is_dir()
     if os.name == "posix":
@@ -158,7 +160,7 @@ def test_a_cache_folder_others_can_write_is_refused(tmp_path: Path) -> None:
     shared = tmp_path / "shared" / "numba"
     shared.mkdir(parents=True)
     shared.chmod(0o777)
-    assert kernels.cache_dir({kernels.CACHE_ENV_VAR: str(tmp_path / "shared")}) is None
+    assert cache_folder.cache_dir({cache_folder.CACHE_ENV_VAR: str(tmp_path / "shared")}) is None
 
 
 def test_the_suite_has_a_per_test_timeout(pytestconfig: pytest.Config) -> None:

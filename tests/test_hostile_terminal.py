@@ -24,6 +24,8 @@ from tui_support import settled, wait_for_screen, wait_until
 
 from tuidebug import cli
 from tuidebug._proto import debug_graph_pb2 as pb
+from tuidebug.cli import online as cli_online
+from tuidebug.cli.common import EXIT_OK, LogLine
 from tuidebug.core.graph import StackFrame
 from tuidebug.core.session import HitsArrived, Metadata, MetadataChanged, SessionState
 from tuidebug.core.text import printable
@@ -205,11 +207,11 @@ def test_headless_online_events_are_escaped() -> None:
         cur_node=EVIL_NODE,
         message=f"oops{CLEAR}",
     )
-    text = cli._describe(MetadataChanged(md))
+    text = cli_online._describe(MetadataChanged(md))
     assert_clean(text, "the event line")
     assert SHOWN_SHORT in text and "oops\\x1b[2J" in text
     hit = WatchpointHit(1, get_condition("TO"), TensorRef(EVIL_NODE, 0, 0, 0, EVIL_GRAPH), 0)
-    lines = cli._describe(HitsArrived((hit,), 1))
+    lines = cli_online._describe(HitsArrived((hit,), 1))
     assert_clean(lines, "the hit lines")
     assert len(lines.splitlines()) == 2  # our line break, and no other
 
@@ -218,7 +220,7 @@ def test_simulate_log_lines_are_escaped() -> None:
     record = logging.LogRecord(
         "tuidebug.client", logging.WARNING, __file__, 1, "cannot read %s", (EVIL_NODE,), None
     )
-    line = cli._LogLine("tuidebug simulate").format(record)
+    line = LogLine("tuidebug simulate").format(record)
     assert_clean(line, "the log line")
     assert line.startswith("tuidebug simulate: warning: cannot read Default/net" + SHOWN_TITLE)
 
@@ -231,14 +233,14 @@ def test_online_server_warnings_are_escaped_lines(
     last-resort output; the handler goes when the command ends."""
     online_log = logging.getLogger("tuidebug.online")
     handlers = list(online_log.handlers)
-    monkeypatch.setattr(cli, "_tui_runner", lambda: None)
+    monkeypatch.setattr(cli_online, "_tui_runner", lambda: None)
 
     def a_peer_misbehaves() -> None:
         online_log.warning("SendGraph: the graph does not parse (node %s)", EVIL_NODE)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_wait_forever", a_peer_misbehaves)
-    assert cli.main(["online", "--port", "0"]) == cli.EXIT_OK
+    monkeypatch.setattr(cli_online, "_wait_forever", a_peer_misbehaves)
+    assert cli.main(["online", "--port", "0"]) == EXIT_OK
     err = capsys.readouterr().err
     assert_clean(err, "the server's warning")
     assert err.startswith("tuidebug online: warning: SendGraph: the graph does not parse")

@@ -12,6 +12,7 @@ from textual.widgets import Button
 from tui_support import FakeSession, settled, wait_for_screen, wait_until
 
 from tuidebug import cli
+from tuidebug.cli.common import EXIT_USAGE
 from tuidebug.core.session import SessionState
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.control_bar import ControlBar
@@ -335,7 +336,7 @@ def test_keys_with_a_bad_file_prints_the_sentences_and_exits_2(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = keys_file_with(monkeypatch, tmp_path, '[keys]\nstepp = "j"\nstep = ""\n')
-    assert cli.main(["keys"]) == cli.EXIT_USAGE
+    assert cli.main(["keys"]) == EXIT_USAGE
     out, err = capsys.readouterr()
     assert "tuidebug.step" in out  # the list still helps to fix the file
     assert err.splitlines() == [
@@ -345,7 +346,7 @@ def test_keys_with_a_bad_file_prints_the_sentences_and_exits_2(
         "(write one, or delete the line to keep the default).",
     ]
     path.write_text("[keys")
-    assert cli.main(["keys"]) == cli.EXIT_USAGE
+    assert cli.main(["keys"]) == EXIT_USAGE
     assert "is not valid TOML" in capsys.readouterr().err
 
 

@@ -12,6 +12,8 @@ import pytest
 from online_support import TIMEOUT, make_session, wait_state, wait_until
 
 from tuidebug import cli
+from tuidebug.cli import online as cli_online
+from tuidebug.cli.common import EXIT_OK, EXIT_USAGE
 from tuidebug.core.session import SessionState
 from tuidebug.online.server import ServerStartError
 from tuidebug.online.session import OnlineSession
@@ -28,7 +30,7 @@ def test_online_busy_port(capsys: pytest.CaptureFixture[str]) -> None:
     session, _ = make_session()
     try:
         code = cli.main(["online", "--port", str(session.port)])
-        assert code == cli.EXIT_USAGE
+        assert code == EXIT_USAGE
         err = capsys.readouterr().err
         _one_sentence(err)
         assert "already in use" in err
@@ -37,7 +39,7 @@ def test_online_busy_port(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_online_bad_port(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["online", "--port", "70000"]) == cli.EXIT_USAGE
+    assert cli.main(["online", "--port", "70000"]) == EXIT_USAGE
     _one_sentence(capsys.readouterr().err)
 
 
@@ -49,7 +51,7 @@ def test_online_warns_without_loopback(
         raise ServerStartError("Port 50051 on 0.0.0.0 is already in use; choose another.")
 
     monkeypatch.setattr(OnlineSession, "start", refuse)
-    assert cli.main(["online", "--host", "0.0.0.0"]) == cli.EXIT_USAGE
+    assert cli.main(["online", "--host", "0.0.0.0"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "no authentication" in err and "SSH tunnel" in err
     assert "already in use" in err
@@ -58,13 +60,13 @@ def test_online_warns_without_loopback(
 def test_online_headless_without_tui(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "_tui_runner", lambda: None)
+    monkeypatch.setattr(cli_online, "_tui_runner", lambda: None)
 
     def ctrl_c() -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_wait_forever", ctrl_c)
-    assert cli.main(["online", "--port", "0"]) == cli.EXIT_OK
+    monkeypatch.setattr(cli_online, "_wait_forever", ctrl_c)
+    assert cli.main(["online", "--port", "0"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "without the TUI" in out and "Ctrl+C" in out
 
@@ -82,7 +84,7 @@ def test_simulate_user_errors(
     argv: list[str], dump_2_0: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = [str(dump_2_0) if a == "DUMP" else a for a in argv]
-    assert cli.main(argv) == cli.EXIT_USAGE
+    assert cli.main(argv) == EXIT_USAGE
     _one_sentence(capsys.readouterr().err)
 
 
@@ -90,7 +92,7 @@ def test_simulate_unreachable_debugger(dump_2_0: Path, capsys: pytest.CaptureFix
     session, _ = make_session()
     address = session.address
     session.close()
-    assert cli.main(["simulate", str(dump_2_0), "--connect", address]) == cli.EXIT_USAGE
+    assert cli.main(["simulate", str(dump_2_0), "--connect", address]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "Cannot reach the debugger" in err
 

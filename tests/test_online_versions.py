@@ -17,6 +17,7 @@ from tui_support import wait_until
 from tuidebug import cli
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
+from tuidebug.cli.common import EXIT_USAGE
 from tuidebug.core.session import (
     EventLog,
     GraphsLoaded,
@@ -235,7 +236,7 @@ def test_cli_bad_strict_version(
         raise AssertionError("the server must not start")
 
     monkeypatch.setattr(OnlineSession, "start", never)
-    assert cli.main(["online", "--port", "0", "--strict-version", value]) == cli.EXIT_USAGE
+    assert cli.main(["online", "--port", "0", "--strict-version", value]) == EXIT_USAGE
     captured = capsys.readouterr()
     lines = [line for line in captured.err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].endswith(".") and "Traceback" not in captured.err

@@ -17,9 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from tuidebug import check_cli, cli
-from tuidebug.check_cli import parse_iteration_ranges, parse_iterations
-from tuidebug.cli import UsageError
+from tuidebug import cli
+from tuidebug.cli import check as check_cli
+from tuidebug.cli import online as cli_online
+from tuidebug.cli.check import parse_iteration_ranges, parse_iterations
+from tuidebug.cli.common import EXIT_OK, EXIT_USAGE, UsageError
+from tuidebug.tui import launch
 
 DEMO_FC2_MATMUL = "Default/network-WithLossCell/_backbone-MLP/fc2-Dense/MatMul-op0"
 JSON_KEYS = {
@@ -307,7 +310,7 @@ def test_entry_point_help_version_and_no_command() -> None:
 # ------------------------------------------------------------------ online / simulate
 def test_online_host_that_is_not_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
     # 192.0.2.0/24 is TEST-NET-1: never an address of this machine
-    assert cli.main(["online", "--host", "192.0.2.1", "--port", "0"]) == cli.EXIT_USAGE
+    assert cli.main(["online", "--host", "192.0.2.1", "--port", "0"]) == EXIT_USAGE
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert "no authentication" in lines[0]
     assert lines[-1] == (
@@ -320,14 +323,14 @@ def test_online_without_a_terminal_prints_events_instead_of_drawing(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     drawn: list[object] = []
-    monkeypatch.setattr(cli, "_tui_runner", lambda: drawn.append)
-    monkeypatch.setattr(cli, "_on_terminal", lambda: False)
+    monkeypatch.setattr(cli_online, "_tui_runner", lambda: drawn.append)
+    monkeypatch.setattr(launch, "on_terminal", lambda: False)
 
     def ctrl_c() -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_wait_forever", ctrl_c)
-    assert cli.main(["online", "--port", "0"]) == cli.EXIT_OK
+    monkeypatch.setattr(cli_online, "_wait_forever", ctrl_c)
+    assert cli.main(["online", "--port", "0"]) == EXIT_OK
     assert drawn == []
     assert "not a terminal" in capsys.readouterr().out
 
@@ -346,7 +349,7 @@ def test_simulate_bad_connect(
     capsys: pytest.CaptureFixture[str], dump_2_0: Path, connect: str, words: str
 ) -> None:
     code = cli.main(["simulate", str(dump_2_0), "--connect", connect])
-    assert code == cli.EXIT_USAGE
+    assert code == EXIT_USAGE
     (line,) = sentences(capsys.readouterr().err)
     assert words in line
 
@@ -360,7 +363,7 @@ def test_simulate_unreachable_says_what_to_start(
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     code = cli.main(["simulate", str(dump_2_0), "--connect", f"127.0.0.1:{port}"])
-    assert code == cli.EXIT_USAGE
+    assert code == EXIT_USAGE
     err = capsys.readouterr().err
     (line,) = sentences(err)
     assert "Cannot reach the debugger" in line and "tuidebug online" in line
@@ -380,7 +383,7 @@ def test_simulate_replay_warnings_are_one_prefixed_line(
             logging.getLogger("tuidebug.client").warning("x.npy is truncated.")
 
     monkeypatch.setattr(simulator, "DumpSimulator", FakeSim)
-    assert cli.main(["simulate", str(dump_2_0)]) == cli.EXIT_OK
+    assert cli.main(["simulate", str(dump_2_0)]) == EXIT_OK
     err = capsys.readouterr().err
     assert err.splitlines() == ["tuidebug simulate: warning: x.npy is truncated."]
     assert not logging.getLogger("tuidebug.client").handlers  # removed afterwards
@@ -472,7 +475,7 @@ def test_a_file_that_contradicts_its_node_is_not_checked(
 def test_simulate_bad_ms_version(
     capsys: pytest.CaptureFixture[str], dump_2_0: Path, version: str
 ) -> None:
-    assert cli.main(["simulate", str(dump_2_0), "--ms-version", version]) == cli.EXIT_USAGE
+    assert cli.main(["simulate", str(dump_2_0), "--ms-version", version]) == EXIT_USAGE
     (line,) = sentences(capsys.readouterr().err)
     assert line == f"tuidebug simulate: --ms-version must look like 2.3.0, not {version!r}."
 
@@ -494,7 +497,7 @@ def test_simulate_log_lines_are_sentences(
             log.info("not shown")
 
     monkeypatch.setattr(simulator, "DumpSimulator", FakeSim)
-    assert cli.main(["simulate", str(dump_2_0)]) == cli.EXIT_OK
+    assert cli.main(["simulate", str(dump_2_0)]) == EXIT_OK
     assert capsys.readouterr().err.splitlines() == [
         "tuidebug simulate: warning: the debugger reports a version mismatch.",
         "tuidebug simulate: error: sending the graph failed: unavailable.",

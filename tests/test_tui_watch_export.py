@@ -24,6 +24,7 @@ from tui_support import (
 )
 
 from tuidebug import cli
+from tuidebug.cli.watch_options import parse_watch_arguments, read_watch_file
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.watchpoints import parse_watch_spec
 from tuidebug.offline.session import OfflineSession
@@ -146,9 +147,7 @@ async def test_copy_check_command_parses_back_to_the_same_watchpoints() -> None:
         words = shlex.split(command)
         assert words[:3] == ["tuidebug", "check", "/dumps/my run (1)"]
         args = cli.build_parser().parse_args(words[1:])
-        parsed = [
-            (o.condition, parse_watch_spec(o.spec)[1]) for o in cli.parse_watch_arguments(args)
-        ]
+        parsed = [(o.condition, parse_watch_spec(o.spec)[1]) for o in parse_watch_arguments(args)]
         enabled = [wp for wp in session.watchpoints if wp.enabled]
         assert parsed == [(wp.condition, wp.params) for wp in enabled]
         shown = next(m for m in notifications(app) if m.startswith("Copied to the clipboard"))
@@ -185,7 +184,7 @@ async def test_save_watchpoints_to_a_file_read_back_by_watch_file(
         await pilot.press("enter")
         await wait_for_notice(pilot, "Saved 3 watchpoints")
         saved = tmp_path / "tuidebug-watchpoints.txt"
-        assert [o.spec for o in cli.read_watch_file(str(saved))] == SPECS
+        assert [o.spec for o in read_watch_file(str(saved))] == SPECS
         assert "# disabled: GE" in saved.read_text()
         assert f"Saved 3 watchpoints and 1 disabled one as comments to {saved}; read them" in (
             "\n".join(notifications(app))

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from tuidebug import cli
+from tuidebug.cli import online as cli_online
+from tuidebug.tui import launch
 
 FAKE_APP = "tuidebug.tui.app.run_app"
 
@@ -35,7 +37,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         return 0
 
     monkeypatch.setattr(FAKE_APP, fake_run_app)
-    monkeypatch.setattr(cli, "_on_terminal", lambda: True)  # the app would need one
+    monkeypatch.setattr(launch, "on_terminal", lambda: True)  # the app would need one
     return calls
 
 
@@ -187,8 +189,8 @@ def test_online_passes_the_watchpoints_to_the_tui(monkeypatch: pytest.MonkeyPatc
         seen.append((session, kwargs))
         return 0
 
-    monkeypatch.setattr(cli, "_tui_runner", lambda: runner)
-    monkeypatch.setattr(cli, "_on_terminal", lambda: True)
+    monkeypatch.setattr(cli_online, "_tui_runner", lambda: runner)
+    monkeypatch.setattr(launch, "on_terminal", lambda: True)
     assert cli.main(["online", "--port", "0", "--watch", "TO", "--recommended"]) == 0
     assert seen[0][1] == {"watch_specs": ["TO"], "recommended": True}
     assert cli.main(["online", "--port", "0"]) == 0
@@ -198,12 +200,12 @@ def test_online_passes_the_watchpoints_to_the_tui(monkeypatch: pytest.MonkeyPatc
 def test_online_headless_says_the_watchpoints_are_not_set(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "_tui_runner", lambda: None)
+    monkeypatch.setattr(cli_online, "_tui_runner", lambda: None)
 
     def ctrl_c() -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_wait_forever", ctrl_c)
+    monkeypatch.setattr(cli_online, "_wait_forever", ctrl_c)
     assert cli.main(["online", "--port", "0", "--watch", "TO"]) == 0
     err = capsys.readouterr().err
     assert "no watchpoint is set" in one_sentence(err, "online")

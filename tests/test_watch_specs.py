@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuidebug import cli
+from tuidebug.cli.watch_options import parse_watch_arguments
 from tuidebug.core.condition_catalogue import CONDITIONS, ConditionSpec, ParamResult, ParamSpec
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import (
@@ -86,7 +87,7 @@ def test_check_command_parses_back_through_the_cli(wps: list[Watchpoint], dump: 
     words = shlex.split(command)
     assert words[:3] == ["tuidebug", "check", dump]
     args = cli.build_parser().parse_args(words[1:])
-    parsed = cli.parse_watch_arguments(args)
+    parsed = parse_watch_arguments(args)
     assert [(o.condition, validate_params(o.condition, o.params)) for o in parsed] == [
         (wp.condition, wp.params) for wp in wps
     ]

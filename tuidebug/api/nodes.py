@@ -3,17 +3,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tuidebug.api.errors import TensorValueError, int_list, validate_slots
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from tuidebug.api.analyzer import DumpAnalyzer
     from tuidebug.core.graph import Graph, StackFrame
     from tuidebug.core.graph import Node as GraphNode
+    from tuidebug.offline.dump import OfflineDump
+
+
+class NodeSource(Protocol):
+    """What a `Node` asks of the `DumpAnalyzer` that made it (a Protocol rather than the
+    class: the analyzer builds nodes, so importing it here would be a circle)."""
+
+    _dump: OfflineDump
+
+    def _sources(self, frames: Iterable[StackFrame]) -> tuple[Source, ...]: ...
+
+    def _input_occurrences(self, node: Node) -> list[Node]: ...
 
 
 class NodeType(Enum):
@@ -113,7 +125,7 @@ def source_of(frame: StackFrame) -> Source:
 class Node:
     """A node of a computational graph on one rank (spec §6.2). Not built by users."""
 
-    def __init__(self, analyzer: DumpAnalyzer, rank: int, graph: Graph, node: GraphNode) -> None:
+    def __init__(self, analyzer: NodeSource, rank: int, graph: Graph, node: GraphNode) -> None:
         self._analyzer = analyzer
         self._rank = rank
         self._graph = graph

@@ -20,11 +20,11 @@ from typing import Any, ClassVar
 import numba
 import numpy as np
 
-from tuidebug.core import kernels
+from tuidebug.core import cache_folder
 
 LANES = 64  # independent max/min lanes: what lets LLVM vectorise the extrema
 
-_CACHE_DIR = kernels.cache_dir()  # None: compile in every process
+_CACHE_DIR = cache_folder.cache_dir()  # None: compile in every process
 
 
 def _disk_cache(func: Callable[..., Any]) -> Any:

@@ -48,6 +48,7 @@ So "0 hits" with an empty `problems` means every watched tensor that was dumped 
 from __future__ import annotations
 
 import os
+import pickle
 import queue
 import subprocess
 import sys
@@ -55,18 +56,19 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from tuidebug.core.condition_catalogue import (
-    CHANGE_CONDITIONS,
-    CheckRequest,
-    CheckResult,
-    untouched_params,
-)
+from tuidebug.core.condition_catalogue import CHANGE_CONDITIONS, CheckRequest, CheckResult
 from tuidebug.core.error_codes import ErrorCode
-from tuidebug.core.scan_engine import evaluate
-from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, load_npy
+from tuidebug.offline.check_worker import (
+    Task,
+    TaskResult,
+    error_result,
+    read_message,
+    run_batch,
+    run_task,
+    write_message,
+)
 
 if TYPE_CHECKING:
     from tuidebug.offline.dump import OfflineDump
@@ -133,127 +135,9 @@ class CheckReport:
     workers: int = 0  # 0 = in-process
 
 
-# ---------------------------------------------------------------------- worker side
-@dataclass(frozen=True, slots=True)
-class _Task:
-    tid: int
-    path: str
-    prev_path: str | None
-    requests: tuple[CheckRequest, ...]
-    needs_prev: tuple[bool, ...]
-    nbytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class _TaskResult:
-    tid: int
-    # (request index, result) for results worth reporting (hit or error), None if unreadable
-    reported: tuple[tuple[int, CheckResult], ...]
-    problems: tuple[str, ...]
-    nbytes: int
-    readable: bool = True
-
-
 def needs_previous(condition: int) -> bool:
     """True for the wire condition numbers that compare with the previous value (18–20)."""
     return condition in CHANGE_CONDITIONS
-
-
-def error_result(request: CheckRequest, error_code: int) -> CheckResult:
-    """A result with an error code and nothing evaluated (parameters echoed, not hit)."""
-    return CheckResult(False, int(error_code), untouched_params(request))  # int: as on the wire
-
-
-def _confine(path: str, root: str) -> Path | None:
-    """The root to confine `path` to, or None when it needs no check: discovery already
-    refused symbolic links leaving the dump, so only a file that is (now) a link is resolved
-    again — resolving every path costs more than reading a small tensor."""
-    return Path(root) if os.path.islink(path) else None
-
-
-def _run_task(task: _Task, root: str, max_bytes: int | None) -> _TaskResult:
-    problems: list[str] = []
-    try:
-        tensor = load_npy(task.path, root=_confine(task.path, root), mmap=True, max_bytes=max_bytes)
-    except TensorTooLargeError:
-        reported = tuple(
-            (i, error_result(r, ErrorCode.OUT_OF_MEMORY)) for i, r in enumerate(task.requests)
-        )
-        return _TaskResult(task.tid, reported, (), 0)
-    except TensorFileError as err:
-        return _TaskResult(task.tid, (), (_located(err, task.path, root),), 0, False)
-    nbytes = int(getattr(tensor, "nbytes", 0))
-    previous = None
-    prev_too_large = False
-    if task.prev_path is not None:
-        try:
-            previous = load_npy(
-                task.prev_path,
-                root=_confine(task.prev_path, root),
-                mmap=True,
-                max_bytes=max_bytes,
-            )
-            nbytes += int(getattr(previous, "nbytes", 0))
-        except TensorTooLargeError:
-            prev_too_large = True
-        except TensorFileError as err:
-            # An unreadable previous value is reported and treated as absent (error 4).
-            problems.append(_located(err, task.prev_path, root))
-    requests = task.requests
-    results: list[CheckResult | None] = [None] * len(requests)
-    todo: list[int] = []
-    for i, request in enumerate(requests):
-        if prev_too_large and task.needs_prev[i]:
-            results[i] = error_result(request, ErrorCode.OUT_OF_MEMORY)
-        else:
-            todo.append(i)
-    if todo:
-        try:
-            evaluated = evaluate(tensor, [requests[i] for i in todo], previous=previous)
-        except (ValueError, TypeError, OSError) as err:
-            # evaluate refuses what it cannot compute (e.g. an unsupported dtype); the file
-            # is named and the check goes on.
-            return _TaskResult(
-                task.tid,
-                (),
-                (*problems, f"{_relative(task.path, root)} cannot be checked: {_clause(err)}."),
-                nbytes,
-                False,
-            )
-        for i, res in zip(todo, evaluated, strict=True):
-            results[i] = res
-    del tensor, previous
-    reported = tuple((i, r) for i, r in enumerate(results) if r is not None and r.reported)
-    return _TaskResult(task.tid, reported, tuple(problems), nbytes)  # type: ignore[arg-type]
-
-
-def _clause(err: Exception) -> str:
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return text.rstrip(".")
-
-
-def _relative(path: str, root: str) -> str:
-    """A path as messages show it: relative to the dump root (like the layout's problems)."""
-    try:
-        rel = os.path.relpath(path, root)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
-
-
-def _located(err: Exception, path: str, root: str) -> str:
-    """The reader's sentence names the file by its base name; name its folder too, since
-    every iteration folder holds a file of that name."""
-    text = str(err)
-    name = os.path.basename(path)
-    if text.startswith(name):
-        return _relative(path, root) + text[len(name) :]
-    return text
-
-
-def run_batch(tasks: Sequence[_Task], root: str, max_bytes: int | None) -> list[_TaskResult]:
-    """Check a batch of tensors (what a worker process runs)."""
-    return [_run_task(t, root, max_bytes) for t in tasks]
 
 
 class WorkerError(Exception):
@@ -285,22 +169,29 @@ class _WorkerProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def run(self, batch: Sequence[_Task], root: str, max_bytes: int | None) -> list[_TaskResult]:
-        from tuidebug.offline.check_worker import read_message, write_message
-
+    def run(self, batch: Sequence[Task], root: str, max_bytes: int | None) -> list[TaskResult]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
             write_message(self.proc.stdin, (list(batch), root, max_bytes))
             reply = read_message(self.proc.stdout)
-        except (OSError, EOFError, ValueError) as err:
+        except (
+            OSError,
+            EOFError,
+            ValueError,
+            pickle.UnpicklingError,
+            AttributeError,
+            ImportError,
+        ) as err:
+            # a reply that cannot be read back (a class the parent lacks) must not end the
+            # feeding thread: the parent would wait for that batch for ever
             raise WorkerError(f"a checker worker failed: {err}") from None
         if reply is None:
             code = self.proc.poll()
             raise WorkerError(f"a checker worker stopped unexpectedly (exit status {code})")
-        status, payload = reply  # type: ignore[misc]
+        status, payload = cast("tuple[str, Any]", reply)
         if status != "ok":
             raise WorkerError(f"a checker worker failed: {payload}")
-        return payload  # type: ignore[no-any-return]
+        return cast("list[TaskResult]", payload)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -391,7 +282,7 @@ class Checker:
         dump = self.dump
         outcomes: list[CheckOutcome] = []
         problems: list[str] = []
-        tasks: list[_Task] = []
+        tasks: list[Task] = []
         task_keys: list[TensorKey] = []
         task_wps: list[tuple[int, ...]] = []
         seen_problem: set[str] = set()
@@ -458,7 +349,7 @@ class Checker:
                     continue
                 path = str(tensor_file.path)
                 tasks.append(
-                    _Task(
+                    Task(
                         len(tasks),
                         path,
                         prev_path if any(needs) else None,
@@ -481,7 +372,7 @@ class Checker:
         report = CheckReport(outcomes, problems, workers=0)
         if progress:
             progress(0, total)
-        results: list[_TaskResult] = []
+        results: list[TaskResult] = []
         root = str(dump.root)
         max_bytes = dump.mem_limit
         use_pool = self.workers > 1 and (
@@ -493,7 +384,7 @@ class Checker:
                 if cancel is not None and cancel.is_set():
                     report.cancelled = True
                     break
-                results.append(_run_task(task, root, max_bytes))
+                results.append(run_task(task, root, max_bytes))
                 now = time.monotonic()
                 if progress and (now - last > 0.1 or i + 1 == total):
                     last = now
@@ -524,10 +415,10 @@ class Checker:
 
     def _run_in_pool(
         self,
-        tasks: list[_Task],
+        tasks: list[Task],
         root: str,
         max_bytes: int | None,
-        results: list[_TaskResult],
+        results: list[TaskResult],
         total: int,
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
@@ -537,8 +428,8 @@ class Checker:
         pool = self._get_pool()
         # Big tensors first: the slowest batches start early and the tail stays short.
         order = sorted(tasks, key=lambda t: -t.nbytes)
-        batches: list[list[_Task]] = []
-        cur: list[_Task] = []
+        batches: list[list[Task]] = []
+        cur: list[Task] = []
         cur_bytes = 0
         per_batch = max(
             1 << 20, min(BATCH_BYTES, sum(t.nbytes for t in tasks) // (self.workers * 8) or 1)
@@ -551,10 +442,10 @@ class Checker:
                 cur, cur_bytes = [], 0
         if cur:
             batches.append(cur)
-        todo: queue.Queue[list[_Task]] = queue.Queue()
+        todo: queue.Queue[list[Task]] = queue.Queue()
         for batch in batches:
             todo.put(batch)
-        done: queue.Queue[tuple[list[_TaskResult], str | None]] = queue.Queue()
+        done: queue.Queue[tuple[list[TaskResult], str | None]] = queue.Queue()
         stop = threading.Event()
 
         def feed(worker: _WorkerProcess) -> None:

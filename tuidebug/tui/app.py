@@ -68,6 +68,7 @@ from tuidebug.tui.messages import (
     HitChosen,
     NodeChosen,
     NodeHighlighted,
+    OutputSummary,
     SessionEventMessage,
     StartFailed,
     StartupWatchpointsCreated,
@@ -79,7 +80,7 @@ from tuidebug.tui.messages import (
     WatchpointAction,
     WorkerNotice,
 )
-from tuidebug.tui.node_details import NodeDetails, OutputSummary
+from tuidebug.tui.node_details import NodeDetails
 from tuidebug.tui.origin_screen import OriginScreen
 from tuidebug.tui.origin_trace import (
     nothing_found,

@@ -60,13 +60,20 @@ def check_dump_dir(path: str) -> str | None:
     return None
 
 
+def on_terminal() -> bool:
+    """True when a full-screen UI can run: stdin and stdout are both a terminal. The one
+    test of "is this a terminal" (`tuidebug online` asks it too; tests replace it)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty() and sys.stdout.isatty()
+    except (OSError, ValueError):
+        return False
+
+
 def terminal_problem() -> str | None:
     """One sentence when the full-screen TUI cannot run: stdin or stdout is not a
     terminal (`</dev/null`, `>file`, a pipe). Without this the app would start, draw into
     the file and wait for keys that never come."""
-    from tuidebug import cli  # the one test of "is this a terminal" (tests replace it)
-
-    if cli._on_terminal():
+    if on_terminal():
         return None
     return (
         "the TUI needs a terminal, and standard input or output is not one; "

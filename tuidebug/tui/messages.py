@@ -6,6 +6,7 @@ pane can be tested alone and the data flow stays one-directional (harlequin's ha
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.message import Message
@@ -19,8 +20,17 @@ if TYPE_CHECKING:
     from tuidebug.core.graph import Graph
     from tuidebug.core.origins import OriginTrace
     from tuidebug.core.watchpoints import WatchpointHit
-    from tuidebug.tui.node_details import OutputSummary
     from tuidebug.tui.origin_trace import Counts
+
+
+@dataclass(frozen=True)
+class OutputSummary:
+    """The worker's answer for one output slot."""
+
+    line: str  # `float32<6,1,5,5> ∈[-0.19, 0.2] μ=0.003 σ=0.11`, or why there is none
+    nan_count: int = 0
+    inf_count: int = 0
+    missing: bool = False  # no value at this step
 
 
 class SessionEventMessage(Message):

@@ -8,7 +8,6 @@ computes them in a worker and hands them in with `set_summary`; rows wait with "
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.text import Text
 from textual import on
@@ -19,20 +18,10 @@ from textual.widgets.option_list import Option
 
 from tuidebug.core.graph import Graph, Node, TensorSpec
 from tuidebug.tui.labels import dtype_label, markup_safe, shape_label, shown, source_place
-from tuidebug.tui.messages import NodeChosen, TensorRequested
+from tuidebug.tui.messages import NodeChosen, OutputSummary, TensorRequested
 
 MAX_ATTRIBUTE_CHARS = 1024  # spec §6.5: longer attribute values are hidden
 MAX_INPUT_ROWS = 200  # a Concat of 5,000 inputs should not become 5,000 rows
-
-
-@dataclass(frozen=True)
-class OutputSummary:
-    """The worker's answer for one output slot."""
-
-    line: str  # `float32<6,1,5,5> ∈[-0.19, 0.2] μ=0.003 σ=0.11`, or why there is none
-    nan_count: int = 0
-    inf_count: int = 0
-    missing: bool = False  # no value at this step
 
 
 class NodeDetails(VerticalScroll):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import threading
@@ -29,14 +28,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tuidebug.cli import (
+from tuidebug.cli.common import (
     EXIT_HITS,
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
-    add_watch_arguments,
-    parse_watch_arguments,
+    is_tty,
+    say,
+    silence_stdout,
 )
+from tuidebug.cli.watch_options import add_watch_arguments, parse_watch_arguments
 
 if TYPE_CHECKING:
     from tuidebug.core.condition_catalogue import ConditionSpec
@@ -66,6 +67,10 @@ exit status: 0 no hit, 1 hits, 2 usage or data error (or tensors that could not 
 """
 # More worker processes than this is a typo, not a wish (each one is a Python process).
 MAX_WORKERS = 256
+
+
+NAME = "check"
+HELP = "headless watchpoint check of a dump"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -236,7 +241,6 @@ def run(args: argparse.Namespace) -> int:
             )
         ranks = sorted(set(args.rank))
 
-    err = sys.stderr
     usable_ranks = []
     for rank in ranks:
         if dump.graphs(rank):
@@ -279,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
             narrowed = " matching --node" if node_filter is not None else ""
             _warn(f"--watch {wdef.spec} watches no {what}{narrowed}, so it was not checked.")
 
-    bar = _ProgressBar(err) if _isatty(err) and not args.json else None
+    bar = _ProgressBar(sys.stderr) if is_tty(sys.stderr) and not args.json else None
     cancel = threading.Event()
     try:
         with Checker(dump, workers=args.workers) as checker:
@@ -316,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
         # data refused at discovery (a FIFO, a link out of the dump, an unreadable folder;
         # see checker.py), so "0 hits" is never an all-clear for data that was skipped.
         count = len(report.problems)
-        _say(
+        say(
             f"tuidebug check: watched data could not be read ({count} problem"
             f"{'s' if count != 1 else ''} above), so the check is incomplete."
         )
@@ -324,31 +328,8 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _isatty(stream: TextIO | None) -> bool:
-    try:
-        return stream is not None and stream.isatty()
-    except (OSError, ValueError):
-        return False
-
-
-def _say(line: str) -> None:
-    """One line on stderr; a closed or full stderr must not turn into a traceback. Warnings
-    quote node and file names of the dump: the line is escaped whole (core.text.printable),
-    so none of them can drive the terminal or fake a line of its own."""
-    from tuidebug.core.text import printable
-
-    stream = sys.stderr
-    if stream is None:
-        return
-    try:
-        stream.write(printable(line) + "\n")
-        stream.flush()
-    except (OSError, ValueError):
-        pass
-
-
 def _warn(problem: str) -> None:
-    _say(f"warning: {problem}")
+    say(f"warning: {problem}")
 
 
 def _write_results(
@@ -374,21 +355,11 @@ def _write_results(
             _print_summary(report, iterations, ranks, out)
         out.flush()
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
     except (OSError, ValueError) as exc:
-        _silence_stdout()
+        silence_stdout()
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise UsageError(f"cannot write the results to standard output: {reason}.") from None
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 # ------------------------------------------------------------------ planning

@@ -1,0 +1,80 @@
+"""Command line: `tuidebug COMMAND …` (also `python -m tuidebug`).
+
+One module per subcommand, each with `NAME`, `HELP`, `add_arguments(parser)` and
+`run(args) -> int`; this module only assembles the parser and turns what a command raises
+into an exit status (cli/common.py holds the statuses and the shared helpers,
+cli/watch_options.py the options every session command takes). A subcommand module imports
+only the standard library at the top: the session, the checker or Textual load when that
+command runs, so `tuidebug --help` and `tuidebug check` stay light.
+
+Every user mistake ends in one sentence on stderr and exit status 2; tracebacks are for bugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from tuidebug.cli import check, demo, keys, offline, online, simulate
+from tuidebug.cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    say,
+    silence_stdout,
+)
+
+# in the order `tuidebug --help` lists them
+SUBCOMMANDS = (offline, online, check, demo, keys, simulate)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tuidebug import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="tuidebug",
+        description="A terminal graph debugger for neural-network training.",
+    )
+    parser.add_argument("--version", action="version", version=f"tuidebug {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in SUBCOMMANDS:
+        p = sub.add_parser(command.NAME, help=command.HELP)
+        command.add_arguments(p)
+        p.set_defaults(run=command.run)
+    return parser
+
+
+def _open_missing_streams() -> None:
+    """A closed stdout or stderr (`>&-`, `2>&-`) is None in Python: every print would then
+    fail, or worse, `print(file=None)` would land on the other stream. Point them at
+    /dev/null so the exit status still tells the result."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _open_missing_streams()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.run(args))
+    except UsageError as exc:
+        say(f"tuidebug {args.command}: {exc}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        say("tuidebug: interrupted.")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader left (`tuidebug keys | head`): nothing more to say to it
+        silence_stdout()
+        return EXIT_OK
+
+
+__all__ = ["build_parser", "main"]

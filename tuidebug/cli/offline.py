@@ -1,0 +1,25 @@
+"""`tuidebug offline DUMP`: open a MindSpore dump directory in the TUI."""
+
+from __future__ import annotations
+
+import argparse
+
+from tuidebug.cli.watch_options import add_watch_arguments, watch_specs
+
+NAME = "offline"
+HELP = "open a MindSpore dump directory in the TUI"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dump", help="dump root (the folder holding rank_N/)")
+    p.add_argument("--rank", type=int, default=None, help="rank to show first")
+    add_watch_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Open a dump in the TUI (tuidebug.tui.launch; imported here so other commands never
+    load Textual)."""
+    specs = watch_specs(args)  # mistakes end here, before Textual loads
+    from tuidebug.tui.launch import run_offline
+
+    return run_offline(args, watch_specs=specs, recommended=args.recommended)

@@ -1,0 +1,207 @@
+"""`tuidebug online`: serve the debugger protocol and wait for a training to connect.
+
+The TUI shows the session when it is installed and stdin/stdout are a terminal; otherwise
+the session's events are printed on stdout, one escaped line each, until Ctrl+C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+from tuidebug.cli.common import EXIT_OK, LogLine, UsageError, say
+from tuidebug.cli.watch_options import add_watch_arguments, watch_specs
+
+NAME = "online"
+HELP = "wait for a training process to connect"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=50051, help="port to listen on (default 50051)")
+    p.add_argument(
+        "--strict-version",
+        default=None,
+        metavar="X.Y",
+        help="refuse MindSpore versions that MindInsight X.Y would refuse (default: accept "
+        "every MindSpore, warning about those older than 1.5 or unreadable)",
+    )
+    add_watch_arguments(p)
+
+
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _check_port(port: int, what: str = "--port") -> None:
+    if not 0 <= port <= 65535:
+        raise UsageError(f"{what} must be between 0 and 65535, not {port}.")
+
+
+# Hosts gRPC binds as "every address": one socket on [::], dual-stack where the machine has
+# IPv6 (gRPC clears IPV6_V6ONLY), so 0.0.0.0 listens on every IPv6 address too.
+_WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
+
+
+def _has_ipv6() -> bool:
+    """Whether this machine can bind an IPv6 socket (what gRPC tries first for a wildcard)."""
+    import socket
+
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::", 0))
+    except OSError:
+        return False
+    return True
+
+
+def _listening_where(host: str, port: int) -> str:
+    """Who can reach the server, for the no-authentication warning: a wildcard host is
+    every address of this machine, IPv6 included where gRPC binds it dual-stack."""
+    if host not in _WILDCARD_HOSTS:
+        return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+    if _has_ipv6():
+        also = " (0.0.0.0 listens on IPv6 too: gRPC binds it as [::])" if host == "0.0.0.0" else ""
+        return f"port {port} on every IPv4 and IPv6 address of this machine{also}"
+    return f"port {port} on every IPv4 address of this machine"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve the debugger protocol; the TUI when it is built and stdin/stdout are a
+    terminal, else the session's events as lines on stdout."""
+    from tuidebug.online.session import parse_strict_version
+
+    strict = None
+    if args.strict_version is not None:
+        try:
+            strict = parse_strict_version(args.strict_version)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    _check_port(args.port)
+    specs = watch_specs(args)
+    if args.host not in _LOOPBACK:
+        say(
+            f"tuidebug online: warning: the debugger protocol has no authentication; anyone "
+            f"who can reach {_listening_where(args.host, args.port)} can control the training "
+            f"(prefer the default 127.0.0.1 and an SSH tunnel: "
+            f"ssh -L {args.port}:127.0.0.1:{args.port})."
+        )
+    # the server's warnings quote what peers sent (addresses, graph errors): one escaped
+    # line each, not logging's raw last-resort output
+    handler = _StderrHandler()
+    handler.setFormatter(LogLine("tuidebug online"))
+    handler.setLevel(logging.WARNING)
+    online_log = logging.getLogger("tuidebug.online")
+    online_log.addHandler(handler)
+    try:
+        return _serve_online(args, strict, specs)
+    finally:
+        online_log.removeHandler(handler)
+
+
+def _serve_online(args: argparse.Namespace, strict: str | None, specs: list[str]) -> int:
+    from tuidebug.online.server import ServerStartError
+    from tuidebug.online.session import OnlineSession
+
+    session = OnlineSession(args.host, args.port, strict_version=strict)
+    try:
+        session.start()
+    except ServerStartError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        from tuidebug.tui import launch  # no Textual: it is loaded by the runner
+
+        run_app = _tui_runner() if launch.on_terminal() else None
+        if run_app is not None:
+            return int(run_app(session, watch_specs=specs, recommended=args.recommended) or 0)
+        if specs or args.recommended:
+            say(
+                "tuidebug online: warning: --watch, --watch-file and --recommended are "
+                "created by the TUI, which is not running, so no watchpoint is set."
+            )
+        return _headless_online(session)
+    finally:
+        session.close()
+
+
+def _tui_runner() -> Callable[..., int | None] | None:
+    try:
+        import importlib
+
+        module = importlib.import_module("tuidebug.tui.app")
+    except ImportError:
+        return None
+    run_app = getattr(module, "run_app", None)
+    return run_app if callable(run_app) else None
+
+
+def _headless_online(session: object) -> int:
+    """No TUI: print every session event on stdout until Ctrl+C."""
+    from tuidebug.core.session import DebugSession, SessionEvent
+    from tuidebug.core.text import printable
+
+    assert isinstance(session, DebugSession)
+
+    def show(event: SessionEvent) -> None:
+        print(f"{type(event).__name__}: {_describe(event)}", flush=True)
+
+    session.subscribe(show)
+    print(
+        f"tuidebug online: listening on {printable(getattr(session, 'address', ''))} without "
+        "the TUI "
+        "(it is not available, or this is not a terminal); printing events until Ctrl+C.",
+        flush=True,
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        _wait_forever()
+    return EXIT_OK
+
+
+def _wait_forever() -> None:
+    """Block until Ctrl+C (a function of its own so tests can replace it)."""
+    import threading
+
+    threading.Event().wait()
+
+
+def _describe(event: object) -> str:
+    """One event as text for stdout. Graph and node names, the training's messages and any
+    other field come from the peer: each is escaped (the line breaks are ours)."""
+    from tuidebug.core.session import GraphsLoaded, HitsArrived, MetadataChanged
+    from tuidebug.core.text import printable
+
+    if isinstance(event, GraphsLoaded):
+        return ", ".join(f"{printable(name)} ({len(g)} nodes)" for name, g in event.graphs.items())
+    if isinstance(event, MetadataChanged):
+        m = event.metadata
+        text = f"{m.state.value} step {m.step}"
+        if m.cur_node:
+            text += f" at {printable(m.cur_node)}"
+        return text + (f" — {printable(m.message)}" if m.message else "")
+    if isinstance(event, HitsArrived):
+        return f"{len(event.hits)} hit(s) at step {event.step}" + "".join(
+            f"\n  {printable(h.tensor.name)}: {printable(h.summary())}" for h in event.hits[:20]
+        )
+    fields = getattr(event, "__dict__", {})
+    return ", ".join(f"{k}={printable(v)}" for k, v in fields.items())
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a record comes: while the TUI runs, Textual
+    captures stderr, so a server thread's warning never lands in the middle of the screen."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass
