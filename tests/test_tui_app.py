@@ -451,7 +451,7 @@ async def test_session_errors_become_notifications() -> None:
     app, session = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
-        app._run_session_call("Step", lambda: session.step(10))
+        app.run_session_call("Step", lambda: session.step(10))
         await wait_for_notice(pilot, "There is no step 11")
         assert app.is_running
 

@@ -230,7 +230,7 @@ async def test_save_to_an_unwritable_place_is_a_notice(tmp_path: Path) -> None:
         await wait_until(
             pilot, lambda: not isinstance(app.screen, PromptScreen), what="the prompt to close"
         )
-        app._write_file_worker(str(tmp_path / "missing" / "w.txt"), lambda: "TO\n", "done")
+        app._watch_flows.write_file(str(tmp_path / "missing" / "w.txt"), lambda: "TO\n", "done")
         shown = await wait_for_notice(pilot, "Could not write")
         assert "No such file or directory" in shown
 

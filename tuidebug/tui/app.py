@@ -30,12 +30,10 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
-from textual.widget import Widget
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from tuidebug.core.graph import Graph, Node, NodeKind
-from tuidebug.core.origins import TraceCancelled, trace_in_session
 from tuidebug.core.session import (
     ClientDisconnected,
     DebugSession,
@@ -51,7 +49,7 @@ from tuidebug.core.session import (
     WatchpointsChanged,
 )
 from tuidebug.core.tensor import TensorRef, tensor_statistics
-from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
+from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui import prompts
 from tuidebug.tui.commands import DebuggerCommands, PaletteCommand
 from tuidebug.tui.control_bar import ControlBar
@@ -79,45 +77,22 @@ from tuidebug.tui.messages import (
     WatchpointAction,
     WorkerNotice,
 )
+from tuidebug.tui.navigation import PANES, Navigation
 from tuidebug.tui.node_details import NodeDetails, OutputSummary
-from tuidebug.tui.origin_screen import OriginScreen
-from tuidebug.tui.origin_trace import (
-    nothing_found,
-    origin_counts,
-    throttled_progress,
-    trace_target,
-)
+from tuidebug.tui.origin_trace import trace_target
+from tuidebug.tui.origin_tracing import OriginTracing
 from tuidebug.tui.palette import PaletteState, palette_entries
 from tuidebug.tui.run_actions import BY_ID, RUN_ACTIONS, ActionState, GuardContext
-from tuidebug.tui.scope_tree import ScopeTree
+from tuidebug.tui.scope_tree import ScopeTree, TreeEntry
+from tuidebug.tui.session_text import is_user_error, no_graph_text
 from tuidebug.tui.stack_list import StackList
 from tuidebug.tui.tensor_view import TensorView
-from tuidebug.tui.watch_export import (
-    check_command,
-    copied_note,
-    create_from_specs,
-    exported_specs,
-    hits_json,
-    saved_count,
-    saved_hits_which,
-    spec_of,
-    watch_file_text,
-)
-from tuidebug.tui.watchpoint_editor import WatchpointDraft, WatchpointEditor
+from tuidebug.tui.watch_export import check_command, copied_note, exported_specs
+from tuidebug.tui.watchpoint_flows import WatchpointFlows
 from tuidebug.tui.watchpoint_list import WatchpointList, watch_badges
 
 # A run is under way: the panes wait for its end (the header follows every step).
 RUNNING = frozenset({SessionState.RUNNING, SessionState.SENDING})
-
-# Pane number → (tab to show or None, widget id to focus, name)
-PANES: dict[int, tuple[str | None, str, str]] = {
-    1: ("tree-tab", "#scope-tree", "scope tree"),
-    2: ("hits-tab", "#hit-tree", "hit list"),
-    3: ("stack-tab", "#stack-lines", "stack list"),
-    4: (None, "#io-list", "node details"),
-    5: (None, "#tensor-view", "tensor view"),
-    6: (None, "#watchpoints", "watchpoint list"),
-}
 
 
 def _tolerate_teardown(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -178,10 +153,7 @@ class DebuggerApp(App[int]):
         `watch_specs` (`--watch`, `--watch-file`) and `recommended` (`--recommended`) are
         created once the graphs are loaded, instead of offering the recommended set."""
         super().__init__()
-        self._startup_specs = tuple(watch_specs)
-        self._startup_recommended = recommended
-        # watchpoint id → the spec the user wrote for it (`1e3` stays `1e3` in exports)
-        self._given_specs: dict[int, str] = {}
+        self._watch_flows = WatchpointFlows(self, watch_specs, recommended)
         self._user_keys = user_keys
         self.keymap: Keymap = {}  # binding id → keys, as applied (see keymap.py)
         self.session = session
@@ -197,7 +169,6 @@ class DebuggerApp(App[int]):
         self._guards: GuardContext | None = None  # see guard_context
         self._guards_hit: object = None
         self._recommendation_offered = False
-        self._focus_history: list[Widget] = []
         self._open_tensor: tuple[str, str, int, int | None] | None = None  # graph, node, slot, it
         self._tensor_request = 0  # the latest; an older answer is dropped
         self._step_moved = False  # the step changed since the panes showed their values
@@ -205,7 +176,6 @@ class DebuggerApp(App[int]):
         self.loaded = False  # GraphsLoaded seen (tests and benchmarks wait on it)
         self.messages: list[Notice] = []  # every Notice of the session, for the dialog
         self._pending_notices: list[Notice] = []
-        self._tracing = False  # a NaN/Inf trace runs (Esc cancels it)
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -221,6 +191,16 @@ class DebuggerApp(App[int]):
         self._watchpoints.border_title = "6 Watchpoints"
         self._controls = ControlBar(id="controls")
         self._tabs = TabbedContent(id="left-tabs", initial="tree-tab")
+        self._nav = Navigation(
+            self,
+            tabs=self._tabs,
+            scope=self._scope,
+            hits=self._hits,
+            stack=self._stack,
+            details=self._details,
+            tensor=self._tensor,
+        )
+        self._tracer = OriginTracing(self, self._header, self._request_tensor)
         yield self._header
         with Horizontal(id="main"):
             with Vertical(id="left"), self._tabs:
@@ -289,6 +269,11 @@ class DebuggerApp(App[int]):
             timeout=timeout,
             markup=False,
         )
+
+    @property
+    def metadata(self) -> Metadata:
+        """The session's metadata as the app last applied it (UI thread)."""
+        return self._metadata
 
     def key_hint(self, binding_id: str) -> str:
         """The first key that runs `binding_id` now, as the help and the palette show it."""
@@ -388,16 +373,11 @@ class DebuggerApp(App[int]):
         self._state_changed()
         if first_time and self.graphs and not self._recommendation_offered:
             self._recommendation_offered = True
-            if self._startup_specs or self._startup_recommended:
-                graphs = dict(self.graphs)
-                self._run_session_call(
-                    "Creating the watchpoints of the command line",
-                    lambda: self._create_startup_watchpoints(graphs),
-                    control=False,
-                )
+            if self._watch_flows.has_startup:
+                self._watch_flows.create_startup(self.graphs)
             else:
                 # after the first frame: the user sees the graph, then the question
-                self.call_after_refresh(self._offer_recommended)
+                self.call_after_refresh(self._watch_flows.offer_recommended)
 
     def _apply_metadata(self, metadata: Metadata) -> None:
         """A new step or state: the header follows at once; the hit list, summaries and
@@ -411,7 +391,7 @@ class DebuggerApp(App[int]):
         else:
             self._update_header()
         if not self.graphs:
-            self._scope.set_empty_message(_no_graph_text(metadata))
+            self._scope.set_empty_message(no_graph_text(metadata))
         self._state_changed()
         if running or not self._step_moved:
             return
@@ -520,7 +500,7 @@ class DebuggerApp(App[int]):
             status = "working… · " + status
         self._controls.set_status(status)
 
-    def _guard(self, action: str) -> bool:
+    def guard(self, action: str) -> bool:
         """For actions reached without a key (palette, buttons): explain a refusal."""
         state = self.action_state(action)
         if not state.enabled:
@@ -550,52 +530,52 @@ class DebuggerApp(App[int]):
         await self.run_action(message.action)
 
     def action_step(self) -> None:
-        if self._guard("step"):
-            self._run_session_call("Step", lambda: self.session.step(1))
+        if self.guard("step"):
+            self.run_session_call("Step", lambda: self.session.step(1))
 
     def action_step_many(self) -> None:
-        if not self._guard("step_many"):
+        if not self.guard("step_many"):
             return
 
         def answered(value: str | None) -> None:
             if value:
                 count = int(value)
-                self._run_session_call(f"Step {count}", lambda: self.session.step(count))
+                self.run_session_call(f"Step {count}", lambda: self.session.step(count))
 
         live = self.session.capabilities.live
         self.push_screen(prompts.step_count_prompt(self._metadata, live), answered)
 
     def action_continue(self) -> None:
-        if self._guard("continue"):
-            self._run_session_call("Continue", self.session.continue_)
+        if self.guard("continue"):
+            self.run_session_call("Continue", self.session.continue_)
 
     def action_step_node(self) -> None:
-        if self._guard("step_node"):
-            self._run_session_call("Next node", lambda: self.session.step_node(None))
+        if self.guard("step_node"):
+            self.run_session_call("Next node", lambda: self.session.step_node(None))
 
     def action_run_to_node(self) -> None:
-        if not self._guard("run_to_node") or self.current_node is None:
+        if not self.guard("run_to_node") or self.current_node is None:
             return
         name = self.current_node.name
-        self._run_session_call("Run to node", lambda: self.session.step_node(name))
+        self.run_session_call("Run to node", lambda: self.session.step_node(name))
 
     def action_pause(self) -> None:
-        if self._guard("pause"):
+        if self.guard("pause"):
             # Pause must get through while a continue is running: not a queued control.
-            self._run_session_call("Pause", self.session.pause, control=False)
+            self.run_session_call("Pause", self.session.pause, control=False)
 
     def action_terminate(self) -> None:
-        if not self._guard("terminate"):
+        if not self.guard("terminate"):
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._run_session_call("Terminate", self.session.terminate, control=False)
+                self.run_session_call("Terminate", self.session.terminate, control=False)
 
         self.push_screen(prompts.terminate_confirm(), answered)
 
     def action_reset_step(self) -> None:
-        if not self._guard("reset_step"):
+        if not self.guard("reset_step"):
             return
 
         def answered(value: str | None) -> None:
@@ -605,14 +585,14 @@ class DebuggerApp(App[int]):
         self.push_screen(prompts.go_to_step_prompt(self._metadata), answered)
 
     def _reset_step(self, step: int) -> None:
-        self._run_session_call("Go to step", lambda: self.session.reset_step(step))
+        self.run_session_call("Go to step", lambda: self.session.reset_step(step))
 
     def action_recheck(self) -> None:
-        if self._guard("recheck"):
-            self._run_session_call("Recheck", self.session.recheck)
+        if self.guard("recheck"):
+            self.run_session_call("Recheck", self.session.recheck)
 
     def action_history(self) -> None:
-        if not self._guard("history"):
+        if not self.guard("history"):
             return
         runs = self.session.graph_runs()
         if not runs:
@@ -621,13 +601,13 @@ class DebuggerApp(App[int]):
         can_jump = self.session.capabilities.can_reset_step
 
         def answered(step: int | None) -> None:
-            if step is not None and self._guard("reset_step"):
+            if step is not None and self.guard("reset_step"):
                 self._reset_step(step)
 
         self.push_screen(HistoryScreen(runs, self._metadata.step, can_jump), answered)
 
     def action_select_rank(self, rank: int) -> None:
-        self._run_session_call(f"Switching to rank {rank}", lambda: self.session.select_rank(rank))
+        self.run_session_call(f"Switching to rank {rank}", lambda: self.session.select_rank(rank))
 
     # ------------------------------------------------------------ session calls
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
@@ -651,7 +631,7 @@ class DebuggerApp(App[int]):
             self._scope.set_empty_message(message.sentence)
         self.notify(message.sentence, severity="error", timeout=30)
 
-    def _run_session_call(
+    def run_session_call(
         self, label: str, call: Callable[[], object], *, control: bool = True
     ) -> None:
         """Run a (possibly slow) session call off the UI thread; one control at a time."""
@@ -668,7 +648,7 @@ class DebuggerApp(App[int]):
         try:
             call()
         except Exception as exc:  # SessionError / WatchpointError carry one sentence
-            message = str(exc) if _is_user_error(exc) else f"{label} failed: {exc}"
+            message = str(exc) if is_user_error(exc) else f"{label} failed: {exc}"
             self._post(WorkerNotice(message, severity="error"))
         finally:
             if control:
@@ -715,7 +695,7 @@ class DebuggerApp(App[int]):
             array = self.session.tensor(ref)
         except Exception as exc:
             if not worker.is_cancelled:
-                message = str(exc) if _is_user_error(exc) else f"Reading the tensor failed: {exc}"
+                message = str(exc) if is_user_error(exc) else f"Reading the tensor failed: {exc}"
                 self._post(TensorRead(request, error=message))
             return
         if worker.is_cancelled:
@@ -851,7 +831,7 @@ class DebuggerApp(App[int]):
         self._scope.reveal(node_name)
         self._show_node(graph, node)
         if focus_tree:
-            self._remember_focus()
+            self._nav.remember_focus()
             self._tabs.active = "tree-tab"
             self._scope.tree.focus()
         return True
@@ -904,139 +884,32 @@ class DebuggerApp(App[int]):
     @on(WatchpointAction)
     @_tolerate_teardown
     def _watchpoint_action(self, message: WatchpointAction) -> None:
-        wp_id = message.watchpoint_id
-        if message.action == "new":
-            self.action_new_watchpoint()
-            return
-        watchpoint = next((w for w in self.session.watchpoints if w.id == wp_id), None)
-        if watchpoint is None:
-            self.notify("Select a watchpoint first (6), or create one with w.")
-            return
-        if message.action == "edit":
-            self._edit_watchpoint(watchpoint)
-        elif message.action == "toggle":
-            enabled = not watchpoint.enabled
-            self._run_session_call(
-                "Updating the watchpoint",
-                lambda: self.session.update_watchpoint(watchpoint.id, enabled=enabled),
-                control=False,
-            )
-        elif message.action == "delete":
-
-            def answered(yes: bool | None) -> None:
-                if yes:
-                    self._run_session_call(
-                        "Deleting the watchpoint",
-                        lambda: self.session.delete_watchpoint(watchpoint.id),
-                        control=False,
-                    )
-
-            self.push_screen(prompts.delete_watchpoint_confirm(watchpoint), answered)
+        self._watch_flows.act(message)
 
     def action_new_watchpoint(self) -> None:
-        if not self._guard("new_watchpoint"):
-            return
-        graph = self.graphs.get(self.current_graph or "")
-        if graph is None:
-            self.notify("No graph is shown.", severity="warning")
-            return
-        entry = self._scope.selected_entry
-        node_name = entry.node if entry and entry.node else None
-        scope_path = entry.path if entry and entry.node is None else None
-        if node_name is not None and self.current_node is not None:
-            node_name = self.current_node.name
-        md = self._metadata
-        editor = WatchpointEditor(
-            graph,
-            node=node_name,
-            scope=scope_path,
-            backend=md.backend,
-            step=md.step,
-            mode=md.mode,
-        )
-        self.push_screen(editor, self._watchpoint_drafted)
-
-    def _watchpoint_drafted(self, draft: WatchpointDraft | None) -> None:
-        if draft is None:
-            return
-        if draft.watchpoint_id is None:
-            self._run_session_call(
-                "Creating the watchpoint",
-                lambda: self.session.create_watchpoint(
-                    draft.condition, draft.params, draft.targets, graph_name=draft.graph_name
-                ),
-                control=False,
-            )
-        else:
-            wp_id = draft.watchpoint_id
-            self._run_session_call(
-                "Updating the watchpoint",
-                lambda: self.session.update_watchpoint(
-                    wp_id,
-                    params=draft.params,
-                    targets=None if draft.keep_targets else draft.targets,
-                ),
-                control=False,
-            )
-
-    def _edit_watchpoint(self, watchpoint: Watchpoint) -> None:
-        if not self._guard("new_watchpoint"):
-            return
-        graph = self.graphs.get(watchpoint.graph_name or self.current_graph or "")
-        if graph is None and self.graphs:
-            graph = next(iter(self.graphs.values()))
-        if graph is None:
-            return
-        md = self._metadata
-        editor = WatchpointEditor(
-            graph, backend=md.backend, step=md.step, mode=md.mode, editing=watchpoint
-        )
-        self.push_screen(editor, self._watchpoint_drafted)
-
-    def _offer_recommended(self) -> None:
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.action_apply_recommended()
-
-        self.push_screen(prompts.recommended_offer(), answered)
+        self._watch_flows.create()
 
     def action_apply_recommended(self) -> None:
-        self._run_session_call(
-            "Creating the recommended watchpoints", self._apply_recommended, control=False
-        )
-
-    def _apply_recommended(self) -> None:
-        created = self.session.apply_recommended()
-        self._post(WorkerNotice(f"{len(created)} recommended watchpoints created."))
-
-    def _create_startup_watchpoints(self, graphs: Mapping[str, Graph]) -> None:
-        """(worker) Create the command line's watchpoints on the loaded graphs; a spec
-        that watches nothing here, or that the session refuses, is a notice naming it."""
-        given, created = create_from_specs(
-            self.session,
-            self._startup_specs,
-            graphs,
-            recommended=self._startup_recommended,
-            warn=lambda text: self._post(WorkerNotice(text, severity="warning", timeout=15)),
-        )
-        self._post(StartupWatchpointsCreated(given, created))
+        self._watch_flows.apply_recommended()
 
     @on(StartupWatchpointsCreated)
     def _startup_watchpoints_created(self, message: StartupWatchpointsCreated) -> None:
-        self._given_specs.update(message.given)
-        created = message.created
-        self.notify(
-            f"{created} watchpoint{'s' if created != 1 else ''} created from the command line."
-        )
+        self._watch_flows.startup_created(message)
 
     def spec_of(self, watchpoint: Watchpoint) -> str:
         """The watchpoint as a --watch spec, as the user wrote it while it is unchanged."""
-        return spec_of(watchpoint, self._given_specs)
+        return self._watch_flows.spec_of(watchpoint)
+
+    def selected_tree_entry(self) -> TreeEntry | None:
+        """The tree's selected row (a node or a scope): a new watchpoint watches it."""
+        return self._scope.selected_entry
 
     # ------------------------------------------------ watchpoints and hits out
     def action_copy_check_command(self) -> None:
         """Copy `tuidebug check DUMP --watch …` (online: the --watch options) and show it."""
-        exported = exported_specs(self.session.watchpoints, self._given_specs, self.graphs)
+        exported = exported_specs(
+            self.session.watchpoints, self._watch_flows.given_specs, self.graphs
+        )
         if not exported.enabled:
             self.notify("There is no enabled watchpoint to copy: press w to add one.")
             return
@@ -1050,23 +923,7 @@ class DebuggerApp(App[int]):
         )
 
     def action_save_watchpoints(self) -> None:
-        """Ask for a file, then write the watchpoints in the --watch-file format."""
-        exported = exported_specs(self.session.watchpoints, self._given_specs, self.graphs)
-        if not exported.enabled and not exported.disabled:
-            self.notify("There are no watchpoints to save: press w to add one.")
-            return
-        text = watch_file_text(exported.enabled, exported.disabled)
-        count, note = saved_count(exported), exported.note
-
-        def answered(value: str | None) -> None:
-            if value:
-                path = os.path.abspath(os.path.expanduser(value))
-                done = f"Saved {count} to {path}; read them back with --watch-file." + (
-                    f" {note}" if note else ""
-                )
-                self._write_file_worker(path, lambda: text, done)
-
-        self.push_screen(prompts.save_watchpoints_prompt(), answered)
+        self._watch_flows.save_watchpoints()
 
     @on(HitList.SaveRequested)
     def _save_hits_requested(self, message: HitList.SaveRequested) -> None:
@@ -1074,106 +931,20 @@ class DebuggerApp(App[int]):
         self.action_save_hits()
 
     def action_save_hits(self) -> None:
-        """Ask for a file, then write every hit as `tuidebug check --json` prints them."""
-        hits = tuple(self.session.hits)
-        if not hits:
-            self.notify("There are no hits to save yet: step (n), continue (c) or recheck (r).")
-            return
-        specs = {wp.id: (self.spec_of(wp), dict(wp.params)) for wp in self.session.watchpoints}
-        which = saved_hits_which(len(hits), self._hits.shown_count)
-
-        def answered(value: str | None) -> None:
-            if value:
-                path = os.path.abspath(os.path.expanduser(value))
-                self._write_file_worker(
-                    path, lambda: hits_json(hits, specs), f"Saved {which} to {path}."
-                )
-
-        self.push_screen(prompts.save_hits_prompt(self._metadata.step), answered)
-
-    @work(thread=True, group="save", exit_on_error=False)
-    def _write_file_worker(self, path: str, text: Callable[[], str], done: str) -> None:
-        try:
-            content = text()
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(content)
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-            self._post(WorkerNotice(f"Could not write {path}: {reason}.", severity="error"))
-            return
-        self._post(WorkerNotice(done, timeout=10))
+        self._watch_flows.save_hits(self._hits.shown_count)
 
     # -------------------------------------------------------------- navigation
     def action_filter(self) -> None:
-        self._remember_focus()
-        if self._tabs.active == "stack-tab":
-            self._stack.focus_search()
-        elif self._tabs.active == "hits-tab":
-            self._hits.focus_filters()
-        else:
-            self._tabs.active = "tree-tab"
-            self._scope.focus_filter()
+        self._nav.filter()
 
     async def action_back(self) -> None:  # async as App's: Esc's meaning here is ours
-        if self._tracing:
-            self.workers.cancel_group(self, "origins")
-            self._trace_finished()
-            self.notify("Trace cancelled.")
-            return
-        focused = self.focused
-        if isinstance(focused, Input):
-            if focused.id == "name-filter":
-                self._scope.clear_filter()
-                self._scope.tree.focus()
-                return
-            if focused.id == "stack-search":
-                self._stack.clear_search()
-                self.query_one("#stack-lines").focus()
-                return
-        if self.screen.maximized is not None:
-            self.screen.action_minimize()  # a maximized pane (palette) goes back in place
-            return
-        if focused is self._scope.tree and self._scope.clear_filter():
-            return
-        while self._focus_history:
-            previous = self._focus_history.pop()
-            if previous.is_attached and previous is not focused:
-                self._activate_tab_of(previous)
-                previous.focus()
-                return
-
-    def _activate_tab_of(self, widget: Widget) -> None:
-        node: Any = widget
-        while node is not None:
-            if isinstance(node, TabPane) and node.id:
-                self._tabs.active = node.id
-                return
-            node = node.parent
-
-    def _remember_focus(self) -> None:
-        focused = self.focused
-        if focused is not None and (
-            not self._focus_history or self._focus_history[-1] is not focused
-        ):
-            self._focus_history.append(focused)
-            del self._focus_history[:-20]
+        if self._tracer.running:
+            self._tracer.cancel()
+        else:
+            self._nav.back()
 
     def action_focus_pane(self, number: int) -> None:
-        tab, selector, _name = PANES[number]
-        self._remember_focus()
-        if tab is not None:
-            self._tabs.active = tab
-        if number == 4:
-            self._details.focus_outputs()
-            return
-        if number == 5:
-            if self._tensor.state != "tensor":
-                # Nothing in the pane can take focus without a tensor: say how to get one.
-                self.notify("No tensor is open: Enter on a node output (4) or a hit (2).")
-                return
-            self._tensor.canvas.focus()
-            return
-        self.query_one(selector).focus()
+        self._nav.focus_pane(number)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
@@ -1188,7 +959,7 @@ class DebuggerApp(App[int]):
 
     # ------------------------------------------------------ NaN/Inf origins
     def action_trace_origin(self) -> None:
-        if not self._guard("trace_origin"):
+        if not self.guard("trace_origin"):
             return
         md = self._metadata
         target = trace_target(
@@ -1201,71 +972,17 @@ class DebuggerApp(App[int]):
             step = md.step
         else:
             step = iteration + 1 if md.mode == "offline" else iteration
-        self._tracing = True
-        self._trace_worker(self.graphs[target.graph], target.node, iteration, md.rank, step)
-
-    @work(thread=True, exclusive=True, group="origins", exit_on_error=False)
-    def _trace_worker(
-        self, graph: Graph, start: str, iteration: int | None, rank: int, step: int
-    ) -> None:
-        worker = get_current_worker()
-        try:
-            trace = trace_in_session(
-                self.session,
-                graph,
-                start,
-                iteration=iteration,
-                rank=rank,
-                cancelled=lambda: worker.is_cancelled,
-                progress=throttled_progress(lambda read: self._post(TraceProgress(read))),
-            )
-            counts = origin_counts(
-                self.session, trace, graph, iteration, rank, lambda: worker.is_cancelled
-            )
-        except TraceCancelled:
-            return  # Esc said so, and said it already
-        except Exception as exc:
-            if not worker.is_cancelled:
-                message = str(exc) if _is_user_error(exc) else f"The trace failed: {exc}"
-                self._post(TraceEnded(error=message))
-            return
-        if worker.is_cancelled:
-            return
-        self._post(TraceEnded(trace, graph=graph, iteration=iteration, step=step, counts=counts))
+        self._tracer.start(self.graphs[target.graph], target.node, iteration, md.rank, step)
 
     @on(TraceProgress)
     @_tolerate_teardown
     def _trace_progress(self, message: TraceProgress) -> None:
-        if self._tracing:
-            read = message.read
-            self._header.set_progress(f"Tracing… {read} tensors read (Esc cancels)", read, 0)
-
-    def _trace_finished(self) -> None:
-        self._tracing = False
-        self._header.set_progress("", 1, 1)
+        self._tracer.progress(message)
 
     @on(TraceEnded)
     @_tolerate_teardown
     def _trace_ended(self, message: TraceEnded) -> None:
-        self._trace_finished()
-        trace, graph, iteration = message.trace, message.graph, message.iteration
-        if trace is None or graph is None:
-            self.notify(message.error, severity="error")
-            return
-        sentence = nothing_found(trace, graph, message.step)
-        if sentence is not None:
-            self.notify(sentence)
-            return
-
-        def chosen(answer: tuple[str, int] | None) -> None:
-            if answer is None:
-                return
-            origin, slot = answer
-            if self.go_to_node(graph.name, origin):
-                self._request_tensor(graph.name, origin, slot, iteration)
-
-        step = f"step {message.step}"
-        self.push_screen(OriginScreen(trace, graph, step, message.counts), chosen)
+        self._tracer.ended(message)
 
     # ----------------------------------------------------------------- palette
     def palette_commands(self) -> list[PaletteCommand]:
@@ -1311,43 +1028,11 @@ class DebuggerApp(App[int]):
         self.go_to_node(graph, node)
 
 
-def _no_graph_text(md: Metadata) -> str:
-    """What the tree pane says before there is a graph to show."""
-    state = md.state
-    if md.mode == "online":
-        if state is SessionState.PENDING:
-            host, _, port = md.source.rpartition(":")
-            return (
-                f"Waiting for a training to connect to {md.source}…\n\n"
-                "Start the MindSpore training (GPU or Ascend) with\n"
-                f"ENABLE_MS_DEBUGGER=1 MS_DEBUGGER_HOST={host or '<this host>'} "
-                f"MS_DEBUGGER_PORT={port or 50051}\n\n"
-                f"or replay a dump: tuidebug simulate DUMP --connect {md.source}"
-            )
-        if state is SessionState.MISMATCH:
-            return "The training's MindSpore version does not match: terminate it (T)."
-        if state is SessionState.NODE_TOO_LARGE:
-            return "The training's graph is too large to show: terminate it (T)."
-        if state in {SessionState.DISCONNECTED, SessionState.DONE}:
-            return "The training is gone and sent no graph."
-        return "Receiving the graph…"
-    if state is SessionState.LOADING:
-        return "Loading the dump…"
-    if state is SessionState.PENDING:
-        return md.message or "Nothing is loaded."
-    return "This dump has no readable graph."
-
-
-def _is_user_error(exc: BaseException) -> bool:
-    """Errors whose message is meant for the user as is (one sentence)."""
-    return isinstance(exc, SessionError | WatchpointError | ValueError)
-
-
 def _summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
     try:
         array = session.tensor(ref)
     except Exception as exc:
-        message = str(exc) if _is_user_error(exc) else f"unreadable: {exc}"
+        message = str(exc) if is_user_error(exc) else f"unreadable: {exc}"
         return OutputSummary(message, missing=True)
     if array is None:
         md = session.metadata
