@@ -33,7 +33,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.graph import Graph, Node
 from tuidebug.core.session import (
     ClientDisconnected,
     DebugSession,
@@ -53,7 +53,6 @@ from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui import prompts
 from tuidebug.tui.commands import DebuggerCommands, PaletteCommand
 from tuidebug.tui.control_bar import ControlBar
-from tuidebug.tui.dialogs import HistoryScreen
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
 from tuidebug.tui.hit_list import HitList
@@ -82,7 +81,8 @@ from tuidebug.tui.node_details import NodeDetails, OutputSummary
 from tuidebug.tui.origin_trace import trace_target
 from tuidebug.tui.origin_tracing import OriginTracing
 from tuidebug.tui.palette import PaletteState, palette_entries
-from tuidebug.tui.run_actions import BY_ID, RUN_ACTIONS, ActionState, GuardContext
+from tuidebug.tui.run_actions import RUN_ACTIONS, ActionState, GuardContext
+from tuidebug.tui.run_controls import RunControls
 from tuidebug.tui.scope_tree import ScopeTree, TreeEntry
 from tuidebug.tui.session_text import is_user_error, no_graph_text
 from tuidebug.tui.stack_list import StackList
@@ -164,10 +164,6 @@ class DebuggerApp(App[int]):
         self.current_graph: str | None = None
         self.current_node: Node | None = None
         self._metadata: Metadata = session.metadata
-        self._watchpoint_count = 0
-        self._control_busy = False
-        self._guards: GuardContext | None = None  # see guard_context
-        self._guards_hit: object = None
         self._recommendation_offered = False
         self._open_tensor: tuple[str, str, int, int | None] | None = None  # graph, node, slot, it
         self._tensor_request = 0  # the latest; an older answer is dropped
@@ -201,6 +197,9 @@ class DebuggerApp(App[int]):
             tensor=self._tensor,
         )
         self._tracer = OriginTracing(self, self._header, self._request_tensor)
+        self._runs = RunControls(
+            self, hits=self._hits, controls=self._controls, watchpoint_list=self._watchpoints
+        )
         yield self._header
         with Horizontal(id="main"):
             with Vertical(id="left"), self._tabs:
@@ -223,7 +222,7 @@ class DebuggerApp(App[int]):
         self._controls.set_keys(lambda action: self.key_hint(f"tuidebug.{action}"))
         if self._source_label is not None:
             self._header.shown_source = self._source_label
-        self._watchpoint_count = len(self.session.watchpoints)
+        self._runs.watchpoints = len(self.session.watchpoints)
         self._apply_metadata(self.session.metadata)
         self._watchpoints.set_watchpoints(self.session.watchpoints)
         self._unsubscribe = self.session.subscribe(self._on_session_event_thread)
@@ -233,7 +232,7 @@ class DebuggerApp(App[int]):
             fresh = not self.session.watchpoints
             self._graphs_loaded(self.session.graphs, first_time=fresh)
             self._show_hits(self.session.hits)
-            self._state_changed()
+            self.state_changed()
         if self._start_session_on_mount:
             self._start_session()
         self._scope.tree.focus()
@@ -305,16 +304,16 @@ class DebuggerApp(App[int]):
             self._apply_metadata(event.metadata)
         elif isinstance(event, WatchpointsChanged):
             self._watchpoints.set_watchpoints(event.watchpoints)
-            self._watchpoint_count = len(event.watchpoints)
+            self._runs.watchpoints = len(event.watchpoints)
             self._refresh_badges()
             # the watchpoint count is in the control bar, and recheck needs a watchpoint
-            self._state_changed()
+            self.state_changed()
         elif isinstance(event, HitsArrived):
             if self._metadata.state in RUNNING:
                 self._hits_at_run_end = event.hits  # shown when the run stops
             else:
                 self._show_hits(event.hits, announce=True)
-                self._state_changed()  # the bar counts the hits
+                self.state_changed()  # the bar counts the hits
         elif isinstance(event, Progress):
             self._header.set_progress(event.label, event.done, event.total)
         elif isinstance(event, ClientDisconnected):
@@ -370,7 +369,7 @@ class DebuggerApp(App[int]):
         self._graph_switched()
         self._hits.set_context(self.graphs, self._metadata.ranks)
         self._refresh_badges()
-        self._state_changed()
+        self.state_changed()
         if first_time and self.graphs and not self._recommendation_offered:
             self._recommendation_offered = True
             if self._watch_flows.has_startup:
@@ -392,7 +391,7 @@ class DebuggerApp(App[int]):
             self._update_header()
         if not self.graphs:
             self._scope.set_empty_message(no_graph_text(metadata))
-        self._state_changed()
+        self.state_changed()
         if running or not self._step_moved:
             return
         self._step_moved = False
@@ -417,7 +416,7 @@ class DebuggerApp(App[int]):
         return iteration + 1 if self._metadata.mode == "offline" else iteration
 
     def _show_hits(self, hits: Sequence[WatchpointHit], *, announce: bool = False) -> None:
-        """The hit list, its counts and badges, the header (the caller: `_state_changed`)."""
+        """The hit list, its counts and badges, the header (the caller: `state_changed`)."""
         before = self._hits.hit_count
         self._hits.set_hits(hits)
         self._watchpoints.set_hit_counts(self._hits.hit_counts())
@@ -443,81 +442,31 @@ class DebuggerApp(App[int]):
 
     # ---------------------------------------------------------- run actions
     def guard_context(self) -> GuardContext:
-        """What the guards read, as of now. Rebuilt after the app's state changed
-        (`_state_changed`) or the focused hit did (the trace starts from it), so the
-        dozen `check_action` calls of one footer refresh evaluate each guard once."""
-        hit = self._focused_hit()
-        if self._guards is None or hit is not self._guards_hit:
-            node = self.current_node
-            target = trace_target(
-                hit, self.graphs, self._metadata.rank, self.current_graph, self.current_node
-            )
-            self._guards_hit = hit
-            self._guards = GuardContext(
-                capabilities=self.session.capabilities,
-                metadata=self._metadata,
-                busy=self._control_busy,
-                has_graphs=bool(self.graphs),
-                watchpoints=self._watchpoint_count,
-                operator_selected=node is not None and node.kind is NodeKind.OPERATOR,
-                trace_target=target is not None,
-            )
-        return self._guards
-
-    def _focused_hit(self) -> object:
-        """The hit under the hit list's cursor while the list has focus, else None."""
-        if self.focused is not self._hits.tree:
-            return None
-        cursor = self._hits.tree.cursor_node
-        return cursor.data if cursor is not None else None
+        """What the guards read, as of now (rebuilt only when it changed)."""
+        return self._runs.context()
 
     def action_state(self, action: str) -> ActionState:
         """Whether an action can run now, and if not, why (one sentence)."""
-        return self.guard_context().state(action)
+        return self._runs.state(action)
 
-    def _state_changed(self) -> None:
+    def state_changed(self) -> None:
         """Something the guards read changed: a fresh snapshot, the bar and the footer."""
-        self._guards = None
-        self._update_controls()
+        self._runs.forget()
+        self._runs.update_bar()
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # None = shown greyed out: the key exists, it just cannot run right now.
         return True if self.action_state(action).enabled else None
 
-    def _update_controls(self) -> None:
-        # online capabilities follow the client (node stepping needs a GPU backend)
-        self._controls.set_capabilities(self.session.capabilities)
-        self._controls.update_enabled(lambda action: self.action_state(action).enabled)
-        watchpoints = self._watchpoint_count
-        # the count goes in the pane's title: the bar's right end is short at 100 columns
-        self._watchpoints.border_title = (
-            f"6 Watchpoints ({watchpoints})" if watchpoints else "6 Watchpoints"
-        )
-        hits = self._hits.hit_count
-        status = f"{hits} hit{'s' if hits != 1 else ''}"
-        if self._control_busy:
-            status = "working… · " + status
-        self._controls.set_status(status)
-
     def guard(self, action: str) -> bool:
         """For actions reached without a key (palette, buttons): explain a refusal."""
-        state = self.action_state(action)
-        if not state.enabled:
-            self.notify(state.reason, severity="warning")
-        return state.enabled
+        return self._runs.allowed(action)
 
     def on_key(self, event: Any) -> None:
         """A greyed-out key was pressed: its binding did not run, so say why."""
-        if isinstance(self.screen, ModalScreen):
-            return
-        for binding in self._bindings_for_key(event.key):
-            if binding.action in BY_ID:  # a run action: the others are never greyed
-                state = self.action_state(binding.action)
-                if not state.enabled:
-                    self.notify(state.reason, severity="warning")
-                    event.stop()
-                return
+        if not isinstance(self.screen, ModalScreen):
+            self._runs.explain_greyed(event, self._bindings_for_key(event.key))
 
     def _bindings_for_key(self, key: str) -> list[Binding]:
         bindings = self._bindings.copy()
@@ -530,84 +479,37 @@ class DebuggerApp(App[int]):
         await self.run_action(message.action)
 
     def action_step(self) -> None:
-        if self.guard("step"):
-            self.run_session_call("Step", lambda: self.session.step(1))
+        self._runs.step()
 
     def action_step_many(self) -> None:
-        if not self.guard("step_many"):
-            return
-
-        def answered(value: str | None) -> None:
-            if value:
-                count = int(value)
-                self.run_session_call(f"Step {count}", lambda: self.session.step(count))
-
-        live = self.session.capabilities.live
-        self.push_screen(prompts.step_count_prompt(self._metadata, live), answered)
+        self._runs.step_many()
 
     def action_continue(self) -> None:
-        if self.guard("continue"):
-            self.run_session_call("Continue", self.session.continue_)
+        self._runs.continue_()
 
     def action_step_node(self) -> None:
-        if self.guard("step_node"):
-            self.run_session_call("Next node", lambda: self.session.step_node(None))
+        self._runs.step_node()
 
     def action_run_to_node(self) -> None:
-        if not self.guard("run_to_node") or self.current_node is None:
-            return
-        name = self.current_node.name
-        self.run_session_call("Run to node", lambda: self.session.step_node(name))
+        self._runs.run_to_node()
 
     def action_pause(self) -> None:
-        if self.guard("pause"):
-            # Pause must get through while a continue is running: not a queued control.
-            self.run_session_call("Pause", self.session.pause, control=False)
+        self._runs.pause()
 
     def action_terminate(self) -> None:
-        if not self.guard("terminate"):
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.run_session_call("Terminate", self.session.terminate, control=False)
-
-        self.push_screen(prompts.terminate_confirm(), answered)
+        self._runs.terminate()
 
     def action_reset_step(self) -> None:
-        if not self.guard("reset_step"):
-            return
-
-        def answered(value: str | None) -> None:
-            if value:
-                self._reset_step(int(value))
-
-        self.push_screen(prompts.go_to_step_prompt(self._metadata), answered)
-
-    def _reset_step(self, step: int) -> None:
-        self.run_session_call("Go to step", lambda: self.session.reset_step(step))
+        self._runs.reset_step()
 
     def action_recheck(self) -> None:
-        if self.guard("recheck"):
-            self.run_session_call("Recheck", self.session.recheck)
+        self._runs.recheck()
 
     def action_history(self) -> None:
-        if not self.guard("history"):
-            return
-        runs = self.session.graph_runs()
-        if not runs:
-            self.notify("This session has no graph execution history.")
-            return
-        can_jump = self.session.capabilities.can_reset_step
-
-        def answered(step: int | None) -> None:
-            if step is not None and self.guard("reset_step"):
-                self._reset_step(step)
-
-        self.push_screen(HistoryScreen(runs, self._metadata.step, can_jump), answered)
+        self._runs.history()
 
     def action_select_rank(self, rank: int) -> None:
-        self.run_session_call(f"Switching to rank {rank}", lambda: self.session.select_rank(rank))
+        self._runs.select_rank(rank)
 
     # ------------------------------------------------------------ session calls
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
@@ -635,24 +537,7 @@ class DebuggerApp(App[int]):
         self, label: str, call: Callable[[], object], *, control: bool = True
     ) -> None:
         """Run a (possibly slow) session call off the UI thread; one control at a time."""
-        if control and self._control_busy:
-            self.notify("Still busy with the previous command.", severity="warning")
-            return
-        if control:
-            self._control_busy = True
-            self._state_changed()
-        self._session_call_worker(label, call, control)
-
-    @work(thread=True, group="control", exit_on_error=False)
-    def _session_call_worker(self, label: str, call: Callable[[], object], control: bool) -> None:
-        try:
-            call()
-        except Exception as exc:  # SessionError / WatchpointError carry one sentence
-            message = str(exc) if is_user_error(exc) else f"{label} failed: {exc}"
-            self._post(WorkerNotice(message, severity="error"))
-        finally:
-            if control:
-                self._post(ControlDone())
+        self._runs.call(label, call, control=control)
 
     @on(WorkerNotice)
     def _worker_notice(self, message: WorkerNotice) -> None:
@@ -661,8 +546,8 @@ class DebuggerApp(App[int]):
     @on(ControlDone)
     @_tolerate_teardown
     def _control_done(self, _message: ControlDone) -> None:
-        self._control_busy = False
-        self._state_changed()
+        self._runs.busy = False
+        self.state_changed()
 
     # ----------------------------------------------------- summaries and tensors
     @work(thread=True, exclusive=True, group="summaries", exit_on_error=False)
@@ -790,7 +675,7 @@ class DebuggerApp(App[int]):
             return
         if message.node is None:
             self.current_node = None
-            self._guards = None  # run to node and the trace read the selected node
+            self._runs.forget()  # run to node and the trace read the selected node
             self._details.show_scope(graph, message.scope)
             self._stack.set_node(None)
             return
@@ -805,7 +690,7 @@ class DebuggerApp(App[int]):
         self._details.show_node(graph, node)
         self._stack.set_node(node)
         if changed:
-            self._guards = None  # run to node and the trace read the selected node
+            self._runs.forget()  # run to node and the trace read the selected node
             self._fetch_summaries(graph.name, node)
 
     @on(NodeChosen)
@@ -878,7 +763,7 @@ class DebuggerApp(App[int]):
         self._header.set_graph(self.current_graph or "")
         self._stack.set_graph(graph)
         self._refresh_badges()
-        self._guards = None  # the trace target is in this graph
+        self._runs.forget()  # the trace target is in this graph
 
     # ------------------------------------------------------------ watchpoints
     @on(WatchpointAction)
@@ -963,7 +848,7 @@ class DebuggerApp(App[int]):
             return
         md = self._metadata
         target = trace_target(
-            self._focused_hit(), self.graphs, md.rank, self.current_graph, self.current_node
+            self._runs.focused_hit(), self.graphs, md.rank, self.current_graph, self.current_node
         )
         if target is None:
             return
