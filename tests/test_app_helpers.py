@@ -11,12 +11,12 @@ from typing import Any, cast
 
 from tui_support import FakeSession
 
-from tuidebug.core.session import Metadata, SessionError, SessionState
+from tuidebug.core.session import Metadata, Notice, SessionError, SessionState
 from tuidebug.core.watchpoints import WatchpointError
 from tuidebug.tui.dialogs import ConfirmScreen
 from tuidebug.tui.messages import StartupWatchpointsCreated, WatchpointAction, WorkerNotice
 from tuidebug.tui.navigation import FocusHistory
-from tuidebug.tui.session_text import is_user_error, no_graph_text
+from tuidebug.tui.session_text import burst_toast, is_user_error, no_graph_text
 from tuidebug.tui.watchpoint_flows import WatchpointFlows
 
 
@@ -200,3 +200,14 @@ def test_writing_a_file_toasts_done_or_why_not(tmp_path: Path) -> None:
     assert isinstance(done, WorkerNotice) and done.text == "done"
     assert isinstance(failed, WorkerNotice) and failed.severity == "error"
     assert failed.text == f"Could not write {missing}: No such file or directory."
+
+
+def test_a_burst_of_notices_is_one_toast_as_bad_as_the_worst() -> None:
+    one = burst_toast([Notice("Skipped a.npy.")])
+    assert one == ("Skipped a.npy.", "information")
+    burst = [Notice("Skipped a.npy.", "warning"), Notice("b", "error"), Notice("c", "odd")]
+    assert burst_toast(burst) == (
+        "Skipped a.npy.\n(+2 more: Ctrl+P → Session messages)",
+        "error",
+    )
+    assert burst_toast([Notice("x", "odd")])[1] == "information"

@@ -11,6 +11,12 @@ Whether a run action works is decided by its guard in run_actions.py, on a
 footer (`check_action`), the control bar, the palette, the help and the "why not" toast.
 During a run the header follows every step, but the hit list, the summaries and the
 open tensor are refreshed once, when the run stops.
+
+The app routes; flows with a job of their own live in helper objects it hands over to
+(the app keeps the `@on` handlers and `action_*` methods Textual looks for): the run
+actions' calls, guards and control bar (run_controls.py), the watchpoint dialogs and
+exports (watchpoint_flows.py), the pane keys and Esc (navigation.py) and the NaN/Inf
+trace (origin_tracing.py).
 """
 
 from __future__ import annotations
@@ -84,7 +90,7 @@ from tuidebug.tui.palette import PaletteState, palette_entries
 from tuidebug.tui.run_actions import RUN_ACTIONS, ActionState, GuardContext
 from tuidebug.tui.run_controls import RunControls
 from tuidebug.tui.scope_tree import ScopeTree, TreeEntry
-from tuidebug.tui.session_text import is_user_error, no_graph_text
+from tuidebug.tui.session_text import burst_toast, is_user_error, no_graph_text
 from tuidebug.tui.stack_list import StackList
 from tuidebug.tui.tensor_view import TensorView
 from tuidebug.tui.watch_export import check_command, copied_note, exported_specs
@@ -331,15 +337,9 @@ class DebuggerApp(App[int]):
 
     def _flush_notices(self) -> None:
         pending, self._pending_notices = self._pending_notices, []
-        if not pending:
-            return
-        order = {"information": 0, "warning": 1, "error": 2}
-        worst = max(pending, key=lambda n: order.get(n.severity, 0))
-        severity = worst.severity if worst.severity in order else "information"
-        text = pending[0].message
-        if len(pending) > 1:
-            text += f"\n(+{len(pending) - 1} more: Ctrl+P → Session messages)"
-        self.notify(text, severity=severity)  # type: ignore[arg-type]
+        if pending:
+            text, severity = burst_toast(pending)
+            self.notify(text, severity=severity)
 
     def action_messages(self) -> None:
         if not self.messages:
