@@ -340,7 +340,7 @@ async def test_recheck_fills_the_hit_list_and_enter_jumps_to_the_node() -> None:
         assert str(tabs.get_tab("hits-tab").label) == "2 Hits (4)"
         await pilot.press("2")
         assert tabs.active == "hits-tab"
-        tree = hits.tree
+        tree = hits.tree_view
         groups = tree.root.children
         assert [str(g.label).split()[0] for g in groups] == ["#1", "#2"]
         rows = [str(leaf.label) for leaf in groups[1].children]
@@ -370,7 +370,7 @@ async def test_hit_list_filters_by_watchpoint() -> None:
         hits.query_one("#hit-filter-watchpoint", Select).value = "2"
 
         def groups() -> list[str]:
-            return [str(g.label).split()[0] for g in hits.tree.root.children]
+            return [str(g.label).split()[0] for g in hits.tree_view.root.children]
 
         await wait_until(pilot, lambda: groups() == ["#2"], what="only watchpoint #2's hits")
         assert "2 hits" in str(hits.query_one("#hit-status").render())
@@ -452,7 +452,7 @@ async def test_session_errors_become_notifications() -> None:
     app, session = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot)
-        app._run_session_call("Step", lambda: session.step(10))
+        app.run_session_call("Step", lambda: session.step(10))
         await wait_for_notice(pilot, "There is no step 11")
         assert app.is_running
 

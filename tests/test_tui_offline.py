@@ -128,17 +128,19 @@ async def test_lenet_watchpoint_recheck_and_jump_to_hit(lenet_dump: Path) -> Non
         hits = app.query_one(HitList)
         await wait_until(pilot, lambda: hits.hit_count, what="the recheck's hits")
         await settled(pilot)
-        rows = [str(leaf.label) for group in hits.tree.root.children for leaf in group.children]
+        rows = [
+            str(leaf.label) for group in hits.tree_view.root.children for leaf in group.children
+        ]
         softmax = [r for r in rows if "SparseSoftmaxCrossEntropyWithLogits" in r]
         assert softmax and "abs_mean_gt: 2.3" in softmax[0] and "step 1" in softmax[0]
         await pilot.press("2")
         leaf = next(
             leaf
-            for group in hits.tree.root.children
+            for group in hits.tree_view.root.children
             for leaf in group.children
             if "SparseSoftmax" in str(leaf.label)
         )
-        hits.tree.move_cursor(leaf)
+        hits.tree_view.move_cursor(leaf)
         await pilot.press("enter")
         view = app.query_one(TensorView)
         await wait_until(pilot, lambda: view._state == "tensor", what="the hit's tensor to open")
@@ -301,7 +303,9 @@ async def test_demo_continue_finds_the_overflow(demo_dump: Path) -> None:
         overflow = [h for h in session.hits if h.condition.abbr == "TO"]
         assert overflow, "the demo's overflow was not found"
         hits = app.query_one(HitList)
-        rows = [str(leaf.label) for group in hits.tree.root.children for leaf in group.children]
+        rows = [
+            str(leaf.label) for group in hits.tree_view.root.children for leaf in group.children
+        ]
         assert any(r.startswith("TO ") and "NaN or +/-Inf" in r for r in rows)
         first = overflow[0]
         app.post_message(HitChosen(first))

@@ -141,11 +141,11 @@ async def test_graph_hit_and_tensor_over_the_wire(live: Live) -> None:
         await pilot.press("2")
         leaf = next(
             leaf
-            for group in hits.tree.root.children
+            for group in hits.tree_view.root.children
             for leaf in group.children
             if leaf.data is not None and leaf.data.tensor.node == loss
         )
-        hits.tree.move_cursor(leaf)
+        hits.tree_view.move_cursor(leaf)
         view = app.query_one(TensorView)
         loading: list[str] = []
         show_loading = view.show_loading
@@ -160,7 +160,7 @@ async def test_graph_hit_and_tensor_over_the_wire(live: Live) -> None:
         await until(pilot, lambda: view.state == "tensor", "the tensor")
         assert loading == ["empty", "loading"]  # the loading note came before the values
         assert app.current_node is not None and app.current_node.name == loss
-        assert app.query_one(ScopeTree).tree.cursor_node is not None
+        assert app.query_one(ScopeTree).tree_view.cursor_node is not None
         assert "step 0" in view.title  # online tensors are named by training step
         np.testing.assert_array_equal(view._array, live.npy(graph, loss, 0, 0))
 

@@ -70,7 +70,7 @@ async def test_trace_from_an_overflow_hit_finds_the_matmul_and_enter_goes_there(
     async with app.run_test(size=SIZE) as pilot:
         await continue_to_overflow(pilot, session)
         await pilot.press("2")
-        tree = app.query_one(HitList).tree
+        tree = app.query_one(HitList).tree_view
         leaf = next(
             leaf
             for group in tree.root.children
@@ -119,7 +119,7 @@ async def test_finite_node_is_a_notice_and_help_and_palette_list_the_key(demo_du
 async def test_escape_cancels_a_running_trace(demo_dump: Path, monkeypatch: Any) -> None:
     import threading
 
-    import tuidebug.tui.app as app_module
+    import tuidebug.tui.origin_tracing as tracing_module
 
     started = threading.Event()
 
@@ -127,9 +127,9 @@ async def test_escape_cancels_a_running_trace(demo_dump: Path, monkeypatch: Any)
         started.set()
         while not cancelled():
             threading.Event().wait(0.01)
-        raise app_module.TraceCancelled
+        raise tracing_module.TraceCancelled
 
-    monkeypatch.setattr(app_module, "trace_in_session", slow_trace)
+    monkeypatch.setattr(tracing_module, "trace_in_session", slow_trace)
     session = OfflineSession(demo_dump)
     app = DebuggerApp(session, start_session=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -139,7 +139,7 @@ async def test_escape_cancels_a_running_trace(demo_dump: Path, monkeypatch: Any)
         assert app.go_to_node(next(iter(app.graphs)), LOSS)
         await pilot.press("o")
         await wait_until(pilot, started.is_set, what="the trace to start")
-        assert app._tracing
+        assert app._tracer.running
         await pilot.press("escape")
         await wait_for_notice(pilot, "Trace cancelled.")
-        await wait_until(pilot, lambda: not app._tracing, what="the trace to stop")
+        await wait_until(pilot, lambda: not app._tracer.running, what="the trace to stop")

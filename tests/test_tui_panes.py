@@ -194,6 +194,6 @@ async def test_filter_caps_huge_match_lists() -> None:
         scope.query_one("#name-filter").value = "add"
         status = scope.query_one("#filter-status")
         await wait_until(pilot, lambda: "matches" in str(status.render()), what="the filter")
-        leaves = [n for n in walk(scope.tree.root) if n.data and n.data.node]
+        leaves = [n for n in walk(scope.tree_view.root) if n.data and n.data.node]
         assert len(leaves) == 2000
         assert "2500 matches, first 2000 shown" in str(scope.query_one("#filter-status").render())

@@ -229,7 +229,7 @@ async def test_save_to_an_unwritable_place_is_a_notice(tmp_path: Path) -> None:
         await wait_until(
             pilot, lambda: not isinstance(app.screen, PromptScreen), what="the prompt to close"
         )
-        app._write_file_worker(str(tmp_path / "missing" / "w.txt"), lambda: "TO\n", "done")
+        app._watch_flows.write_file(str(tmp_path / "missing" / "w.txt"), lambda: "TO\n", "done")
         shown = await wait_for_notice(pilot, "Could not write")
         assert "No such file or directory" in shown
 
@@ -251,8 +251,8 @@ async def test_s_in_the_hit_list_saves_all_hits_and_says_so(
         hits.query_one("#hit-filter-watchpoint", Select).value = str(session.watchpoints[1].id)
         await wait_until(pilot, lambda: hits.shown_count == 2, what="the filter to show 2 hits")
         assert hits.hit_count == 4
-        hits.tree.focus()
-        help_text = context_help(hits.tree, app.key_hint)
+        hits.tree_view.focus()
+        help_text = context_help(hits.tree_view, app.key_hint)
         assert help_text is not None and "s saves every hit" in help_text[1]
         await pilot.press("s")
         prompt = await wait_for_screen(pilot, PromptScreen)

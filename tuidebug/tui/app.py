@@ -11,6 +11,12 @@ Whether a run action works is decided by its guard in run_actions.py, on a
 footer (`check_action`), the control bar, the palette, the help and the "why not" toast.
 During a run the header follows every step, but the hit list, the summaries and the
 open tensor are refreshed once, when the run stops.
+
+The app routes; flows with a job of their own live in helper objects it hands over to
+(the app keeps the `@on` handlers and `action_*` methods Textual looks for): the run
+actions' calls, guards and control bar (run_controls.py), the watchpoint dialogs and
+exports (watchpoint_flows.py), the pane keys and Esc (navigation.py) and the NaN/Inf
+trace (origin_tracing.py).
 """
 
 from __future__ import annotations
@@ -30,12 +36,10 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
-from textual.widget import Widget
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from tuidebug.core.graph import Graph, Node, NodeKind
-from tuidebug.core.origins import TraceCancelled, trace_in_session
+from tuidebug.core.graph import Graph, Node
 from tuidebug.core.session import (
     ClientDisconnected,
     DebugSession,
@@ -51,11 +55,10 @@ from tuidebug.core.session import (
     WatchpointsChanged,
 )
 from tuidebug.core.tensor import TensorRef, tensor_statistics
-from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
+from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui import prompts
 from tuidebug.tui.commands import DebuggerCommands, PaletteCommand
 from tuidebug.tui.control_bar import ControlBar
-from tuidebug.tui.dialogs import HistoryScreen
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
 from tuidebug.tui.hit_list import HitList
@@ -80,45 +83,23 @@ from tuidebug.tui.messages import (
     WatchpointAction,
     WorkerNotice,
 )
+from tuidebug.tui.navigation import PANES, Navigation
 from tuidebug.tui.node_details import NodeDetails
-from tuidebug.tui.origin_screen import OriginScreen
-from tuidebug.tui.origin_trace import (
-    nothing_found,
-    origin_counts,
-    throttled_progress,
-    trace_target,
-)
+from tuidebug.tui.origin_trace import trace_target
+from tuidebug.tui.origin_tracing import OriginTracing
 from tuidebug.tui.palette import PaletteState, palette_entries
-from tuidebug.tui.run_actions import BY_ID, RUN_ACTIONS, ActionState, GuardContext
-from tuidebug.tui.scope_tree import ScopeTree
+from tuidebug.tui.run_actions import RUN_ACTIONS, ActionState, GuardContext
+from tuidebug.tui.run_controls import RunControls
+from tuidebug.tui.scope_tree import ScopeTree, TreeEntry
+from tuidebug.tui.session_text import burst_toast, is_user_error, no_graph_text
 from tuidebug.tui.stack_list import StackList
 from tuidebug.tui.tensor_view import TensorView
-from tuidebug.tui.watch_export import (
-    check_command,
-    copied_note,
-    create_from_specs,
-    exported_specs,
-    hits_json,
-    saved_count,
-    saved_hits_which,
-    spec_of,
-    watch_file_text,
-)
-from tuidebug.tui.watchpoint_editor import WatchpointDraft, WatchpointEditor
+from tuidebug.tui.watch_export import check_command, copied_note, exported_specs
+from tuidebug.tui.watchpoint_flows import WatchpointFlows
 from tuidebug.tui.watchpoint_list import WatchpointList, watch_badges
 
 # A run is under way: the panes wait for its end (the header follows every step).
 RUNNING = frozenset({SessionState.RUNNING, SessionState.SENDING})
-
-# Pane number → (tab to show or None, widget id to focus, name)
-PANES: dict[int, tuple[str | None, str, str]] = {
-    1: ("tree-tab", "#scope-tree", "scope tree"),
-    2: ("hits-tab", "#hit-tree", "hit list"),
-    3: ("stack-tab", "#stack-lines", "stack list"),
-    4: (None, "#io-list", "node details"),
-    5: (None, "#tensor-view", "tensor view"),
-    6: (None, "#watchpoints", "watchpoint list"),
-}
 
 
 def _tolerate_teardown(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -179,10 +160,7 @@ class DebuggerApp(App[int]):
         `watch_specs` (`--watch`, `--watch-file`) and `recommended` (`--recommended`) are
         created once the graphs are loaded, instead of offering the recommended set."""
         super().__init__()
-        self._startup_specs = tuple(watch_specs)
-        self._startup_recommended = recommended
-        # watchpoint id → the spec the user wrote for it (`1e3` stays `1e3` in exports)
-        self._given_specs: dict[int, str] = {}
+        self._watch_flows = WatchpointFlows(self, watch_specs, recommended)
         self._user_keys = user_keys
         self.keymap: Keymap = {}  # binding id → keys, as applied (see keymap.py)
         self.session = session
@@ -193,12 +171,7 @@ class DebuggerApp(App[int]):
         self.current_graph: str | None = None
         self.current_node: Node | None = None
         self._metadata: Metadata = session.metadata
-        self._watchpoint_count = 0
-        self._control_busy = False
-        self._guards: GuardContext | None = None  # see guard_context
-        self._guards_hit: object = None
         self._recommendation_offered = False
-        self._focus_history: list[Widget] = []
         self._open_tensor: tuple[str, str, int, int | None] | None = None  # graph, node, slot, it
         self._tensor_request = 0  # the latest; an older answer is dropped
         self._step_moved = False  # the step changed since the panes showed their values
@@ -206,7 +179,6 @@ class DebuggerApp(App[int]):
         self.loaded = False  # GraphsLoaded seen (tests and benchmarks wait on it)
         self.messages: list[Notice] = []  # every Notice of the session, for the dialog
         self._pending_notices: list[Notice] = []
-        self._tracing = False  # a NaN/Inf trace runs (Esc cancels it)
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -222,6 +194,19 @@ class DebuggerApp(App[int]):
         self._watchpoints.border_title = "6 Watchpoints"
         self._controls = ControlBar(id="controls")
         self._tabs = TabbedContent(id="left-tabs", initial="tree-tab")
+        self._nav = Navigation(
+            self,
+            tabs=self._tabs,
+            scope=self._scope,
+            hits=self._hits,
+            stack=self._stack,
+            details=self._details,
+            tensor=self._tensor,
+        )
+        self._tracer = OriginTracing(self, self._header, self._request_tensor)
+        self._runs = RunControls(
+            self, hits=self._hits, controls=self._controls, watchpoint_list=self._watchpoints
+        )
         yield self._header
         with Horizontal(id="main"):
             with Vertical(id="left"), self._tabs:
@@ -244,7 +229,7 @@ class DebuggerApp(App[int]):
         self._controls.set_keys(lambda action: self.key_hint(f"tuidebug.{action}"))
         if self._source_label is not None:
             self._header.shown_source = self._source_label
-        self._watchpoint_count = len(self.session.watchpoints)
+        self._runs.watchpoints = len(self.session.watchpoints)
         self._apply_metadata(self.session.metadata)
         self._watchpoints.set_watchpoints(self.session.watchpoints)
         self._unsubscribe = self.session.subscribe(self._on_session_event_thread)
@@ -254,10 +239,10 @@ class DebuggerApp(App[int]):
             fresh = not self.session.watchpoints
             self._graphs_loaded(self.session.graphs, first_time=fresh)
             self._show_hits(self.session.hits)
-            self._state_changed()
+            self.state_changed()
         if self._start_session_on_mount:
             self._start_session()
-        self._scope.tree.focus()
+        self._scope.tree_view.focus()
 
     def _apply_user_keys(self) -> None:
         """Remap keys from the user's keys.toml; its mistakes are one warning, never a
@@ -291,6 +276,11 @@ class DebuggerApp(App[int]):
             markup=False,
         )
 
+    @property
+    def metadata(self) -> Metadata:
+        """The session's metadata as the app last applied it (UI thread)."""
+        return self._metadata
+
     def key_hint(self, binding_id: str) -> str:
         """The first key that runs `binding_id` now, as the help and the palette show it."""
         keys = active_keys(binding_id, self.keymap)
@@ -321,16 +311,16 @@ class DebuggerApp(App[int]):
             self._apply_metadata(event.metadata)
         elif isinstance(event, WatchpointsChanged):
             self._watchpoints.set_watchpoints(event.watchpoints)
-            self._watchpoint_count = len(event.watchpoints)
+            self._runs.watchpoints = len(event.watchpoints)
             self._refresh_badges()
             # the watchpoint count is in the control bar, and recheck needs a watchpoint
-            self._state_changed()
+            self.state_changed()
         elif isinstance(event, HitsArrived):
             if self._metadata.state in RUNNING:
                 self._hits_at_run_end = event.hits  # shown when the run stops
             else:
                 self._show_hits(event.hits, announce=True)
-                self._state_changed()  # the bar counts the hits
+                self.state_changed()  # the bar counts the hits
         elif isinstance(event, Progress):
             self._header.set_progress(event.label, event.done, event.total)
         elif isinstance(event, ClientDisconnected):
@@ -348,15 +338,9 @@ class DebuggerApp(App[int]):
 
     def _flush_notices(self) -> None:
         pending, self._pending_notices = self._pending_notices, []
-        if not pending:
-            return
-        order = {"information": 0, "warning": 1, "error": 2}
-        worst = max(pending, key=lambda n: order.get(n.severity, 0))
-        severity = worst.severity if worst.severity in order else "information"
-        text = pending[0].message
-        if len(pending) > 1:
-            text += f"\n(+{len(pending) - 1} more: Ctrl+P → Session messages)"
-        self.notify(text, severity=severity)  # type: ignore[arg-type]
+        if pending:
+            text, severity = burst_toast(pending)
+            self.notify(text, severity=severity)
 
     def action_messages(self) -> None:
         if not self.messages:
@@ -386,19 +370,14 @@ class DebuggerApp(App[int]):
         self._graph_switched()
         self._hits.set_context(self.graphs, self._metadata.ranks)
         self._refresh_badges()
-        self._state_changed()
+        self.state_changed()
         if first_time and self.graphs and not self._recommendation_offered:
             self._recommendation_offered = True
-            if self._startup_specs or self._startup_recommended:
-                graphs = dict(self.graphs)
-                self._run_session_call(
-                    "Creating the watchpoints of the command line",
-                    lambda: self._create_startup_watchpoints(graphs),
-                    control=False,
-                )
+            if self._watch_flows.has_startup:
+                self._watch_flows.create_startup(self.graphs)
             else:
                 # after the first frame: the user sees the graph, then the question
-                self.call_after_refresh(self._offer_recommended)
+                self.call_after_refresh(self._watch_flows.offer_recommended)
 
     def _apply_metadata(self, metadata: Metadata) -> None:
         """A new step or state: the header follows at once; the hit list, summaries and
@@ -412,8 +391,8 @@ class DebuggerApp(App[int]):
         else:
             self._update_header()
         if not self.graphs:
-            self._scope.set_empty_message(_no_graph_text(metadata))
-        self._state_changed()
+            self._scope.set_empty_message(no_graph_text(metadata))
+        self.state_changed()
         if running or not self._step_moved:
             return
         self._step_moved = False
@@ -435,7 +414,7 @@ class DebuggerApp(App[int]):
         return hit.step if hit.step is not None else self._metadata.step
 
     def _show_hits(self, hits: Sequence[WatchpointHit], *, announce: bool = False) -> None:
-        """The hit list, its counts and badges, the header (the caller: `_state_changed`)."""
+        """The hit list, its counts and badges, the header (the caller: `state_changed`)."""
         before = self._hits.hit_count
         self._hits.set_hits(hits)
         self._watchpoints.set_hit_counts(self._hits.hit_counts())
@@ -450,7 +429,7 @@ class DebuggerApp(App[int]):
 
     def _refresh_badges(self) -> None:
         graph = self.graphs.get(self.current_graph or "")
-        tree = self._scope.tree
+        tree = self._scope.tree_view
         if graph is None:
             tree.set_badges((), (), {}, {})
             return
@@ -461,81 +440,31 @@ class DebuggerApp(App[int]):
 
     # ---------------------------------------------------------- run actions
     def guard_context(self) -> GuardContext:
-        """What the guards read, as of now. Rebuilt after the app's state changed
-        (`_state_changed`) or the focused hit did (the trace starts from it), so the
-        dozen `check_action` calls of one footer refresh evaluate each guard once."""
-        hit = self._focused_hit()
-        if self._guards is None or hit is not self._guards_hit:
-            node = self.current_node
-            target = trace_target(
-                hit, self.graphs, self._metadata.rank, self.current_graph, self.current_node
-            )
-            self._guards_hit = hit
-            self._guards = GuardContext(
-                capabilities=self.session.capabilities,
-                metadata=self._metadata,
-                busy=self._control_busy,
-                has_graphs=bool(self.graphs),
-                watchpoints=self._watchpoint_count,
-                operator_selected=node is not None and node.kind is NodeKind.OPERATOR,
-                trace_target=target is not None,
-            )
-        return self._guards
-
-    def _focused_hit(self) -> object:
-        """The hit under the hit list's cursor while the list has focus, else None."""
-        if self.focused is not self._hits.tree:
-            return None
-        cursor = self._hits.tree.cursor_node
-        return cursor.data if cursor is not None else None
+        """What the guards read, as of now (rebuilt only when it changed)."""
+        return self._runs.context()
 
     def action_state(self, action: str) -> ActionState:
         """Whether an action can run now, and if not, why (one sentence)."""
-        return self.guard_context().state(action)
+        return self._runs.state(action)
 
-    def _state_changed(self) -> None:
+    def state_changed(self) -> None:
         """Something the guards read changed: a fresh snapshot, the bar and the footer."""
-        self._guards = None
-        self._update_controls()
+        self._runs.forget()
+        self._runs.update_bar()
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # None = shown greyed out: the key exists, it just cannot run right now.
         return True if self.action_state(action).enabled else None
 
-    def _update_controls(self) -> None:
-        # online capabilities follow the client (node stepping needs a GPU backend)
-        self._controls.set_capabilities(self.session.capabilities)
-        self._controls.update_enabled(lambda action: self.action_state(action).enabled)
-        watchpoints = self._watchpoint_count
-        # the count goes in the pane's title: the bar's right end is short at 100 columns
-        self._watchpoints.border_title = (
-            f"6 Watchpoints ({watchpoints})" if watchpoints else "6 Watchpoints"
-        )
-        hits = self._hits.hit_count
-        status = f"{hits} hit{'s' if hits != 1 else ''}"
-        if self._control_busy:
-            status = "working… · " + status
-        self._controls.set_status(status)
-
-    def _guard(self, action: str) -> bool:
+    def guard(self, action: str) -> bool:
         """For actions reached without a key (palette, buttons): explain a refusal."""
-        state = self.action_state(action)
-        if not state.enabled:
-            self.notify(state.reason, severity="warning")
-        return state.enabled
+        return self._runs.allowed(action)
 
     def on_key(self, event: Any) -> None:
         """A greyed-out key was pressed: its binding did not run, so say why."""
-        if isinstance(self.screen, ModalScreen):
-            return
-        for binding in self._bindings_for_key(event.key):
-            if binding.action in BY_ID:  # a run action: the others are never greyed
-                state = self.action_state(binding.action)
-                if not state.enabled:
-                    self.notify(state.reason, severity="warning")
-                    event.stop()
-                return
+        if not isinstance(self.screen, ModalScreen):
+            self._runs.explain_greyed(event, self._bindings_for_key(event.key))
 
     def _bindings_for_key(self, key: str) -> list[Binding]:
         bindings = self._bindings.copy()
@@ -548,84 +477,37 @@ class DebuggerApp(App[int]):
         await self.run_action(message.action)
 
     def action_step(self) -> None:
-        if self._guard("step"):
-            self._run_session_call("Step", lambda: self.session.step(1))
+        self._runs.step()
 
     def action_step_many(self) -> None:
-        if not self._guard("step_many"):
-            return
-
-        def answered(value: str | None) -> None:
-            if value:
-                count = int(value)
-                self._run_session_call(f"Step {count}", lambda: self.session.step(count))
-
-        live = self.session.capabilities.live
-        self.push_screen(prompts.step_count_prompt(self._metadata, live), answered)
+        self._runs.step_many()
 
     def action_continue(self) -> None:
-        if self._guard("continue"):
-            self._run_session_call("Continue", self.session.continue_)
+        self._runs.continue_()
 
     def action_step_node(self) -> None:
-        if self._guard("step_node"):
-            self._run_session_call("Next node", lambda: self.session.step_node(None))
+        self._runs.step_node()
 
     def action_run_to_node(self) -> None:
-        if not self._guard("run_to_node") or self.current_node is None:
-            return
-        name = self.current_node.name
-        self._run_session_call("Run to node", lambda: self.session.step_node(name))
+        self._runs.run_to_node()
 
     def action_pause(self) -> None:
-        if self._guard("pause"):
-            # Pause must get through while a continue is running: not a queued control.
-            self._run_session_call("Pause", self.session.pause, control=False)
+        self._runs.pause()
 
     def action_terminate(self) -> None:
-        if not self._guard("terminate"):
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._run_session_call("Terminate", self.session.terminate, control=False)
-
-        self.push_screen(prompts.terminate_confirm(), answered)
+        self._runs.terminate()
 
     def action_reset_step(self) -> None:
-        if not self._guard("reset_step"):
-            return
-
-        def answered(value: str | None) -> None:
-            if value:
-                self._reset_step(int(value))
-
-        self.push_screen(prompts.go_to_step_prompt(self._metadata), answered)
-
-    def _reset_step(self, step: int) -> None:
-        self._run_session_call("Go to step", lambda: self.session.reset_step(step))
+        self._runs.reset_step()
 
     def action_recheck(self) -> None:
-        if self._guard("recheck"):
-            self._run_session_call("Recheck", self.session.recheck)
+        self._runs.recheck()
 
     def action_history(self) -> None:
-        if not self._guard("history"):
-            return
-        runs = self.session.graph_runs()
-        if not runs:
-            self.notify("This session has no graph execution history.")
-            return
-        can_jump = self.session.capabilities.can_reset_step
-
-        def answered(step: int | None) -> None:
-            if step is not None and self._guard("reset_step"):
-                self._reset_step(step)
-
-        self.push_screen(HistoryScreen(runs, self._metadata.step, can_jump), answered)
+        self._runs.history()
 
     def action_select_rank(self, rank: int) -> None:
-        self._run_session_call(f"Switching to rank {rank}", lambda: self.session.select_rank(rank))
+        self._runs.select_rank(rank)
 
     # ------------------------------------------------------------ session calls
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
@@ -649,28 +531,11 @@ class DebuggerApp(App[int]):
             self._scope.set_empty_message(message.sentence)
         self.notify(message.sentence, severity="error", timeout=30)
 
-    def _run_session_call(
+    def run_session_call(
         self, label: str, call: Callable[[], object], *, control: bool = True
     ) -> None:
         """Run a (possibly slow) session call off the UI thread; one control at a time."""
-        if control and self._control_busy:
-            self.notify("Still busy with the previous command.", severity="warning")
-            return
-        if control:
-            self._control_busy = True
-            self._state_changed()
-        self._session_call_worker(label, call, control)
-
-    @work(thread=True, group="control", exit_on_error=False)
-    def _session_call_worker(self, label: str, call: Callable[[], object], control: bool) -> None:
-        try:
-            call()
-        except Exception as exc:  # SessionError / WatchpointError carry one sentence
-            message = str(exc) if _is_user_error(exc) else f"{label} failed: {exc}"
-            self._post(WorkerNotice(message, severity="error"))
-        finally:
-            if control:
-                self._post(ControlDone())
+        self._runs.call(label, call, control=control)
 
     @on(WorkerNotice)
     def _worker_notice(self, message: WorkerNotice) -> None:
@@ -679,8 +544,8 @@ class DebuggerApp(App[int]):
     @on(ControlDone)
     @_tolerate_teardown
     def _control_done(self, _message: ControlDone) -> None:
-        self._control_busy = False
-        self._state_changed()
+        self._runs.busy = False
+        self.state_changed()
 
     # ----------------------------------------------------- summaries and tensors
     @work(thread=True, exclusive=True, group="summaries", exit_on_error=False)
@@ -713,7 +578,7 @@ class DebuggerApp(App[int]):
             array = self.session.tensor(ref)
         except Exception as exc:
             if not worker.is_cancelled:
-                message = str(exc) if _is_user_error(exc) else f"Reading the tensor failed: {exc}"
+                message = str(exc) if is_user_error(exc) else f"Reading the tensor failed: {exc}"
                 self._post(TensorRead(request, error=message))
             return
         if worker.is_cancelled:
@@ -801,7 +666,7 @@ class DebuggerApp(App[int]):
             return
         if message.node is None:
             self.current_node = None
-            self._guards = None  # run to node and the trace read the selected node
+            self._runs.forget()  # run to node and the trace read the selected node
             self._details.show_scope(graph, message.scope)
             self._stack.set_node(None)
             return
@@ -816,7 +681,7 @@ class DebuggerApp(App[int]):
         self._details.show_node(graph, node)
         self._stack.set_node(node)
         if changed:
-            self._guards = None  # run to node and the trace read the selected node
+            self._runs.forget()  # run to node and the trace read the selected node
             self._fetch_summaries(graph.name, node)
 
     @on(NodeChosen)
@@ -842,9 +707,9 @@ class DebuggerApp(App[int]):
         self._scope.reveal(node_name)
         self._show_node(graph, node)
         if focus_tree:
-            self._remember_focus()
+            self._nav.remember_focus()
             self._tabs.active = "tree-tab"
-            self._scope.tree.focus()
+            self._scope.tree_view.focus()
         return True
 
     def action_go_to_node(self, graph_name: str, node_name: str) -> None:
@@ -889,149 +754,38 @@ class DebuggerApp(App[int]):
         self._header.set_graph(self.current_graph or "")
         self._stack.set_graph(graph)
         self._refresh_badges()
-        self._guards = None  # the trace target is in this graph
+        self._runs.forget()  # the trace target is in this graph
 
     # ------------------------------------------------------------ watchpoints
     @on(WatchpointAction)
     @_tolerate_teardown
     def _watchpoint_action(self, message: WatchpointAction) -> None:
-        wp_id = message.watchpoint_id
-        if message.action == "new":
-            self.action_new_watchpoint()
-            return
-        watchpoint = next((w for w in self.session.watchpoints if w.id == wp_id), None)
-        if watchpoint is None:
-            self.notify("Select a watchpoint first (6), or create one with w.")
-            return
-        if message.action == "edit":
-            self._edit_watchpoint(watchpoint)
-        elif message.action == "toggle":
-            enabled = not watchpoint.enabled
-            self._run_session_call(
-                "Updating the watchpoint",
-                lambda: self.session.update_watchpoint(watchpoint.id, enabled=enabled),
-                control=False,
-            )
-        elif message.action == "delete":
-
-            def answered(yes: bool | None) -> None:
-                if yes:
-                    self._run_session_call(
-                        "Deleting the watchpoint",
-                        lambda: self.session.delete_watchpoint(watchpoint.id),
-                        control=False,
-                    )
-
-            self.push_screen(prompts.delete_watchpoint_confirm(watchpoint), answered)
+        self._watch_flows.act(message)
 
     def action_new_watchpoint(self) -> None:
-        if not self._guard("new_watchpoint"):
-            return
-        graph = self.graphs.get(self.current_graph or "")
-        if graph is None:
-            self.notify("No graph is shown.", severity="warning")
-            return
-        entry = self._scope.selected_entry
-        node_name = entry.node if entry and entry.node else None
-        scope_path = entry.path if entry and entry.node is None else None
-        if node_name is not None and self.current_node is not None:
-            node_name = self.current_node.name
-        md = self._metadata
-        editor = WatchpointEditor(
-            graph,
-            node=node_name,
-            scope=scope_path,
-            backend=md.backend,
-            step=md.step,
-            init_only_at_step_zero=self.session.capabilities.weight_init_only_at_step_zero,
-        )
-        self.push_screen(editor, self._watchpoint_drafted)
-
-    def _watchpoint_drafted(self, draft: WatchpointDraft | None) -> None:
-        if draft is None:
-            return
-        if draft.watchpoint_id is None:
-            self._run_session_call(
-                "Creating the watchpoint",
-                lambda: self.session.create_watchpoint(
-                    draft.condition, draft.params, draft.targets, graph_name=draft.graph_name
-                ),
-                control=False,
-            )
-        else:
-            wp_id = draft.watchpoint_id
-            self._run_session_call(
-                "Updating the watchpoint",
-                lambda: self.session.update_watchpoint(
-                    wp_id,
-                    params=draft.params,
-                    targets=None if draft.keep_targets else draft.targets,
-                ),
-                control=False,
-            )
-
-    def _edit_watchpoint(self, watchpoint: Watchpoint) -> None:
-        if not self._guard("new_watchpoint"):
-            return
-        graph = self.graphs.get(watchpoint.graph_name or self.current_graph or "")
-        if graph is None and self.graphs:
-            graph = next(iter(self.graphs.values()))
-        if graph is None:
-            return
-        md = self._metadata
-        editor = WatchpointEditor(
-            graph,
-            backend=md.backend,
-            step=md.step,
-            init_only_at_step_zero=self.session.capabilities.weight_init_only_at_step_zero,
-            editing=watchpoint,
-        )
-        self.push_screen(editor, self._watchpoint_drafted)
-
-    def _offer_recommended(self) -> None:
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.action_apply_recommended()
-
-        self.push_screen(prompts.recommended_offer(), answered)
+        self._watch_flows.create()
 
     def action_apply_recommended(self) -> None:
-        self._run_session_call(
-            "Creating the recommended watchpoints", self._apply_recommended, control=False
-        )
-
-    def _apply_recommended(self) -> None:
-        created = self.session.apply_recommended()
-        self._post(WorkerNotice(f"{len(created)} recommended watchpoints created."))
-
-    def _create_startup_watchpoints(self, graphs: Mapping[str, Graph]) -> None:
-        """(worker) Create the command line's watchpoints on the loaded graphs; a spec
-        that watches nothing here, or that the session refuses, is a notice naming it."""
-        given, created = create_from_specs(
-            self.session,
-            self._startup_specs,
-            graphs,
-            recommended=self._startup_recommended,
-            warn=lambda text: self._post(WorkerNotice(text, severity="warning", timeout=15)),
-        )
-        self._post(StartupWatchpointsCreated(given, created))
+        self._watch_flows.apply_recommended()
 
     @on(StartupWatchpointsCreated)
     def _startup_watchpoints_created(self, message: StartupWatchpointsCreated) -> None:
-        self._given_specs.update(message.given)
-        created = message.created
-        self.notify(
-            f"{created} watchpoint{'s' if created != 1 else ''} created from the command line."
-        )
+        self._watch_flows.startup_created(message)
 
     def spec_of(self, watchpoint: Watchpoint) -> str:
         """The watchpoint as a --watch spec, as the user wrote it while it is unchanged."""
-        return spec_of(watchpoint, self._given_specs)
+        return self._watch_flows.spec_of(watchpoint)
+
+    def selected_tree_entry(self) -> TreeEntry | None:
+        """The tree's selected row (a node or a scope): a new watchpoint watches it."""
+        return self._scope.selected_entry
 
     # ------------------------------------------------ watchpoints and hits out
     def action_copy_check_command(self) -> None:
         """Copy `tuidebug check DUMP --watch …` (online: the --watch options) and show it."""
-        exported = exported_specs(self.session.watchpoints, self._given_specs, self.graphs)
+        exported = exported_specs(
+            self.session.watchpoints, self._watch_flows.given_specs, self.graphs
+        )
         if not exported.enabled:
             self.notify("There is no enabled watchpoint to copy: press w to add one.")
             return
@@ -1045,23 +799,7 @@ class DebuggerApp(App[int]):
         )
 
     def action_save_watchpoints(self) -> None:
-        """Ask for a file, then write the watchpoints in the --watch-file format."""
-        exported = exported_specs(self.session.watchpoints, self._given_specs, self.graphs)
-        if not exported.enabled and not exported.disabled:
-            self.notify("There are no watchpoints to save: press w to add one.")
-            return
-        text = watch_file_text(exported.enabled, exported.disabled)
-        count, note = saved_count(exported), exported.note
-
-        def answered(value: str | None) -> None:
-            if value:
-                path = os.path.abspath(os.path.expanduser(value))
-                done = f"Saved {count} to {path}; read them back with --watch-file." + (
-                    f" {note}" if note else ""
-                )
-                self._write_file_worker(path, lambda: text, done)
-
-        self.push_screen(prompts.save_watchpoints_prompt(), answered)
+        self._watch_flows.save_watchpoints()
 
     @on(HitList.SaveRequested)
     def _save_hits_requested(self, message: HitList.SaveRequested) -> None:
@@ -1069,106 +807,20 @@ class DebuggerApp(App[int]):
         self.action_save_hits()
 
     def action_save_hits(self) -> None:
-        """Ask for a file, then write every hit as `tuidebug check --json` prints them."""
-        hits = tuple(self.session.hits)
-        if not hits:
-            self.notify("There are no hits to save yet: step (n), continue (c) or recheck (r).")
-            return
-        specs = {wp.id: (self.spec_of(wp), dict(wp.params)) for wp in self.session.watchpoints}
-        which = saved_hits_which(len(hits), self._hits.shown_count)
-
-        def answered(value: str | None) -> None:
-            if value:
-                path = os.path.abspath(os.path.expanduser(value))
-                self._write_file_worker(
-                    path, lambda: hits_json(hits, specs), f"Saved {which} to {path}."
-                )
-
-        self.push_screen(prompts.save_hits_prompt(self._metadata.step), answered)
-
-    @work(thread=True, group="save", exit_on_error=False)
-    def _write_file_worker(self, path: str, text: Callable[[], str], done: str) -> None:
-        try:
-            content = text()
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(content)
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-            self._post(WorkerNotice(f"Could not write {path}: {reason}.", severity="error"))
-            return
-        self._post(WorkerNotice(done, timeout=10))
+        self._watch_flows.save_hits(self._hits.shown_count)
 
     # -------------------------------------------------------------- navigation
     def action_filter(self) -> None:
-        self._remember_focus()
-        if self._tabs.active == "stack-tab":
-            self._stack.focus_search()
-        elif self._tabs.active == "hits-tab":
-            self._hits.focus_filters()
-        else:
-            self._tabs.active = "tree-tab"
-            self._scope.focus_filter()
+        self._nav.filter()
 
     async def action_back(self) -> None:  # async as App's: Esc's meaning here is ours
-        if self._tracing:
-            self.workers.cancel_group(self, "origins")
-            self._trace_finished()
-            self.notify("Trace cancelled.")
-            return
-        focused = self.focused
-        if isinstance(focused, Input):
-            if focused.id == "name-filter":
-                self._scope.clear_filter()
-                self._scope.tree.focus()
-                return
-            if focused.id == "stack-search":
-                self._stack.clear_search()
-                self.query_one("#stack-lines").focus()
-                return
-        if self.screen.maximized is not None:
-            self.screen.action_minimize()  # a maximized pane (palette) goes back in place
-            return
-        if focused is self._scope.tree and self._scope.clear_filter():
-            return
-        while self._focus_history:
-            previous = self._focus_history.pop()
-            if previous.is_attached and previous is not focused:
-                self._activate_tab_of(previous)
-                previous.focus()
-                return
-
-    def _activate_tab_of(self, widget: Widget) -> None:
-        node: Any = widget
-        while node is not None:
-            if isinstance(node, TabPane) and node.id:
-                self._tabs.active = node.id
-                return
-            node = node.parent
-
-    def _remember_focus(self) -> None:
-        focused = self.focused
-        if focused is not None and (
-            not self._focus_history or self._focus_history[-1] is not focused
-        ):
-            self._focus_history.append(focused)
-            del self._focus_history[:-20]
+        if self._tracer.running:
+            self._tracer.cancel()
+        else:
+            self._nav.back()
 
     def action_focus_pane(self, number: int) -> None:
-        tab, selector, _name = PANES[number]
-        self._remember_focus()
-        if tab is not None:
-            self._tabs.active = tab
-        if number == 4:
-            self._details.focus_outputs()
-            return
-        if number == 5:
-            if self._tensor.state != "tensor":
-                # Nothing in the pane can take focus without a tensor: say how to get one.
-                self.notify("No tensor is open: Enter on a node output (4) or a hit (2).")
-                return
-            self._tensor.canvas.focus()
-            return
-        self.query_one(selector).focus()
+        self._nav.focus_pane(number)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
@@ -1183,81 +835,27 @@ class DebuggerApp(App[int]):
 
     # ------------------------------------------------------ NaN/Inf origins
     def action_trace_origin(self) -> None:
-        if not self._guard("trace_origin"):
+        if not self.guard("trace_origin"):
             return
         md = self._metadata
         target = trace_target(
-            self._focused_hit(), self.graphs, md.rank, self.current_graph, self.current_node
+            self._runs.focused_hit(), self.graphs, md.rank, self.current_graph, self.current_node
         )
         if target is None:
             return
         iteration = target.iteration
         step = self.session.step_of(TensorRef(target.node, 0, iteration, md.rank, target.graph))
-        self._tracing = True
-        self._trace_worker(self.graphs[target.graph], target.node, iteration, md.rank, step)
-
-    @work(thread=True, exclusive=True, group="origins", exit_on_error=False)
-    def _trace_worker(
-        self, graph: Graph, start: str, iteration: int | None, rank: int, step: int
-    ) -> None:
-        worker = get_current_worker()
-        try:
-            trace = trace_in_session(
-                self.session,
-                graph,
-                start,
-                iteration=iteration,
-                rank=rank,
-                cancelled=lambda: worker.is_cancelled,
-                progress=throttled_progress(lambda read: self._post(TraceProgress(read))),
-            )
-            counts = origin_counts(
-                self.session, trace, graph, iteration, rank, lambda: worker.is_cancelled
-            )
-        except TraceCancelled:
-            return  # Esc said so, and said it already
-        except Exception as exc:
-            if not worker.is_cancelled:
-                message = str(exc) if _is_user_error(exc) else f"The trace failed: {exc}"
-                self._post(TraceEnded(error=message))
-            return
-        if worker.is_cancelled:
-            return
-        self._post(TraceEnded(trace, graph=graph, iteration=iteration, step=step, counts=counts))
+        self._tracer.start(self.graphs[target.graph], target.node, iteration, md.rank, step)
 
     @on(TraceProgress)
     @_tolerate_teardown
     def _trace_progress(self, message: TraceProgress) -> None:
-        if self._tracing:
-            read = message.read
-            self._header.set_progress(f"Tracing… {read} tensors read (Esc cancels)", read, 0)
-
-    def _trace_finished(self) -> None:
-        self._tracing = False
-        self._header.set_progress("", 1, 1)
+        self._tracer.progress(message)
 
     @on(TraceEnded)
     @_tolerate_teardown
     def _trace_ended(self, message: TraceEnded) -> None:
-        self._trace_finished()
-        trace, graph, iteration = message.trace, message.graph, message.iteration
-        if trace is None or graph is None:
-            self.notify(message.error, severity="error")
-            return
-        sentence = nothing_found(trace, graph, message.step)
-        if sentence is not None:
-            self.notify(sentence)
-            return
-
-        def chosen(answer: tuple[str, int] | None) -> None:
-            if answer is None:
-                return
-            origin, slot = answer
-            if self.go_to_node(graph.name, origin):
-                self._request_tensor(graph.name, origin, slot, iteration)
-
-        step = f"step {message.step}"
-        self.push_screen(OriginScreen(trace, graph, step, message.counts), chosen)
+        self._tracer.ended(message)
 
     # ----------------------------------------------------------------- palette
     def palette_commands(self) -> list[PaletteCommand]:
@@ -1303,43 +901,11 @@ class DebuggerApp(App[int]):
         self.go_to_node(graph, node)
 
 
-def _no_graph_text(md: Metadata) -> str:
-    """What the tree pane says before there is a graph to show."""
-    state = md.state
-    if md.mode == "online":
-        if state is SessionState.PENDING:
-            host, _, port = md.source.rpartition(":")
-            return (
-                f"Waiting for a training to connect to {md.source}…\n\n"
-                "Start the MindSpore training (GPU or Ascend) with\n"
-                f"ENABLE_MS_DEBUGGER=1 MS_DEBUGGER_HOST={host or '<this host>'} "
-                f"MS_DEBUGGER_PORT={port or 50051}\n\n"
-                f"or replay a dump: tuidebug simulate DUMP --connect {md.source}"
-            )
-        if state is SessionState.MISMATCH:
-            return "The training's MindSpore version does not match: terminate it (T)."
-        if state is SessionState.NODE_TOO_LARGE:
-            return "The training's graph is too large to show: terminate it (T)."
-        if state in {SessionState.DISCONNECTED, SessionState.DONE}:
-            return "The training is gone and sent no graph."
-        return "Receiving the graph…"
-    if state is SessionState.LOADING:
-        return "Loading the dump…"
-    if state is SessionState.PENDING:
-        return md.message or "Nothing is loaded."
-    return "This dump has no readable graph."
-
-
-def _is_user_error(exc: BaseException) -> bool:
-    """Errors whose message is meant for the user as is (one sentence)."""
-    return isinstance(exc, SessionError | WatchpointError | ValueError)
-
-
 def _summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
     try:
         array = session.tensor(ref)
     except Exception as exc:
-        message = str(exc) if _is_user_error(exc) else f"unreadable: {exc}"
+        message = str(exc) if is_user_error(exc) else f"unreadable: {exc}"
         return OutputSummary(message, missing=True)
     if array is None:
         md = session.metadata

@@ -129,7 +129,7 @@ class HitList(Vertical):
         return len(self._hits)
 
     @property
-    def tree(self) -> Tree[Any]:
+    def tree_view(self) -> Tree[Any]:
         return self.query_one("#hit-tree", Tree)
 
     def set_context(self, graphs: Mapping[str, Graph], ranks: Sequence[int]) -> None:
@@ -207,7 +207,7 @@ class HitList(Vertical):
         return found
 
     def _rebuild(self) -> None:
-        tree = self.tree
+        tree = self.tree_view
         cursor = tree.cursor_node
         keep = id(cursor.data) if cursor is not None and cursor.data is not None else None
         tree.clear()

@@ -249,11 +249,11 @@ class ScopeTree(Vertical):
         # the tree keeps its place (and focus) but shows nothing until a graph arrives
         self.query_one("#tree-filters").display = not empty
         self.query_one("#name-filter").display = not empty
-        self.tree.styles.height = "1fr" if not empty else 1
+        self.tree_view.styles.height = "1fr" if not empty else 1
 
     # ---------------------------------------------------------------- public
     @property
-    def tree(self) -> GraphTree:
+    def tree_view(self) -> GraphTree:
         return self.query_one(GraphTree)
 
     def set_graphs(self, graphs: Mapping[str, Graph], current: str | None = None) -> None:
@@ -267,7 +267,7 @@ class ScopeTree(Vertical):
         self._show_empty_state()
         if not self.graphs:
             self.graph = None
-            self.tree.clear()
+            self.tree_view.clear()
             return
         keep = current or (self.graph.name if self.graph else None)
         name = keep if keep in self.graphs else next(iter(self.graphs))
@@ -313,7 +313,7 @@ class ScopeTree(Vertical):
             return False
         if self._filtering and not self._matches(node):
             self.clear_filter()
-        tree = self.tree
+        tree = self.tree_view
         parts = node.ui_name.split("/")
         current = tree.root
         path = ""
@@ -333,7 +333,7 @@ class ScopeTree(Vertical):
 
     @property
     def selected_entry(self) -> TreeEntry | None:
-        node = self.tree.cursor_node
+        node = self.tree_view.cursor_node
         return node.data if node is not None else None
 
     # -------------------------------------------------------------- building
@@ -359,7 +359,7 @@ class ScopeTree(Vertical):
         self._filter_type = keep
 
     def _rebuild(self) -> None:
-        tree = self.tree
+        tree = self.tree_view
         tree.clear()
         status = self.query_one("#filter-status", Static)
         graph = self.graph
@@ -406,7 +406,7 @@ class ScopeTree(Vertical):
     def _add_filtered(self, matches: list[Node]) -> None:
         """Matching nodes under their (expanded) scopes; scopes are marked loaded=False so
         clearing the filter rebuilds them fully."""
-        tree = self.tree
+        tree = self.tree_view
         scopes: dict[str, TreeNode[TreeEntry]] = {"": tree.root}
         for node in matches:
             parts = node.ui_name.split("/")
@@ -448,7 +448,7 @@ class ScopeTree(Vertical):
                 rows.append(
                     (plain(entry.label), TreeEntry(entry.path, entry.node, loaded=True), False)
                 )
-        self.tree.add_many(parent, rows)
+        self.tree_view.add_many(parent, rows)
         if parent.data is not None:
             parent.data.loaded = True
 
@@ -497,7 +497,7 @@ class ScopeTree(Vertical):
     @on(Input.Submitted, "#name-filter")
     def _name_filter_done(self, event: Input.Submitted) -> None:
         event.stop()
-        self.tree.focus()
+        self.tree_view.focus()
 
     def on_key(self, event: events.Key) -> None:
         # Down from the filter box goes on to the matches, as in a search-as-you-type list
@@ -505,7 +505,7 @@ class ScopeTree(Vertical):
         if event.key == "down" and isinstance(focused, Input) and focused.id == "name-filter":
             event.stop()
             event.prevent_default()
-            self.tree.focus()
+            self.tree_view.focus()
 
     @on(Select.Changed, "#type-filter")
     def _type_filter(self, event: Select.Changed) -> None:

@@ -1,8 +1,9 @@
 """The tensor view's find (`f`, `]`, `[`): what is looked for, what is known of it, and
 the scan a worker runs — everything of the feature except the widgets.
 
-`TensorView` keeps the keys, the find box, the highlight and the thread worker; it asks
-`TensorFind` what to do and passes it what the worker reports. Everything known about a
+`TensorView` keeps the keys; `TensorFinder` (tensor_finder) the find box, the highlight
+and the thread worker: it asks `TensorFind` what to do and passes it what the worker
+reports. Everything known about a
 search is tagged with the `SearchKey` it was computed for (the spec, the tensor, slice and
 mode shown), so a new slice, mode or spec never shows a stale count or moves the cursor to
 a stale match. `scan` is the worker's whole job, reporting `SearchEvent`s through a

@@ -15,6 +15,7 @@ from typing import Literal
 
 import numpy as np
 from textual.message import Message
+from textual.worker import get_current_worker
 
 from tuidebug.core.tensor import (
     BFLOAT16,
@@ -35,6 +36,11 @@ HISTOGRAM_BINS = 40
 # whole duration, and the UI thread must get it back within a frame (16 ms).
 STATISTICS_CHUNK = 1 << 20
 Severity = Literal["information", "error"]
+
+
+def worker_cancelled() -> bool:
+    """In a worker's thread: whether the worker has been cancelled (a newer one replaces it)."""
+    return get_current_worker().is_cancelled
 
 
 class TensorWorkDone(Message, bubble=False):

@@ -9,7 +9,8 @@ more than a bounded sample plus the cells on screen; whole-tensor passes (statis
 histogram, compare, block-extreme heatmap, find, saving) run in thread workers
 (`tensor_jobs`, `tensor_find.scan`) that answer with messages, dropped if the user has
 moved on to another tensor meanwhile. The find feature's state and wording live in
-`tensor_find`, the view's lines of text in `tensor_text`.
+`tensor_find`, its box, highlight and worker in `tensor_finder`, the go-to and find
+boxes in `tensor_inputs`, the view's lines of text in `tensor_text`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Input, Label, Static
-from textual.worker import get_current_worker
 from typing_extensions import Self
 
 from tuidebug.core.tensor import (
@@ -44,20 +44,14 @@ from tuidebug.core.tensor import (
     format_slice,
     parse_slice,
 )
-from tuidebug.core.tensor_search import SearchSpec, SearchSpecError, parse_search
+from tuidebug.core.tensor_search import SearchSpec
 from tuidebug.tui.colormap import scale_for
 from tuidebug.tui.labels import shown, shown_lines
 from tuidebug.tui.tensor_canvas import GridData, TensorCanvas, TensorHeatmap, TensorTable
 from tuidebug.tui.tensor_find import (
-    Counted,
-    Failed,
-    Landed,
-    Missed,
-    SearchEvent,
     SearchKey,
-    TensorFind,
-    scan,
 )
+from tuidebug.tui.tensor_finder import FindHooks, TensorFinder
 from tuidebug.tui.tensor_format import (
     SliceGeometry,
     choose_format,
@@ -67,6 +61,7 @@ from tuidebug.tui.tensor_format import (
     sample,
     short_name_of,
 )
+from tuidebug.tui.tensor_inputs import FindInput, GotoInput
 from tuidebug.tui.tensor_jobs import (
     CompareDone,
     HeatmapRefined,
@@ -77,6 +72,7 @@ from tuidebug.tui.tensor_jobs import (
     refine_job,
     save_job,
     statistics_job,
+    worker_cancelled,
 )
 from tuidebug.tui.tensor_text import (
     GotoError,
@@ -101,41 +97,6 @@ EMPTY_MESSAGE = (
 
 def _viewable(dtype: np.dtype) -> bool:
     return dtype.kind in "biuf" or dtype == BFLOAT16
-
-
-def _cancelled() -> bool:
-    """In a worker's thread: whether the worker has been cancelled (a newer one replaces it)."""
-    return get_current_worker().is_cancelled
-
-
-class _PaneBox(Input):
-    """A one-line box of the tensor pane: Escape closes it through the view's `CLOSE`
-    method (only while the box has focus, so the App keeps Esc)."""
-
-    CLOSE: ClassVar[str] = ""
-
-    def action_close(self) -> None:
-        view = next((a for a in self.ancestors if isinstance(a, TensorView)), None)
-        if view is not None:
-            getattr(view, self.CLOSE)()
-
-
-class _GotoInput(_PaneBox):
-    """The go-to box."""
-
-    CLOSE = "close_goto"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close", show=False, id="tensor.goto_close"),
-    ]
-
-
-class _FindInput(_PaneBox):
-    """The find box (Escape closes it, keeping the search)."""
-
-    CLOSE = "close_find"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close", show=False, id="tensor.find_close"),
-    ]
 
 
 class TensorView(Vertical):
@@ -234,8 +195,21 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._generation = 0  # bumps on every show(); stale worker results are dropped
         self._token = 0  # bumps on every new GridData
         self._children_ready = False
-        # find (f, ], [): the spec typed last, the active search and what is known of it
-        self._find = TensorFind()
+        # find (f, ], [): the box, the highlight, the search worker (see tensor_finder)
+        self._finder = TensorFinder(
+            self,
+            FindHooks(
+                ready=lambda: self._ready,
+                generation=lambda: self._generation,
+                key=self._search_key,
+                cursor=self._find_start,
+                check=self._check_search,
+                land=self._land,
+                update_status=self._update_status,
+                run_job=self._run_job,
+                post_result=self._post_result,
+            ),
+        )
 
     # ----------------------------------------------------------------- composition
     def compose(self) -> ComposeResult:
@@ -247,10 +221,14 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             yield Input("0", placeholder="0–1", id="tv-tolerance", compact=True)
             yield Static("", id="tv-mode", markup=False)
         yield Static("", id="tv-error", markup=False)
-        yield _GotoInput(
-            placeholder="go to element: row, col (or a full index)", id="tv-goto", compact=True
+        yield GotoInput(
+            self.close_goto,
+            placeholder="go to element: row, col (or a full index)",
+            id="tv-goto",
+            compact=True,
         )
-        yield _FindInput(
+        yield FindInput(
+            self.close_find,
             placeholder="find: nan, inf, +inf, -inf, nonfinite, zero, > 1e3, [-1, 1] …",
             id="tv-find",
             compact=True,
@@ -338,7 +316,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._stats_problem = ""
         self._mode = "current"
         self._geometry = None
-        self._end_search()
+        self._finder.end()
         if array is None:
             self._state = "empty"
             self._message = note or "No value to show."
@@ -364,7 +342,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def show_loading(self, title: str) -> None:
         """Say that `title` is being fetched (the previous tensor is released)."""
         self._generation += 1
-        self._end_search()
+        self._finder.end()
         self._title = title
         self._array = self._previous = None
         self._comparison = None
@@ -375,7 +353,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def show_error(self, sentence: str) -> None:
         """Replace the tensor by one error sentence (e.g. the tensor could not be read)."""
         self._generation += 1
-        self._end_search()
+        self._finder.end()
         self._array = self._previous = None
         self._comparison = None
         self._state = "error"
@@ -420,8 +398,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             format_low = min(stats.min, low) if low is not None else stats.min
             format_high = max(stats.max, high) if high is not None else stats.max  # type: ignore[type-var]
         self._token += 1
-        if self._find.running != self._search_key():
-            self._cancel_search()  # it reads what is no longer shown
+        if self._finder.state.running != self._search_key():
+            self._finder.cancel()  # it reads what is no longer shown
         data = GridData(
             view=view,
             geometry=geometry,
@@ -508,7 +486,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
                     (canvas.cursor_row, canvas.cursor_col),
                     comparison=self._comparison,
                     displayed=self._displayed(),
-                    find=self._find,
+                    find=self._finder.state,
                     key=self._search_key(),
                 )
             )
@@ -629,7 +607,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             return
         if heatmap.factor <= 1 or data.view.size > REFINE_LIMIT:
             return
-        job = partial(refine_job, self._generation, data, heatmap.factor, _cancelled)
+        job = partial(refine_job, self._generation, data, heatmap.factor, worker_cancelled)
         self._run_job(job, "tensor-heatmap")
 
     @on(HeatmapRefined)
@@ -727,26 +705,39 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     @property
     def search(self) -> SearchSpec | None:
         """The active search (None when nothing is being looked for)."""
-        return self._find.spec
+        return self._finder.state.spec
 
     def _search_key(self) -> SearchKey:
         """What search results are about: the spec and the tensor, slice and mode shown.
         A statistics refresh rebuilds the grid with the same values: results survive it."""
-        return (self._find.spec, self._generation, self._index, self._mode, id(self._displayed()))
+        spec = self._finder.state.spec
+        return (spec, self._generation, self._index, self._mode, id(self._displayed()))
 
-    def _cursor_flat(self) -> int:
-        """The cursor as a flat C-order index of the slice."""
-        assert self._geometry is not None
+    def _find_start(self) -> int | None:
+        """The cursor as a flat C-order index of the slice (None: no tensor to search)."""
+        if not self._require_tensor() or self._geometry is None:
+            return None
         canvas = self.canvas
         return canvas.cursor_row * self._geometry.cols + canvas.cursor_col
 
-    def action_find(self) -> None:
-        if not self._require_tensor() or self._geometry is None:
+    def _check_search(self, spec: SearchSpec) -> None:
+        displayed = self._displayed()
+        if displayed is not None:
+            spec.matcher(displayed.dtype)  # a dtype that cannot be searched says so now
+
+    def _land(self, key: SearchKey, flat: int, rank: int | None) -> None:
+        """Put the cursor on match `flat` (scrolled into view) and say which it is."""
+        geometry = self._geometry
+        if geometry is None or geometry.size == 0:
             return
-        box = self.query_one("#tv-find", Input)
-        box.display = True
-        box.value = self._find.text  # selected on focus: typing replaces it
-        box.focus()
+        row, col = divmod(flat, geometry.cols)
+        self._finder.state.land(key, flat, rank)
+        self._cursor = (row, col)
+        self.canvas.set_cursor(row, col)
+        self._update_status()
+
+    def action_find(self) -> None:
+        self._finder.open_box()
 
     def close_find(self) -> None:
         self.query_one("#tv-find").display = False
@@ -761,115 +752,23 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def find(self, text: str) -> bool:
         """Look for `text` (a search spec) in the slice from the cursor on and highlight
         the matches; an empty text ends the search. A bad spec is a notice and False."""
-        if not self._require_tensor() or self._geometry is None:
-            return False
-        if not text.strip():
-            self.clear_find()
-            return True
-        try:
-            spec = parse_search(text)
-            displayed = self._displayed()
-            if displayed is not None:
-                spec.matcher(displayed.dtype)  # a dtype that cannot be searched says so now
-        except SearchSpecError as exc:
-            self.notify(str(exc), severity="error", timeout=6)
-            return False
-        self._find.text = spec.text
-        self._start_search(spec, self._cursor_flat(), backward=False)
-        return True
+        return self._finder.find(text)
 
     def action_find_next(self, direction: int) -> None:
-        """The next (1) or previous (-1) match from the cursor, wrapping around; without
-        an active search, the last spec (`nonfinite` at first) is looked for."""
-        if not self._require_tensor() or self._geometry is None:
-            return
-        spec = self._find.next_spec()
-        self._start_search(spec, self._cursor_flat() + direction, backward=direction < 0)
+        self._finder.find_next(direction)
 
     def action_clear_find(self) -> None:
-        if self._find.spec is None:
+        if self._finder.state.spec is None:
             raise SkipAction  # Esc then means the App's "back"
-        self.clear_find()
+        self._finder.clear()
 
     def clear_find(self) -> None:
         """End the search: no highlight, no match note."""
-        self._end_search()
-        if self._ready:
-            self._update_status()
-
-    def _end_search(self) -> None:
-        self._cancel_search()
-        self._find.end()
-        if self._ready:
-            with contextlib.suppress(NoMatches):
-                self.table.set_highlight(None)
-
-    def _cancel_search(self) -> None:
-        self._find.running = None
-        if self._ready:
-            with contextlib.suppress(NoMatches, RuntimeError):
-                self.workers.cancel_group(self, "tensor-search")
-
-    def _start_search(self, spec: SearchSpec, start: int, *, backward: bool) -> None:
-        data = self.table.data
-        if data is None or data.geometry.size == 0:
-            return
-        if self._find.begin(spec):
-            self.table.set_highlight(spec)
-        key = self._search_key()
-        start %= data.geometry.size
-        counted = self._find.known_count(key)
-        self._cancel_search()
-        jump = self._find.jump(key, start, backward=backward)
-        if isinstance(jump, Missed):
-            self._search_missed(spec)
-        elif jump is not None:  # every match is known: no need to read the tensor again
-            self._land(key, jump.flat, jump.rank)
-        else:
-            self._find.note = ""
-            self._find.running = key
-            generation = self._generation
-
-            def report(event: SearchEvent) -> None:
-                self._post_result(SearchReported(generation, key, event))
-
-            work = partial(scan, data.view, spec, start, backward=backward, counted=counted)
-            self._run_job(partial(work, report=report, cancelled=_cancelled), "tensor-search")
+        self._finder.clear()
 
     @on(SearchReported)
     def _search_reported(self, message: SearchReported) -> None:
-        key, event = message.key, message.event
-        if message.generation != self._generation or not self._search_current(key):
-            return
-        self._find.receive(key, event)
-        if isinstance(event, Landed):
-            self._land(key, event.flat, event.rank)
-        elif isinstance(event, Missed):
-            self._search_missed(self._find.spec)
-        elif isinstance(event, Failed):
-            self._update_status()
-            self.notify(f"The search failed: {event.sentence}", severity="error", timeout=6)
-        elif not isinstance(event, Counted):  # a count shows once the match is ranked
-            self._update_status()
-
-    def _search_current(self, key: SearchKey) -> bool:
-        return self._find.spec is not None and key == self._search_key() and self._ready
-
-    def _land(self, key: SearchKey, flat: int, rank: int | None) -> None:
-        """Put the cursor on match `flat` (scrolled into view) and say which it is."""
-        geometry = self._geometry
-        if geometry is None or geometry.size == 0:
-            return
-        row, col = divmod(flat, geometry.cols)
-        self._find.land(key, flat, rank)
-        self._cursor = (row, col)
-        self.canvas.set_cursor(row, col)
-        self._update_status()
-
-    def _search_missed(self, spec: SearchSpec | None) -> None:
-        self.clear_find()  # nothing to highlight or step through
-        if spec is not None:
-            self.notify(f"No element of this slice matches {spec.text!r}.", timeout=5)
+        self._finder.reported(message)
 
     # ------------------------------------------------------------------ actions
     def _require_tensor(self) -> bool:

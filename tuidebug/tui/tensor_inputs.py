@@ -1,0 +1,47 @@
+"""The tensor pane's one-line boxes that open on a key: go to an element (i) and find (f).
+
+Each box closes on Escape through the callback the view gives it (only while the box has
+focus, so the App keeps Esc elsewhere). Their bindings have ids, so `keys.toml` can
+remap them; this module's name sorts between tensor_canvas and tensor_view, which keeps
+`tuidebug keys` listing them where it always did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.widgets import Input
+
+
+class PaneBox(Input):
+    """A one-line box of the tensor pane that `close` hides again."""
+
+    def __init__(
+        self, close: Callable[[], None], *, placeholder: str, id: str, compact: bool = True
+    ) -> None:
+        super().__init__(placeholder=placeholder, id=id, compact=compact)
+        self._close = close
+
+    def action_close(self) -> None:
+        self._close()
+
+
+class GotoInput(PaneBox):
+    """The go-to box."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", show=False, id="tensor.goto_close"),
+    ]
+
+
+class FindInput(PaneBox):
+    """The find box (Escape closes it, keeping the search)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", show=False, id="tensor.find_close"),
+    ]
+
+
+__all__ = ["FindInput", "GotoInput", "PaneBox"]
