@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol
+from typing import Protocol, TypedDict, cast
 
 import grpc
 import numpy as np
@@ -357,18 +357,21 @@ class ProtocolClient:
                     return RunCommand(level, node, steps)
                 else:
                     log.error("unknown run level %r: exiting", level)
-                    return self._exit()
+                    self._exit()
+                    return None
             elif kind == "exit":
-                return self._exit()
+                self._exit()
+                return None
             else:  # version_matched inside the loop is an error for MindSpore (spec §2.5)
                 log.error("unexpected %s in WaitCMD reply: exiting", kind)
-                return self._exit()
-        return self._exit()
+                self._exit()
+                return None
+        self._exit()
+        return None
 
     def _exit(self) -> None:
         self.terminated = True
         self._stop_heartbeat()
-        return None
 
     def _wait_cmd(self, md: pb.Metadata) -> pb.EventReply | None:
         """WaitCMD without a deadline (as MindSpore), interruptible by `stop()` unless the
@@ -477,7 +480,9 @@ class ProtocolClient:
                         node_name=watch_name, slot=str(item.slot), finished=True
                     ),
                     watch_condition=pb.WatchCondition(
-                        condition=wp.condition,
+                        # the number the SetCMD carried; the stub types the (open, proto3)
+                        # enum field with its generated class, which is an int at run time
+                        condition=cast(pb.WatchCondition.Condition, wp.condition),
                         params=[
                             pb.WatchCondition.Parameter(
                                 name=p.name,
@@ -531,7 +536,7 @@ class ProtocolClient:
         """Spec §2.8 value level: ≤3 MiB pieces, `finished` on the last one; a tensor we do
         not have is one message with the names and `finished=true`."""
         for request, array in found:
-            names = {
+            names: _TensorNames = {
                 "node_name": request.node_name,
                 "slot": request.slot,
                 "iter": request.iter,
@@ -542,7 +547,7 @@ class ProtocolClient:
                 yield graph_pb.TensorProto(finished=True, **names)
                 continue
             data_type, dims, flat = encoded
-            view = memoryview(flat).cast("B")
+            view = flat.data.cast("B")  # flat is C-contiguous: its own bytes, no copy
             total = len(view)
             for start in range(0, max(total, 1), self.chunk_size):  # an empty tensor: 1 piece
                 stop = min(start + self.chunk_size, total)
@@ -608,13 +613,25 @@ class ProtocolClient:
 
 
 # ---------------------------------------------------------------------------- encoding
-def _encode(array: np.ndarray | None) -> tuple[int, list[int], np.ndarray] | None:
+class _TensorNames(TypedDict):
+    """The fields that name a requested tensor, repeated in every piece of its answer."""
+
+    node_name: str
+    slot: str
+    iter: str
+    truncate: bool
+
+
+def _encode(
+    array: np.ndarray | None,
+) -> tuple[graph_pb.DataType, list[int], np.ndarray] | None:
     """(DataType, dims, C-ordered little-endian array) or None when not sendable."""
     if array is None:
         return None
     arr = np.asarray(array)
     try:
-        data_type = data_type_of(arr.dtype)
+        # the stub types DataType fields with the generated enum class: an int at run time
+        data_type = cast(graph_pb.DataType, data_type_of(arr.dtype))
     except UnsupportedDataTypeError:
         return None
     dims = [int(d) for d in arr.shape]  # before ascontiguousarray, which makes 0-d 1-d
@@ -653,7 +670,7 @@ def _summary(array: np.ndarray | None) -> pb.TensorSummary:
         stats.zero_count = st.zero_count
         stats.neg_zero_count = st.negative_count + st.neg_inf_count
         stats.pos_zero_count = st.positive_count + st.pos_inf_count
-        if st.is_bool:
+        if st.true_count is not None:  # st.is_bool, written so that the count narrows
             stats.max_value = float(bool(st.true_count))
             stats.min_value = float(not st.false_count)
             stats.avg_value = st.true_count / st.count if st.count else 0.0

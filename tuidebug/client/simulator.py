@@ -18,6 +18,7 @@ import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -209,7 +210,7 @@ class StepTensors:
                 slot,
                 order,
                 False,
-                load=lambda k=kernel, s=slot: self.replay.load(g, k, s, it),
+                load=partial(self.replay.load, g, kernel, slot, it),  # bound now, per slot
             )
             for slot in slots
             if g.index.lookup(kernel, slot, it) is not None
@@ -229,8 +230,8 @@ class StepTensors:
                         0,
                         g.index.execution_position(node.name),
                         True,
-                        load=lambda g=g, n=node: self.parameter(g, n, previous=False),
-                        load_previous=lambda g=g, n=node: self.parameter(g, n, previous=True),
+                        load=partial(self.parameter, g, node, previous=False),
+                        load_previous=partial(self.parameter, g, node, previous=True),
                     )
                 )
         items.sort(key=lambda i: i.order)

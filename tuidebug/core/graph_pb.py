@@ -328,10 +328,10 @@ def _build_graph(graph_proto: pb.GraphProto, fallback: Mapping[str, list[StackFr
     for proto, (node_name, index, op_type, scope) in zip(protos, heads, strict=True):
         attrs = proto.attribute
         if attrs:
-            key = tuple(map(_serialize_attribute, attrs))
-            rendered = attr_cache.get(key)
+            akey = tuple(map(_serialize_attribute, attrs))
+            rendered = attr_cache.get(akey)
             if rendered is None:
-                rendered = attr_cache[key] = {_text(a.name): render_value(a.value) for a in attrs}
+                rendered = attr_cache[akey] = {_text(a.name): render_value(a.value) for a in attrs}
             attributes = dict(rendered)  # each node owns its dict
         else:
             attributes = {}
@@ -436,7 +436,11 @@ def _raw_enum(message: Any, field: str, number: int) -> int | None:
     raw number is recovered from there."""
     if message.HasField(field):
         return int(getattr(message, field))
-    for unknown in unknown_fields.UnknownFieldSet(message):
+    # indexed, not iterated: the set has only __getitem__/__len__ (iteration works at run time
+    # through the old sequence protocol, which type checkers do not follow)
+    fields = unknown_fields.UnknownFieldSet(message)
+    for i in range(len(fields)):
+        unknown = fields[i]
         if unknown.field_number == number and unknown.wire_type == 0:
             return int(unknown.data)
     return None

@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
+from typing import Protocol
 
 import numpy as np
 
@@ -1143,7 +1144,15 @@ def _statistic(stat: str, req: CheckRequest, st: _Stats, has_prev: bool) -> floa
     return math.nan
 
 
-def _decide(req: CheckRequest, st: _Stats, prev: np.ndarray | None) -> CheckResult:
+class _Sized(Protocol):
+    """All `_decide` asks of the previous tensor: its element count (an ndarray, or the
+    stand-in of the torch twin, which has no ndarray to give)."""
+
+    @property
+    def size(self) -> int: ...
+
+
+def _decide(req: CheckRequest, st: _Stats, prev: _Sized | None) -> CheckResult:
     """MindSpore's `IsWatchpointHit` (spec §3.5, decision procedure)."""
     cond = req.condition
     if cond == _CT.IS_OVERFLOW:

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from numpy.lib import format as npy_format
@@ -36,10 +36,6 @@ from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.core.graph import StackFrame
 from tuidebug.core.tensor import (
     BFLOAT16,
-    DT_FLOAT32,
-    DT_NONE,
-    DT_TENSOR,
-    DT_TUPLE,
     data_type_of,
     dump_name_of,
     storage_dtype,
@@ -374,17 +370,19 @@ def _reason(err: OSError) -> str:
 
 
 # ------------------------------------------------------------------- protobuf
-def _elem_type(dtype: DTypeLike) -> int:
+def _elem_type(dtype: DTypeLike) -> pb.DataType:
     dt = np.dtype(dtype)
     if dt == BFLOAT16:
         # MindSpore's DT_BFLOAT16 number is unknown and the proto enum is closed, so the
         # graph declares what the file stores (float32), as a 2.4+ reader would see it
-        return DT_FLOAT32
-    return data_type_of(dt)
+        return pb.DT_FLOAT32
+    # every other number data_type_of gives is one of the proto's DataType values (plain ints
+    # at run time; the generated stub types enum fields with the DataType class)
+    return cast(pb.DataType, data_type_of(dt))
 
 
 def _tensor_type(out: TensorDef) -> pb.TypeProto:
-    t = pb.TypeProto(data_type=DT_TENSOR)
+    t = pb.TypeProto(data_type=pb.DT_TENSOR)
     t.tensor_type.elem_type = _elem_type(out.dtype)
     shape = t.tensor_type.shape
     shape.SetInParent()  # a scalar still has an (empty) shape, as MindSpore writes it
@@ -396,10 +394,10 @@ def _tensor_type(out: TensorDef) -> pb.TypeProto:
 def _output_type(node: NodeDef) -> pb.TypeProto:
     outputs = node.outputs
     if not outputs:
-        return pb.TypeProto(data_type=DT_NONE)
+        return pb.TypeProto(data_type=pb.DT_NONE)
     if len(outputs) == 1:
         return _tensor_type(outputs[0])
-    t = pb.TypeProto(data_type=DT_TUPLE)
+    t = pb.TypeProto(data_type=pb.DT_TUPLE)
     for out in outputs:
         t.sequence_type.elem_types.append(_tensor_type(out))
     return t

@@ -147,7 +147,7 @@ def _safe_parser(cls: type[M]) -> Callable[[bytes], M | _Garbage]:
     return parse
 
 
-def _reply(status: int = pb.EventReply.OK) -> pb.EventReply:
+def _reply(status: pb.EventReply.Status = pb.EventReply.OK) -> pb.EventReply:
     return pb.EventReply(status=status)
 
 
@@ -576,7 +576,9 @@ class EventListener:
         protos = []
         for i, data in enumerate(pieces):
             try:
-                protos.append(graph_pb.GraphProto.FromString(data))
+                # types-protobuf says `bytes`, but protobuf parses any buffer: a bytes() copy
+                # of the graph is just what the bytearray avoids
+                protos.append(graph_pb.GraphProto.FromString(data))  # type: ignore[arg-type]
             except (DecodeError, ValueError, RuntimeError) as exc:
                 log.warning("%s: the graph does not parse (%s)", rpc, exc)
                 return failed_reply()

@@ -247,6 +247,7 @@ class Debugger:
         """Build the graph, install the hooks, connect and suspend (initial suspension).
         Models that `torch.fx` cannot trace (and that came without `example_inputs`) are
         recorded during their first forward pass; the graph is sent right after it."""
+        graph: ModelGraph | None
         if self.example_inputs is not None:
             graph = graph_for(self.model, self.example_inputs, method=self.trace)
         else:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tuidebug.offline.dump_writer import DumpWriter
+from tuidebug.offline.dump_writer import DumpWriter, TensorKey
 from tuidebug.torch.graph import GRAPH_ID, ModelGraph
 from tuidebug.torch.stats import to_numpy
 
@@ -96,7 +96,7 @@ class DumpSink:
             execution = [n for n in order if n in graph.by_name]
             self.writer.add_graph(GRAPH_ID, nodes, params, execution_order=execution)
             self._graph_written = True
-        arrays: dict[tuple[str, str, int], np.ndarray] = {}
+        arrays: dict[TensorKey, np.ndarray] = {}
         for name, slots in tensors.items():
             is_input = name in graph.inputs
             if not is_input and name not in graph.by_name:

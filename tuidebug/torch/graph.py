@@ -436,7 +436,7 @@ class ModelGraph:
         ]
         nodes = []
         for node in self.nodes:
-            outs = [o for o in node.outputs or () if o.dtype is not None]
+            outs = [TensorDef(o.dtype, o.shape) for o in node.outputs or () if o.dtype is not None]
             first = outs[0] if outs else None
             nodes.append(
                 NodeDef(
@@ -447,7 +447,7 @@ class ModelGraph:
                     shape=first.shape if first is not None else (),
                     stack=node.stack,
                     attributes=node.attributes,
-                    extra_outputs=[TensorDef(o.dtype, o.shape) for o in outs[1:]],
+                    extra_outputs=outs[1:],
                 )
             )
         return nodes, params

@@ -85,14 +85,14 @@ def evaluate_with_torch(
         prev = torch.full((1,), math.nan, dtype=torch.float64, device=x.device)
     has_prev = prev is not None
     plan = _cond._plan(requests, has_prev)
-    same_size = prev is not None and prev.numel() == n
+    same = prev if prev is not None and prev.numel() == n else None  # compared element-wise
     st = _gather(
         x.reshape(-1),
-        prev.reshape(-1).to(x.device) if same_size else None,
+        same.reshape(-1).to(x.device) if same is not None else None,
         plan,
         max(1, int(chunk_elements)),
     )
-    if has_prev and not same_size:
+    if has_prev and same is None:
         st.ratio = math.nan
         st.all_close = dict.fromkeys(plan.closes, False)
     return [_cond._decide(r, st, _PrevShape(prev) if prev is not None else None) for r in requests]

@@ -96,7 +96,9 @@ class SliceGeometry:
     def view(self, array: np.ndarray) -> np.ndarray:
         """The selection as a 2-D view of `array` (basic indexing: never a copy)."""
         # The trailing Ellipsis makes an all-integer index return a 0-d view, not a scalar.
-        selected = array[(*self.index, Ellipsis)]
+        # (built apart: mypy takes the parenthesized star inside [] for 3.11's `a[*i]`)
+        index = (*self.index, Ellipsis)
+        selected = array[index]
         return selected.reshape(self.rows, self.cols) if selected.ndim < 2 else selected
 
     def _position(self, dim: int, k: int) -> int:
