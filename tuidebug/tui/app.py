@@ -27,7 +27,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-import numpy as np
 from textual import on, work
 from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding, BindingType
@@ -54,7 +53,7 @@ from tuidebug.core.session import (
     SessionState,
     WatchpointsChanged,
 )
-from tuidebug.core.tensor import TensorRef, tensor_statistics
+from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui import prompts
 from tuidebug.tui.commands import DebuggerCommands, PaletteCommand
@@ -71,7 +70,6 @@ from tuidebug.tui.messages import (
     HitChosen,
     NodeChosen,
     NodeHighlighted,
-    OutputSummary,
     SessionEventMessage,
     StartFailed,
     StartupWatchpointsCreated,
@@ -91,8 +89,9 @@ from tuidebug.tui.palette import PaletteState, palette_entries
 from tuidebug.tui.run_actions import RUN_ACTIONS, ActionState, GuardContext
 from tuidebug.tui.run_controls import RunControls
 from tuidebug.tui.scope_tree import ScopeTree, TreeEntry
-from tuidebug.tui.session_text import burst_toast, is_user_error, no_graph_text
+from tuidebug.tui.session_text import burst_toast, no_graph_text
 from tuidebug.tui.stack_list import StackList
+from tuidebug.tui.tensor_reads import read_tensor, summarize
 from tuidebug.tui.tensor_view import TensorView
 from tuidebug.tui.watch_export import check_command, copied_note, exported_specs
 from tuidebug.tui.watchpoint_flows import WatchpointFlows
@@ -555,7 +554,7 @@ class DebuggerApp(App[int]):
             if worker.is_cancelled:
                 return
             ref = TensorRef(node.name, spec.slot, None, rank, graph)
-            summary = _summarize(self.session, ref)
+            summary = summarize(self.session, ref)
             if worker.is_cancelled:
                 return
             self._post(SummaryRead(node.name, spec.slot, summary))
@@ -574,45 +573,26 @@ class DebuggerApp(App[int]):
         self, request: int, node: Node, ref: TensorRef, title: str, want_previous: bool
     ) -> None:
         worker = get_current_worker()
-        try:
-            array = self.session.tensor(ref)
-        except Exception as exc:
-            if not worker.is_cancelled:
-                message = str(exc) if is_user_error(exc) else f"Reading the tensor failed: {exc}"
-                self._post(TensorRead(request, error=message))
+        answer = read_tensor(
+            self.session,
+            node,
+            ref,
+            want_previous=want_previous,
+            shown_step=self._metadata.step,
+            cancelled=lambda: worker.is_cancelled,
+        )
+        if answer is None:
             return
-        if worker.is_cancelled:
-            return
-        if array is None:
-            message = (
-                f"{node.short_name}:{ref.slot} has no value at step {self.session.step_of(ref)}."
-            )
-            if (
-                not self.session.capabilities.step_zero_has_values
-                and ref.iteration is None
-                and not self._metadata.step
-            ):
-                message += " Step 0 holds nothing yet: press n to load step 1."
-            self._post(TensorRead(request, error=message))
-            return
-        previous: np.ndarray | None = None
-        note = ""
-        if want_previous:
-            try:
-                previous = self.session.tensor(ref, previous=True)
-            except Exception:
-                previous = None
-            if previous is None:
-                note = "no previous step value to compare with"
-        if worker.is_cancelled:
+        if answer.error:
+            self._post(TensorRead(request, error=answer.error))
             return
         self._post(
             TensorRead(
                 request,
                 title=title,
-                array=array,
-                previous=previous,
-                note=note,
+                array=answer.array,
+                previous=answer.previous,
+                note=answer.note,
                 node_type=node.op_type,
                 short_name=node.short_name,
                 slot=ref.slot,
@@ -899,29 +879,6 @@ class DebuggerApp(App[int]):
 
     def palette_go_to_node(self, graph: str, node: str) -> None:
         self.go_to_node(graph, node)
-
-
-def _summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
-    try:
-        array = session.tensor(ref)
-    except Exception as exc:
-        message = str(exc) if is_user_error(exc) else f"unreadable: {exc}"
-        return OutputSummary(message, missing=True)
-    if array is None:
-        md = session.metadata
-        if not session.capabilities.step_zero_has_values and md.step == 0:
-            # step 0 = nothing loaded yet (MindInsight's offline steps start at 1)
-            return OutputSummary("no values at step 0: step (n) to load step 1", missing=True)
-        return OutputSummary("no value at this step", missing=True)
-    try:
-        stats = tensor_statistics(array)
-    except Exception as exc:
-        return OutputSummary(f"no statistics: {exc}", missing=True)
-    return OutputSummary(
-        stats.summary_line(),
-        nan_count=stats.nan_count,
-        inf_count=stats.pos_inf_count + stats.neg_inf_count,
-    )
 
 
 def run_app(
