@@ -1,0 +1,136 @@
+"""`tuidebug online` / `tuidebug simulate`: user errors are one sentence and exit 2; the
+simulate command drives a live session; the online layers never load textual."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.online.support import TIMEOUT, make_session, wait_state, wait_until
+from tuidebug import cli
+from tuidebug.core.session import SessionState
+from tuidebug.online.server import ServerStartError
+from tuidebug.online.session import OnlineSession
+
+
+def _one_sentence(text: str) -> None:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, text
+    assert lines[0].endswith("."), text
+    assert "Traceback" not in text
+
+
+def test_online_busy_port(capsys: pytest.CaptureFixture[str]) -> None:
+    session, _ = make_session()
+    try:
+        code = cli.main(["online", "--port", str(session.port)])
+        assert code == cli.EXIT_USAGE
+        err = capsys.readouterr().err
+        _one_sentence(err)
+        assert "already in use" in err
+    finally:
+        session.close()
+
+
+def test_online_bad_port(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["online", "--port", "70000"]) == cli.EXIT_USAGE
+    _one_sentence(capsys.readouterr().err)
+
+
+def test_online_warns_without_loopback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # never bind a public address in tests: the start fails right after the warning
+    def refuse(self: OnlineSession) -> None:
+        raise ServerStartError("Port 50051 on 0.0.0.0 is already in use; choose another.")
+
+    monkeypatch.setattr(OnlineSession, "start", refuse)
+    assert cli.main(["online", "--host", "0.0.0.0"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "no authentication" in err and "SSH tunnel" in err
+    assert "already in use" in err
+
+
+def test_online_headless_without_tui(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "_tui_runner", lambda: None)
+
+    def ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_wait_forever", ctrl_c)
+    assert cli.main(["online", "--port", "0"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert "without the TUI" in out and "Ctrl+C" in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", "/no/such/dump"],
+        ["simulate", "DUMP", "--connect", "nohostport"],
+        ["simulate", "DUMP", "--connect", "127.0.0.1:99999"],
+        ["simulate", "DUMP", "--heartbeat", "0"],
+    ],
+)
+def test_simulate_user_errors(
+    argv: list[str], dump_2_0: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [str(dump_2_0) if a == "DUMP" else a for a in argv]
+    assert cli.main(argv) == cli.EXIT_USAGE
+    _one_sentence(capsys.readouterr().err)
+
+
+def test_simulate_unreachable_debugger(dump_2_0: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    session, _ = make_session()
+    address = session.address
+    session.close()
+    assert cli.main(["simulate", str(dump_2_0), "--connect", address]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "Cannot reach the debugger" in err
+
+
+def test_simulate_drives_a_session(dump_2_0: Path) -> None:
+    session, _ = make_session()
+    result: dict[str, int] = {}
+    argv = ["simulate", str(dump_2_0), "--connect", session.address, "--backend", "GPU"]
+    thread = threading.Thread(target=lambda: result.setdefault("code", cli.main(argv)))
+    thread.start()
+    try:
+        wait_state(session, SessionState.WAITING)
+        assert session.metadata.backend == "GPU"
+        session.step(2)
+        wait_until(lambda: session.metadata.step == 2, what="step 2")
+        wait_state(session, SessionState.WAITING)
+        session.terminate()
+        thread.join(TIMEOUT)
+        assert result == {"code": 0}
+    finally:
+        session.close()
+        thread.join(TIMEOUT)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "tuidebug.online.server",
+        "tuidebug.online.session",
+        "tuidebug.online.demo",
+        "tuidebug.client.protocol",
+        "tuidebug.client.simulator",
+    ],
+)
+def test_online_layers_load_without_textual(module: str) -> None:
+    code = (
+        f"import sys, importlib; importlib.import_module({module!r}); "
+        "print('textual' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "False"
