@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.dump_names import CONV1_2_0, LENET
 from tests.offline.dump_copy import copy_dump
 from tuidebug import api
 from tuidebug._proto import debug_graph_pb2 as pb
@@ -20,42 +21,40 @@ from tuidebug.api import DumpAnalyzer, NodeType, Source
 from tuidebug.offline.dump import OfflineDump
 from tuidebug.tui.stack_list import index_source_lines
 
-BACKBONE = "Default/network-WithLossCell/_backbone-LeNet5"
-CONV1 = f"{BACKBONE}/conv1-Conv2d/Conv2D-op77"
-FUSED = f"{BACKBONE}/relu-ReLU/MatMulBiasAddReluFusion-op84"
-RELU_GRAD = f"Gradients/{BACKBONE}/relu-ReLU/gradReLU-expand/ReluGrad-op93"
+FUSED = f"{LENET}/relu-ReLU/MatMulBiasAddReluFusion-op84"
+RELU_GRAD = f"Gradients/{LENET}/relu-ReLU/gradReLU-expand/ReluGrad-op93"
 GRAPH_PB = Path("rank_0") / "graphs" / "ms_output_trace_code_graph_0.pb"
 
 # where the LeNet 2.0 dump was written
 MS = "/home/dev/ws/mi-venv/lib/python3.9/site-packages/mindspore/nn"
-LENET = "/home/dev/ws/gen/lenet/train_lenet.py"
+TRAIN_LENET_PY = "/home/dev/ws/gen/lenet/train_lenet.py"
 
 # Node.stack as MindInsight 2.0.0 gave it: (file_path, line_no, code_line, has_substack)
 MINDINSIGHT_STACKS: dict[str, list[tuple[str, int, str, bool]]] = {
-    CONV1: [
+    CONV1_2_0: [
         (f"{MS}/layer/conv.py", 313, "output = self.conv2d(x, self.weight)", False),
-        (LENET, 30, "x = self.max_pool2d(self.relu(self.conv1(x)))", False),
+        (TRAIN_LENET_PY, 30, "x = self.max_pool2d(self.relu(self.conv1(x)))", False),
         (f"{MS}/wrap/cell_wrapper.py", 119, "out = self._backbone(data)", False),
         (f"{MS}/wrap/cell_wrapper.py", 391, "loss = self.network(*inputs)", False),
     ],
     FUSED: [
         ("", 0, "# Corresponding code candidate:", False),
         (f"{MS}/layer/activation.py", 406, "return self.relu(x)", True),
-        (LENET, 33, "x = self.relu(self.fc1(x))", False),
+        (TRAIN_LENET_PY, 33, "x = self.relu(self.fc1(x))", False),
         (f"{MS}/wrap/cell_wrapper.py", 119, "out = self._backbone(data)", False),
         (f"{MS}/wrap/cell_wrapper.py", 391, "loss = self.network(*inputs)", False),
         (f"{MS}/layer/basic.py", 595, "x = self.matmul(x, self.weight)", True),
-        (LENET, 35, "x = self.fc3(x)", False),
+        (TRAIN_LENET_PY, 35, "x = self.fc3(x)", False),
         (f"{MS}/wrap/cell_wrapper.py", 391, "loss = self.network(*inputs)", False),
         (f"{MS}/layer/basic.py", 597, "x = self.bias_add(x, self.bias)", True),
         (f"{MS}/layer/basic.py", 596, "if self.has_bias:", False),
-        (LENET, 35, "x = self.fc3(x)", False),
+        (TRAIN_LENET_PY, 35, "x = self.fc3(x)", False),
         (f"{MS}/wrap/cell_wrapper.py", 391, "loss = self.network(*inputs)", False),
     ],
     RELU_GRAD: [
         ("", 0, "# Corresponding forward node candidate:", False),
         (f"{MS}/layer/activation.py", 406, "return self.relu(x)", True),
-        (LENET, 34, "x = self.relu(self.fc2(x))", False),
+        (TRAIN_LENET_PY, 34, "x = self.relu(self.fc2(x))", False),
         (f"{MS}/wrap/cell_wrapper.py", 119, "out = self._backbone(data)", False),
         (f"{MS}/wrap/cell_wrapper.py", 391, "loss = self.network(*inputs)", False),
     ],
@@ -100,7 +99,7 @@ def one(analyzer: DumpAnalyzer, name: str) -> api.Node:
 
 # ------------------------------------------------------------------ frames
 def test_frames_have_attribute_and_item_access(a20: DumpAnalyzer) -> None:
-    frame = one(a20, CONV1).stack[0]
+    frame = one(a20, CONV1_2_0).stack[0]
     # MindInsight returns `Source` objects and documents dicts: a frame is both
     assert type(frame).__name__ == "Source" and isinstance(frame, dict)
     assert frame.file_path == frame["file_path"] == frame.get("file_path") == f"{MS}/layer/conv.py"
@@ -125,7 +124,7 @@ def test_frames_have_attribute_and_item_access(a20: DumpAnalyzer) -> None:
 
 
 def test_frames_are_read_only(a20: DumpAnalyzer) -> None:
-    node = one(a20, CONV1)
+    node = one(a20, CONV1_2_0)
     frame = node.stack[0]
     with pytest.raises(TypeError):
         frame["line_no"] = 1
@@ -187,19 +186,19 @@ def test_header_only_source_address_is_an_empty_stack(dump_2_0: Path, tmp_path: 
         dump_2_0, tmp_path / "dump", "Conv2D-op77", "      # Corresponding code candidate:\n"
     )
     analyzer = DumpAnalyzer(str(root))
-    assert one(analyzer, CONV1).stack == []
+    assert one(analyzer, CONV1_2_0).stack == []
     by_header = analyzer.select_nodes("Corresponding code", select_by="code_stack")
-    assert CONV1 not in {n.name for n in by_header}
+    assert CONV1_2_0 not in {n.name for n in by_header}
     # every consumer reads the same graph: the TUI's stack pane lists no header line
     graph = OfflineDump(root).graphs(0)["kernel_graph_0"]
-    assert graph.node(CONV1).stack == []
+    assert graph.node(CONV1_2_0).stack == []
     assert all(line.file_path for line in index_source_lines(graph))
 
 
 # ------------------------------------------------------------------ node types
 def test_node_type_values_per_kind(a20: DumpAnalyzer) -> None:
     assert [t.value for t in NodeType] == ["operator", "parameter", "constant"]
-    assert one(a20, CONV1).node_type is NodeType.OPERATOR
+    assert one(a20, CONV1_2_0).node_type is NodeType.OPERATOR
     assert one(a20, "conv1.weight").node_type is NodeType.PARAMETER
     assert one(a20, "inputs0").node_type is NodeType.PARAMETER
     assert one(a20, "cst1").node_type is NodeType.CONSTANT
@@ -240,17 +239,17 @@ def test_assign_keeps_its_parameter_input(int20: DumpAnalyzer) -> None:
 def test_a_producer_feeding_two_inputs(dump_2_0: Path, tmp_path: Path) -> None:
     root = copy_dump(dump_2_0, tmp_path / "dump")
     model = pb.ModelProto.FromString((root / GRAPH_PB).read_bytes())
-    (conv,) = [n for n in model.graph.node if n.full_name == CONV1]
+    (conv,) = [n for n in model.graph.node if n.full_name == CONV1_2_0]
     first = conv.input[0]
     conv.input.insert(0, pb.InputProto(name=first.name, type=first.type))  # (x, x, w)
     (root / GRAPH_PB).write_bytes(model.SerializeToString())
     analyzer = DumpAnalyzer(str(root))
-    node = one(analyzer, CONV1)
-    load = f"{BACKBONE}/Load-op1"
+    node = one(analyzer, CONV1_2_0)
+    load = f"{LENET}/Load-op1"
     # listed once (MindInsight: inputs0 twice, and Conv2D twice among inputs0's outputs)
     assert [n.name for n in analyzer.get_input_nodes(node)] == ["inputs0", load]
     outputs = [n.name for n in analyzer.get_output_nodes(one(analyzer, "inputs0"))]
-    assert outputs.count(CONV1) == 1
+    assert outputs.count(CONV1_2_0) == 1
 
     # input slots are numbered per input as MindInsight numbers them; tensors come once
     def names(slots: list[int] | None) -> list[tuple[str, int]]:

@@ -11,15 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.dump_names import LOSS_2_10
 from tests.offline.damaged_dumps import DAMAGES, Damage, damaged_copy
 from tuidebug.check_cli import parse_iterations
 from tuidebug.cli import UsageError
 from tuidebug.cli import main as cli_main
-
-LOSS_2_10 = (
-    "Default/network-WithLossCell/_loss_fn-SoftmaxCrossEntropyWithLogits/"
-    "SparseSoftmaxCrossEntropyWithLogits-op0"
-)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.dump_names import DEMO_FIRST_INF
 from tuidebug import check_cli, cli
 from tuidebug.check_cli import parse_iteration_ranges, parse_iterations
 from tuidebug.cli import UsageError
 
-DEMO_FC2_MATMUL = "Default/network-WithLossCell/_backbone-MLP/fc2-Dense/MatMul-op0"
 JSON_KEYS = {
     "watchpoint",
     "condition",
@@ -71,7 +71,7 @@ def test_demo_overflow_is_found_where_the_inf_first_appears(
     assert min(h["iteration"] for h in hits) == 3
     first = hits[0]
     # the forward MatMul of fc2 is the first kernel in execution order whose output overflows
-    assert (first["iteration"], first["node"], first["slot"]) == (3, DEMO_FC2_MATMUL, 0)
+    assert (first["iteration"], first["node"], first["slot"]) == (3, DEMO_FIRST_INF, 0)
     assert first["error_code"] == 0 and first["params"] == []
     # and nothing before it at iteration 3: fc1 and its ReLU are still finite
     assert not any("fc1-Dense/MatMul" in h["node"] and h["iteration"] == 3 for h in hits)
@@ -110,7 +110,7 @@ def test_table_puts_the_node_last_and_does_not_repeat_the_condition(
     assert code == 1
     lines = out.splitlines()
     assert lines[0].split() == ["ITER", "RANK", "SLOT", "WATCH", "RESULT", "NODE"]
-    assert lines[1].endswith(DEMO_FC2_MATMUL)
+    assert lines[1].endswith(DEMO_FIRST_INF)
     assert re.search(r"\bTO\s+contains NaN or \+/-Inf\s+Default/", lines[1]), lines[1]
     assert not re.search(r"\bTO\s+TO\b", lines[1])
     # no cell is padded to the longest node name of the table

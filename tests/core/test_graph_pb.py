@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.dump_names import LENET
 from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.core import graph_pb
 from tuidebug.core.graph import Category, Graph, NodeKind, StackFrame, TensorSpec
@@ -24,7 +25,6 @@ from tuidebug.offline import graph_files
 from tuidebug.offline.graph_files import load_graph_file, stacks_from_ir
 
 GRAPH_STEM = "rank_0/graphs/ms_output_trace_code_graph_0"
-BACKBONE = "Default/network-WithLossCell/_backbone-LeNet5"
 WEIGHTS = {
     "conv1.weight",
     "conv2.weight",
@@ -57,7 +57,7 @@ def lenet(request: pytest.FixtureRequest, graphs: dict[str, Graph]) -> tuple[str
 
 
 def _conv1(version: str) -> str:
-    return f"{BACKBONE}/conv1-Conv2d/Conv2D-op{EXPECTED[version][4]}"
+    return f"{LENET}/conv1-Conv2d/Conv2D-op{EXPECTED[version][4]}"
 
 
 # ============================================================== the real LeNet graphs
@@ -80,7 +80,7 @@ def test_known_kernel(lenet: tuple[str, Graph]) -> None:
     conv = graph.node(_conv1(version))
     assert conv.kind is NodeKind.OPERATOR
     assert conv.op_type == "Conv2D"
-    assert conv.scope == f"{BACKBONE}/conv1-Conv2d"
+    assert conv.scope == f"{LENET}/conv1-Conv2d"
     assert conv.index == "2"
     assert conv.op_id == EXPECTED[version][4]
     load = graph.inputs(conv.name)[1]
@@ -118,7 +118,7 @@ def test_parameters_and_weights(lenet: tuple[str, Graph]) -> None:
     weight = graph.node("conv1.weight")
     assert weight.kind is NodeKind.PARAMETER and weight.op_type == "Parameter"
     assert weight.outputs == [TensorSpec(0, pb.DT_FLOAT32, (6, 1, 5, 5))]
-    assert weight.ui_name == f"{BACKBONE}/conv1.weight"
+    assert weight.ui_name == f"{LENET}/conv1.weight"
     assert graph.node(weight.ui_name) is weight
     moments = [n for n in graph.parameters if n.name.startswith("moments.")]
     assert len(moments) == 8
@@ -176,7 +176,7 @@ def test_scope_tree(lenet: tuple[str, Graph]) -> None:
     # 8 ApplyMomentum + their moments, learning rate, momentum …, all leaves of the scope
     assert graph.leaf_count(optimizer) == len(graph.leaves(optimizer))
     assert sum(1 for n in graph.leaves(optimizer) if n.op_type == "ApplyMomentum") == 8
-    backbone = graph.children(BACKBONE)
+    backbone = graph.children(LENET)
     labels = {e.label for e in backbone}
     assert {"conv1-Conv2d", "conv1.weight", "fc3-Dense"} <= labels
     for entry in backbone:
@@ -205,7 +205,7 @@ def test_stacks_from_source_address(lenet: tuple[str, Graph]) -> None:
 
 def test_candidate_sub_stacks(graphs: dict[str, Graph]) -> None:
     # 2.0.0: "Corresponding code candidate:" then three ` - ` marked sub-stacks
-    fused = graphs["ms2_0_0"].node(f"{BACKBONE}/relu-ReLU/MatMulBiasAddReluFusion-op84")
+    fused = graphs["ms2_0_0"].node(f"{LENET}/relu-ReLU/MatMulBiasAddReluFusion-op84")
     assert fused.stack[0] == StackFrame("", None, "Corresponding code candidate:", 1)
     assert sorted({f.group for f in fused.stack}) == [1, 2, 3]
     starts = [f for f in fused.stack if f.group == 2]

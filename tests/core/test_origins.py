@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pytest
 
+from tests.dump_names import DEMO_FIRST_INF, DEMO_LOSS
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.origins import (
     TraceCancelled,
@@ -209,14 +210,6 @@ def demo_session(tmp_path_factory: pytest.TempPathFactory) -> Iterable[OfflineSe
     session.close()
 
 
-NET = "Default/network-WithLossCell/_backbone-MLP"
-LOSS = (
-    "Default/network-WithLossCell/_loss_fn-SoftmaxCrossEntropyWithLogits/"
-    "SparseSoftmaxCrossEntropyWithLogits-op0"
-)
-FIRST_INF = f"{NET}/fc2-Dense/MatMul-op0"  # the demo's forward MatMul that overflows
-
-
 def _graph(session: OfflineSession) -> Graph:
     graphs: Mapping[str, Graph] = session.graphs
     return next(iter(graphs.values()))
@@ -226,10 +219,13 @@ def test_demo_trace_from_the_loss_finds_the_overflowing_matmul(
     demo_session: OfflineSession,
 ) -> None:
     g = _graph(demo_session)
-    trace = trace_in_session(demo_session, g, LOSS, iteration=3)
-    assert [o.node for o in trace.origins] == [FIRST_INF]
+    trace = trace_in_session(demo_session, g, DEMO_LOSS, iteration=3)
+    assert [o.node for o in trace.origins] == [DEMO_FIRST_INF]
     assert trace.origins[0].certain and trace.origins[0].slots == (0,)
-    assert trace.chain(FIRST_INF)[0] == FIRST_INF and trace.chain(FIRST_INF)[-1] == LOSS
+    assert (
+        trace.chain(DEMO_FIRST_INF)[0] == DEMO_FIRST_INF
+        and trace.chain(DEMO_FIRST_INF)[-1] == DEMO_LOSS
+    )
     assert not trace.truncated and not trace.unknown
     assert trace.tensors_read < 40
 
@@ -242,30 +238,30 @@ def test_demo_trace_from_the_optimizer_goes_through_the_gradients(
     trace = trace_in_session(
         demo_session, g, "Default/optimizer-Momentum/ApplyMomentum-op5", iteration=3
     )
-    assert [o.node for o in trace.origins] == [FIRST_INF]
-    assert any(n.startswith("Gradients/") for n in trace.chain(FIRST_INF))
+    assert [o.node for o in trace.origins] == [DEMO_FIRST_INF]
+    assert any(n.startswith("Gradients/") for n in trace.chain(DEMO_FIRST_INF))
 
 
 def test_demo_a_step_later_the_weights_were_already_nan(demo_session: OfflineSession) -> None:
     g = _graph(demo_session)
-    trace = trace_in_session(demo_session, g, LOSS, iteration=4)
+    trace = trace_in_session(demo_session, g, DEMO_LOSS, iteration=4)
     found = {o.node for o in trace.origins}
     assert found and all(g.node(n).is_parameter for n in found)
     assert "fc3.weight" in found
 
 
 def test_demo_healthy_step_has_nothing_to_trace(demo_session: OfflineSession) -> None:
-    trace = trace_in_session(demo_session, _graph(demo_session), LOSS, iteration=1)
+    trace = trace_in_session(demo_session, _graph(demo_session), DEMO_LOSS, iteration=1)
     assert not trace.found and trace.start_has_value and trace.tensors_read == 1
 
 
 def test_demo_cancel_from_the_session_glue(demo_session: OfflineSession) -> None:
     with pytest.raises(TraceCancelled):
         trace_in_session(
-            demo_session, _graph(demo_session), LOSS, iteration=3, cancelled=lambda: True
+            demo_session, _graph(demo_session), DEMO_LOSS, iteration=3, cancelled=lambda: True
         )
 
 
 def test_demo_missing_step_is_no_value(demo_session: OfflineSession) -> None:
-    trace = trace_in_session(demo_session, _graph(demo_session), LOSS, iteration=99)
+    trace = trace_in_session(demo_session, _graph(demo_session), DEMO_LOSS, iteration=99)
     assert not trace.found and not trace.start_has_value

@@ -146,6 +146,11 @@ def test_unknown_condition_is_a_watchpoint_error() -> None:
         Watchpoint(1, "nope")  # type: ignore[arg-type]
 
 
+def test_watchpoint_params_validate_twice() -> None:
+    cond, params = parse_watch_spec("WNC:equal_nan=true")
+    Watchpoint(0, cond, params)
+
+
 # ------------------------------------------------------------------------------ spec form
 @pytest.mark.parametrize(
     ("text", "abbr", "params"),
@@ -343,6 +348,13 @@ def test_check_watchpoints_one_pass_reported_only() -> None:
     hits = check_watchpoints(wps, np.array([np.nan]), np.array([1.0]), ref)
     assert [(h.watchpoint_id, h.error_code) for h in hits] == [(1, 1), (2, 1), (3, 0), (5, 1)]
     assert check_watchpoints(wps, None, None, ref) == []
+
+
+def test_mean_of_huge_finite_values_is_finite() -> None:
+    wp = Watchpoint(0, "TL", {"mean_gt": 0.0, "abs_mean_gt": 0.0})
+    (hit,) = check_watchpoints([wp], np.array([1e308, 1e308]), None, TensorRef("n", 0, 0, 0, "g"))
+    actual = {p.name: p.actual for p in hit.params if not p.disabled}
+    assert actual == {"abs_mean_gt": 1e308, "mean_gt": 1e308}
 
 
 # --------------------------------------------------------------------------------- targets

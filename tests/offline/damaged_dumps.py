@@ -14,14 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.dump_names import CONV1_2_10, RELU_2_10
 from tests.offline.dump_copy import copy_dump
-
-LOSS = (
-    "Default/network-WithLossCell/_loss_fn-SoftmaxCrossEntropyWithLogits/"
-    "SparseSoftmaxCrossEntropyWithLogits-op0"
-)
-RELU0 = "Default/network-WithLossCell/_backbone-LeNet5/relu-ReLU/ReLU-op0"
-CONV1 = "Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/Conv2D-op0"
 
 
 def _file(root: Path, iteration: int, pattern: str) -> Path:
@@ -114,8 +108,8 @@ class Damage:
 
 
 DAMAGES = [
-    Damage("truncated-npy", truncate_npy, "is truncated", True, tensor=(CONV1, 1)),
-    Damage("corrupt-npy", corrupt_npy, "is not a valid .npy file", True, tensor=(RELU0, 2)),
+    Damage("truncated-npy", truncate_npy, "is truncated", True, tensor=(CONV1_2_10, 1)),
+    Damage("corrupt-npy", corrupt_npy, "is not a valid .npy file", True, tensor=(RELU_2_10, 2)),
     Damage("object-npy", object_npy, "holds Python objects", True, tensor=("fc2.bias", 2)),
     # refused at discovery, but a watched tensor all the same: the check is incomplete
     Damage("symlink-outside", symlink_outside, "outside the dump folder", True),

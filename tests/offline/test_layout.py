@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.dump_names import CONV1_2_10
 from tests.offline.dump_copy import copy_dump
 from tests.offline.subgraph_dump import add_graph_without_history
 from tuidebug.offline import layout as layout_module
@@ -220,7 +221,7 @@ def test_layout_of_2_10(dump_2_10: Path) -> None:
     assert rank.step_count == dump.step_count == 4
     order = rank.execution_order(0)
     assert len(order) == 45
-    assert order[0] == "Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/Conv2D-op0"
+    assert order[0] == CONV1_2_10
     assert order[-1] == "Default/optimizer-Momentum/ApplyMomentum-op7"
     assert sum(len(rank.tensor_files(0, i)) for i in range(4)) == 780
     assert all(len(rank.tensor_files(0, i)) == 195 for i in range(4))

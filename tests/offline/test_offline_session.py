@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.dump_names import LOSS_2_10
 from tests.offline.damaged_dumps import DAMAGES, Damage, damaged_copy
 from tests.offline.dump_copy import copy_dump
 from tests.offline.subgraph_dump import add_graph_without_history
@@ -37,10 +38,6 @@ WEIGHTS = {
     "fc3.bias",
     "fc3.weight",
 }
-LOSS_2_10 = (
-    "Default/network-WithLossCell/_loss_fn-SoftmaxCrossEntropyWithLogits/"
-    "SparseSoftmaxCrossEntropyWithLogits-op0"
-)
 
 
 def started(root: Path, **kwargs: object) -> tuple[OfflineSession, EventLog]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.dump_names import LENET
 from tests.offline.dump_copy import copy_dump
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.tensor import DT_FLOAT16, DT_FLOAT32, numpy_dtype
@@ -21,7 +22,6 @@ from tuidebug.offline.layout import DumpLayout, RankLayout
 from tuidebug.offline.tensor_index import TensorIndex
 from tuidebug.offline.tensor_store import check_expected, load_npy
 
-LENET = "Default/network-WithLossCell/_backbone-LeNet5"
 RESHAPES = {"Reshape", "Flatten", "ExpandDims", "Squeeze"}  # dumped in their input's shape
 GRAD = f"Gradients/{LENET}"
 CONV1_FILTER_GRAD = f"{GRAD}/conv1-Conv2d/Grad_Conv2D/Conv2DBackpropFilter-op1"

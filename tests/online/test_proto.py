@@ -14,6 +14,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.descriptor_pb2 import FileDescriptorProto
 
 from tests.conftest import REPO
+from tests.dump_names import CONV1_2_0, CONV1_2_10
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as grpc_pb
 
@@ -426,7 +427,7 @@ _EXPECTED = {
         20,
         5,
         46,
-        "Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/Conv2D-op77",
+        CONV1_2_0,
     ),
     "ms2_10_0": (
         "kernel_graph0",
@@ -435,7 +436,7 @@ _EXPECTED = {
         21,
         9,
         57,
-        "Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/Conv2D-op0",
+        CONV1_2_10,
     ),
 }
 # Graph plumbing that MindSpore keeps out of the execution order (not kernels).

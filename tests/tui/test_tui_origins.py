@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, Static
 
+from tests.dump_names import DEMO_FIRST_INF, DEMO_LOSS
 from tests.tui.support import settled, wait_for_notice, wait_for_screen, wait_until
 from tuidebug.offline.demo import write_demo_dump
 from tuidebug.offline.session import OfflineSession
@@ -21,12 +22,6 @@ from tuidebug.tui.origin_screen import OriginScreen
 from tuidebug.tui.tensor_view import TensorView
 
 SIZE = (160, 48)
-NET = "Default/network-WithLossCell/_backbone-MLP"
-FIRST_INF = f"{NET}/fc2-Dense/MatMul-op0"
-LOSS = (
-    "Default/network-WithLossCell/_loss_fn-SoftmaxCrossEntropyWithLogits/"
-    "SparseSoftmaxCrossEntropyWithLogits-op0"
-)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +72,7 @@ async def test_trace_from_an_overflow_hit_finds_the_matmul_and_enter_goes_there(
             for leaf in group.children
             if leaf.data is not None
             and leaf.data.condition.abbr == "TO"
-            and leaf.data.tensor.node == LOSS
+            and leaf.data.tensor.node == DEMO_LOSS
         )
         tree.move_cursor(leaf)
         await pilot.press("o")
@@ -92,7 +87,7 @@ async def test_trace_from_an_overflow_hit_finds_the_matmul_and_enter_goes_there(
         view = app.query_one(TensorView)
         await wait_until(pilot, lambda: view.state == "tensor", what="the MatMul's tensor")
         assert not isinstance(app.screen, OriginScreen)
-        assert app.current_node is not None and app.current_node.name == FIRST_INF
+        assert app.current_node is not None and app.current_node.name == DEMO_FIRST_INF
 
 
 async def test_finite_node_is_a_notice_and_help_and_palette_list_the_key(demo_dump: Path) -> None:
@@ -105,7 +100,7 @@ async def test_finite_node_is_a_notice_and_help_and_palette_list_the_key(demo_du
         assert app.action_state("trace_origin").enabled is False
         await pilot.press("n")  # step 1: healthy
         await at_step(pilot, 1)
-        assert app.go_to_node(next(iter(app.graphs)), LOSS)
+        assert app.go_to_node(next(iter(app.graphs)), DEMO_LOSS)
         await pilot.press("o")
         await wait_for_notice(pilot, "has no NaN or Inf at step 1.")
         await settled(pilot)
@@ -136,7 +131,7 @@ async def test_escape_cancels_a_running_trace(demo_dump: Path, monkeypatch: Any)
         await answer_offer(pilot, "n")
         await pilot.press("n")
         await at_step(pilot, 1)
-        assert app.go_to_node(next(iter(app.graphs)), LOSS)
+        assert app.go_to_node(next(iter(app.graphs)), DEMO_LOSS)
         await pilot.press("o")
         await wait_until(pilot, started.is_set, what="the trace to start")
         assert app._tracing
