@@ -47,10 +47,8 @@ def a210(dump_2_10: Path) -> DumpAnalyzer:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> DumpAnalyzer:
-    from tuidebug.offline.demo import write_demo_dump
-
-    return DumpAnalyzer(str(write_demo_dump(tmp_path_factory.mktemp("demo"))))
+def demo(demo_dump: Path) -> DumpAnalyzer:
+    return DumpAnalyzer(str(demo_dump))
 
 
 def one_sentence(err: BaseException) -> str:

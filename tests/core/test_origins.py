@@ -4,6 +4,7 @@ on the demo dump (whose first Inf appears in fc2's forward MatMul at iteration 3
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +17,6 @@ from tuidebug.core.origins import (
     trace_in_session,
     trace_origins,
 )
-from tuidebug.offline.demo import write_demo_dump
 from tuidebug.offline.session import OfflineSession
 
 
@@ -203,8 +203,8 @@ def test_has_nonfinite_is_chunked_and_skips_integers() -> None:
 
 # ------------------------------------------------------------------ the demo dump
 @pytest.fixture(scope="module")
-def demo_session(tmp_path_factory: pytest.TempPathFactory) -> Iterable[OfflineSession]:
-    session = OfflineSession(write_demo_dump(tmp_path_factory.mktemp("demo")))
+def demo_session(demo_dump: Path) -> Iterable[OfflineSession]:
+    session = OfflineSession(demo_dump)
     session.start()
     yield session
     session.close()

@@ -11,14 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from textual.widgets import DataTable, Input, Label, OptionList, Static
 
 from tests.offline.dump_copy import copy_dump
 from tests.offline.subgraph_dump import add_graph_without_history
 from tests.tui.support import notices, settled, wait_for_screen, wait_until
 from tuidebug.core.tensor import TensorRef, tensor_statistics
-from tuidebug.offline.demo import write_demo_dump
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.dialogs import ConfirmScreen, HistoryScreen, PromptScreen
@@ -31,11 +29,6 @@ from tuidebug.tui.tensor_view import TensorView
 from tuidebug.tui.watchpoint_editor import WatchpointEditor
 
 SIZE = (160, 48)
-
-
-@pytest.fixture(scope="module")
-def demo_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_demo_dump(tmp_path_factory.mktemp("demo"))
 
 
 async def open_dump(pilot: Any) -> None:

@@ -7,12 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.widgets import DataTable, Static
 
 from tests.dump_names import DEMO_FIRST_INF, DEMO_LOSS
 from tests.tui.support import settled, wait_for_notice, wait_for_screen, wait_until
-from tuidebug.offline.demo import write_demo_dump
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.dialogs import ConfirmScreen
@@ -22,11 +20,6 @@ from tuidebug.tui.origin_screen import OriginScreen
 from tuidebug.tui.tensor_view import TensorView
 
 SIZE = (160, 48)
-
-
-@pytest.fixture(scope="module")
-def demo_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_demo_dump(tmp_path_factory.mktemp("demo"))
 
 
 async def answer_offer(pilot: Any, key: str) -> None:
