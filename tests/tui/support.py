@@ -43,6 +43,7 @@ from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watch_targets import watched_nodes
 from tuidebug.core.watchpoint_book import WatchpointChange
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
+from tuidebug.tui.app import DebuggerApp
 
 # A bound on every wait, far above what any test needs on a loaded machine: reaching it
 # means the condition will not come, and the test fails saying what it waited for.
@@ -169,6 +170,11 @@ async def tensor_shown(pilot: Any, view: Any, *, timeout: float = WAIT_TIMEOUT) 
         timeout=timeout,
     )
     await settled(pilot, timeout=timeout)
+
+
+# in synthetic_graph(): the first scope's first two operators
+CONV = "Default/network-Net/layer0-Block/Conv2D-op0"
+RELU = "Default/network-Net/layer0-Block/ReLU-op1"
 
 
 def synthetic_graph(
@@ -417,3 +423,9 @@ class FakeSession(DebugSession):
             data[0, 0] = np.nan
             data[1, 1] = np.inf
         return data
+
+
+def make_app(**kwargs: Any) -> tuple[DebuggerApp, FakeSession]:
+    """The debugger app on a new `FakeSession(**kwargs)`, which the app starts."""
+    session = FakeSession(**kwargs)
+    return DebuggerApp(session, start_session=True), session

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tui.support import FakeSession, synthetic_graph
+from tests.tui.support import CONV, RELU, FakeSession, synthetic_graph
 from tuidebug.core.condition_catalogue import get_condition
 from tuidebug.core.origins import Origin, OriginTrace, TraceCancelled
 from tuidebug.core.tensor import TensorRef
@@ -20,8 +20,6 @@ from tuidebug.tui.origin_trace import (
 
 GRAPH = synthetic_graph()
 GRAPHS = {GRAPH.name: GRAPH}
-CONV = "Default/network-Net/layer0-Block/Conv2D-op0"
-RELU = "Default/network-Net/layer0-Block/ReLU-op1"
 
 
 def hit(node: str, *, graph: str = GRAPH.name, rank: int = 0, iteration: int = 2) -> WatchpointHit:

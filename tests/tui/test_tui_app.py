@@ -13,7 +13,10 @@ import pytest
 from textual.widgets import Input, OptionList, Select, TabbedContent, Tree
 
 from tests.tui.support import (
+    CONV,
+    RELU,
     FakeSession,
+    make_app,
     notices,
     run_palette,
     settled,
@@ -36,16 +39,9 @@ from tuidebug.tui.watchpoint_editor import WatchpointEditor
 from tuidebug.tui.watchpoint_list import WatchpointList
 
 SIZE = (160, 48)
-CONV = "Default/network-Net/layer0-Block/Conv2D-op0"
-RELU = "Default/network-Net/layer0-Block/ReLU-op1"
 
 
 notifications = notices
-
-
-def make_app(**kwargs: Any) -> tuple[DebuggerApp, FakeSession]:
-    session = FakeSession(**kwargs)
-    return DebuggerApp(session, start_session=True), session
 
 
 def watchpoint_rows(app: DebuggerApp) -> list[Any]:

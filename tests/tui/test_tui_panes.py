@@ -7,7 +7,7 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 
-from tests.tui.support import synthetic_graph, wait_until
+from tests.tui.support import CONV, synthetic_graph, wait_until
 from tuidebug.core.condition_catalogue import ParamResult, get_condition
 from tuidebug.core.session import Metadata, SessionState
 from tuidebug.core.tensor import TensorRef
@@ -19,8 +19,6 @@ from tuidebug.tui.labels import dtype_label, number, shape_label, state_label
 from tuidebug.tui.scope_tree import GraphTree, ScopeTree, walk
 from tuidebug.tui.stack_list import index_source_lines
 from tuidebug.tui.watchpoint_list import params_text, targets_text, watch_badges
-
-CONV = "Default/network-Net/layer0-Block/Conv2D-op0"
 
 
 def test_badges_mark_watched_nodes_their_scopes_and_hit_counts() -> None:

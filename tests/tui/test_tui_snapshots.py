@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.tui.support import FakeSession, settled, wait_for_screen, wait_until
-from tuidebug.tui.app import DebuggerApp
+from tests.tui.support import CONV, RELU, make_app, settled, wait_for_screen, wait_until
 from tuidebug.tui.dialogs import ConfirmScreen
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.hit_list import HitList
@@ -19,13 +18,6 @@ from tuidebug.tui.watchpoint_editor import WatchpointEditor
 from tuidebug.tui.watchpoint_list import WatchpointList
 
 SIZE = (160, 48)
-CONV = "Default/network-Net/layer0-Block/Conv2D-op0"
-RELU = "Default/network-Net/layer0-Block/ReLU-op1"
-
-
-def make_app(**kwargs: Any) -> tuple[DebuggerApp, FakeSession]:
-    session = FakeSession(nan_node=RELU, **kwargs)
-    return DebuggerApp(session, start_session=True), session
 
 
 async def ready(pilot: Any, *, recommended: bool = True) -> None:
@@ -51,7 +43,7 @@ async def finish(pilot: Any) -> None:
 
 
 def test_snapshot_tree_details_and_tensor(snap_compare: Any) -> None:
-    app, _session = make_app()
+    app, _session = make_app(nan_node=RELU)
 
     async def run_before(pilot: Any) -> None:
         await ready(pilot)
@@ -65,7 +57,7 @@ def test_snapshot_tree_details_and_tensor(snap_compare: Any) -> None:
 
 
 def test_snapshot_hit_list(snap_compare: Any) -> None:
-    app, _session = make_app()
+    app, _session = make_app(nan_node=RELU)
 
     async def run_before(pilot: Any) -> None:
         await ready(pilot)
@@ -81,7 +73,7 @@ def test_snapshot_hit_list(snap_compare: Any) -> None:
 
 
 def test_snapshot_watchpoint_editor(snap_compare: Any) -> None:
-    app, _session = make_app()
+    app, _session = make_app(nan_node=RELU)
 
     async def run_before(pilot: Any) -> None:
         await ready(pilot, recommended=False)
@@ -97,7 +89,7 @@ def test_snapshot_watchpoint_editor(snap_compare: Any) -> None:
 
 
 def test_snapshot_help(snap_compare: Any) -> None:
-    app, _session = make_app()
+    app, _session = make_app(nan_node=RELU)
 
     async def run_before(pilot: Any) -> None:
         await ready(pilot, recommended=False)
@@ -108,7 +100,7 @@ def test_snapshot_help(snap_compare: Any) -> None:
 
 
 def test_snapshot_online_paused_at_hit(snap_compare: Any) -> None:
-    app, _session = make_app(live=True)
+    app, _session = make_app(nan_node=RELU, live=True)
 
     async def run_before(pilot: Any) -> None:
         await ready(pilot)
