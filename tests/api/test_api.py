@@ -36,21 +36,6 @@ from tuidebug.api import (
 )
 
 
-@pytest.fixture(scope="module")
-def a20(dump_2_0: Path) -> DumpAnalyzer:
-    return DumpAnalyzer(str(dump_2_0))
-
-
-@pytest.fixture(scope="module")
-def a210(dump_2_10: Path) -> DumpAnalyzer:
-    return DumpAnalyzer(str(dump_2_10))
-
-
-@pytest.fixture(scope="module")
-def demo(demo_dump: Path) -> DumpAnalyzer:
-    return DumpAnalyzer(str(demo_dump))
-
-
 def one_sentence(err: BaseException) -> str:
     text = str(err)
     assert text and "\n" not in text and text.endswith("."), text

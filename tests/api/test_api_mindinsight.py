@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.api.mindinsight_script import PROJECT_DUMPS
 from tests.dump_names import CONV1_2_0, LENET
 from tests.offline.dump_copy import copy_dump
 from tuidebug import api
@@ -79,11 +80,6 @@ MINDINSIGHT_CODE_STACK_COUNTS: dict[str, dict[tuple[str, bool], int]] = {
         ("Corresponding forward", False): 16,
     },
 }
-
-
-@pytest.fixture(scope="module")
-def a20(dump_2_0: Path) -> DumpAnalyzer:
-    return DumpAnalyzer(str(dump_2_0))
 
 
 @pytest.fixture(scope="module")
@@ -263,7 +259,7 @@ def test_a_producer_feeding_two_inputs(dump_2_0: Path, tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ iterations of a node
-WHILE_FWD = Path(__file__).parents[1] / "data" / "dumps" / "while_loop_fwd" / "ms2_0_0"
+WHILE_FWD = PROJECT_DUMPS / "while_loop_fwd" / "ms2_0_0"
 
 
 @pytest.fixture(scope="module")

@@ -33,11 +33,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.test_mindinsight_agreement import graphs_without_history, run_watch_api
+from tests.api.mindinsight_script import PROJECT_DUMPS, graphs_without_history, run_watch_api
 from tuidebug.api import DumpAnalyzer
 from tuidebug.offline.dump import OfflineDump
 
-PROJECT_DUMPS = Path(__file__).parents[1] / "data" / "dumps"
 EXPECTED = PROJECT_DUMPS / "expected"
 VERSION = "ms2_0_0"
 DUMPS = ["dense_stack", "two_graphs", "while_loop_fwd"]

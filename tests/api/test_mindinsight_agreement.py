@@ -25,13 +25,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.api.mindinsight_script import PROJECT_DUMPS, graphs_without_history, run_watch_api
 from tuidebug.cli import main as cli_main
 from tuidebug.core.graph import Category
 from tuidebug.offline.dump import OfflineDump
@@ -40,7 +39,6 @@ from tuidebug.offline.filenames import encode_dump_name
 REL = 1e-6
 Key = tuple[int, str, int, int, str]  # iteration, node, slot, error code, graph ("" : any)
 Hits = dict[Key, float | None]
-PROJECT_DUMPS = Path(__file__).parents[1] / "data" / "dumps"
 ERROR_NO_HISTORY = 16
 CHANGE_LABELS = {"W8", "W9", "W10"}
 
@@ -81,33 +79,6 @@ def by_file_name(case: tuple[str, str, str, str]) -> bool:
     """Whether the expected answers name tensors by their files (2.10 references and frozen
     answers) rather than by graph node (MindInsight's own)."""
     return not case[3].endswith(".mindinsight.json")
-
-
-def watch_api_module(fixtures_dir: Path) -> types.ModuleType:
-    """MindInsight's watch_api.py with `mindinsight.debugger` replaced by `tuidebug.api`."""
-    path = fixtures_dir.parent / "tools" / "mindinsight" / "watch_api.py"
-    source = path.read_text()
-    assert "from mindinsight.debugger import" in source
-    module = types.ModuleType("watch_api_on_tuidebug")
-    module.__file__ = str(path)
-    code = compile(
-        source.replace("from mindinsight.debugger import", "from tuidebug.api import"),
-        str(path),
-        "exec",
-    )
-    exec(code, module.__dict__)  # the shared oracle script, as its authors run it
-    return module
-
-
-def run_watch_api(fixtures_dir: Path, root: Path, out: Path) -> dict[str, Any]:
-    module = watch_api_module(fixtures_dir)
-    argv = sys.argv
-    sys.argv = ["watch_api.py", str(root), str(out / "out.json"), str(out / "transcript.txt")]
-    try:
-        module.main()
-    finally:
-        sys.argv = argv
-    return json.loads((out / "out.json").read_text())
 
 
 def _mindinsight_keys(
@@ -164,11 +135,6 @@ def _file_namer(dump: OfflineDump) -> Any:
 def expected_answers(fixtures_dir: Path, case: tuple[str, str, str, str]) -> dict[str, Hits]:
     doc = json.loads(case_paths(fixtures_dir, case)[1].read_text())
     return _file_keys(doc) if by_file_name(case) else _mindinsight_keys(doc)
-
-
-def graphs_without_history(root: Path) -> set[str]:
-    dump = OfflineDump(root)
-    return {g for r in dump.ranks for g in dump.graphs(r) if not dump.has_history(r, g)}
 
 
 def assert_agrees(got: dict[str, Hits], expected: dict[str, Hits], no_history: set[str]) -> None:

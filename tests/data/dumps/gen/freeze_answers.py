@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[3]
 sys.path.insert(0, str(REPO))
 
-from tests.api.test_mindinsight_agreement import run_watch_api  # noqa: E402
+from tests.api.mindinsight_script import run_watch_api  # noqa: E402
 from tuidebug.offline.dump import OfflineDump  # noqa: E402
 
 
