@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.core.test_watchpoints import CONV, RELU, RELU_GRAD, small_graph
+from tests.core.small_graph import CONV, RELU, RELU_GRAD, small_graph
 from tuidebug.core.condition_catalogue import CheckResult, WatchpointError, get_condition
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.hit_rules import hit_from_outcome, only_no_previous, stops_run
