@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))  # the in-memory session used by the TUI tests
+sys.path.insert(0, str(REPO))  # tests.tui.support: the in-memory session of the TUI tests
 
-from tui_support import FakeSession, synthetic_graph  # noqa: E402
-
+from tests.tui.support import FakeSession, synthetic_graph  # noqa: E402
 from tuidebug.core.session import DebugSession  # noqa: E402
 from tuidebug.offline.session import OfflineSession  # noqa: E402
 from tuidebug.tui.app import DebuggerApp  # noqa: E402

@@ -18,7 +18,7 @@ would silently raise those floors.
 
 protoc writes `import debug_graph_pb2` (an absolute, top-level import) because the
 .proto files import each other by bare file name; inside our package that import would
-fail, so it is rewritten into a package-relative one. tests/test_proto.py calls
+fail, so it is rewritten into a package-relative one. tests/online/test_proto.py calls
 `generate()` into a temporary directory to detect committed modules that are stale.
 """
 

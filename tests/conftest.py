@@ -46,3 +46,12 @@ def dump_2_10(fixtures_dir: Path) -> Path:
 def lenet_dump(request: pytest.FixtureRequest, fixtures_dir: Path) -> Path:
     """Both LeNet dump roots, one test run each."""
     return fixtures_dir / "mindspore_lenet_dump" / request.param
+
+
+@pytest.fixture(scope="module")
+def demo_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo dump (`tuidebug demo`): healthy, then +Inf in fc2's forward MatMul at
+    iteration 3, then NaN. One per test module: a module may not change another's."""
+    from tuidebug.offline.demo import write_demo_dump
+
+    return write_demo_dump(tmp_path_factory.mktemp("demo"))

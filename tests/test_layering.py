@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+
+from tests.conftest import REPO
 
 NON_UI_MODULES = [
     "tuidebug.core.graph",

@@ -17,18 +17,17 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TESTS = HERE.parents[2]
-sys.path.insert(0, str(TESTS))
+REPO = HERE.parents[3]
+sys.path.insert(0, str(REPO))
 
-from test_mindinsight_agreement import run_watch_api  # noqa: E402
-
+from tests.api.mindinsight_script import run_watch_api  # noqa: E402
 from tuidebug.offline.dump import OfflineDump  # noqa: E402
 
 
 def main() -> None:
     name, version = sys.argv[1], sys.argv[2]
     root = HERE.parent / name / version
-    fixtures = TESTS.parent.parent / "shared" / "fixtures"
+    fixtures = REPO.parent / "shared" / "fixtures"
     dump = OfflineDump(root)
     assert not dump.problems or all("ms_global_execution_order" in p for p in dump.problems), (
         dump.problems

@@ -1,0 +1,1 @@
+"""The MindInsight-compatible DumpAnalyzer API (tuidebug.api), against MindInsight's own answers."""

@@ -1,0 +1,1 @@
+"""The command line: `tuidebug check`, `offline`, `online`, `simulate`, `demo` and their options."""

@@ -1,0 +1,1 @@
+"""The Textual-free core: graph, tensors, the condition catalogue and scan engine, watchpoints and what both sessions share."""

@@ -1,0 +1,192 @@
+"""The offline checker itself: process pool vs in-process, ordering, progress, cancellation,
+the memory limit (error 8) and the no-value report (error 32)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.offline.dump_copy import copy_dump
+from tuidebug.core.watchpoints import Watchpoint, resolve_targets
+from tuidebug.offline.checker import Checker, CheckOutcome, Watch, needs_previous
+from tuidebug.offline.dump import OfflineDump
+
+GRAPH = "kernel_graph0"
+
+
+def plan(dump: OfflineDump, specs: list[tuple[str, dict[str, float]]]) -> list[Watch]:
+    graph = dump.graph(0, GRAPH)
+    watches = []
+    for wp_id, (cond, params) in enumerate(specs, start=1):
+        wp = Watchpoint(wp_id, cond, params)
+        pairs = [
+            (n.name, s)
+            for n in resolve_targets(wp.condition, (), graph)
+            for s in range(max(1, len(n.outputs)))
+        ]
+        watches.append(Watch(wp_id, wp.request(), wp.condition.needs_prev, {(0, GRAPH): pairs}))
+    return watches
+
+
+SPECS = [
+    ("TO", {}),
+    ("TL", {"abs_mean_gt": 1.0}),
+    ("WCS", {"abs_mean_update_ratio_lt": 1e-3}),
+    (
+        "TR",
+        {"range_start_inclusive": -0.01, "range_end_inclusive": 0.01, "range_percentage_lt": 50},
+    ),
+]
+
+
+def summary(outcomes: list[CheckOutcome]) -> list[tuple]:
+    return [
+        (
+            o.key,
+            o.watchpoint_id,
+            o.error_code,
+            tuple((p.name, p.hit, p.actual) for p in o.result.params),
+        )
+        for o in outcomes
+    ]
+
+
+@pytest.fixture(scope="module")
+def dump(dump_2_10: Path) -> OfflineDump:
+    return OfflineDump(dump_2_10)
+
+
+def test_pool_and_in_process_agree(dump: OfflineDump) -> None:
+    watches = plan(dump, SPECS)
+    with Checker(dump, workers=1) as single:
+        inproc = single.check(watches, range(4))
+    assert inproc.workers == 0 and not inproc.problems
+    seen: list[tuple[int, int]] = []
+    with Checker(dump, workers=2, inprocess_max_bytes=0) as pooled:
+        report = pooled.check(watches, range(4), progress=lambda d, t: seen.append((d, t)))
+        again = pooled.check(watches, [2])  # the pool is reused
+    assert report.workers == 2 and not report.problems  # no batch fell back in-process
+    assert summary(report.outcomes) == summary(inproc.outcomes)
+    assert report.tensors_checked == inproc.tensors_checked == 4 * 66
+    assert seen[0] == (0, report.tensors_checked) and seen[-1] == (264, 264)
+    assert summary(again.outcomes) == [s for s in summary(inproc.outcomes) if s[0].iteration == 2]
+
+
+def test_order_is_iteration_then_execution_order_then_watchpoint(dump: OfflineDump) -> None:
+    with Checker(dump) as checker:
+        report = checker.check(plan(dump, SPECS), range(4))
+    keys = [
+        (
+            o.key.iteration,
+            dump.execution_position(0, GRAPH, o.key.node),
+            o.key.slot,
+            o.watchpoint_id,
+        )
+        for o in report.outcomes
+    ]
+    assert keys == sorted(keys)
+    assert len({o.watchpoint_id for o in report.outcomes}) == 3  # TO never hits
+
+
+WEIGHTS = (
+    "conv1.weight",
+    "conv2.weight",
+    "fc1.bias",
+    "fc1.weight",
+    "fc2.bias",
+    "fc2.weight",
+    "fc3.bias",
+    "fc3.weight",
+)
+
+
+def test_each_tensor_is_read_once_for_all_its_watchpoints(dump: OfflineDump) -> None:
+    with Checker(dump) as checker:
+        one = checker.check(plan(dump, SPECS[:1]), [1])
+        four = checker.check(plan(dump, SPECS), [1])
+    # the weights' previous values are read too (WCS), nothing else is read twice
+    weights_prev = sum(dump.value(0, GRAPH, n, 0, 0).nbytes for n in WEIGHTS)
+    assert four.tensors_checked == one.tensors_checked
+    assert four.bytes_read == one.bytes_read + weights_prev
+
+
+def test_cancel(dump: OfflineDump) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    with Checker(dump) as checker:
+        report = checker.check(plan(dump, SPECS), range(4), cancel=cancel)
+    assert report.cancelled and report.tensors_checked == 0 and report.outcomes == []
+
+    def stop_half_way(done: int, total: int) -> None:
+        if done:
+            cancel.set()
+
+    cancel.clear()
+    with Checker(dump, workers=2, inprocess_max_bytes=0) as checker:
+        report = checker.check(plan(dump, SPECS), range(4), progress=stop_half_way, cancel=cancel)
+    assert report.cancelled and report.tensors_checked < 264
+
+
+def test_memory_limit_error_8(dump_2_10: Path, tmp_path: Path) -> None:
+    root = copy_dump(dump_2_10, tmp_path / "d", with_data=True)
+    limited = OfflineDump(root, mem_limit=4096)
+    with Checker(limited) as checker:
+        report = checker.check(
+            plan(limited, [("TO", {}), ("WCS", {"abs_mean_update_ratio_lt": 1e-3})]), [1]
+        )
+    big = {o.key.node for o in report.outcomes if o.error_code == 8}
+    # fc1.weight (120x400 float32) and the conv activations exceed 4 KiB; biases do not
+    assert "fc1.weight" in big and "fc1.bias" not in big
+    assert {o.watchpoint_id for o in report.outcomes if o.key.node == "fc1.weight"} == {1, 2}
+    assert all(
+        o.error_code in (0, 8) for o in report.outcomes
+    )  # the small weights are evaluated normally (no error 4 at iteration 1)
+
+
+def test_error_on_no_value(dump: OfflineDump) -> None:
+    graph = dump.graph(0, GRAPH)
+    make_tuple = next(n for n in graph if n.op_type == "MakeTuple")
+    wp = Watchpoint(1, "TO", {})
+    watches = [Watch(1, wp.request(), False, {(0, GRAPH): [(make_tuple.name, 0), ("fc1.bias", 0)]})]
+    with Checker(dump) as checker:
+        assert checker.check(watches, [0]).outcomes == []
+        report = checker.check(watches, [0], error_on_no_value=True)
+    assert [(o.key.node, o.error_code) for o in report.outcomes] == [(make_tuple.name, 32)]
+
+
+def test_nan_and_inf_are_hits_with_error_bits(dump_2_10: Path, tmp_path: Path) -> None:
+    root = copy_dump(dump_2_10, tmp_path / "d", with_data=True)
+    target = next((root / "rank_0/LeNet/0/1").glob("Parameter.fc1_bias.*.npy"))
+    values = np.load(target)
+    values[0], values[1] = np.nan, np.inf
+    target.unlink()
+    np.save(target, values)
+    d = OfflineDump(root)
+    watches = plan(d, [("TO", {}), ("TL", {"abs_mean_gt": 1e10})])
+    with Checker(d) as checker:
+        report = checker.check(watches, [1])
+    found = {(o.key.node, o.watchpoint_id, o.error_code, o.result.hit) for o in report.outcomes}
+    assert found == {("fc1.bias", 1, 0, True), ("fc1.bias", 2, 3, False)}
+
+
+def test_needs_previous() -> None:
+    assert [c for c in range(22) if needs_previous(c)] == [18, 19, 20]
+
+
+def test_worker_count_validation(dump: OfflineDump) -> None:
+    with pytest.raises(ValueError):
+        Checker(dump, workers=0)
+
+
+@pytest.mark.parametrize(
+    "module", ["tuidebug.offline.checker", "tuidebug.offline.session", "tuidebug.cli.check"]
+)
+def test_loads_without_textual(module: str) -> None:
+    code = f"import sys, importlib; importlib.import_module({module!r}); print('textual' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,1 @@
+"""tuidebug.torch: PyTorch models as debugger graphs, dumps and live trainings (skipped without torch)."""
