@@ -63,10 +63,10 @@ async def hit_list(app: DebuggerApp, pilot: Any) -> None:
     await _first_overflow(app, pilot)
     await pilot.press("2")
     hits = app.query_one(HitList)
-    groups = hits.tree.root.children
+    groups = hits.tree_view.root.children
     overflow = next((g for g in groups if " TO " in f" {g.label} "), None)
     if overflow is not None and overflow.children:
-        hits.tree.move_cursor(overflow.children[0])
+        hits.tree_view.move_cursor(overflow.children[0])
     await settle(pilot)
 
 
