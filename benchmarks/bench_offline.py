@@ -70,11 +70,21 @@ def _sizes(gb: float, ranks: int, iterations: int, layers: int) -> tuple[int, in
 
 
 def write_dump(
-    root: Path, gb: float, ranks: int, iterations: int, layers: int, seed: int = 0
+    root: Path,
+    gb: float,
+    ranks: int,
+    iterations: int,
+    layers: int,
+    seed: int = 0,
+    sizes: tuple[int, int, int] | None = None,
+    overflow_from_layer: int | None = None,
 ) -> None:
+    """`sizes` = (hidden, batch, embedding rows) instead of deriving them from `gb`;
+    `overflow_from_layer`: in the last iteration, the outputs of that layer's forward kernels
+    and every later kernel's (the backward pass included) start with Inf and NaN."""
     from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
 
-    hidden, batch, vocab = _sizes(gb, ranks, iterations, layers)
+    hidden, batch, vocab = sizes or _sizes(gb, ranks, iterations, layers)
     f32 = np.float32
     params = [
         ParamDef("inputs0", f32, (batch, hidden)),
@@ -153,6 +163,11 @@ def write_dump(
         return (pool[start : start + n] * f32(scale)).reshape(shape)
 
     shapes = {p.name: p.shape for p in params}
+    poisoned: set[str] = set()
+    if overflow_from_layer is not None:
+        first = f"{net}/layer{overflow_from_layer}-Dense/MatMul-op0"
+        names = [n.full_name for n in nodes if n.op_type != "ApplyMomentum"]
+        poisoned = set(names[names.index(first) :])
     for rank in range(ranks):
         with DumpWriter(root, net_name="Net", rank=rank, start_timestamp=1795310821150000) as w:
             w.add_graph(0, nodes, params)
@@ -181,6 +196,8 @@ def write_dump(
                         out = sample(node.shape, 1.0)
                         if node.op_type == "ReLU":
                             np.maximum(out, 0, out=out)
+                        if it == iterations - 1 and node.full_name in poisoned:
+                            out.flat[:2] = (np.inf, np.nan)
                         tensors = {(node.full_name, "output", 0): out}
                     w.write_iteration(0, it, tensors)
 
