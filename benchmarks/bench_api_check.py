@@ -40,8 +40,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-
 MB = 1 << 20
 HERE = Path(__file__).resolve().parent
 MINDINSIGHT_TEN_SECONDS = 3.28  # its reference dump, measured by the reviewer
@@ -206,8 +204,16 @@ def main(argv: list[str] | None = None) -> int:
         made = Path(tempfile.mkdtemp(prefix="tuidebug-bench-", dir=args.tmp))
         root = made / "dump"
         subprocess.run(
-            [sys.executable, __file__, "--write-only", str(root), "--width", str(args.width),
-             "--layers", str(args.layers)],
+            [
+                sys.executable,
+                __file__,
+                "--write-only",
+                str(root),
+                "--width",
+                str(args.width),
+                "--layers",
+                str(args.layers),
+            ],
             check=True,
         )
     try:
@@ -272,7 +278,9 @@ def measure(root: Path, args: argparse.Namespace) -> int:
             f"(goal <= 2x: {'ok' if to <= 2 * floor else 'MISSED'})"
         )
     print(f"open        DumpAnalyzer + select_tensors('') {med('to', 'open'):.3f} s")
-    print(f"cli         {cli_s:.3f} s whole process (goal <= 0.5 s: {'ok' if cli_s <= 0.5 else 'MISSED'})")
+    print(
+        f"cli         {cli_s:.3f} s whole process (goal <= 0.5 s: {'ok' if cli_s <= 0.5 else 'MISSED'})"
+    )
     budget = 300 * MB + largest
     print(
         f"rss         peak {rss / MB:.0f} MiB (process tree, ten and to); budget 300 MiB + "
@@ -281,7 +289,9 @@ def measure(root: Path, args: argparse.Namespace) -> int:
     if args.mindinsight:
         mi_rss = max(r[2] for r in runs["mi-ten"] + runs["mi-to"])
         print(f"            MindInsight peak {mi_rss / MB:.0f} MiB")
-    print(f"load        {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; median of {args.repeat}")
+    print(
+        f"load        {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; median of {args.repeat}"
+    )
     return 0
 
 
