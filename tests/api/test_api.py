@@ -536,7 +536,7 @@ def test_check_in_a_process_pool_matches_in_process(
     inproc = a20.check_watchpoints(wps)
     from tuidebug.offline import checker
 
-    monkeypatch.setattr(checker, "INPROCESS_MAX_BYTES", 0)  # LeNet is small: force the pool
+    monkeypatch.setattr(checker, "THREADED_MIN_BYTES", 0)  # LeNet is small: force threads
     seen: list[tuple[int, int]] = []
     pooled = a20.check_watchpoints(wps, workers=2, progress=lambda d, t: seen.append((d, t)))
     assert [str(h) for h in pooled] == [str(h) for h in inproc]
@@ -657,14 +657,14 @@ def test_summary_statistics_of_a_malformed_dict(
 
 # ------------------------------------------------------------------ a MindInsight script
 def test_a_script_without_a_main_guard_can_use_the_pool(dump_2_10: Path, tmp_path: Path) -> None:
-    """Unlike MindInsight, no ``if __name__ == "__main__"`` is needed: workers are plain child
-    processes that never re-run the user's script."""
+    """Unlike MindInsight, no ``if __name__ == "__main__"`` is needed: the checker works in
+    threads of the script's own process, so nothing re-runs the user's script."""
     script = tmp_path / "no_guard.py"
     script.write_text(
         textwrap.dedent(
             f"""
             from tuidebug.offline import checker
-            checker.INPROCESS_MAX_BYTES = 0
+            checker.THREADED_MIN_BYTES = 0
             from tuidebug.api import DumpAnalyzer, Watchpoint, TensorTooLargeCondition
             run = DumpAnalyzer({str(dump_2_10)!r})
             wp = Watchpoint(run.select_tensors(""), TensorTooLargeCondition(abs_mean_gt=1.0))

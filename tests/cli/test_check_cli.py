@@ -545,12 +545,12 @@ def test_rank_without_graphs_selected(capsys, dump_2_10: Path, tmp_path: Path) -
     assert "rank_1 has no readable graph" in sentences(err, "check")[-1]
 
 
-def test_python_dash_m_with_worker_processes(dump_2_10: Path) -> None:
-    """`python -m tuidebug check` with the worker pool (forced: LeNet is small)."""
+def test_python_dash_m_with_checker_threads(dump_2_10: Path) -> None:
+    """`python -m tuidebug check` with the checker threads (forced: LeNet is small)."""
     code = (
         "import runpy, sys\n"
         "from tuidebug.offline import checker\n"
-        "checker.INPROCESS_MAX_BYTES = 0\n"
+        "checker.THREADED_MIN_BYTES = 0\n"
         f"sys.argv = ['tuidebug', 'check', {str(dump_2_10)!r}, '--watch', 'TL:abs_mean_gt=1',"
         " '--workers', '2', '--json']\n"
         "runpy.run_module('tuidebug', run_name='__main__')\n"

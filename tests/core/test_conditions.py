@@ -1034,6 +1034,8 @@ def test_engine_matches_reference(
         prev = np.full(x.shape, np.nan)
     saved = C.KERNEL_MIN_ELEMENTS
     C.KERNEL_MIN_ELEMENTS = 0 if compiled else 1 << 62  # the compiled kernel or numpy
+    if compiled:
+        assert kernels.load() is not None  # loaded: every dtype is warmed when first met
     try:
         got = evaluate(x, reqs, prev, chunk_elements=chunk)
     finally:
@@ -1200,12 +1202,37 @@ def test_compiled_kernel_matches_numpy_engine(monkeypatch: pytest.MonkeyPatch, d
 def test_kernel_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     x = np.ones(C.KERNEL_MIN_ELEMENTS, np.float32)
     plan = C._plan([request("TL", mean_gt=0)], False)
+    C.prepare_kernel(C.KERNEL_WAIT_BYTES)
     monkeypatch.setenv("TUIDEBUG_KERNEL", "numpy")
+    C.prepare_kernel(C.KERNEL_WAIT_BYTES)
     assert C._Scan(x, None, plan, C.CHUNK_ELEMENTS).kernel is None
     assert one(x, request("TL", mean_gt=0)).hit
     monkeypatch.delenv("TUIDEBUG_KERNEL")
     assert C._Scan(x, None, plan, C.CHUNK_ELEMENTS).kernel is not None
     assert C._Scan(x[:-1], None, plan, C.CHUNK_ELEMENTS).kernel is None  # below the size
+
+
+def test_the_kernel_loads_only_for_enough_float64_work() -> None:
+    """Loading numba costs ~0.3 s: a check reading only NaN/Inf or a little data never pays
+    it; one with `KERNEL_WAIT_BYTES` of sums to compute loads it before it starts. (In a
+    fresh process: this one may have loaded it already.)"""
+    code = (
+        "import sys\n"
+        "from tuidebug.core import scan_engine as c\n"
+        "from tuidebug.core.condition_catalogue import CheckRequest, ConditionType\n"
+        "to = [CheckRequest(int(ConditionType.GENERAL_OVERFLOW))]\n"
+        "assert not c.needs_float64_stage(to, False)\n"
+        "c.prepare_kernel(c.KERNEL_PRELOAD_BYTES - 1)\n"
+        "print('numba' in sys.modules)\n"
+        "c.prepare_kernel(c.KERNEL_WAIT_BYTES)\n"
+        "import numpy as np\n"
+        "from tuidebug.core import kernels\n"
+        "print(kernels.ready(np.dtype(np.float32)) is not None)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["False", "True"]
 
 
 def test_compiled_kernel_errors_and_extrema_past_nan(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,7 @@ the memory limit (error 8) and the no-value report (error 32)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -13,6 +14,7 @@ import pytest
 
 from tests.offline.dump_copy import copy_dump
 from tuidebug.core.watchpoints import Watchpoint, resolve_targets
+from tuidebug.offline import checker as checker_module
 from tuidebug.offline.checker import Checker, CheckOutcome, Watch, needs_previous
 from tuidebug.offline.dump import OfflineDump
 
@@ -61,17 +63,24 @@ def dump(dump_2_10: Path) -> OfflineDump:
     return OfflineDump(dump_2_10)
 
 
-def test_pool_and_in_process_agree(dump: OfflineDump) -> None:
+@pytest.fixture
+def threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LeNet is small: make every check use the checker threads."""
+    monkeypatch.setattr(checker_module, "THREADED_MIN_BYTES", 0)
+
+
+def test_threads_and_one_thread_agree(dump: OfflineDump, threaded: None) -> None:
     watches = plan(dump, SPECS)
     with Checker(dump, workers=1) as single:
         inproc = single.check(watches, range(4))
-    assert inproc.workers == 0 and not inproc.problems
+    assert inproc.workers == 1 and not inproc.problems
     seen: list[tuple[int, int]] = []
-    with Checker(dump, workers=2, inprocess_max_bytes=0) as pooled:
+    with Checker(dump, workers=2) as pooled:
         report = pooled.check(watches, range(4), progress=lambda d, t: seen.append((d, t)))
-        again = pooled.check(watches, [2])  # the pool is reused
-    assert report.workers == 2 and not report.problems  # no batch fell back in-process
+        again = pooled.check(watches, [2])  # the threads are reused
+    assert report.workers == 2 and not report.problems
     assert summary(report.outcomes) == summary(inproc.outcomes)
+    assert report.problems == inproc.problems
     assert report.tensors_checked == inproc.tensors_checked == 4 * 66
     assert seen[0] == (0, report.tensors_checked) and seen[-1] == (264, 264)
     assert summary(again.outcomes) == [s for s in summary(inproc.outcomes) if s[0].iteration == 2]
@@ -115,21 +124,29 @@ def test_each_tensor_is_read_once_for_all_its_watchpoints(dump: OfflineDump) -> 
     assert four.bytes_read == one.bytes_read + weights_prev
 
 
-def test_cancel(dump: OfflineDump) -> None:
+def test_cancel(dump: OfflineDump, threaded: None, monkeypatch: pytest.MonkeyPatch) -> None:
     cancel = threading.Event()
     cancel.set()
     with Checker(dump) as checker:
         report = checker.check(plan(dump, SPECS), range(4), cancel=cancel)
     assert report.cancelled and report.tensors_checked == 0 and report.outcomes == []
 
-    def stop_half_way(done: int, total: int) -> None:
-        if done:
-            cancel.set()
+    real = checker_module.run_task
+    calls = 0
 
+    def stop_after_ten(*args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 10:
+            cancel.set()
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checker_module, "run_task", stop_after_ten)
     cancel.clear()
-    with Checker(dump, workers=2, inprocess_max_bytes=0) as checker:
-        report = checker.check(plan(dump, SPECS), range(4), progress=stop_half_way, cancel=cancel)
-    assert report.cancelled and report.tensors_checked < 264
+    with Checker(dump, workers=2) as checker:
+        report = checker.check(plan(dump, SPECS), range(4), cancel=cancel)
+    # each thread stops at its next tensor: the ten, and the one the other was on
+    assert report.cancelled and 10 <= report.tensors_checked <= 11
 
 
 def test_memory_limit_error_8(dump_2_10: Path, tmp_path: Path) -> None:
@@ -181,6 +198,43 @@ def test_needs_previous() -> None:
 def test_worker_count_validation(dump: OfflineDump) -> None:
     with pytest.raises(ValueError):
         Checker(dump, workers=0)
+
+
+def test_a_check_starts_no_process(
+    dump: OfflineDump, threaded: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads of this process, never a child: no spawn to wait for, nothing to shut down."""
+
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the checker started a process")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    monkeypatch.setattr(os, "fork", no_process)
+    with Checker(dump, workers=2) as checker:
+        report = checker.check(plan(dump, SPECS), range(4))
+    assert report.workers == 2 and report.tensors_checked == 4 * 66
+
+
+def test_a_bug_in_a_checker_thread_reaches_the_caller(
+    dump: OfflineDump, threaded: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug is not swallowed by a helper thread: the check raises it, and the next check
+    runs normally."""
+    calls = 0
+    real = checker_module.run_task
+
+    def flaky(*args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise RuntimeError("a bug")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checker_module, "run_task", flaky)
+    with Checker(dump, workers=2) as checker:
+        with pytest.raises(RuntimeError, match="a bug"):
+            checker.check(plan(dump, SPECS), range(4))
+        assert checker.check(plan(dump, SPECS), [1]).tensors_checked == 66
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,7 @@ watch SPEC: ABBR[:name=value,...], e.g. TO, TL:abs_mean_gt=1e10,
   activations:            AR  like TR
 exit status: 0 no hit, 1 hits, 2 usage or data error (or tensors that could not be read)
 """
-# More worker processes than this is a typo, not a wish (each one is a Python process).
+# More checker threads than this is a typo, not a wish.
 MAX_WORKERS = 256
 
 
@@ -90,7 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--node", default=None, metavar="REGEX", help="only nodes matching REGEX")
     p.add_argument("--json", action="store_true", help="print one JSON array of hits")
     p.add_argument(
-        "--workers", type=int, default=None, metavar="N", help="worker processes (default: cores)"
+        "--workers", type=int, default=None, metavar="N", help="checker threads (default: cores)"
     )
     p.add_argument(
         "--mem-limit",

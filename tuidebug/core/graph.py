@@ -240,7 +240,7 @@ class Graph:
     def digraph(self) -> nx.DiGraph:
         """Data edges producer → consumer (built on first use: large graphs stay cheap to load)."""
         # imported here: networkx takes ~0.15 s to import, and most users of graphs (the
-        # checker's worker processes, the CLI) never need it
+        # checker, the CLI) never need it
         import networkx as nx
 
         nodes = self.nodes

@@ -5,9 +5,12 @@ unit of elements to one call of the kernel instead of its numpy stages: one read
 data instead of a dozen numpy passes, without the GIL, so threads scale. The results are
 the numpy engine's to rounding (sums are added in another order inside a sub-block).
 
-numba is imported on first use, not with `scan_engine`: importing it and loading the cached
-kernel takes ~0.3 s, which small tensors never earn back. `TUIDEBUG_KERNEL=numpy` (or numba
-missing) keeps every tensor on the numpy engine.
+numba is imported only when there is enough work to earn it back: importing it and loading
+the cached kernel's specialisation for a dtype takes ~0.3 s, more than a whole check of a
+1 GB dump. The scan engine uses the kernel only once it is loaded *and* warm for the tensor's
+dtype (`ready`); whoever has the work calls `warm_up` (the offline checker, through
+`scan_engine.prepare_kernel`), in the calling thread or in the background, and the numpy
+stages (which agree to rounding) do the work until then. `TUIDEBUG_KERNEL=numpy` (or numba missing) keeps every tensor on numpy.
 
 The compiled kernel is cached on disk in a per-user folder (`cache_folder.cache_dir`), never
 inside the package: files written into `site-packages/tuidebug/` outlive `pip uninstall`, and the
@@ -18,7 +21,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -41,10 +45,77 @@ KERNEL_DTYPES = frozenset(
 
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {}  # "kernel": the compiled function or None once tried
+_READY: dict[np.dtype, Callable[..., None]] = {}  # warm for these dtypes
+_WARMING: set[np.dtype] = set()  # started (or done, or failed) for these dtypes
 
 
 def disabled() -> bool:
     return os.environ.get("TUIDEBUG_KERNEL", "").strip().lower() in ("numpy", "off", "0")
+
+
+def ready(dtype: np.dtype) -> Callable[..., None] | None:
+    """The kernel if it is loaded and warm for `dtype`, else None (never loads it)."""
+    return None if disabled() else _READY.get(dtype)
+
+
+def loaded() -> bool:
+    """numba is imported and the kernel built: warming one more dtype costs a few ms."""
+    return _STATE.get("kernel") is not None
+
+
+def warm_up(
+    dtypes: Iterable[np.dtype],
+    warm: Callable[[Callable[..., None], np.dtype], None],
+    *,
+    wait: bool,
+) -> None:
+    """Load the kernel and warm it for `dtypes`: here and now (`wait`), or in a background
+    thread while the caller goes on with the numpy engine. Each dtype is loaded once.
+
+    `warm(kernel, dtype)` makes one call on a tiny unit of `dtype` with the argument types of
+    a real call, which loads (or compiles) numba's specialisation: importing numba and the
+    first signature cost ~0.3 s, each further dtype a few ms. A background load holds the GIL
+    for most of that time, which is why the checker waits for it when it has enough work."""
+    if disabled():
+        return
+    dtypes = list(dtypes)
+    with _LOCK:
+        todo = [d for d in dtypes if d not in _WARMING]
+        _WARMING.update(todo)
+    if todo and not wait:
+        threading.Thread(
+            target=_warm, args=(todo, warm), name="tuidebug-kernel-load", daemon=True
+        ).start()
+    elif todo:
+        _warm(todo, warm)
+    if wait:  # another thread may be loading some of them: the caller wants them warm
+        for dtype in dtypes:
+            wait_ready(dtype)
+
+
+def _warm(dtypes: list[np.dtype], warm: Callable[[Callable[..., None], np.dtype], None]) -> None:
+    kernel = load()
+    if kernel is None:
+        return
+    for dtype in dtypes:
+        try:
+            warm(kernel, dtype)
+        except Exception:  # a specialisation that cannot be built: that dtype stays on numpy
+            continue
+        _READY[dtype] = kernel
+
+
+def wait_ready(dtype: np.dtype, timeout: float = 30.0) -> bool:
+    """Wait until the kernel is warm for `dtype`; False on timeout or when it will never be
+    (numba missing or turned off, or that dtype failed)."""
+    deadline = time.monotonic() + timeout
+    while dtype not in _READY:
+        if disabled() or _STATE.get("kernel", True) is None or time.monotonic() > deadline:
+            return False
+        if dtype not in _WARMING:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def load() -> Callable[..., None] | None:

@@ -110,10 +110,17 @@ PARALLEL_MIN_ELEMENTS = 1 << 21
 PARALLEL_UNIT = 1 << 20
 THREADS = min(2, _cores())
 # Tensors of at least KERNEL_MIN_ELEMENTS get the float64 stage from the compiled kernel
-# (`kernels.py`) when numba is there; smaller ones do not earn back loading it.
+# (`kernels.py`) once it is loaded; smaller ones do not earn back loading it.
 KERNEL_MIN_ELEMENTS = 1 << 18
+# Loading the kernel costs ~0.3 s and saves ~0.25 s per GB of float64-stage work (sums)
+# over the numpy stages: `prepare_kernel` loads it in the calling thread for a check with at
+# least KERNEL_WAIT_BYTES of such work, in the background from KERNEL_PRELOAD_BYTES (the
+# next checks of a session get it), and not at all below.
+KERNEL_WAIT_BYTES = 512 << 20
+KERNEL_PRELOAD_BYTES = 64 << 20
 
 _F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
 _MAX = np.maximum.reduce
 _MIN = np.minimum.reduce
 _COUNT = np.count_nonzero
@@ -534,6 +541,31 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+_WARM_REQUEST = CheckRequest(ConditionType.GENERAL_OVERFLOW)
+
+
+def needs_float64_stage(requests: Sequence[CheckRequest], has_prev: bool) -> bool:
+    """The requests read sums (means, Σ|x|, change ratios): the work the kernel speeds up."""
+    return _plan(tuple(requests), has_prev).needs_f64
+
+
+def prepare_kernel(float64_bytes: int) -> None:
+    """Load the compiled kernel for a check with `float64_bytes` of float64-stage work on
+    tensors of `KERNEL_MIN_ELEMENTS` or more: now, in the background, or not at all (see
+    KERNEL_WAIT_BYTES). float32 is warmed ahead; other dtypes a few ms each when met."""
+    if float64_bytes >= KERNEL_PRELOAD_BYTES and kernels.ready(_F32) is None:
+        kernels.warm_up([_F32], _warm_kernel, wait=float64_bytes >= KERNEL_WAIT_BYTES)
+
+
+def _warm_kernel(kernel: Callable[..., None], dtype: np.dtype) -> None:
+    """One compiled call on a tiny unit of `dtype`, with the argument types every real call
+    of that dtype has (they depend on the dtype only): it loads numba's specialisation."""
+    x = np.zeros(8, dtype)
+    scan = _Scan(x, None, _plan((_WARM_REQUEST,), False), CHUNK_ELEMENTS)
+    scan.kernel = kernel
+    scan._compiled_unit(_Partial(0), _scratch(), 0, x.size)
+
+
 class _Scan:
     """One pass over a tensor (and its previous value) gathering what the plan asks for.
 
@@ -586,7 +618,10 @@ class _Scan:
             # else p converts on its own (self.prev is set only when prev is)
             and (self.prev is None or (prev is not None and prev.dtype == x.dtype))
         ):
-            self.kernel = kernels.load()
+            self.kernel = kernels.ready(self.dtype)
+            if self.kernel is None and kernels.loaded():  # a new dtype: a few ms to warm
+                kernels.warm_up([self.dtype], _warm_kernel, wait=True)
+                self.kernel = kernels.ready(self.dtype)
         # "x == p everywhere" settles every tolerance test only when no tolerance is negative
         self.closes_trivial = all(rtol >= 0.0 and atol >= 0.0 for rtol, atol in plan.closes)
         # shared between threads

@@ -4,10 +4,14 @@ How a check runs (spec §3.5, §3.6, §5.8):
 
 * Every tensor is read once per check, however many watchpoints watch it: all the requests of
   one tensor go to a single `core.scan_engine.evaluate` call (one chunked pass).
-* Work goes to a process pool (default: every core) as *file paths*; each worker memory-maps
-  one file at a time (`tensor_store.load_npy`), so memory stays bounded by the largest tensor
-  being processed whatever the dump size. Small checks (a LeNet dump) run in-process: starting
-  a pool would cost more than the check.
+* Work runs in threads of the calling process (default: one per core, the calling thread
+  included), started once and reused by every check: the compiled scan kernel runs without
+  the GIL and numpy releases it on large arrays, so threads scale on big tensors with no
+  process to start, no pickling and no shutdown to wait for. Each thread memory-maps one file
+  at a time (`tensor_store.load_npy`), so memory stays bounded by the largest tensors being
+  processed whatever the dump size. Tensors go biggest first, so the tail is short; a check
+  of one tensor (or fewer tensors than threads) scans each tensor with several threads
+  instead.
 * Change conditions (`needs_prev`) read the previous value from the previous iteration in which
   the tensor's root graph ran, per the graph execution history (`ms_global_execution_order_
   graph_<id>.csv`). The first run of a graph has no previous value: error 4.
@@ -47,40 +51,28 @@ So "0 hits" with an empty `problems` means every watched tensor that was dumped 
 
 from __future__ import annotations
 
+import itertools
 import os
-import pickle
-import queue
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
+from tuidebug.core import scan_engine
 from tuidebug.core.condition_catalogue import CHANGE_CONDITIONS, CheckRequest, CheckResult
 from tuidebug.core.error_codes import ErrorCode
-from tuidebug.offline.check_worker import (
-    Task,
-    TaskResult,
-    error_result,
-    read_message,
-    run_batch,
-    run_task,
-    write_message,
-)
+from tuidebug.offline.check_task import Task, TaskResult, error_result, run_task
 
 if TYPE_CHECKING:
     from tuidebug.offline.dump import OfflineDump
 
-# Below these, a check runs in the calling process: a pool costs ~0.3 s to start and LeNet-
-# sized dumps check faster than that.
-INPROCESS_MAX_BYTES = 64 << 20
-INPROCESS_MAX_TASKS = 4000
-# A batch sent to one worker: big enough to amortise pickling, small enough to balance the
-# load, report progress often and stop soon after a cancel.
-BATCH_BYTES = 32 << 20
-BATCH_TASKS = 256
+# Below this many bytes a check runs in the calling thread alone: handing tiny tensors to
+# other threads costs more than it saves (their numpy calls hold the GIL).
+THREADED_MIN_BYTES = 8 << 20
+# How often the calling thread reports progress.
+PROGRESS_SECONDS = 0.1
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -132,7 +124,7 @@ class CheckReport:
     bytes_read: int = 0
     seconds: float = 0.0
     cancelled: bool = False
-    workers: int = 0  # 0 = in-process
+    workers: int = 1  # threads that checked tensors (the calling thread included)
 
 
 def needs_previous(condition: int) -> bool:
@@ -140,76 +132,7 @@ def needs_previous(condition: int) -> bool:
     return condition in CHANGE_CONDITIONS
 
 
-class WorkerError(Exception):
-    """A worker process died or failed; its batch is rerun in the calling process."""
-
-
-class _WorkerProcess:
-    """One `python -m tuidebug.offline.check_worker` child and its two pipes."""
-
-    def __init__(self) -> None:
-        import tuidebug
-
-        env = dict(os.environ)
-        # The child must import this very tuidebug, installed or not.
-        package_root = os.path.dirname(os.path.dirname(os.path.abspath(tuidebug.__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, env.get("PYTHONPATH", "")) if p
-        )
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tuidebug.offline.check_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            close_fds=True,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def run(self, batch: Sequence[Task], root: str, max_bytes: int | None) -> list[TaskResult]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            write_message(self.proc.stdin, (list(batch), root, max_bytes))
-            reply = read_message(self.proc.stdout)
-        except (
-            OSError,
-            EOFError,
-            ValueError,
-            pickle.UnpicklingError,
-            AttributeError,
-            ImportError,
-        ) as err:
-            # a reply that cannot be read back (a class the parent lacks) must not end the
-            # feeding thread: the parent would wait for that batch for ever
-            raise WorkerError(f"a checker worker failed: {err}") from None
-        if reply is None:
-            code = self.proc.poll()
-            raise WorkerError(f"a checker worker stopped unexpectedly (exit status {code})")
-        status, payload = cast("tuple[str, Any]", reply)
-        if status != "ok":
-            raise WorkerError(f"a checker worker failed: {payload}")
-        return cast("list[TaskResult]", payload)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        try:
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-            self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-        finally:
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-
-
-# ---------------------------------------------------------------------- parent side
+# ---------------------------------------------------------------------- the threads
 def default_workers() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -217,54 +140,84 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class Checker:
-    """Runs watchpoint checks over an `OfflineDump`. Keep one per dump: the process pool is
-    started on first need and reused until `close()`."""
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The checker threads, shared by every check of the process and started on first need
+    (a thread costs nothing while idle; `concurrent.futures` ends them at exit)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max(1, default_workers() - 1), thread_name_prefix="tuidebug-check"
+            )
+        return _POOL
+
+
+class _Run:
+    """One check's tasks shared by its threads: each claims the next task (biggest first)
+    until none is left or the check stops."""
 
     def __init__(
         self,
-        dump: OfflineDump,
-        workers: int | None = None,
-        inprocess_max_bytes: int | None = None,
+        tasks: list[Task],
+        root: str,
+        max_bytes: int | None,
+        scan_threads: int,
+        cancel: threading.Event | None,
     ) -> None:
+        self.tasks = sorted(tasks, key=lambda t: -t.nbytes)
+        self.root = root
+        self.max_bytes = max_bytes
+        self.scan_threads = scan_threads
+        self.cancel = cancel
+        self.results: list[TaskResult] = []  # list.append is atomic: no lock
+        self.stop = False
+        self.cancelled = False
+        self._next = itertools.count()  # next() on a count is atomic under the GIL
+
+    def work(self) -> None:
+        """Check tasks until none is left or the check stops (a helper thread's job)."""
+        while self.claim_and_run():
+            pass
+
+    def claim_and_run(self) -> bool:
+        """Check one more task; False once there is none left or the check stopped."""
+        if self.stop:
+            return False
+        if self.cancel is not None and self.cancel.is_set():
+            self.cancelled = self.stop = True
+            return False
+        index = next(self._next)
+        if index >= len(self.tasks):
+            return False
+        self.results.append(
+            run_task(self.tasks[index], self.root, self.max_bytes, self.scan_threads)
+        )
+        return True
+
+
+class Checker:
+    """Runs watchpoint checks over an `OfflineDump`. Cheap to make: the threads belong to the
+    process and are shared; `close()` is kept for the `with` habit and frees nothing."""
+
+    def __init__(self, dump: OfflineDump, workers: int | None = None) -> None:
         if workers is not None and workers < 1:
             raise ValueError("The number of workers must be at least 1.")
         self.dump = dump
         self.workers = workers or default_workers()
-        # read at run time, not import time, so tests and tools can lower the threshold
-        self.inprocess_max_bytes = (
-            INPROCESS_MAX_BYTES if inprocess_max_bytes is None else inprocess_max_bytes
-        )
-        self._pool: list[_WorkerProcess] | None = None
-        self._lock = threading.Lock()
-        self._failures: list[str] = []
 
     # -------------------------------------------------------------- lifecycle
     def close(self) -> None:
-        """Stop the worker processes (they also stop by themselves if this process dies)."""
-        with self._lock:
-            pool, self._pool = self._pool, None
-        for worker in pool or ():
-            worker.close()
-
-    @property
-    def worker_pids(self) -> list[int]:
-        return [w.pid for w in self._pool or ()]
+        """Nothing to release: a check's threads are done when `check` returns."""
 
     def __enter__(self) -> Checker:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _get_pool(self) -> list[_WorkerProcess]:
-        with self._lock:
-            if self._pool is None:
-                self._pool = [_WorkerProcess() for _ in range(self.workers)]
-            else:
-                # replace workers that died since the last check
-                self._pool = [w if w.alive() else _WorkerProcess() for w in self._pool]
-            return list(self._pool)
 
     # ------------------------------------------------------------------ check
     def check(
@@ -368,36 +321,8 @@ class Checker:
                         problem(sentence)
 
         total = len(tasks)
-        total_bytes = sum(t.nbytes for t in tasks)
-        report = CheckReport(outcomes, problems, workers=0)
-        if progress:
-            progress(0, total)
-        results: list[TaskResult] = []
-        root = str(dump.root)
-        max_bytes = dump.mem_limit
-        use_pool = self.workers > 1 and (
-            total_bytes > self.inprocess_max_bytes or total > INPROCESS_MAX_TASKS
-        )
-        if not use_pool:
-            last = time.monotonic()
-            for i, task in enumerate(tasks):
-                if cancel is not None and cancel.is_set():
-                    report.cancelled = True
-                    break
-                results.append(run_task(task, root, max_bytes))
-                now = time.monotonic()
-                if progress and (now - last > 0.1 or i + 1 == total):
-                    last = now
-                    progress(i + 1, total)
-        else:
-            report.workers = self.workers
-            self._failures = []
-            report.cancelled = self._run_in_pool(
-                tasks, root, max_bytes, results, total, progress, cancel
-            )
-            for failure in self._failures:
-                problem(failure[:1].upper() + failure[1:])
-
+        report = CheckReport(outcomes, problems)
+        results = self._run(tasks, str(dump.root), dump.mem_limit, report, progress, cancel)
         for res in results:
             report.tensors_checked += res.readable
             report.bytes_read += res.nbytes
@@ -411,98 +336,57 @@ class Checker:
         report.seconds = time.perf_counter() - started
         # callers show `problems` and then the dump's new problems: each sentence once
         dump.mark_reported(problems)
+        if progress and not report.cancelled:
+            progress(total, total)
         return report
 
-    def _run_in_pool(
+    def _run(
         self,
         tasks: list[Task],
         root: str,
         max_bytes: int | None,
-        results: list[TaskResult],
-        total: int,
+        report: CheckReport,
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
-    ) -> bool:
-        """Feed batches to the worker processes, one in flight per worker so a cancel is
-        quick and no pipe fills up. Returns True when cancelled."""
-        pool = self._get_pool()
-        # Big tensors first: the slowest batches start early and the tail stays short.
-        order = sorted(tasks, key=lambda t: -t.nbytes)
-        batches: list[list[Task]] = []
-        cur: list[Task] = []
-        cur_bytes = 0
-        per_batch = max(
-            1 << 20, min(BATCH_BYTES, sum(t.nbytes for t in tasks) // (self.workers * 8) or 1)
+    ) -> list[TaskResult]:
+        """Check `tasks` in this thread and, for a big check, `workers - 1` pool threads.
+        Progress is reported from this thread only. Fewer tensors than threads: each tensor
+        is scanned by several threads instead (the scan engine's own)."""
+        total = len(tasks)
+        # the compiled kernel only for big float tensors whose watchpoints read sums; its
+        # load costs more than a small check (file sizes: float32 elements, headers aside)
+        big = scan_engine.KERNEL_MIN_ELEMENTS * 4
+        scan_engine.prepare_kernel(
+            sum(
+                t.nbytes
+                for t in tasks
+                if t.nbytes >= big
+                and scan_engine.needs_float64_stage(t.requests, t.prev_path is not None)
+            )
         )
-        for task in order:
-            cur.append(task)
-            cur_bytes += task.nbytes
-            if cur_bytes >= per_batch or len(cur) >= BATCH_TASKS:
-                batches.append(cur)
-                cur, cur_bytes = [], 0
-        if cur:
-            batches.append(cur)
-        todo: queue.Queue[list[Task]] = queue.Queue()
-        for batch in batches:
-            todo.put(batch)
-        done: queue.Queue[tuple[list[TaskResult], str | None]] = queue.Queue()
-        stop = threading.Event()
-
-        def feed(worker: _WorkerProcess) -> None:
-            """One thread per worker: one batch in flight each, so pipes never fill up."""
-            broken = False
-            while not stop.is_set():
-                try:
-                    batch = todo.get_nowait()
-                except queue.Empty:
-                    return
-                if broken:
-                    done.put((run_batch(batch, root, max_bytes), None))
-                    continue
-                try:
-                    done.put((worker.run(batch, root, max_bytes), None))
-                except WorkerError as err:
-                    broken = True
-                    done.put(
-                        (
-                            run_batch(batch, root, max_bytes),
-                            str(err) + "; its tensors were checked in-process.",
-                        )
-                    )
-
-        threads = [threading.Thread(target=feed, args=(w,), daemon=True) for w in pool]
-        for thread in threads:
-            thread.start()
-        received = 0
-        done_count = 0
-        cancelled = False
+        helpers = 0
+        if self.workers > 1 and sum(t.nbytes for t in tasks) >= THREADED_MIN_BYTES:
+            helpers = min(self.workers, total) - 1
+        scan_threads = 1 if helpers else min(self.workers, scan_engine.THREADS)
+        run = _Run(tasks, root, max_bytes, scan_threads, cancel)
+        futures: list[Future[None]] = [_pool().submit(run.work) for _ in range(helpers)]
+        report.workers = 1 + helpers
+        if progress:
+            progress(0, total)
+        last = time.monotonic()
         try:
-            while received < len(batches):
-                if cancel is not None and cancel.is_set() and not cancelled:
-                    cancelled = True
-                    stop.set()
-                if cancelled and not any(t.is_alive() for t in threads) and done.empty():
-                    break
-                try:
-                    batch_results, failure = done.get(timeout=0.1)
-                except queue.Empty:
-                    continue
-                received += 1
-                results.extend(batch_results)
-                done_count += len(batch_results)
-                if failure:
-                    self._failures.append(failure)
-                if progress:
-                    progress(done_count, total)
+            while run.claim_and_run():
+                if progress and time.monotonic() - last >= PROGRESS_SECONDS:
+                    last = time.monotonic()
+                    progress(len(run.results), total)
         finally:
-            # also on KeyboardInterrupt: no thread may start another batch
-            stop.set()
-            for thread in threads:
-                thread.join()
-        while not done.empty():  # batches finished while stopping still count
-            batch_results, _failure = done.get_nowait()
-            results.extend(batch_results)
-        return cancelled
+            run.stop = True  # also on KeyboardInterrupt: helpers finish their tensor and stop
+            for future in futures:
+                if not future.cancel():  # a helper still queued behind another check: dropped
+                    future.result()  # re-raises a helper's bug here
+        report.cancelled = run.cancelled
+        # in task order, so that problems are listed as the tensors were
+        return sorted(run.results, key=lambda r: r.tid)
 
     def _ordered(self, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
         dump = self.dump

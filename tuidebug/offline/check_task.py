@@ -1,46 +1,30 @@
-"""A checker worker process: `python -m tuidebug.offline.check_worker`.
+"""Checking one tensor file against every watchpoint that watches it: the checker's unit of
+work, run by its threads (`offline/checker.py`).
 
-The checker (offline/checker.py) starts a few of these and talks to each over its stdin and
-stdout: a message is an 8-byte little-endian length followed by a pickle. The parent sends
-`(tasks, root, max_bytes)` — file paths and check requests, never arrays — and the worker
-answers `("ok", results)` or `("error", sentence)`. End of input ends the worker.
-
-Why not `multiprocessing`: its spawn and forkserver methods re-import the parent's
-`__main__` in every worker (a user's script without an ``if __name__ == "__main__"`` guard, or
-`python -m tuidebug`, would run again there), and fork is unsafe in a process running UI and
-gRPC threads. A plain child process imports only what it needs. Pickle is safe here: both ends
-are this program; nothing from the dump is unpickled (`.npy` files are read with
-`allow_pickle=False` semantics by `tensor_store`).
-
-The task code (`Task`, `run_task`, `run_batch`) lives here, so this module imports nothing
-of the checker: the checker imports it, runs small checks in-process with the same
-`run_task`, and reruns a failed worker's batch with `run_batch`.
+A `Task` is a path (and the previous value's path for the change conditions) with the check
+requests of every watchpoint on that tensor; `run_task` reads the file once, evaluates all
+the requests in one `core.scan_engine.evaluate` pass, and answers a `TaskResult`: the results
+worth reporting and one sentence per file that could not be read. Nothing here raises for a
+bad file; the checker goes on with the next task.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, cast
 
 from tuidebug.core.condition_catalogue import CheckRequest, CheckResult, untouched_params
 from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.scan_engine import evaluate
 from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, load_npy
 
-HEADER_BYTES = 8
-
 
 # ---------------------------------------------------------------------- the tasks
 @dataclass(frozen=True, slots=True)
 class Task:
     """One tensor file to check against the requests of every watchpoint watching it (and
-    its previous value's file for the change conditions). Paths, never arrays, cross the
-    pipe."""
+    its previous value's file for the change conditions)."""
 
     tid: int
     path: str
@@ -75,7 +59,8 @@ def _confine(path: str, root: str) -> Path | None:
     return Path(root) if os.path.islink(path) else None
 
 
-def run_task(task: Task, root: str, max_bytes: int | None) -> TaskResult:
+def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> TaskResult:
+    """Check one tensor; `threads` scan it (more than one only for a tensor checked alone)."""
     problems: list[str] = []
     try:
         tensor = load_npy(task.path, root=_confine(task.path, root), mmap=True, max_bytes=max_bytes)
@@ -113,7 +98,9 @@ def run_task(task: Task, root: str, max_bytes: int | None) -> TaskResult:
             todo.append(i)
     if todo:
         try:
-            evaluated = evaluate(tensor, [requests[i] for i in todo], previous=previous)
+            evaluated = evaluate(
+                tensor, [requests[i] for i in todo], previous=previous, threads=threads
+            )
         except (ValueError, TypeError, OSError) as err:
             # evaluate refuses what it cannot compute (e.g. an unsupported dtype); the file
             # is named and the check goes on.
@@ -153,63 +140,3 @@ def _located(err: Exception, path: str, root: str) -> str:
     if text.startswith(name):
         return _relative(path, root) + text[len(name) :]
     return text
-
-
-def run_batch(tasks: Sequence[Task], root: str, max_bytes: int | None) -> list[TaskResult]:
-    """Check a batch of tensors (what a worker process runs)."""
-    return [run_task(t, root, max_bytes) for t in tasks]
-
-
-# ---------------------------------------------------------------------- the pipe protocol
-def read_message(stream: IO[bytes]) -> object | None:
-    """The next message, or None at end of input."""
-    header = stream.read(HEADER_BYTES)
-    if len(header) < HEADER_BYTES:
-        return None
-    size = int.from_bytes(header, "little")
-    payload = stream.read(size)
-    if len(payload) < size:
-        return None
-    return pickle.loads(payload)
-
-
-def write_message(stream: IO[bytes], message: object) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(len(data).to_bytes(HEADER_BYTES, "little"))
-    stream.write(data)
-    stream.flush()
-
-
-def main() -> int:
-    import signal
-
-    from tuidebug.core import scan_engine
-
-    # the pool already runs one worker per core: a scan thread each would only compete
-    scan_engine.THREADS = 1
-
-    # Ctrl-C in a terminal reaches the whole process group: let the parent decide (it stops
-    # sending work and closes our stdin, which ends this loop).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    inp = sys.stdin.buffer
-    out = sys.stdout.buffer
-    # Anything printed by accident must not corrupt the protocol on stdout.
-    sys.stdout = sys.stderr
-    while True:
-        message = read_message(inp)
-        if message is None:
-            return 0
-        tasks, root, max_bytes = cast("tuple[list[Task], str, int | None]", message)
-        try:
-            reply: tuple[str, object] = ("ok", run_batch(tasks, root, max_bytes))
-        except Exception as err:  # a bug: the parent reruns the batch in-process
-            reply = ("error", f"{type(err).__name__}: {err}")
-        write_message(out, reply)
-
-
-if __name__ == "__main__":
-    # Run the importable module's main, not this `__main__` copy's: the results must
-    # pickle as `tuidebug.offline.check_worker.TaskResult`, the class the parent knows.
-    from tuidebug.offline import check_worker
-
-    raise SystemExit(check_worker.main())
