@@ -26,6 +26,7 @@ import numpy as np
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug._proto import debug_grpc_pb2_grpc as pb_grpc
+from tuidebug.core import scan_engine
 from tuidebug.core.condition_catalogue import CheckRequest, CheckResult, ConditionType, Param
 from tuidebug.core.scan_engine import evaluate
 from tuidebug.core.tensor import (
@@ -209,6 +210,9 @@ class ProtocolClient:
         self.version_matched: bool | None = None
         self.graphs: list[bytes] = []
         self._checked: set[tuple[int, str, int, int]] = set()
+        # float64-stage work seen on big tensors: past scan_engine's threshold, the compiled
+        # kernel is loaded in the background for the rest of the run
+        self._float64_bytes = 0
         self._checked_step: int | None = None
         self._stop = threading.Event()
         self._hb_stop = threading.Event()
@@ -417,6 +421,14 @@ class ProtocolClient:
         self.watchpoints[cmd.id] = watchpoint_from_set_cmd(cmd)  # same id replaces (§2.7)
 
     # --------------------------------------------------------------- checks
+    def _earn_kernel(self, tensor: np.ndarray, requests: list[CheckRequest], prev: bool) -> None:
+        if tensor.size >= scan_engine.KERNEL_MIN_ELEMENTS and scan_engine.needs_float64_stage(
+            requests, prev
+        ):
+            self._float64_bytes += tensor.nbytes
+            if self._float64_bytes < scan_engine.KERNEL_WAIT_BYTES:  # never wait: a training
+                scan_engine.prepare_kernel(self._float64_bytes)
+
     def check(
         self,
         provider: TensorProvider,
@@ -469,6 +481,7 @@ class ProtocolClient:
                 previous = None
                 if item.load_previous is not None and wants_previous:
                     previous = item.load_previous()
+                self._earn_kernel(tensor, requests, previous is not None)
                 results = evaluate(tensor, requests, previous)
             for (wp, watch_name), result in zip(chosen, results, strict=True):
                 if not result.reported:
