@@ -12,8 +12,8 @@ outputs and parameters only (`input_output: 2`). Then measures, in one run:
 
     index   OfflineDump + every rank's graphs + TensorIndex (per 10,000 files)
     check   the ten reference watchpoints W1–W10 of fixtures/expected (W1–W7 on every output
-            tensor, W8–W10 on the weights) over every rank and iteration, default workers
-    rss     peak RSS (VmHWM) of the parent and of each pool worker during the check
+            tensor, W8–W10 on the weights) over every rank and iteration, default threads
+    rss     peak RSS (VmHWM) of the process during the check (its threads included)
     floor   one `numpy.load(mmap_mode="r")` + `numpy.max` pass over every file, one process
 
 and prints the ratios against the targets: index ≤ 1 s / 10k files, check ≤ 3× floor,
@@ -215,16 +215,6 @@ def _vm_hwm(pid: int | str = "self") -> int:
     return 0
 
 
-def _cpu_seconds(pid: int | str = "self") -> float:
-    """User + system CPU time of a process so far (Linux /proc), 0 when unknown."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 def _reset_peak() -> None:
     try:
         with open("/proc/self/clear_refs", "w") as fh:
@@ -273,8 +263,7 @@ def measure(root: Path, workers: int | None) -> dict[str, float]:
     started = time.perf_counter()
     report = checker.check(watches, dump.iterations())
     check_s = time.perf_counter() - started
-    check_cpu = time.process_time() - cpu0 + sum(_cpu_seconds(p) for p in checker.worker_pids)
-    worker_peaks = [_vm_hwm(pid) for pid in checker.worker_pids]
+    check_cpu = time.process_time() - cpu0  # the checker's threads are this process's
     parent_peak = _vm_hwm()
     checker.close()
 
@@ -306,7 +295,6 @@ def measure(root: Path, workers: int | None) -> dict[str, float]:
         "floor_bytes": floor_bytes,
         "largest": largest,
         "parent_peak": parent_peak,
-        "worker_peak": max(worker_peaks, default=0),
         "check_problems": len(report.problems),
     }
 
@@ -317,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--iterations", type=int, default=4)
     p.add_argument("--layers", type=int, default=40, help="dense layers (8 kernels each)")
-    p.add_argument("--workers", type=int, default=None, help="checker workers (default: cores)")
+    p.add_argument("--workers", type=int, default=None, help="checker threads (default: cores)")
     p.add_argument("--tmp", default=None, help="where to write the dump (default: system temp)")
     p.add_argument("--keep", action="store_true", help="keep the dump and print its path")
     p.add_argument("--write-only", default=None, help=argparse.SUPPRESS)
@@ -370,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"check       {r['check_s']:.2f} s, {r['tensors']} tensors, {r['check_bytes'] / 1e9:.2f} GB "
-        f"read, {gbps:.2f} GB/s, {r['hits']} hits, workers={r['workers'] or 'in-process'}"
+        f"read, {gbps:.2f} GB/s, {r['hits']} hits, {r['workers']} thread(s)"
     )
     print(
         f"floor       {r['floor_s']:.2f} s, {floor_gbps:.2f} GB/s (np.load mmap + np.max, 1 process)"
@@ -381,16 +369,16 @@ def main(argv: list[str] | None = None) -> int:
     # On a shared machine wall time depends on the neighbours; CPU time does not.
     cores = max(1, r["workers"] or 1)
     print(
-        f"cpu         check {r['check_cpu']:.2f} s over {cores} process(es) "
+        f"cpu         check {r['check_cpu']:.2f} s over {cores} thread(s) "
         f"(= {r['check_cpu'] / cores:.2f} s wall on {cores} free core(s), "
         f"{r['check_cpu'] / cores / max(r['floor_cpu'], 1e-9):.2f}x the floor's "
         f"{r['floor_cpu']:.2f} s CPU); load average now {os.getloadavg()[0]:.1f} on "
         f"{os.cpu_count()} cores"
     )
     print(
-        f"peak RSS    parent {r['parent_peak'] / MB:.0f} MiB, largest worker "
-        f"{r['worker_peak'] / MB:.0f} MiB; budget 300 MiB + largest tensor = "
-        f"{budget / MB:.0f} MiB ({'ok' if max(r['parent_peak'], r['worker_peak']) <= budget else 'MISSED'})"
+        f"peak RSS    {r['parent_peak'] / MB:.0f} MiB (the checker's threads included); budget "
+        f"300 MiB + largest tensor = {budget / MB:.0f} MiB "
+        f"({'ok' if r['parent_peak'] <= budget else 'MISSED'})"
     )
     if r["check_problems"]:
         print(f"warning: {r['check_problems']} tensor files could not be read", file=sys.stderr)
