@@ -14,7 +14,8 @@ jumps to any step without checking (the watchpoints are then outdated until `rec
 A run (step, continue, recheck) tells its subscribers little while it goes, so a UI does
 not redraw for steps it only passes through: one `MetadataChanged` per step (the first
 also says RUNNING), `Progress` only while one step's check is long (after
-`PROGRESS_AFTER` seconds, then at most every `PROGRESS_EVERY`), and the hits once, when
+`PROGRESS_AFTER` seconds, then at most every `PROGRESS_EVERY`: `StepProgress`), and the
+hits once, when
 it stops (`HitsArrived` for the step it stopped at), then WAITING. `pause()` stops a run at
 the next tensor (`can_stop_run`): the hits the interrupted check found so far are kept
 (`HitsArrived.partial`), one `Notice` says where it stopped, and that step is "checked in
@@ -32,7 +33,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from tuidebug.core.session import (
     Notice,
     Progress,
     SessionError,
+    SessionEvent,
     SessionState,
 )
 from tuidebug.core.tensor import TensorRef
@@ -65,6 +67,50 @@ __all__ = ["OfflineSession"]
 PROGRESS_AFTER = 0.2
 # …and then at most this often: the header follows a long check, not every tensor.
 PROGRESS_EVERY = 0.1
+
+
+class StepProgress:
+    """One step's check as `Progress` events: none while it is short; once it has lasted
+    `PROGRESS_AFTER` seconds (a timer: a checker may say nothing for a while, e.g. while
+    its workers start), the tensors checked of the total, then at most every
+    `PROGRESS_EVERY`; `end()` clears the line if it was shown. Called as the checker's
+    progress callback, from its threads."""
+
+    def __init__(self, emit: Callable[[SessionEvent], None], label: str) -> None:
+        self._emit = emit
+        self._label = label
+        self._lock = threading.Lock()  # the timer and the checker's threads both emit
+        self._counts = (0, 0)  # (done, total) as the checker last said; 0 total: unknown
+        self._shown_at: float | None = None
+        self._ended = False
+        self._timer = threading.Timer(PROGRESS_AFTER, self._show)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def __call__(self, done: int, total: int) -> None:
+        with self._lock:
+            self._counts = (done, total)
+            shown_at = self._shown_at
+            if shown_at is None or done >= total or self._ended:
+                return
+            now = time.monotonic()
+            if now - shown_at >= PROGRESS_EVERY:
+                self._shown_at = now
+                self._emit(Progress(self._label, done, total))
+
+    def _show(self) -> None:
+        with self._lock:
+            if self._ended or self._shown_at is not None:
+                return
+            self._shown_at = time.monotonic()
+            self._emit(Progress(self._label, *self._counts))
+
+    def end(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._ended = True
+            if self._shown_at is not None:
+                self._emit(Progress(self._label, 1, 1))  # done: the progress line goes
 
 
 class OfflineSession(DebugSession):
@@ -453,21 +499,13 @@ class OfflineSession(DebugSession):
                 self._notice(f"Watchpoint {wp.id} was skipped: {err}", "warning")
                 continue
             watches.append(Watch(wp.id, wp.request(), wp.condition.needs_prev, tensors))
-        label = f"Checking step {step} (iteration {iteration})"
-        started = time.monotonic()
-        shown: list[float] = []  # when Progress last went out; none yet: the check is short
-
-        def progress(done: int, total: int) -> None:
-            now = time.monotonic()
-            if done >= total or now - started < PROGRESS_AFTER:
-                return
-            if not shown or now - shown[0] >= PROGRESS_EVERY:
-                shown[:] = [now]
-                self.emit(Progress(label, done, total))
-
-        report = self._checker.check(watches, [iteration], progress=progress, cancel=self._cancel)
-        if shown:
-            self.emit(Progress(label, 1, 1))  # done: the header's progress line goes
+        progress = StepProgress(self.emit, f"Checking step {step} (iteration {iteration})")
+        try:
+            report = self._checker.check(
+                watches, [iteration], progress=progress, cancel=self._cancel
+            )
+        finally:
+            progress.end()
         self._hits = self._to_hits(report)
         self._flush_problems(report.problems)
         if report.cancelled:
