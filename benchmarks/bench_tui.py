@@ -6,12 +6,17 @@
     first frame (50,000)    same on a synthetic graph of 50,000 nodes        target < 2 s
     expand 5,000 children   a scope opened → its 5,000 rows painted          target < 100 ms
     key → repaint           cursor-down in the tree → the frame written      target < 50 ms
+    continue over 10 steps  an offline continue through steps without hits, a node and
+                            its tensor open: time per step, session events the app
+                            receives per step, hit-list rebuilds, tensor reads (summaries
+                            and the open tensor) while running and after the stop
 
 "Painted" is the moment the app hands a frame to its driver (`App._display`), so figures
 include Textual's frame pacing, not just our handlers. Each figure is the median of
 `--repeat` runs (first-frame figures start a fresh app each time).
 
-Usage: python benchmarks/bench_tui.py [--repeat N] [--lenet DUMP_ROOT]
+Usage: python benchmarks/bench_tui.py [--repeat N] [--lenet DUMP_ROOT] [--only continue]
+                                      [--steps 10] [--nodes 48] [--side 128]
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import argparse
 import asyncio
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,9 +35,15 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # tests.tui.support: the in-memory session of the TUI tests
 
 from tests.tui.support import FakeSession, synthetic_graph  # noqa: E402
-from tuidebug.core.session import DebugSession  # noqa: E402
+from tuidebug.core.session import (  # noqa: E402
+    DebugSession,
+    MetadataChanged,
+    SessionEvent,
+    SessionState,
+)
 from tuidebug.offline.session import OfflineSession  # noqa: E402
 from tuidebug.tui.app import DebuggerApp  # noqa: E402
+from tuidebug.tui.hit_list import HitList  # noqa: E402
 from tuidebug.tui.scope_tree import GraphTree  # noqa: E402
 
 SIZE = (160, 48)
@@ -134,6 +146,138 @@ async def expand_and_keys(repeat: int) -> tuple[list[float], list[float]]:
     return expands, keys
 
 
+def write_run_dump(root: Path, iterations: int, nodes: int, side: int) -> Path:
+    """A healthy chain of `nodes` kernels (`side`×`side` float32 outputs) dumped over
+    `iterations` iterations: nothing overflows, so a continue with TO runs to the end."""
+    import numpy as np
+
+    from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+
+    scope = "Default/network-Chain"
+    defs = [ParamDef("w", np.float32, (side, side))]
+    names: list[str] = []
+    for i in range(nodes):
+        name = f"{scope}/layer{i}/MatMul-op{i}"
+        defs_in = [names[-1] if names else "w"]
+        names.append(name)
+        defs.append(NodeDef(name, "MatMul", defs_in, np.float32, (side, side)))  # type: ignore[arg-type]
+    rng = np.random.default_rng(13)
+    with DumpWriter(root, net_name="Chain", start_timestamp=1000) as writer:
+        writer.add_graph(0, defs[1:], defs[:1])  # type: ignore[arg-type]
+        for it in range(iterations):
+            tensors = {
+                (n, "output", 0): rng.standard_normal((side, side), np.float32) for n in names
+            }
+            tensors[("w", "output", 0)] = rng.standard_normal((side, side), np.float32)
+            writer.write_iteration(0, it, tensors)
+    return root
+
+
+class RunCounters:
+    """What one continue costs the app: the session events it receives (by kind), the
+    hit-list rebuilds and the session's tensor reads, each split into while the session
+    runs and after it stopped."""
+
+    def __init__(self, app: DebuggerApp, session: DebugSession) -> None:
+        self.events: dict[str, int] = {}
+        self.rebuilds = 0
+        self.reads_running = 0
+        self.reads_after = 0
+        self.running = False
+        self.steps_seen: list[int] = []
+        original = app._on_session_event_thread
+
+        def received(event: SessionEvent) -> None:
+            name = type(event).__name__
+            self.events[name] = self.events.get(name, 0) + 1
+            if isinstance(event, MetadataChanged):
+                self.running = event.metadata.state is SessionState.RUNNING
+            original(event)
+
+        app._on_session_event_thread = received  # type: ignore[method-assign]
+        rebuild = HitList._rebuild
+
+        def counted_rebuild(hit_list: HitList) -> None:
+            self.rebuilds += 1
+            rebuild(hit_list)
+
+        self._restore_rebuild = rebuild
+        HitList._rebuild = counted_rebuild  # type: ignore[method-assign]
+        read = session.tensor
+
+        def counted_read(*args: Any, **kwargs: Any) -> Any:
+            if self.running:
+                self.reads_running += 1
+            else:
+                self.reads_after += 1
+            return read(*args, **kwargs)
+
+        session.tensor = counted_read  # type: ignore[method-assign]
+
+    def reset(self) -> None:
+        self.events.clear()
+        self.rebuilds = self.reads_running = self.reads_after = 0
+
+    def close(self) -> None:
+        HitList._rebuild = self._restore_rebuild  # type: ignore[method-assign]
+
+
+async def _settle(pilot: Any, app: DebuggerApp) -> None:
+    quiet = 0
+    while quiet < 3:
+        await pilot.pause()
+        busy = any(not w.is_finished for w in app.workers) or app.message_queue_size
+        quiet = 0 if busy else quiet + 1
+
+
+async def continue_run(steps: int, nodes: int, side: int) -> dict[str, Any]:
+    """Step once, open a node's tensor (its summary too), then continue over `steps` steps
+    of a dump where nothing hits; the counters cover the continue alone."""
+    with tempfile.TemporaryDirectory(prefix="bench-tui-run-") as tmp:
+        root = write_run_dump(Path(tmp), steps + 1, nodes, side)
+        session = OfflineSession(root)
+        app = DebuggerApp(session, start_session=True, watch_specs=["TO"])
+        counters = RunCounters(app, session)
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                await _wait(pilot, lambda: app.loaded and bool(session.watchpoints))
+                await _settle(pilot, app)
+                app.action_step()
+                await _wait(pilot, lambda: session.metadata.step == 1)
+                await _settle(pilot, app)
+                graph = next(iter(app.graphs))
+                node = f"Default/network-Chain/layer{nodes // 2}/MatMul-op{nodes // 2}"
+                app.go_to_node(graph, node)
+                app._request_tensor(graph, node, 0, None)
+                await _settle(pilot, app)
+                counters.reset()
+                t0 = time.perf_counter()
+                app.action_continue()
+                await _wait(
+                    pilot,
+                    lambda: (
+                        session.metadata.step == steps + 1
+                        and session.metadata.state is SessionState.WAITING
+                        and not app._runs.busy
+                    ),
+                )
+                elapsed = time.perf_counter() - t0
+                await _settle(pilot, app)
+        finally:
+            counters.close()
+            session.close()
+    total_events = sum(counters.events.values())
+    return {
+        "per_step": elapsed / steps,
+        "events": total_events,
+        "events_per_step": total_events / steps,
+        "by_kind": dict(counters.events),
+        "rebuilds": counters.rebuilds,
+        "reads_running": counters.reads_running,
+        "reads_after": counters.reads_after,
+    }
+
+
 def _ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:8.1f} ms (median of {len(values)}, max {max(values) * 1000:.1f})"
 
@@ -142,7 +286,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--lenet", type=Path, default=DEFAULT_LENET)
+    parser.add_argument("--only", choices=["continue"], help="run only this figure")
+    parser.add_argument("--steps", type=int, default=10, help="steps the continue runs over")
+    parser.add_argument("--nodes", type=int, default=48, help="kernels of the continue's dump")
+    parser.add_argument("--side", type=int, default=128, help="their outputs are side×side")
     args = parser.parse_args(argv)
+    if args.only == "continue":
+        _print_continue(args)
+        return 0
 
     def big() -> DebugSession:
         # 1,000 scopes × 49 operators + weights + gradients ≈ 50,000 nodes
@@ -167,7 +318,30 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(r[0]) for r in rows)
     for name, figure, target in rows:
         print(f"{name:<{width}}  {figure}   target {target}")
+    _print_continue(args)
     return 0
+
+
+def _print_continue(args: argparse.Namespace) -> None:
+    runs = [
+        asyncio.run(continue_run(args.steps, args.nodes, args.side)) for _ in range(args.repeat)
+    ]
+    last = runs[-1]
+    per_step = [r["per_step"] for r in runs]
+    print(
+        f"continue over {args.steps} steps ({args.nodes} tensors of {args.side}×{args.side} "
+        f"float32 a step, TO, nothing hits, a tensor open):"
+    )
+    print(f"  time per step            {_ms(per_step)}")
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(last["by_kind"].items()))
+    print(
+        f"  session events           {last['events']} ({last['events_per_step']:.1f} a step: {kinds})"
+    )
+    print(f"  hit-list rebuilds        {last['rebuilds']}   target 1 (once, at the stop)")
+    print(
+        f"  tensor reads             {last['reads_running']} while running, "
+        f"{last['reads_after']} after the stop   target 0 while running"
+    )
 
 
 if __name__ == "__main__":

@@ -111,6 +111,16 @@ def test_pause_needs_a_running_live_training() -> None:
     assert reason("pause", ctx(ONLINE, S.SENDING, busy=True)) == ""  # gets through a run
 
 
+def test_pause_stops_an_offline_run_where_the_session_can_stop_one() -> None:
+    stoppable = Capabilities(can_reset_step=True, step_zero_has_values=False, can_stop_run=True)
+    assert reason("pause", ctx(stoppable)) == (
+        "Nothing is running: pause stops a step or continue while it checks."
+    )
+    assert reason("pause", ctx(stoppable, S.RUNNING, busy=True)) == ""  # the continue's call
+    # a key, not a button: the offline control bar stays as it was
+    assert not BY_ID["pause"].offered(stoppable)
+
+
 def test_terminate_needs_a_connected_live_training() -> None:
     assert reason("terminate", ctx()) == ("Terminate needs a live training; offline there is none.")
     for gone in (S.PENDING, S.DONE, S.DISCONNECTED):

@@ -68,6 +68,9 @@ class Capabilities:
     can_step: bool = True
     can_continue: bool = True
     can_pause: bool = False
+    # a running step, continue or recheck can be stopped part-way with `pause()` (offline:
+    # at the next tensor, the hits found so far kept); `can_pause` is a live training's
+    can_stop_run: bool = False
     can_terminate: bool = False
     can_step_node: bool = False  # GPU-style "next node" / "run to node"
     can_reset_step: bool = False  # offline: jump to any step
@@ -146,6 +149,9 @@ class WatchpointsChanged(SessionEvent):
 class HitsArrived(SessionEvent):
     hits: tuple[WatchpointHit, ...]  # the complete current hit list, in execution order
     step: int = 0
+    # the check of `step` was stopped part-way (`pause()` during a run): `hits` are the
+    # ones it found before it stopped
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -332,6 +338,8 @@ class DebugSession(ABC):
         """Run until a watchpoint hits (offline: or the last step)."""
 
     def pause(self) -> None:
+        """Pause a live training (`can_pause`), or stop a running step or continue
+        (`can_stop_run`: offline, at the next tensor)."""
         raise SessionError("Pause is only possible while a live training is running.")
 
     def terminate(self) -> None:

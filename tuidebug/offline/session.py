@@ -7,10 +7,20 @@ one iteration at a time and check it; both stop as soon as a step has hits, and 
 also at the last step. A step whose hits are *all* error code 4 only ("the previous step
 value cannot be found": a weight-change watchpoint at the first dumped iteration) does not
 stop them: those hits say nothing about the training, only that the dump starts there, and
-stopping on them would make every `continue` from step 0 halt at step 1. They are still
-published with that step (`HitsArrived`) and summed up in one `Notice`, and they stay listed
-when the run ends on that step. `reset_step(s)` jumps to any step without checking (the
-watchpoints are then outdated until `recheck()`).
+stopping on them would make every `continue` from step 0 halt at step 1. They are summed
+up in one `Notice`, and they stay listed when the run ends on that step. `reset_step(s)`
+jumps to any step without checking (the watchpoints are then outdated until `recheck()`).
+
+A run (step, continue, recheck) tells its subscribers little while it goes, so a UI does
+not redraw for steps it only passes through: one `MetadataChanged` per step (the first
+also says RUNNING), `Progress` only while one step's check is long (after
+`PROGRESS_AFTER` seconds, then at most every `PROGRESS_EVERY`: `StepProgress`), and the
+hits once, when
+it stops (`HitsArrived` for the step it stopped at), then WAITING. `pause()` stops a run at
+the next tensor (`can_stop_run`): the hits the interrupted check found so far are kept
+(`HitsArrived.partial`), one `Notice` says where it stopped, and that step is "checked in
+part" (`Metadata.message`) until it is checked again: the next step or continue checks it
+again in full first (a step counts it as its one step), as does a recheck.
 
 Only one rank is shown at a time (`select_rank`). Everything that goes wrong with the dump is
 a `Notice` event with one sentence; `start()` raises `SessionError` only when the folder is
@@ -22,7 +32,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -39,6 +50,7 @@ from tuidebug.core.session import (
     Notice,
     Progress,
     SessionError,
+    SessionEvent,
     SessionState,
 )
 from tuidebug.core.tensor import TensorRef
@@ -51,6 +63,55 @@ from tuidebug.offline.tensor_store import TensorFileError
 
 __all__ = ["OfflineSession"]
 
+# A step's check shows progress only once it has taken this long (seconds)…
+PROGRESS_AFTER = 0.2
+# …and then at most this often: the header follows a long check, not every tensor.
+PROGRESS_EVERY = 0.1
+
+
+class StepProgress:
+    """One step's check as `Progress` events: none while it is short; once it has lasted
+    `PROGRESS_AFTER` seconds (a timer: a checker may say nothing for a while, e.g. while
+    its workers start), the tensors checked of the total, then at most every
+    `PROGRESS_EVERY`; `end()` clears the line if it was shown. Called as the checker's
+    progress callback, from its threads."""
+
+    def __init__(self, emit: Callable[[SessionEvent], None], label: str) -> None:
+        self._emit = emit
+        self._label = label
+        self._lock = threading.Lock()  # the timer and the checker's threads both emit
+        self._counts = (0, 0)  # (done, total) as the checker last said; 0 total: unknown
+        self._shown_at: float | None = None
+        self._ended = False
+        self._timer = threading.Timer(PROGRESS_AFTER, self._show)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def __call__(self, done: int, total: int) -> None:
+        with self._lock:
+            self._counts = (done, total)
+            shown_at = self._shown_at
+            if shown_at is None or done >= total or self._ended:
+                return
+            now = time.monotonic()
+            if now - shown_at >= PROGRESS_EVERY:
+                self._shown_at = now
+                self._emit(Progress(self._label, done, total))
+
+    def _show(self) -> None:
+        with self._lock:
+            if self._ended or self._shown_at is not None:
+                return
+            self._shown_at = time.monotonic()
+            self._emit(Progress(self._label, *self._counts))
+
+    def end(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._ended = True
+            if self._shown_at is not None:
+                self._emit(Progress(self._label, 1, 1))  # done: the progress line goes
+
 
 class OfflineSession(DebugSession):
     """A dump folder as a debug session. Build it cheaply, then call `start()` (blocking,
@@ -61,6 +122,7 @@ class OfflineSession(DebugSession):
         can_step=True,
         can_continue=True,
         can_pause=False,
+        can_stop_run=True,  # pause() stops a step or continue at the next tensor
         can_terminate=False,
         can_step_node=False,
         can_reset_step=True,
@@ -96,6 +158,9 @@ class OfflineSession(DebugSession):
         # because every published value is an immutable object swapped in whole.
         self._control = threading.RLock()
         self._cancel = threading.Event()
+        # the step whose last check was stopped part-way (or failed), None when none is:
+        # the next run checks it again before it goes on
+        self._partial_step: int | None = None
         self._loaded_once = False
         self._closed = False
         self._noticed: set[str] = set()
@@ -208,6 +273,7 @@ class OfflineSession(DebugSession):
         self._rank = rank
         self._graphs = dict(graphs)
         self._hits = ()
+        self._partial_step = None
         self._flush_problems()
         if not graphs:
             self._notice(
@@ -238,6 +304,7 @@ class OfflineSession(DebugSession):
                 step=min(self._metadata.step, max_step),
                 max_step=max_step,
                 graph_names=tuple(self._graphs),
+                message="",
             )
             self.emit(GraphsLoaded(dict(self._graphs), first_time=False))
             self.emit(HitsArrived((), self._metadata.step))
@@ -289,57 +356,71 @@ class OfflineSession(DebugSession):
 
     def step(self, count: int = 1) -> None:
         """Advance `count` steps, checking each; stops early at a step with hits (not at one
-        whose hits are all "no previous step value", see the module docstring)."""
+        whose hits are all "no previous step value", see the module docstring). A step
+        whose check was stopped part-way is checked again first, as the first of them."""
         if count < 1:
             raise SessionError("The number of steps must be at least 1.")
         with self._control:
             self._require_loaded()
-            self._advance(count, until_hit=True)
+            step = self._metadata.step
+            before = step - 1 if self._partial_step == step else step
+            self._advance(before + count, "Stepping")
 
     def continue_(self) -> None:
         """Advance step by step until a step has hits or the last step is reached. A step
         whose every hit is error code 4 only ("the previous step value cannot be found")
-        does not stop it: such hits are listed with their step and noted, and the run goes
-        on to the next step."""
+        does not stop it: such hits are noted, and the run goes on to the next step. A
+        step whose check was stopped part-way is checked again first."""
         with self._control:
             self._require_loaded()
-            max_step = self._metadata.max_step or 0
-            self._advance(max(0, max_step - self._metadata.step), until_hit=True)
+            self._advance(self._metadata.max_step or 0, "Continue")
 
-    def _advance(self, count: int, until_hit: bool) -> None:
+    def pause(self) -> None:
+        """Stop the running step, continue or recheck at the next tensor; the hits found so
+        far are kept (module docstring). Nothing happens when nothing runs. Not under the
+        control lock: the run holds it."""
+        if self._metadata.state is SessionState.RUNNING:
+            self._cancel.set()
+
+    def _advance(self, last: int, what: str) -> None:
+        """Check the steps after the current one up to `last` (the current one first when
+        its check was stopped part-way), stopping at hits; `what` names the run in the
+        notice of a stop."""
         max_step = self._metadata.max_step or 0
-        if self._metadata.step >= max_step:
+        again = self._partial_step is not None and self._partial_step == self._metadata.step
+        first = self._metadata.step if again else self._metadata.step + 1
+        if first > max_step:
             raise SessionError(
                 f"Already at the last step ({max_step}); reset to an earlier step to go on."
                 if max_step
                 else "The dump has no dumped iteration to step to."
             )
-        target = self._metadata.step + count
-        if target > max_step:
+        if last > max_step:
             self._notice(
-                f"The dump ends at step {max_step}; stepping to it instead of {target}.",
+                f"The dump ends at step {max_step}; stepping to it instead of {last}.",
                 "information",
             )
-            target = max_step
+            last = max_step
         self._cancel.clear()
-        self._set(state=SessionState.RUNNING)
         try:
-            while self._metadata.step < target and not self._cancel.is_set():
-                self._metadata = self._moved(step=self._metadata.step + 1)
-                self._check_current()
-                if not until_hit or not self._hits:
+            for step in range(first, last + 1):
+                if self._cancel.is_set():
+                    break
+                # the one event of a step that is passed through (the first says RUNNING)
+                self._set(state=SessionState.RUNNING, step=step, message="")
+                if not self._check_current() or not self._hits:
                     continue
                 if stops_run(self._hits):
                     break
-                if self._metadata.step < target:
+                if step < last:
                     self._notice(
-                        f"Step {self._metadata.step}: {len(self._hits)} "
+                        f"Step {step}: {len(self._hits)} "
                         f"check{'s' if len(self._hits) != 1 else ''} had no previous step "
                         "value to compare with (error 4); going on.",
                         "information",
                     )
         finally:
-            self._set(state=SessionState.WAITING)
+            self._run_ended(what)
 
     def reset_step(self, step: int) -> None:
         """Jump to step `step` (0 ≤ step ≤ max step) without checking; hits are cleared and the
@@ -352,7 +433,8 @@ class OfflineSession(DebugSession):
                     f"Step {step} is out of range; the dump has steps 0 to {max_step}."
                 )
             self._hits = ()
-            self._set(step=step)
+            self._partial_step = None
+            self._set(step=step, message="")
             self.emit(HitsArrived((), step))
 
     def recheck(self) -> None:
@@ -368,44 +450,68 @@ class OfflineSession(DebugSession):
                 self.emit(HitsArrived((), 0))
                 return
             self._cancel.clear()
-            self._set(state=SessionState.RUNNING)
+            self._set(state=SessionState.RUNNING, message="")
             try:
                 self._check_current()
             finally:
-                self._set(state=SessionState.WAITING)
+                self._run_ended("Recheck")
 
-    def _check_current(self) -> None:
-        """Check the iteration of the current step and publish its hits (emits the step)."""
+    def _run_ended(self, what: str) -> None:
+        """A run stopped (at hits, at its last step, on `pause()` or an error): publish the
+        hits of the step it stopped at, say once where a pause stopped it, and wait."""
+        step = self._metadata.step
+        partial = self._partial_step == step
+        self.emit(HitsArrived(self._hits, step, partial=partial))
+        message = ""
+        if partial:
+            message = f"Step {step} was checked in part: " + (
+                "recheck it to check it in full."
+                if step >= (self._metadata.max_step or 0)
+                else "a step or continue checks it again in full first."
+            )
+        if self._cancel.is_set() and not self._closed:
+            count = len(self._hits)
+            self._notice(
+                f"{what} stopped at step {step}; {count} hit{'s' if count != 1 else ''} so far."
+                + (f" {message}" if message else ""),
+                "information",
+            )
+        self._set(state=SessionState.WAITING, message=message)
+
+    def _check_current(self) -> bool:
+        """Check the iteration of the current step into `_hits` (published by the caller
+        when the run stops there). False when the check was stopped part-way: the step is
+        then `_partial_step`, as it stays when the check fails."""
         step = self._metadata.step
         iteration = step - 1
-        self.emit(MetadataChanged(self._metadata))
+        self._hits = ()
+        self._partial_step = step
         active = [wp for wp in self.watchpoint_book if wp.enabled]
-        hits: tuple[WatchpointHit, ...] = ()
-        if active and self._graphs and self._checker is not None:
-            watches = []
-            for wp in active:
-                try:
-                    tensors = self._resolve(wp)
-                except WatchpointError as err:
-                    self._notice(f"Watchpoint {wp.id} was skipped: {err}", "warning")
-                    continue
-                watches.append(Watch(wp.id, wp.request(), wp.condition.needs_prev, tensors))
-            label = f"Checking step {step} (iteration {iteration})"
-
-            def progress(done: int, total: int) -> None:
-                self.emit(Progress(label, done, total))
-
+        if not (active and self._graphs and self._checker is not None):
+            self._flush_problems()
+            self._partial_step = None
+            return True
+        watches = []
+        for wp in active:
+            try:
+                tensors = self._resolve(wp)
+            except WatchpointError as err:
+                self._notice(f"Watchpoint {wp.id} was skipped: {err}", "warning")
+                continue
+            watches.append(Watch(wp.id, wp.request(), wp.condition.needs_prev, tensors))
+        progress = StepProgress(self.emit, f"Checking step {step} (iteration {iteration})")
+        try:
             report = self._checker.check(
                 watches, [iteration], progress=progress, cancel=self._cancel
             )
-            hits = self._to_hits(report)
-            self._flush_problems(report.problems)
-            if report.cancelled:
-                self._notice(f"The check of step {step} was cancelled.", "information")
-        else:
-            self._flush_problems()
-        self._hits = hits
-        self.emit(HitsArrived(hits, step))
+        finally:
+            progress.end()
+        self._hits = self._to_hits(report)
+        self._flush_problems(report.problems)
+        if report.cancelled:
+            return False
+        self._partial_step = None
+        return True
 
     def _to_hits(self, report: CheckReport) -> tuple[WatchpointHit, ...]:
         dump = self.dump

@@ -10,7 +10,9 @@ Whether a run action works is decided by its guard in run_actions.py, on a
 `GuardContext` snapshot of the session and the app (`guard_context`), which feeds the
 footer (`check_action`), the control bar, the palette, the help and the "why not" toast.
 During a run the header follows every step, but the hit list, the summaries and the
-open tensor are refreshed once, when the run stops.
+open tensor are refreshed once, when the run stops. Where the session can stop a run
+(`can_stop_run`: offline), `p` or Esc stops it at the next tensor; the hits its last
+check found so far are listed, and the session's notice is the one toast.
 
 The app routes; flows with a job of their own live in helper objects it hands over to
 (the app keeps the `@on` handlers and `action_*` methods Textual looks for): the run
@@ -174,7 +176,9 @@ class DebuggerApp(App[int]):
         self._open_tensor: tuple[str, str, int, int | None] | None = None  # graph, node, slot, it
         self._tensor_request = 0  # the latest; an older answer is dropped
         self._step_moved = False  # the step changed since the panes showed their values
-        self._hits_at_run_end: Sequence[WatchpointHit] | None = None
+        # the hits a run published (and whether its last check was cut short), shown
+        # when it stops
+        self._hits_at_run_end: tuple[Sequence[WatchpointHit], bool] | None = None
         self.loaded = False  # GraphsLoaded seen (tests and benchmarks wait on it)
         self.messages: list[Notice] = []  # every Notice of the session, for the dialog
         self._pending_notices: list[Notice] = []
@@ -316,9 +320,10 @@ class DebuggerApp(App[int]):
             self.state_changed()
         elif isinstance(event, HitsArrived):
             if self._metadata.state in RUNNING:
-                self._hits_at_run_end = event.hits  # shown when the run stops
+                self._hits_at_run_end = (event.hits, event.partial)  # shown at the stop
             else:
-                self._show_hits(event.hits, announce=True)
+                # a stopped check's hits: the session's notice of the stop says them
+                self._show_hits(event.hits, announce=not event.partial)
                 self.state_changed()  # the bar counts the hits
         elif isinstance(event, Progress):
             self._header.set_progress(event.label, event.done, event.total)
@@ -385,8 +390,8 @@ class DebuggerApp(App[int]):
         self._metadata = metadata
         running = metadata.state in RUNNING
         if not running and self._hits_at_run_end is not None:
-            hits, self._hits_at_run_end = self._hits_at_run_end, None
-            self._show_hits(hits, announce=True)  # it updates the header too
+            (hits, partial), self._hits_at_run_end = self._hits_at_run_end, None
+            self._show_hits(hits, announce=not partial)  # it updates the header too
         else:
             self._update_header()
         if not self.graphs:
@@ -407,7 +412,12 @@ class DebuggerApp(App[int]):
         hits_here = md.state is SessionState.WAITING and any(
             self._hit_step(hit) == md.step for hit in self.session.hits
         )
-        self._header.set_metadata(md, hits_at_step=hits_here)
+        stop_hint = ""
+        if md.state in RUNNING and self.session.capabilities.can_stop_run:
+            stop_hint = (
+                f"{self.key_hint('tuidebug.pause')} or {self.key_hint('tuidebug.back')} stops"
+            )
+        self._header.set_metadata(md, hits_at_step=hits_here, stop_hint=stop_hint)
 
     def _hit_step(self, hit: Any) -> int:
         return hit.step if hit.step is not None else self._metadata.step
@@ -796,7 +806,7 @@ class DebuggerApp(App[int]):
     async def action_back(self) -> None:  # async as App's: Esc's meaning here is ours
         if self._tracer.running:
             self._tracer.cancel()
-        else:
+        elif not self._runs.stop_run():  # Esc stops an offline run first
             self._nav.back()
 
     def action_focus_pane(self, number: int) -> None:

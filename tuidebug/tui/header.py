@@ -127,11 +127,16 @@ class SessionHeader(Static):
         self.graph_name = ""
         self.hits_at_step = False
         self.progress: tuple[str, int, int] | None = None
+        self.stop_hint = ""  # while a run can be stopped: which keys stop it
         self.shown_source = ""  # lets tests and screenshots pin a stable path
 
-    def set_metadata(self, metadata: Metadata, *, hits_at_step: bool = False) -> None:
+    def set_metadata(
+        self, metadata: Metadata, *, hits_at_step: bool = False, stop_hint: str = ""
+    ) -> None:
+        """`stop_hint`: the keys that stop the running check, said beside its progress."""
         self.metadata = metadata
         self.hits_at_step = hits_at_step
+        self.stop_hint = stop_hint
         self.update(self._text())
 
     def set_graph(self, name: str) -> None:
@@ -181,6 +186,8 @@ class SessionHeader(Static):
                 line.append(f" {done}/{total}")
             else:
                 line.append(f"{done}…" if done else "…")
+            if self.stop_hint and md.state.value == "running":
+                line.append(f"  · {shown(self.stop_hint)}", style="dim")
             return line
         if md.message:
             return Text(

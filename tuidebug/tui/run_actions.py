@@ -152,10 +152,15 @@ def guard_run_to_node(ctx: GuardContext) -> ActionState:
 
 
 def guard_pause(ctx: GuardContext) -> ActionState:
-    if not ctx.capabilities.can_pause:
+    """A live training pauses (`can_pause`); elsewhere a running step, continue or recheck
+    stops at the next tensor (`can_stop_run`: offline)."""
+    caps = ctx.capabilities
+    if not (caps.can_pause or caps.can_stop_run):
         return _no("Pause needs a live training; offline there is none.")
     if ctx.metadata.state not in _RUNNING:
-        return _no("The training is not running.")
+        if caps.can_pause:
+            return _no("The training is not running.")
+        return _no("Nothing is running: pause stops a step or continue while it checks.")
     return ALLOWED
 
 

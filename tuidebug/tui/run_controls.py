@@ -197,8 +197,18 @@ class RunControls:
 
     def pause(self) -> None:
         if self.allowed("pause"):
-            # Pause must get through while a continue is running: not a queued control.
+            # Pause must get through while a continue is running: not a queued control
+            # (offline it stops the run at the next tensor: `can_stop_run`)
             self.call("Pause", self._app.session.pause, control=False)
+
+    def stop_run(self) -> bool:
+        """Esc: stop a run the session can stop part-way (offline), as `p` does; False
+        when there is none, so Esc keeps its other meanings."""
+        session = self._app.session
+        if not session.capabilities.can_stop_run or not self.state("pause").enabled:
+            return False
+        self.call("Stop", session.pause, control=False)
+        return True
 
     def terminate(self) -> None:
         if not self.allowed("terminate"):
