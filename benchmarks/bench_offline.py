@@ -408,14 +408,13 @@ def measure_tiny(root: Path, stage: str, profile: bool) -> dict[str, float]:
     dump = timed("discovery", discover)
     pairs = [(r, g) for r in dump.ranks for g in dump.graphs(r)]
     timed("index", lambda: [dump.index(r, g) for r, g in pairs])
-    files = [
-        str(f.path)
+    listed = [
+        dump.rank_layout(rank).tensor_files(gid, it)
         for rank in dump.ranks
         for gid, its in dump.rank_layout(rank).dumped_iterations.items()
         for it in its
-        for f in dump.rank_layout(rank).tensor_files(gid, it)
     ]
-    out["files"] = len(files)
+    out["files"] = sum(len(files) for files in listed)
     if stage in ("headers", "check"):
         timed(
             "headers",
@@ -424,6 +423,8 @@ def measure_tiny(root: Path, stage: str, profile: bool) -> dict[str, float]:
             ],
         )
     if stage == "read":
+        files = [os.fspath(f.path) for files in listed for f in files]
+        out["rss_before_read"] = _vm_rss()  # the list of paths is the benchmark's
         real_root = dump.root
         from tuidebug.offline import tensor_store
 
@@ -537,7 +538,7 @@ def main_tiny(args: argparse.Namespace) -> int:
     line("discovery", chk["discovery"], chk["rss_start"], chk["rss_discovery"])
     line("index", chk["index"], chk["rss_discovery"], chk["rss_index"])
     line("headers", chk["headers"], chk["rss_index"], chk["rss_headers"])
-    line("read", rd["read"], rd["rss_index"], rd["rss_read"])
+    line("read", rd["read"], rd["rss_before_read"], rd["rss_read"])
     line("check", chk["check"], chk["rss_headers"], chk["rss_check"])
     in_process = chk["discovery"] + chk["index"] + chk["headers"] + chk["check"]
     line("in-process", in_process, chk["rss_start"], chk["peak"])

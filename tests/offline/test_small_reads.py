@@ -77,7 +77,7 @@ def test_every_dtype_and_shape_reads_as_numpy_wrote_it(
 ) -> None:
     expected = _values(dtype, shape)
     path = _save(tmp_path / "t.npy", expected)
-    fast = read_dump_tensor(str(path), tmp_path)
+    fast = read_dump_tensor(str(path), str(tmp_path))  # root as a string too
     _same(fast, expected)
     assert not fast.flags.writeable  # like the read-only map it stands for
     mapped = load_npy(path, root=tmp_path, mmap=True)

@@ -380,7 +380,7 @@ def load_npy(
     return _load_open(fd, size, path, root, mmap, max_bytes)
 
 
-def read_dump_tensor(path: str, root: Path, max_bytes: int | None = None) -> np.ndarray:
+def read_dump_tensor(path: str, root: Path | str, max_bytes: int | None = None) -> np.ndarray:
     """A dump tensor for checking it: `load_npy(path, root=root, mmap=True,
     max_bytes=max_bytes)` (same array, same errors) in the fewest system calls.
 
@@ -388,15 +388,16 @@ def read_dump_tensor(path: str, root: Path, max_bytes: int | None = None) -> np.
     file is opened with O_NOFOLLOW. Discovery already refused every link leaving the dump
     (folders included), so only a file that is a symbolic link now (swapped in since, or a
     link inside the dump) is resolved and confined to `root`, as `load_npy` does. The path
-    must be one discovery listed (a `TensorFile.path` of the dump at `root`).
+    must be one discovery listed (a `TensorFile.fspath` of the dump at `root`); `root` may
+    be a string (a `Path` is built only for a link).
     """
     if not _NOFOLLOW:  # no O_NOFOLLOW (Windows): resolve links the slow way
-        confine = root if os.path.islink(path) else None
+        confine = Path(root) if os.path.islink(path) else None
         return load_npy(path, root=confine, mmap=True, max_bytes=max_bytes)
     try:
         fd, size = _open_fd(path, _NOFOLLOW)
     except OSError:  # the file is a symbolic link (or a loop): resolve and confine it
-        return load_npy(path, root=root, mmap=True, max_bytes=max_bytes)
+        return load_npy(path, root=Path(root), mmap=True, max_bytes=max_bytes)
     return _load_open(fd, size, path, root, True, max_bytes)
 
 
@@ -404,11 +405,12 @@ def _load_open(
     fd: int,
     size: int,
     path: Path | str,
-    root: Path | None,
+    root: Path | str | None,
     mmap: bool,
     max_bytes: int | None,
 ) -> np.ndarray:
-    """`load_npy` of an open regular file of `size` bytes; closes `fd`."""
+    """`load_npy` of an open regular file of `size` bytes; closes `fd`. `root` confines
+    only an unusual header's second open (numpy's reader opens the path again)."""
     try:
         whole = size <= SMALL_READ_BYTES
         try:
@@ -418,7 +420,8 @@ def _load_open(
         except OSError:
             header = None
         if header is None:
-            return _load_npy_numpy(Path(path), root=root, mmap=mmap, max_bytes=max_bytes)
+            confine = None if root is None else Path(root)
+            return _load_npy_numpy(Path(path), root=confine, mmap=mmap, max_bytes=max_bytes)
         _validate(header, path, size, max_bytes)
         order: Literal["C", "F"] = "F" if header.fortran_order else "C"
         if whole:
