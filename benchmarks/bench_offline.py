@@ -19,6 +19,24 @@ outputs and parameters only (`input_output: 2`). Then measures, in one run:
 and prints the ratios against the targets: index ≤ 1 s / 10k files, check ≤ 3× floor,
 peak RSS ≤ 300 MB + the largest tensor (per process). The dump is deleted afterwards
 unless `--keep`.
+
+    python benchmarks/bench_offline.py --tiny 100000 [--iterations 10] [--profile]
+                                       [--dump DIR] [--keep]
+
+The many-small-files case instead (issue 13): a dump of `--tiny` files of four floats each
+(one graph of tiny kernels × `--iterations`; an Inf in a few outputs of the last iteration),
+written once (or reused with `--dump DIR`), then, each in a fresh process:
+
+    discovery  OfflineDump + the rank's graphs (per file µs, RSS)
+    index      every TensorIndex (listing and matching every file name)
+    headers    the first lookup of every iteration (the index checks each output's header)
+    read       tensor_store.load_npy over every file (the reader alone)
+    check      Checker.check of TensorOverflow on every node over every iteration
+    process    `tuidebug check DUMP --watch TO --json`, run twice, the second timed (warm
+               page cache), with the peak RSS of the process tree
+
+and prints µs per file against the target (<= 40 µs per tiny file end to end, warm).
+`--profile` adds a cProfile of the in-process stages (top functions by own time).
 """
 
 from __future__ import annotations
@@ -299,6 +317,235 @@ def measure(root: Path, workers: int | None) -> dict[str, float]:
     }
 
 
+# ---------------------------------------------------------------------- many tiny files
+TINY_SHAPE = (4,)
+# The process check prints JSON on stdout; this holds what it reported.
+_TINY_SCOPES = 100  # kernels per scope: names look like real ones, folders stay realistic
+
+
+def write_tiny_dump(root: Path, files: int, iterations: int) -> None:
+    """One rank, one graph of `files // iterations - 1` Add kernels plus one parameter, every
+    tensor four float32 values; at the last iteration every 1000th kernel holds an Inf."""
+    from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+
+    per_iteration = max(2, files // iterations)
+    kernels = per_iteration - 1
+    f32 = np.float32
+    params = [ParamDef("x", f32, TINY_SHAPE)]
+    nodes: list[NodeDef] = []
+    prev = "x"
+    for i in range(kernels):
+        name = f"Default/network-Net/block{i // _TINY_SCOPES}-Cell/Add-op{i}"
+        nodes.append(NodeDef(name, "Add", (prev,), f32, TINY_SHAPE))
+        prev = name
+    value = np.arange(4, dtype=f32)
+    poisoned = value.copy()
+    poisoned[1] = np.inf
+    with DumpWriter(root, net_name="Net", start_timestamp=1795310821150000) as w:
+        w.add_graph(0, nodes, params)
+        for it in range(iterations):
+            last = it == iterations - 1
+            tensors = {("x", "output", 0): value}
+            for i, node in enumerate(nodes):
+                hit = last and i % 1000 == 999
+                tensors[(node.full_name, "output", 0)] = poisoned if hit else value
+            w.write_iteration(0, it, tensors)
+
+
+def _vm_rss() -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def measure_tiny(root: Path, stage: str, profile: bool) -> dict[str, float]:
+    """One stage (and the stages it needs) in this process; seconds and RSS of the stage."""
+    import cProfile
+    import pstats
+
+    from tuidebug.core.watchpoints import Watchpoint, resolve_targets
+    from tuidebug.offline.checker import Checker, Watch
+    from tuidebug.offline.dump import OfflineDump
+    from tuidebug.offline.tensor_store import load_npy
+
+    out: dict[str, float] = {"rss_start": _vm_rss()}
+    profiler = cProfile.Profile() if profile else None
+
+    def timed(name: str, fn):  # type: ignore[no-untyped-def]
+        if stage == name and profiler is not None:
+            profiler.enable()
+        started = time.perf_counter()
+        result = fn()
+        out[name] = time.perf_counter() - started
+        if stage == name and profiler is not None:
+            profiler.disable()
+        out[f"rss_{name}"] = _vm_rss()
+        return result
+
+    def discover() -> OfflineDump:
+        dump = OfflineDump(root)
+        for rank in dump.ranks:
+            dump.graphs(rank)
+        return dump
+
+    dump = timed("discovery", discover)
+    pairs = [(r, g) for r in dump.ranks for g in dump.graphs(r)]
+    timed("index", lambda: [dump.index(r, g) for r, g in pairs])
+    listed = [
+        dump.rank_layout(rank).tensor_files(gid, it)
+        for rank in dump.ranks
+        for gid, its in dump.rank_layout(rank).dumped_iterations.items()
+        for it in its
+    ]
+    out["files"] = sum(len(files) for files in listed)
+    if stage in ("headers", "check"):
+        timed(
+            "headers",
+            lambda: [
+                len(dump.index(r, g).files_for(i)) for r, g in pairs for i in dump.iterations()
+            ],
+        )
+    if stage == "read":
+        files = [os.fspath(f.path) for files in listed for f in files]
+        out["rss_before_read"] = _vm_rss()  # the list of paths is the benchmark's
+        real_root = dump.root
+        from tuidebug.offline import tensor_store
+
+        read_dump_tensor = getattr(tensor_store, "read_dump_tensor", None)
+
+        def read_all() -> int:
+            # as the checker reads: a path confined to the dump only when it is a link
+            n = 0
+            if read_dump_tensor is not None:
+                for path in files:
+                    n += read_dump_tensor(path, real_root).size
+                return n
+            for path in files:  # before read_dump_tensor: what the checker did
+                root = real_root if os.path.islink(path) else None
+                n += load_npy(path, root=root, mmap=True).size
+            return n
+
+        timed("read", read_all)
+    if stage == "check":
+        wp = Watchpoint(0, "TO", {})
+        tensors = {}
+        for rank, name in pairs:
+            nodes = resolve_targets(wp.condition, (), dump.graphs(rank)[name])
+            tensors[(rank, name)] = [(n.name, s) for n in nodes for s in range(len(n.outputs) or 1)]
+        watch = Watch(0, wp.request(), wp.condition.needs_prev, tensors)
+        checker = Checker(dump)
+        report = timed("check", lambda: checker.check([watch], dump.iterations()))
+        checker.close()
+        out["hits"] = len(report.outcomes)
+        out["tensors"] = report.tensors_checked
+        out["check_problems"] = len(report.problems)
+    out["peak"] = _vm_hwm()
+    if profiler is not None:
+        stats = pstats.Stats(profiler, stream=sys.stderr)
+        print(f"--- profile of {stage} (own time) ---", file=sys.stderr)
+        stats.sort_stats("tottime").print_stats(18)
+        stats.sort_stats("cumulative").print_stats(18)
+    return out
+
+
+def _run_check_process(root: Path) -> tuple[float, int, int]:
+    """`tuidebug check ROOT --watch TO --json` as a process: seconds, exit status, peak RSS of
+    the process tree (the largest of the process and its waited-for children)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuidebug", "check", str(root), "--watch", "TO", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return seconds, proc.returncode, usage.ru_maxrss * 1024
+
+
+def _tiny_stage(root: Path, stage: str, profile: bool) -> dict[str, float]:
+    """A stage in a fresh child process (imports and caches of one stage do not help the next)."""
+    import json
+
+    done = subprocess.run(
+        [sys.executable, __file__, "--tiny-measure", str(root), "--stage", stage]
+        + (["--profile"] if profile else []),
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main_tiny(args: argparse.Namespace) -> int:
+    made = args.dump is None
+    root = (
+        Path(tempfile.mkdtemp(prefix="tuidebug-tiny-", dir=args.tmp)) / "dump"
+        if made
+        else Path(args.dump)
+    )
+    try:
+        write_s = 0.0
+        if not (root / "rank_0").exists():
+            started = time.perf_counter()
+            subprocess.run(
+                [
+                    *(sys.executable, __file__, "--tiny-write", str(root)),
+                    *("--tiny", str(args.tiny), "--iterations", str(args.iterations)),
+                ],
+                check=True,
+            )
+            write_s = time.perf_counter() - started
+        stages = {s: _tiny_stage(root, s, args.profile) for s in ("read", "check")}
+        _run_check_process(root)  # warms the page cache and the imports
+        runs = [_run_check_process(root) for _ in range(args.repeat)]
+    finally:
+        if made and not args.keep:
+            shutil.rmtree(root.parent, ignore_errors=True)
+        elif made:
+            print(f"dump kept at {root}")
+    chk, rd = stages["check"], stages["read"]
+    n = int(chk["files"])
+    us = 1e6 / n
+
+    def line(name: str, seconds: float, rss_from: float, rss_to: float) -> None:
+        print(
+            f"{name:<11} {seconds:7.3f} s  {seconds * us:7.1f} µs/file  "
+            f"RSS {rss_from / MB:5.0f} -> {rss_to / MB:5.0f} MiB"
+        )
+
+    print(
+        f"dump        {n} files of {math.prod(TINY_SHAPE)} float32, {args.iterations} "
+        f"iterations" + (f" (written in {write_s:.1f} s)" if write_s else "")
+    )
+    line("discovery", chk["discovery"], chk["rss_start"], chk["rss_discovery"])
+    line("index", chk["index"], chk["rss_discovery"], chk["rss_index"])
+    line("headers", chk["headers"], chk["rss_index"], chk["rss_headers"])
+    line("read", rd["read"], rd["rss_before_read"], rd["rss_read"])
+    line("check", chk["check"], chk["rss_headers"], chk["rss_check"])
+    in_process = chk["discovery"] + chk["index"] + chk["headers"] + chk["check"]
+    line("in-process", in_process, chk["rss_start"], chk["peak"])
+    print(
+        f"            {int(chk['hits'])} hits, {int(chk['tensors'])} tensors checked, "
+        f"{int(chk['check_problems'])} problems"
+    )
+    secs = sorted(r[0] for r in runs)
+    median = secs[len(secs) // 2]
+    peak = max(r[2] for r in runs)
+    print(
+        f"process     {median:7.3f} s  {median * us:7.1f} µs/file  peak RSS {peak / MB:.0f} MiB "
+        f"(median of {len(runs)} warm runs: {', '.join(f'{s:.2f}' for s in secs)}; exit "
+        f"{runs[0][1]}); target <= 40 µs/file: {'ok' if median * us <= 40 else 'MISSED'}"
+    )
+    print(f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--gb", type=float, default=2.0, help="dump size in GB (default 2)")
@@ -309,7 +556,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tmp", default=None, help="where to write the dump (default: system temp)")
     p.add_argument("--keep", action="store_true", help="keep the dump and print its path")
     p.add_argument("--write-only", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--tiny", type=int, default=0, help="the many-tiny-files case: N files")
+    p.add_argument("--dump", default=None, help="--tiny: reuse (or write once) this dump")
+    p.add_argument("--profile", action="store_true", help="--tiny: cProfile each stage")
+    p.add_argument("--repeat", type=int, default=3, help="--tiny: warm process runs")
+    p.add_argument("--tiny-write", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--tiny-measure", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--stage", default="check", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.tiny_write:
+        write_tiny_dump(Path(args.tiny_write), args.tiny, args.iterations)
+        return 0
+    if args.tiny_measure:
+        import json
+
+        result = measure_tiny(Path(args.tiny_measure), args.stage, args.profile)
+        print(json.dumps(result))
+        return 0
+    if args.tiny:
+        if "--iterations" not in (argv if argv is not None else sys.argv):
+            args.iterations = 10
+        return main_tiny(args)
     if args.write_only:
         write_dump(Path(args.write_only), args.gb, args.ranks, args.iterations, args.layers)
         return 0

@@ -106,15 +106,16 @@ class Scanner:
         inside the dump; what is neither a regular file nor a folder is refused with its
         true reason (the listing's own type first: no `stat` for ordinary entries)."""
         name, path = entry.name, entry.path
-        shown = self.show(path)
         try:
             if not entry.is_symlink():
+                if entry.is_file(follow_symlinks=False):  # the common case first
+                    return Entry(name, path, False, True)
                 if entry.is_dir(follow_symlinks=False):
                     return Entry(name, path, True, False)
-                if entry.is_file(follow_symlinks=False):
-                    return Entry(name, path, False, True)
+                shown = self.show(path)
                 kind = file_kind(entry.stat(follow_symlinks=False).st_mode)  # lstat
                 return refused_entry(name, path, f"{shown} is {kind}, not a regular file")
+            shown = self.show(path)
             real = os.path.realpath(path)
             if not self.inside(real):
                 return refused_entry(
@@ -136,6 +137,7 @@ class Scanner:
         except FileNotFoundError:
             raise
         except OSError as err:
+            shown = self.show(path)
             if err.errno == errno.ELOOP:
                 return refused_entry(name, path, f"{shown} is a symbolic link loop")
             return refused_entry(name, path, f"cannot read {shown}: {reason(err)}")

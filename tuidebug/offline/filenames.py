@@ -20,6 +20,7 @@ import csv
 import io
 import os
 import re
+import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 from enum import Enum
@@ -36,6 +37,9 @@ _OVERFLOW_PREFIX = "Opdebug.Node_OpDebug."
 # in `bin` format, which needs CANN's msaccucmp to become .npy.
 _ASYNC_BIN = re.compile(r"[^.]+\..+\.\d+\.\d+\.\d+")
 _DATA_CONSTANT = re.compile(r"(data-\d+)$")
+# one string object for each repeated part of tensor file names (the same op name at every
+# iteration, the same types everywhere), so a big dump keeps each once
+_intern = sys.intern
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +50,15 @@ class TensorFile:
     full scope name with `/` → `_` (≥ 2.4), a parameter name, or `data-N`/`cstN` for constants.
     `dtype` is the original MindSpore type name of ≥ 2.4 names (`Float32`, `BFloat16`…), None
     in the older grammar.
+
+    A dump may hold hundreds of thousands of these, so each holds its folder (one string
+    shared by the whole folder) and its name rather than a `Path` (~0.5 KiB and ~5 µs each);
+    the repeated parts of names (types, io, format, op names across iterations) are interned.
+    `path` builds the `Path` on demand; `fspath` is the plain string, cheaper to open.
     """
 
-    path: Path
+    folder: str
+    name: str  # the name on disk (a `mapping.csv` may give the tensor another)
     op_type: str
     op_name: str
     task_id: str
@@ -60,8 +70,13 @@ class TensorFile:
     dtype: str | None
 
     @property
-    def name(self) -> str:
-        return self.path.name
+    def path(self) -> Path:
+        return Path(self.folder, self.name)
+
+    @property
+    def fspath(self) -> str:
+        """The path as a string (what `open` takes), without building a `Path`."""
+        return os.path.join(self.folder, self.name)
 
     @property
     def is_output(self) -> bool:
@@ -71,7 +86,8 @@ class TensorFile:
 def parse_tensor_file_name(name: str, directory: str | os.PathLike[str] = "") -> TensorFile | None:
     """Parse a tensor file name of either grammar; None when `name` is not one.
 
-    `directory` only builds `TensorFile.path`; nothing is read.
+    `directory` only builds `TensorFile.path`; nothing is read. Pass one string object for
+    every file of a folder: each file then shares it.
     """
     if not name.endswith(".npy"):
         return None
@@ -79,7 +95,7 @@ def parse_tensor_file_name(name: str, directory: str | os.PathLike[str] = "") ->
     n = len(parts)
     # Smallest names: 8 components (old grammar), 9 (with dtype).
     if n >= 9 and parts[-4] in IO_NAMES and parts[-3].isdigit():
-        io_at, dtype = n - 4, parts[-1]
+        io_at, dtype = n - 4, _intern(parts[-1])
     elif n >= 8 and parts[-3] in IO_NAMES and parts[-2].isdigit():
         io_at, dtype = n - 3, None
     else:
@@ -97,19 +113,19 @@ def parse_tensor_file_name(name: str, directory: str | os.PathLike[str] = "") ->
     slot = parts[io_at + 1]
     if not slot.isascii():
         return None
-    # joining to a Path parses only `name`: a third of the indexing time on big dumps
-    path = directory / name if isinstance(directory, Path) else Path(directory, name)
+    folder = directory if isinstance(directory, str) else os.fspath(directory)
     return TensorFile(
-        path=path,
-        op_type=op_type,
-        op_name=op_name,
-        task_id=parts[io_at - 3],
-        stream_id=parts[io_at - 2],
-        timestamp=int(timestamp),
-        io=parts[io_at],
-        slot=int(slot),
-        format=fmt,
-        dtype=dtype,
+        folder,
+        name,
+        _intern(op_type),
+        _intern(op_name),
+        _intern(parts[io_at - 3]),
+        _intern(parts[io_at - 2]),
+        int(timestamp),
+        _intern(parts[io_at]),
+        int(slot),
+        _intern(fmt),
+        dtype,
     )
 
 

@@ -10,7 +10,7 @@ checker tell a complete check from one that skipped watched data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tuidebug.offline.dump_scan import MAX_NAMED_PER_FOLDER, Entry, Scanner, reason
@@ -65,22 +65,26 @@ def list_iteration_folder(folder: Path, scanner: Scanner) -> IterationListing:
         elif e.is_file:
             names = {x.name for x in entries}
             mapping = _read_mapping(Path(e.path), names, scanner, problems, listing.blockers)
-    directory = folder
+    directory = str(folder)  # one string shared by every file of the folder
     files = listing.tensor_files
     garbage: list[str] = []
     async_bins = 0
     for e in entries:
         name = e.name
         if e.refused is not None:
-            _refused_entry(listing, e, mapping)
+            _refused_entry(listing, e, mapping, directory)
             continue
         if not e.is_file:
             garbage.append(name)
             continue
-        parsed = _tensor_name(name, directory, mapping)
+        parsed = (
+            _tensor_name(name, directory, mapping)
+            if mapping
+            else parse_tensor_file_name(name, directory)
+        )
         if parsed is not None:
             # the name tells what the tensor is; the path stays the file on disk
-            files.append(parsed if parsed.path.name == name else _with_path(parsed, Path(e.path)))
+            files.append(parsed if parsed.name == name else _on_disk(parsed, name))
             continue
         kind = classify_file_name(name)
         if kind is FileKind.STATISTIC:
@@ -111,7 +115,7 @@ def list_iteration_folder(folder: Path, scanner: Scanner) -> IterationListing:
     return listing
 
 
-def _tensor_name(name: str, directory: Path, mapping: dict[str, str]) -> TensorFile | None:
+def _tensor_name(name: str, directory: str, mapping: dict[str, str]) -> TensorFile | None:
     """The tensor an entry of an iteration folder holds, by its name or the name
     `mapping.csv` gives it; None when it is not a tensor file."""
     real = mapping.get(name) or (mapping.get(name[:-4]) if name.endswith(".npy") else None)
@@ -124,7 +128,9 @@ def _tensor_name(name: str, directory: Path, mapping: dict[str, str]) -> TensorF
     return parse_tensor_file_name(name, directory)
 
 
-def _refused_entry(listing: IterationListing, e: Entry, mapping: dict[str, str]) -> None:
+def _refused_entry(
+    listing: IterationListing, e: Entry, mapping: dict[str, str], directory: str
+) -> None:
     """Keep what a refused entry (already reported by the listing) means for checks.
 
     Named as a tensor: that tensor is unreadable (`refused`). Named as one of MindSpore's
@@ -133,9 +139,9 @@ def _refused_entry(listing: IterationListing, e: Entry, mapping: dict[str, str])
     so it counts against every tensor of the folder (`blockers`) — a check may then
     report "incomplete" for a stray FIFO, never "clean" for a lost tensor."""
     assert e.refused is not None
-    parsed = _tensor_name(e.name, listing.path, mapping)
+    parsed = _tensor_name(e.name, directory, mapping)
     if parsed is not None:
-        listing.refused.append((_with_path(parsed, Path(e.path)), e.refused))
+        listing.refused.append((_on_disk(parsed, e.name), e.refused))
         return
     kind = classify_file_name(e.name)
     if kind in (FileKind.UNKNOWN, FileKind.TENSOR) and e.name != MAPPING_CSV:
@@ -171,16 +177,6 @@ def _read_mapping(
     return {}
 
 
-def _with_path(parsed: TensorFile, path: Path) -> TensorFile:
-    return TensorFile(
-        path,
-        parsed.op_type,
-        parsed.op_name,
-        parsed.task_id,
-        parsed.stream_id,
-        parsed.timestamp,
-        parsed.io,
-        parsed.slot,
-        parsed.format,
-        parsed.dtype,
-    )
+def _on_disk(parsed: TensorFile, name: str) -> TensorFile:
+    """`parsed` (named by `mapping.csv`) as the file it is on disk, `name`."""
+    return replace(parsed, name=name)

@@ -50,12 +50,14 @@ from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.filenames import TensorFile, constant_data_name, encode_dump_name
 from tuidebug.offline.layout import RankLayout
 from tuidebug.offline.statistic_csv import StatisticRow
-from tuidebug.offline.tensor_store import peek_header, spec_conflict
+from tuidebug.offline.tensor_store import NpyHeader, SpecConflict, peek_header, spec_conflict
 
 TensorKey = tuple[str, str, int]  # (node name, "input" | "output", slot)
 # Tensors held by several files are named one sentence each up to this many per index, then
 # counted in one more: a dump written twice into the same folders must not bury the rest.
 _MAX_DUPLICATES_NAMED = 20
+# remembered (header, declared type) answers; a dump has a few dozen distinct headers
+_MAX_FITS = 4096
 
 
 def _unique(nodes: list[Node] | None) -> Node | None:
@@ -120,7 +122,7 @@ class _NodeMatcher:
 def _newer(a: TensorFile, b: TensorFile) -> bool:
     """Whether `a` is the newer of two files of one tensor: the larger timestamp, then the
     larger name (so equal timestamps never depend on the listing order)."""
-    return (a.timestamp, a.path.name) > (b.timestamp, b.path.name)
+    return (a.timestamp, a.name) > (b.timestamp, b.name)
 
 
 def _spec(node: Node, slot: int) -> TensorSpec | None:
@@ -168,6 +170,12 @@ class TensorIndex:
         self._positions: dict[str, int] | None = None
         self._checked: set[int | None] = set()  # iterations (None: constants) header-checked
         self._conflicts: set[TensorKey] = set()
+        self._keys: dict[TensorKey, TensorKey] = {}
+        # (declared dtype, dtype named by a file) → whether they fit, or the words of the
+        # conflict: every file of a tensor asks the same question
+        self._named_fits: dict[tuple[object, str], SpecConflict | None] = {}
+        # (header, declared dtype, declared shape) → the conflict or None
+        self._header_fits: dict[tuple[NpyHeader, object, object], SpecConflict | None] = {}
         self._lock = threading.Lock()
         self._build()
 
@@ -189,7 +197,10 @@ class TensorIndex:
             }
         )
         match = self._matcher.match
-        left: dict[tuple[str, str, Path], int] = defaultdict(int)
+        left: dict[tuple[str, str, str], int] = defaultdict(int)
+        add = self._add
+        fits = self._named_dtype_fits
+        node_iterations = self._node_iterations
         for iteration, files in listed:
             table = self._by_iteration.setdefault(iteration, {})
             for f in files:
@@ -197,10 +208,10 @@ class TensorIndex:
                 if node is None:
                     self.unmatched.append(f)
                     # iteration files are summed over iterations: name the graph folder
-                    left[(f.op_type, f.op_name, f.path.parent.parent)] += 1
-                elif self._named_dtype_fits(node, f):
-                    self._add(table, node.name, f, iteration)
-                    self._node_iterations[node.name].add(iteration)
+                    left[(f.op_type, f.op_name, f.folder)] += 1
+                elif fits(node, f):
+                    add(table, node.name, f, iteration)
+                    node_iterations[node.name].add(iteration)
             self._keep_refused(iteration, False)
         for f in self.rank.constant_files(self.graph_id):
             node = match(f.op_type, f.op_name, f.dtype is not None, True)
@@ -212,7 +223,10 @@ class TensorIndex:
                 self._add(self._constants, node.name, f, None)
         self._keep_refused(None, True)
         show = self.rank._show
-        for (op_type, op_name, where), count in sorted(left.items()):
+        graph_folders: dict[tuple[str, str, Path], int] = defaultdict(int)
+        for (op_type, op_name, folder), count in left.items():
+            graph_folders[(op_type, op_name, Path(folder).parent)] += count
+        for (op_type, op_name, where), count in sorted(graph_folders.items()):
             self.problems.append(
                 f"{count} tensor file{'s' if count != 1 else ''} named {op_type}.{op_name} under "
                 f"{show(where)} match{'' if count != 1 else 'es'} no node of graph "
@@ -237,6 +251,8 @@ class TensorIndex:
         iteration: int | None,
     ) -> None:
         key = (node_name, f.io, f.slot)
+        # one key object per tensor, whatever the number of iterations holding it
+        key = self._keys.setdefault(key, key)
         old = table.get(key)
         if old is None:
             table[key] = f
@@ -278,15 +294,22 @@ class TensorIndex:
         """The dtype in a 2.4+ output file name against the node's declared output type."""
         if f.dtype is None or f.io != "output":
             return True
-        try:
-            named = dtype_from_dump_name(f.dtype)
-        except UnsupportedDataTypeError:
-            named = None
         spec = _spec(node, f.slot)
-        if named is None or spec is None:
+        if spec is None:
             return True
-        # only the dtype is known from the name
-        conflict = spec_conflict(named, (), replace(spec, shape=None))
+        key = (spec.dtype, f.dtype)
+        try:
+            conflict = self._named_fits[key]
+        except KeyError:
+            try:
+                named = dtype_from_dump_name(f.dtype)
+            except UnsupportedDataTypeError:
+                named = None
+            # only the dtype is known from the name
+            conflict = (
+                None if named is None else spec_conflict(named, (), replace(spec, shape=None))
+            )
+            self._named_fits[key] = conflict
         if conflict is None:
             return True
         self._conflict(node, f, f"is named as {conflict.actual}", conflict.declared)
@@ -321,10 +344,18 @@ class TensorIndex:
                     spec = _spec(node, f.slot)
                     if spec is None or (spec.dtype is None and spec.shape is None):
                         continue
-                    header = peek_header(f.path)  # None: reading it will say what is wrong
+                    header = peek_header(f.fspath)  # None: reading it will say what is wrong
                     if header is None:
                         continue
-                    conflict = spec_conflict(header.dtype, header.shape, spec, reshaped_ok=True)
+                    # headers are shared (cached per header bytes): ask once per pair
+                    fit_key = (header, spec.dtype, spec.shape)
+                    try:
+                        conflict = self._header_fits[fit_key]
+                    except KeyError:
+                        conflict = spec_conflict(header.dtype, header.shape, spec, reshaped_ok=True)
+                        if len(self._header_fits) >= _MAX_FITS:  # headers all different
+                            self._header_fits.clear()
+                        self._header_fits[fit_key] = conflict
                     if conflict is not None:
                         del table[key]
                         self._conflict(node, f, conflict.found, conflict.declared)

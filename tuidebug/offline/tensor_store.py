@@ -50,6 +50,10 @@ _HEAD_BYTES = 256  # one read holds the whole header of nearly every file
 # faulting in a mapping.
 SMALL_READ_BYTES = 1 << 16
 _DTYPES: dict[bytes, np.dtype] = {}
+# parsed headers by their bytes (magic to data offset); bounded, shared by every thread
+# (a dict's get and set are atomic)
+_HEADERS: dict[bytes, NpyHeader] = {}
+_MAX_CACHED_HEADERS = 4096
 
 
 class TensorFileError(Exception):
@@ -104,9 +108,12 @@ class TensorTooLargeError(TensorFileError):
 
 
 class NpyHeader:
-    """What the `.npy` header says: shape, dtype, layout and where the data starts."""
+    """What the `.npy` header says: shape, dtype, layout and where the data starts.
 
-    __slots__ = ("data_offset", "dtype", "fortran_order", "shape")
+    Headers of the usual form are cached per header bytes and shared by every file with
+    those bytes, so an instance must not be changed."""
+
+    __slots__ = ("data_offset", "dtype", "fortran_order", "nbytes", "shape", "size")
 
     def __init__(
         self, shape: tuple[int, ...], dtype: np.dtype, fortran_order: bool, data_offset: int
@@ -115,14 +122,9 @@ class NpyHeader:
         self.dtype = dtype
         self.fortran_order = fortran_order
         self.data_offset = data_offset
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        # computed once: a cached header serves thousands of files
+        self.size = math.prod(shape)
+        self.nbytes = self.size * dtype.itemsize
 
 
 def _name(path: Path | str) -> str:
@@ -171,27 +173,35 @@ def _open_error(err: OSError, path: Path | str) -> TensorFileError:
     return TensorHeaderError(path, f"{_name(path)} cannot be read: {_reason(err)}.")
 
 
-def _open_fd(path: Path | str) -> int:
-    """A descriptor of `path` when it is a regular file, opened without blocking (a FIFO's
-    open would wait for a writer) and checked on the descriptor (nothing can be swapped in
-    between). Raises `TensorFileError`. A bare descriptor: a Python file object costs more
-    than reading a small tensor."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# what opening a symbolic link with O_NOFOLLOW gives (EMLINK on FreeBSD)
+_LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)
+
+
+def _open_fd(path: Path | str, flags: int = 0) -> tuple[int, int]:
+    """A descriptor of `path` when it is a regular file, and its size: opened without
+    blocking (a FIFO's open would wait for a writer) and checked on the descriptor (nothing
+    can be swapped in between). Raises `TensorFileError` (an `OSError` of errno ELOOP passes
+    through with `flags` = O_NOFOLLOW: the caller resolves the link). A bare descriptor: a
+    Python file object costs more than reading a small tensor."""
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, _OPEN_FLAGS | flags)
     except OSError as err:
+        if flags and err.errno in _LINK_ERRNOS:
+            raise
         raise _open_error(err, path) from None
     try:
-        mode = os.fstat(fd).st_mode
+        st = os.fstat(fd)
     except OSError as err:
         os.close(fd)
         raise _open_error(err, path) from None
-    if not stat.S_ISREG(mode):
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise TensorNotRegularError(
-            path, f"{_name(path)} is {file_kind(mode)}, not a regular file."
+            path, f"{_name(path)} is {file_kind(st.st_mode)}, not a regular file."
         )
-    return fd
+    return fd, st.st_size
 
 
 def _clause_text(err: BaseException) -> str:
@@ -202,7 +212,8 @@ def _clause_text(err: BaseException) -> str:
 
 def _simple_header(fd: int, head: bytes) -> NpyHeader | None:
     """The header of an open file whose first bytes are `head`, when it has the usual form;
-    None otherwise (then numpy's reader decides, with its error messages)."""
+    None otherwise (then numpy's reader decides, with its error messages). Parsed once per
+    distinct header: the files of a dump share a few dozen headers."""
     if head[:6] != b"\x93NUMPY" or len(head) < 10:
         return None
     if head[6] == 1:
@@ -213,9 +224,16 @@ def _simple_header(fd: int, head: bytes) -> NpyHeader | None:
         return None
     if length > MAX_HEADER_BYTES:
         return None
-    text = head[start : start + length]
-    if len(text) < length:
+    end = start + length
+    key = head[:end]
+    if len(key) == end:
+        cached = _HEADERS.get(key)
+        if cached is not None:
+            return cached
+        text = key[start:]
+    else:
         text = os.pread(fd, length, start)
+        key = head[:start] + text
     match = _SIMPLE_HEADER.fullmatch(text)
     if match is None:
         return None
@@ -227,7 +245,12 @@ def _simple_header(fd: int, head: bytes) -> NpyHeader | None:
         except TypeError:
             return None
     shape = tuple(int(d) for d in dims.split(b",") if d.strip())
-    return NpyHeader(shape, dtype, fortran == b"True", start + length)
+    header = NpyHeader(shape, dtype, fortran == b"True", end)
+    if len(key) == end:
+        if len(_HEADERS) >= _MAX_CACHED_HEADERS:  # a hostile dump of distinct headers
+            _HEADERS.clear()
+        _HEADERS[bytes(key)] = header
+    return header
 
 
 def _read_data(fd: int, header: NpyHeader, path: Path | str) -> np.ndarray:
@@ -345,25 +368,71 @@ def load_npy(
 
     Validates the header before touching the data; `root` confines the path (after resolving
     symlinks) to the dump folder; `max_bytes` refuses larger tensors with
-    `TensorTooLargeError`. Never unpickles (object arrays are refused). Tensors of at most
-    `SMALL_READ_BYTES` are read into a read-only array instead of mapped.
+    `TensorTooLargeError`. Never unpickles (object arrays are refused). Files of at most
+    `SMALL_READ_BYTES` are read whole, header and data in one read, into a read-only
+    array (writeable with `mmap=False`) instead of mapped.
 
     The file is opened and its header read once, without Python file objects or `np.memmap`
     (together ~0.1 ms a file, which a dump of many small tensors pays thousands of times).
     """
     target: Path | str = _check_inside(Path(path), root) if root is not None else path
-    fd = _open_fd(target)  # a FIFO, a folder, a missing file: refused with its reason
+    fd, size = _open_fd(target)  # a FIFO, a folder, a missing file: refused with its reason
+    return _load_open(fd, size, path, root, mmap, max_bytes)
+
+
+def read_dump_tensor(path: str, root: Path | str, max_bytes: int | None = None) -> np.ndarray:
+    """A dump tensor for checking it: `load_npy(path, root=root, mmap=True,
+    max_bytes=max_bytes)` (same array, same errors) in the fewest system calls.
+
+    A small file costs open, fstat, one read and close: nothing is resolved, because the
+    file is opened with O_NOFOLLOW. Discovery already refused every link leaving the dump
+    (folders included), so only a file that is a symbolic link now (swapped in since, or a
+    link inside the dump) is resolved and confined to `root`, as `load_npy` does. The path
+    must be one discovery listed (a `TensorFile.fspath` of the dump at `root`); `root` may
+    be a string (a `Path` is built only for a link).
+    """
+    if not _NOFOLLOW:  # no O_NOFOLLOW (Windows): resolve links the slow way
+        confine = Path(root) if os.path.islink(path) else None
+        return load_npy(path, root=confine, mmap=True, max_bytes=max_bytes)
     try:
+        fd, size = _open_fd(path, _NOFOLLOW)
+    except OSError:  # the file is a symbolic link (or a loop): resolve and confine it
+        return load_npy(path, root=Path(root), mmap=True, max_bytes=max_bytes)
+    return _load_open(fd, size, path, root, True, max_bytes)
+
+
+def _load_open(
+    fd: int,
+    size: int,
+    path: Path | str,
+    root: Path | str | None,
+    mmap: bool,
+    max_bytes: int | None,
+) -> np.ndarray:
+    """`load_npy` of an open regular file of `size` bytes; closes `fd`. `root` confines
+    only an unusual header's second open (numpy's reader opens the path again)."""
+    try:
+        whole = size <= SMALL_READ_BYTES
         try:
-            header = _simple_header(fd, os.read(fd, _HEAD_BYTES))
+            # a small file whole (header and data in one read), else its first bytes
+            head = os.read(fd, size if whole else _HEAD_BYTES)
+            header = _simple_header(fd, head)
         except OSError:
             header = None
         if header is None:
-            return _load_npy_numpy(Path(path), root=root, mmap=mmap, max_bytes=max_bytes)
-        size = os.fstat(fd).st_size
+            confine = None if root is None else Path(root)
+            return _load_npy_numpy(Path(path), root=confine, mmap=mmap, max_bytes=max_bytes)
         _validate(header, path, size, max_bytes)
         order: Literal["C", "F"] = "F" if header.fortran_order else "C"
-        if header.size == 0 or not mmap or header.nbytes <= SMALL_READ_BYTES:
+        if whole:
+            if len(head) < header.data_offset + header.nbytes:  # it shrank since the fstat
+                raise TensorTruncatedError(path, f"{_name(path)} is truncated.")
+            # a view of the bytes read: read-only, like a map; a copy when asked to write
+            data = np.frombuffer(head, header.dtype, header.size, header.data_offset)
+            if not mmap or not data.flags.aligned:  # an odd header length: align it
+                data = data.copy()
+                data.flags.writeable = not mmap
+        elif header.size == 0 or not mmap:
             data = _read_data(fd, header, path)
             if mmap:
                 data.flags.writeable = False  # like a read-only map
@@ -502,9 +571,9 @@ def spec_conflict(
 def peek_header(path: Path | str) -> NpyHeader | None:
     """The header of a regular `.npy` file in its usual form, read without blocking; None for
     anything else (missing, not a regular file, unusual header): reading the tensor then
-    reports what is wrong with it."""
+    reports what is wrong with it. Headers are shared (cached): do not change them."""
     try:
-        fd = _open_fd(path)  # a FIFO must not block the open
+        fd, _size = _open_fd(path)  # a FIFO must not block the open
     except TensorFileError:
         return None
     try:
