@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from tuidebug.core.condition_catalogue import CheckRequest, CheckResult, untouched_params
 from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.scan_engine import evaluate
-from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, load_npy
+from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, read_dump_tensor
 
 
 # ---------------------------------------------------------------------- the tasks
@@ -52,18 +51,11 @@ def error_result(request: CheckRequest, error_code: int) -> CheckResult:
     return CheckResult(False, int(error_code), untouched_params(request))  # int: as on the wire
 
 
-def _confine(path: str, root: str) -> Path | None:
-    """The root to confine `path` to, or None when it needs no check: discovery already
-    refused symbolic links leaving the dump, so only a file that is (now) a link is resolved
-    again — resolving every path costs more than reading a small tensor."""
-    return Path(root) if os.path.islink(path) else None
-
-
 def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> TaskResult:
     """Check one tensor; `threads` scan it (more than one only for a tensor checked alone)."""
     problems: list[str] = []
     try:
-        tensor = load_npy(task.path, root=_confine(task.path, root), mmap=True, max_bytes=max_bytes)
+        tensor = read_dump_tensor(task.path, root, max_bytes)
     except TensorTooLargeError:
         reported = tuple(
             (i, error_result(r, ErrorCode.OUT_OF_MEMORY)) for i, r in enumerate(task.requests)
@@ -76,12 +68,7 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
     prev_too_large = False
     if task.prev_path is not None:
         try:
-            previous = load_npy(
-                task.prev_path,
-                root=_confine(task.prev_path, root),
-                mmap=True,
-                max_bytes=max_bytes,
-            )
+            previous = read_dump_tensor(task.prev_path, root, max_bytes)
             nbytes += int(getattr(previous, "nbytes", 0))
         except TensorTooLargeError:
             prev_too_large = True

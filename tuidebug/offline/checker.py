@@ -52,6 +52,7 @@ So "0 hits" with an empty `problems` means every watched tensor that was dumped 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import threading
 import time
@@ -63,9 +64,11 @@ from typing import TYPE_CHECKING, Any
 from tuidebug.core import scan_engine
 from tuidebug.core.condition_catalogue import CHANGE_CONDITIONS, CheckRequest, CheckResult
 from tuidebug.core.error_codes import ErrorCode
+from tuidebug.core.tensor import UnsupportedDataTypeError, numpy_dtype
 from tuidebug.offline.check_task import Task, TaskResult, error_result, run_task
 
 if TYPE_CHECKING:
+    from tuidebug.core.graph import Graph
     from tuidebug.offline.dump import OfflineDump
 
 # Below this many bytes a check runs in the calling thread alone: handing tiny tensors to
@@ -245,6 +248,7 @@ class Checker:
                 seen_problem.add(msg)
                 problems.append(msg)
 
+        weights = _Weights(dump)
         for iteration in sorted(set(iterations)):
             # (rank, graph) groups with a watched tensor that has no readable file here
             missing: set[tuple[int, str]] = set()
@@ -294,21 +298,20 @@ class Checker:
                                     key.rank, key.graph, key.node, key.slot, prev_it
                                 )
                                 if prev_file is not None:
-                                    prev_path = str(prev_file.path)
+                                    prev_path = prev_file.fspath
                     requests.append(watch.request)
                     needs.append(watch.needs_prev)
                     wp_ids.append(wp_id)
                 if not requests:
                     continue
-                path = str(tensor_file.path)
                 tasks.append(
                     Task(
                         len(tasks),
-                        path,
+                        tensor_file.fspath,
                         prev_path if any(needs) else None,
                         tuple(requests),
                         tuple(needs),
-                        _file_size(path),
+                        weights.nbytes(key.rank, key.graph, key.node, key.slot),
                     )
                 )
                 task_keys.append(key)
@@ -406,8 +409,32 @@ class Checker:
         return sorted(outcomes, key=position)
 
 
-def _file_size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
+class _Weights:
+    """What each tensor weighs by its graph (dtype × shape), 0 where the graph does not say:
+    it orders the work and decides threads and the kernel, so no file is stat-ed for it."""
+
+    def __init__(self, dump: OfflineDump) -> None:
+        self.dump = dump
+        self.graphs: dict[tuple[int, str], Graph | None] = {}
+        self.itemsizes: dict[int, int] = {}
+
+    def nbytes(self, rank: int, graph: str, node: str, slot: int) -> int:
+        key = (rank, graph)
+        if key not in self.graphs:
+            try:
+                self.graphs[key] = self.dump.graph(rank, graph)
+            except Exception:  # an unreadable graph is the dump's problem, reported there
+                self.graphs[key] = None
+        g = self.graphs[key]
+        found = g.get(node) if g is not None else None
+        if found is None or slot >= len(found.outputs):
+            return 0
+        spec = found.outputs[slot]
+        if spec.dtype is None or spec.shape is None:
+            return 0
+        if spec.dtype not in self.itemsizes:
+            try:
+                self.itemsizes[spec.dtype] = numpy_dtype(spec.dtype).itemsize
+            except UnsupportedDataTypeError:
+                self.itemsizes[spec.dtype] = 0
+        return self.itemsizes[spec.dtype] * math.prod(spec.shape)
