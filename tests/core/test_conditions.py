@@ -1247,3 +1247,27 @@ def test_compiled_kernel_errors_and_extrema_past_nan(monkeypatch: pytest.MonkeyP
     x[:] = np.nan
     res = one(x, CheckRequest(CT.HAS_NAN, (Param("min_lt", 0, False),)))
     assert res.hit and res.params[0].actual == np.finfo(np.float64).max  # MindSpore's start
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "bfloat16", "int32", "bool"])
+@pytest.mark.parametrize("poison", ["none", "nan", "inf", "-inf", "nan+inf"])
+def test_small_tensor_nan_inf_shortcut_matches_the_scan(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, poison: str
+) -> None:
+    """Small tensors whose requests read only NaN/Inf skip the scan; the answers (hit, error
+    bits, for every condition that reads nothing else) are the scan's."""
+    x = np.linspace(-2, 2, 37).astype(np.float64)
+    if poison != "none" and dtype not in ("int32", "bool"):
+        for i, value in enumerate(poison.split("+")):
+            x[5 + 7 * i] = float(value)
+    t = x.astype(BF16 if dtype == "bfloat16" else dtype)
+    reqs = [
+        CheckRequest(int(CT.HAS_NAN)),
+        CheckRequest(int(CT.HAS_INF)),
+        CheckRequest(int(CT.GENERAL_OVERFLOW)),
+    ]
+    fast = evaluate(t.reshape(37, 1), reqs)
+    monkeypatch.setattr(C, "SMALL_ELEMENTS", -1)  # every tensor takes the scan
+    assert evaluate(t.reshape(37, 1), reqs) == fast
+    if poison != "none" and dtype not in ("int32", "bool"):
+        assert fast[2].hit
