@@ -244,3 +244,36 @@ def test_loads_without_textual(module: str) -> None:
     code = f"import sys, importlib; importlib.import_module({module!r}); print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_each_file_is_opened_once(dump_2_10: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check reads a file's header with its data and verifies it against the graph
+    then: no separate header pass (a dump of many tiny files would pay it per file)."""
+    from tuidebug.offline import tensor_index
+
+    peeks: list[object] = []
+    real = tensor_index.peek_header
+    monkeypatch.setattr(tensor_index, "peek_header", lambda p: peeks.append(p) or real(p))
+    fresh = OfflineDump(dump_2_10)
+    with Checker(fresh) as checker:
+        report = checker.check(plan(fresh, [("TO", {})]), range(4))
+    assert report.tensors_checked == 4 * 66 and peeks == []
+
+
+def test_a_file_that_contradicts_its_node_has_no_value(dump_2_10: Path, tmp_path: Path) -> None:
+    """Found when read, as the header pass would have found it: dropped, its sentence in the
+    dump's problems, and error 32 with error_on_no_value."""
+    root = copy_dump(dump_2_10, tmp_path / "d", with_data=True)
+    (relu,) = (root / "rank_0/LeNet/0/1").glob("ReLU.*relu-ReLU_ReLU-op1.*.output.0.*.npy")
+    relu.unlink()
+    np.save(relu, np.full((3, 3), np.inf, np.float32))
+    d = OfflineDump(root)
+    node = "Default/network-WithLossCell/_backbone-LeNet5/relu-ReLU/ReLU-op1"
+    wp = Watchpoint(1, "TO", {})
+    watches = [Watch(1, wp.request(), False, {(0, GRAPH): [(node, 0)]})]
+    with Checker(d) as checker:
+        report = checker.check(watches, [1], error_on_no_value=True)
+    assert [(o.key.node, o.error_code) for o in report.outcomes] == [(node, 32)]
+    assert report.tensors_checked == 0
+    assert any("has shape (3, 3)" in p for p in d.problems)
+    assert d.tensor_file(0, GRAPH, node, 0, 1) is None  # later lookups agree

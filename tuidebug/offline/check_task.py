@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from tuidebug.core.condition_catalogue import CheckRequest, CheckResult, untouched_params
 from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.scan_engine import evaluate
@@ -44,6 +46,9 @@ class TaskResult:
     problems: tuple[str, ...]
     nbytes: int
     readable: bool = True
+    # what the file held (None when unreadable): the checker verifies it against the graph
+    dtype: np.dtype | None = None
+    shape: tuple[int, ...] | None = None
 
 
 def error_result(request: CheckRequest, error_code: int) -> CheckResult:
@@ -100,9 +105,10 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
             )
         for i, res in zip(todo, evaluated, strict=True):
             results[i] = res
+    dtype, shape = tensor.dtype, tensor.shape
     del tensor, previous
     reported = tuple((i, r) for i, r in enumerate(results) if r is not None and r.reported)
-    return TaskResult(task.tid, reported, tuple(problems), nbytes)  # type: ignore[arg-type]
+    return TaskResult(task.tid, reported, tuple(problems), nbytes, True, dtype, shape)  # type: ignore[arg-type]
 
 
 def _clause(err: Exception) -> str:

@@ -70,6 +70,7 @@ from tuidebug.offline.check_task import Task, TaskResult, error_result, run_task
 if TYPE_CHECKING:
     from tuidebug.core.graph import Graph
     from tuidebug.offline.dump import OfflineDump
+    from tuidebug.offline.filenames import TensorFile
 
 # Below this many bytes a check runs in the calling thread alone: handing tiny tensors to
 # other threads costs more than it saves (their numpy calls hold the GIL).
@@ -241,6 +242,7 @@ class Checker:
         tasks: list[Task] = []
         task_keys: list[TensorKey] = []
         task_wps: list[tuple[int, ...]] = []
+        task_files: list[TensorFile] = []
         seen_problem: set[str] = set()
 
         def problem(msg: str) -> None:
@@ -262,7 +264,10 @@ class Checker:
                         key = TensorKey(rank, graph, node, slot, iteration)
                         wanted.setdefault(key, {}).setdefault(watch.watchpoint_id, watch)
             for key, uniq in wanted.items():
-                tensor_file = dump.tensor_file(key.rank, key.graph, key.node, key.slot, iteration)
+                # unchecked: the read gives the header, verified against the graph below
+                tensor_file = dump.tensor_file(
+                    key.rank, key.graph, key.node, key.slot, iteration, checked=False
+                )
                 refused = dump.refused_reason(key.rank, key.graph, key.node, key.slot, iteration)
                 if refused is not None:
                     problem(refused)
@@ -316,6 +321,7 @@ class Checker:
                 )
                 task_keys.append(key)
                 task_wps.append(tuple(wp_ids))
+                task_files.append(tensor_file)
             for rank, graph in sorted({(k.rank, k.graph) for k in wanted}):
                 for sentence in dump.graph_blockers(rank, graph):
                     problem(sentence)
@@ -333,6 +339,28 @@ class Checker:
                 problem(msg)
             key = task_keys[res.tid]
             wps = task_wps[res.tid]
+            dtype, shape = res.dtype, res.shape
+            if (
+                dtype is not None
+                and shape is not None
+                and not dump.verify_read(
+                    key.rank, key.graph, key.node, task_files[res.tid], key.iteration, dtype, shape
+                )
+            ):
+                # the file contradicts its node (the dump's problems say so): not its value
+                report.tensors_checked -= 1
+                report.bytes_read -= res.nbytes
+                for sentence in dump.blockers(key.rank, key.graph, key.iteration):
+                    problem(sentence)
+                if error_on_no_value:
+                    for wp_id in wps:
+                        watch = next(w for w in watches if w.watchpoint_id == wp_id)
+                        outcomes.append(
+                            CheckOutcome(
+                                key, wp_id, error_result(watch.request, ErrorCode.NO_VALUE)
+                            )
+                        )
+                continue
             for index, result in res.reported:
                 outcomes.append(CheckOutcome(key, wps[index], result))
         report.outcomes = self._ordered(outcomes)

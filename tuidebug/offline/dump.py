@@ -226,14 +226,31 @@ class OfflineDump:
         slot: int,
         iteration: int,
         is_output: bool = True,
+        *,
+        checked: bool = True,
     ) -> TensorFile | None:
         """The file holding a tensor, or None when it was not dumped. Constants are never
-        looked up here (they are not per-iteration data; see `value`)."""
+        looked up here (they are not per-iteration data; see `value`). `checked=False`: the
+        header is not checked against the graph; the reader calls `verify_read` after."""
         index = self.index(rank, graph)
         found = index.graph.get(node)
         if found is not None and found.kind is NodeKind.CONSTANT:
             return None
-        return index.lookup(node, slot, iteration, is_output)
+        return index.lookup(node, slot, iteration, is_output, checked=checked)
+
+    def verify_read(
+        self,
+        rank: int,
+        graph: str,
+        node: str,
+        f: TensorFile,
+        iteration: int,
+        dtype: np.dtype,
+        shape: tuple[int, ...],
+    ) -> bool:
+        """Whether a file found unchecked and read fits its node (see `TensorIndex.verify`);
+        a file that does not is dropped and its sentence joins the dump's problems."""
+        return self.index(rank, graph).verify(node, f, iteration, dtype, shape)
 
     def refused_reason(
         self,

@@ -43,6 +43,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.tensor import UnsupportedDataTypeError, dtype_from_dump_name
@@ -51,6 +52,9 @@ from tuidebug.offline.filenames import TensorFile, constant_data_name, encode_du
 from tuidebug.offline.layout import RankLayout
 from tuidebug.offline.statistic_csv import StatisticRow
 from tuidebug.offline.tensor_store import NpyHeader, SpecConflict, peek_header, spec_conflict
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TensorKey = tuple[str, str, int]  # (node name, "input" | "output", slot)
 # Tensors held by several files are named one sentence each up to this many per index, then
@@ -169,6 +173,8 @@ class TensorIndex:
         self._node_iterations: dict[str, set[int]] = defaultdict(set)
         self._positions: dict[str, int] | None = None
         self._checked: set[int | None] = set()  # iterations (None: constants) header-checked
+        # `verify`'s answers by (dtype, shape, declared dtype, declared shape)
+        self._read_fits: dict[tuple[object, ...], SpecConflict | None] = {}
         self._conflicts: set[TensorKey] = set()
         self._keys: dict[TensorKey, TensorKey] = {}
         # (declared dtype, dtype named by a file) → whether they fit, or the words of the
@@ -394,21 +400,62 @@ class TensorIndex:
         return node
 
     def lookup(
-        self, node_name: str, slot: int, iteration: int, is_output: bool = True
+        self,
+        node_name: str,
+        slot: int,
+        iteration: int,
+        is_output: bool = True,
+        *,
+        checked: bool = True,
     ) -> TensorFile | None:
         """The file holding one tensor, or None. Constants dumped in `constants/` hold at
-        every dumped iteration."""
+        every dumped iteration. `checked=False` skips the header check against the graph
+        (the first lookup of an iteration opens every output file's header): for a reader
+        that reads the file anyway and then calls `verify` with what it found."""
         node = self._node(node_name)
         if node is None:
             return None
         key = (node.name, "output" if is_output else "input", slot)
-        table = self._table(iteration)
+        table = self._table(iteration) if checked else self._by_iteration.get(iteration)
         if table is None:
             return None
         found = table.get(key)
         if found is None and node.kind is NodeKind.CONSTANT:
-            found = self._constant_table().get(key)
+            found = (self._constant_table() if checked else self._constants).get(key)
         return found
+
+    def verify(
+        self,
+        node_name: str,
+        f: TensorFile,
+        iteration: int,
+        dtype: np.dtype,
+        shape: tuple[int, ...],
+    ) -> bool:
+        """Whether an output file found with `lookup(checked=False)` and read (its `dtype`
+        and `shape`) fits its node, as the header check would have decided; a file that does
+        not is dropped from the index and its sentence recorded, exactly as that check does."""
+        node = self.graph.get(node_name)
+        spec = None if node is None or f.io != "output" else _spec(node, f.slot)
+        if node is None or spec is None or (spec.dtype is None and spec.shape is None):
+            return True
+        fit_key = (dtype, shape, spec.dtype, spec.shape)
+        try:
+            conflict = self._read_fits[fit_key]
+        except KeyError:
+            conflict = spec_conflict(dtype, shape, spec, reshaped_ok=True)
+            if len(self._read_fits) >= _MAX_FITS:
+                self._read_fits.clear()
+            self._read_fits[fit_key] = conflict
+        if conflict is None:
+            return True
+        with self._lock:
+            key = (node.name, f.io, f.slot)
+            for table in (self._by_iteration.get(iteration), self._constants):
+                if table is not None and table.get(key) is f:
+                    del table[key]
+            self._conflict(node, f, conflict.found, conflict.declared)
+        return False
 
     def files_for(self, iteration: int) -> dict[TensorKey, TensorFile]:
         """Every matched file of one iteration by (node name, io, slot), constants from
