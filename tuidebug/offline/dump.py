@@ -157,6 +157,9 @@ class OfflineDump:
     # ------------------------------------------------------------------ indexes
     def index(self, rank: int, graph: str) -> TensorIndex:
         key = (rank, graph)
+        found = self._indexes.get(key)  # built once: later calls need no lock
+        if found is not None:
+            return found
         with self._lock:
             found = self._indexes.get(key)
             if found is None:

@@ -472,6 +472,8 @@ class TensorIndex:
     ) -> tuple[TensorFile, str] | None:
         """The tensor's file that exists but was refused by discovery (a FIFO, a dangling
         link…) and the sentence discovery reported; None when no file of it was refused."""
+        if not self._refused:  # the usual dump: nothing refused, nothing to look up
+            return None
         node = self._node(node_name)
         if node is None:
             return None
