@@ -12,8 +12,9 @@
 
 bench_tui.py's "first frame" starts its clock after the imports (the app is already
 built); this script measures what the issue calls cold start, from `exec` on. Each
-figure is the median of `--repeat` fresh processes; the machine's load moves them, so
-compare figures taken in the same run.
+figure is the median of `--repeat` fresh processes, as wall time and as CPU time (user +
+system, all threads: on a shared machine the steadier of the two); compare figures taken
+in the same run.
 
 Usage: python benchmarks/bench_cold_start.py [--repeat N] [--dump DUMP_ROOT]
 """
@@ -38,13 +39,23 @@ MARKER = b"nodes)"  # the tree's header, `kernel_graph0 (107 nodes)`: the graph 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    # an installed package has its bytecode compiled; without it every run would pay
+    # the compiler for each module (the first, untimed, round writes __pycache__)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["TERM"] = "xterm-256color"
     env["COLUMNS"], env["LINES"] = "160", "48"
     return env
 
 
-def first_frame(dump: Path, limit: float = 30.0) -> float:
-    """Seconds from spawning `tuidebug offline DUMP` on a pty to MARKER in its output."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process, all its threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def first_frame(dump: Path, limit: float = 30.0) -> tuple[float, float]:
+    """(wall, CPU) seconds from spawning `tuidebug offline DUMP` on a pty to MARKER in its
+    output."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: the TUI on the pty
         os.execve(sys.executable, [sys.executable, "-m", "tuidebug", "offline", str(dump)], _env())
@@ -60,28 +71,28 @@ def first_frame(dump: Path, limit: float = 30.0) -> float:
                     seen += os.read(fd, 65536)
                 except OSError:  # the child exited
                     raise RuntimeError(f"tuidebug offline ended: {seen[-300:]!r}") from None
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, _cpu_seconds(pid)
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         os.close(fd)
 
 
-def process(args: list[str]) -> float:
+def process(args: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run of `python ARGS`."""
     t0 = time.perf_counter()
-    subprocess.run(
-        [sys.executable, *args],
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
+    proc = subprocess.Popen(
+        [sys.executable, *args], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    return time.perf_counter() - t0
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0  # reaped here: Popen must not wait for it again
+    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
 
 
-def _ms(values: list[float]) -> str:
-    return f"{statistics.median(values) * 1000:7.1f} ms (median of {len(values)}, min {min(values) * 1000:.1f})"
+def _ms(runs: list[tuple[float, float]]) -> str:
+    wall = statistics.median(r[0] for r in runs) * 1000
+    cpu = statistics.median(r[1] for r in runs) * 1000
+    return f"{wall:7.1f} ms wall, {cpu:7.1f} ms CPU (medians of {len(runs)})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
         "import check path": ["-c", check_imports],
         "check process": ["-m", "tuidebug", "check", dump, "--watch", "TO", "--json"],
     }
-    results: dict[str, list[float]] = {name: [] for name in [*cases, "offline first frame"]}
+    results: dict[str, list[tuple[float, float]]] = {
+        name: [] for name in [*cases, "offline first frame"]
+    }
+    for command in cases.values():  # untimed: writes the bytecode caches, warms the disk
+        process(command)
     for _ in range(args.repeat):  # interleaved, so that load changes touch every row alike
         for name, command in cases.items():
             results[name].append(process(command))
