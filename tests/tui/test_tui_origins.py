@@ -107,7 +107,8 @@ async def test_finite_node_is_a_notice_and_help_and_palette_list_the_key(demo_du
 async def test_escape_cancels_a_running_trace(demo_dump: Path, monkeypatch: Any) -> None:
     import threading
 
-    import tuidebug.tui.origin_tracing as tracing_module
+    # the trace machinery loads with the first trace (cold start): patch it at its home
+    import tuidebug.core.origins as tracing_module
 
     started = threading.Event()
 

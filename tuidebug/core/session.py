@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from tuidebug.core.graph_run import GraphRun
 from tuidebug.core.session_error import SessionError
 from tuidebug.core.watchpoint_book import WatchpointBook, WatchpointChange
 
@@ -108,19 +109,6 @@ class Metadata:
 
     def with_(self, **changes: object) -> Metadata:
         return replace(self, **changes)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class GraphRun:
-    """One row of the graph execution history (spec §5.7)."""
-
-    iteration: int
-    graph_name: str
-    has_data: bool
-    sub_graphs: tuple[str, ...] = ()
-    # False when the graph has no history file and its runs are its dumped iteration
-    # folders (offline: the sub-graphs of a control-flow net)
-    from_history: bool = True
 
 
 # ------------------------------------------------------------------ events

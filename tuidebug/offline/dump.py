@@ -24,7 +24,7 @@ import numpy as np
 
 from tuidebug.core.graph import Graph, Node, NodeKind
 from tuidebug.core.graph_pb import GraphFileError, GraphTooLargeError
-from tuidebug.core.session import GraphRun
+from tuidebug.core.graph_run import GraphRun
 from tuidebug.offline.dump_error import DumpError
 from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.graph_files import load_graph_file

@@ -85,9 +85,7 @@ from tuidebug.tui.messages import (
 )
 from tuidebug.tui.navigation import PANES, Navigation
 from tuidebug.tui.node_details import NodeDetails
-from tuidebug.tui.origin_trace import trace_target
 from tuidebug.tui.origin_tracing import OriginTracing
-from tuidebug.tui.palette import PaletteState, palette_entries
 from tuidebug.tui.run_actions import RUN_ACTIONS, ActionState, GuardContext
 from tuidebug.tui.run_controls import RunControls
 from tuidebug.tui.scope_tree import ScopeTree, TreeEntry
@@ -286,7 +284,7 @@ class DebuggerApp(App[int]):
 
     def key_hint(self, binding_id: str) -> str:
         """The first key that runs `binding_id` now, as the help and the palette show it."""
-        keys = active_keys(binding_id, self.keymap)
+        keys = active_keys(binding_id, self.keymap, owner=type(self))
         return key_display(keys[0]) if keys else binding_id
 
     def on_unmount(self) -> None:
@@ -827,6 +825,8 @@ class DebuggerApp(App[int]):
     def action_trace_origin(self) -> None:
         if not self.guard("trace_origin"):
             return
+        from tuidebug.tui.origin_trace import trace_target  # with the trace, not at start
+
         md = self._metadata
         target = trace_target(
             self._runs.focused_hit(), self.graphs, md.rank, self.current_graph, self.current_node
@@ -849,6 +849,8 @@ class DebuggerApp(App[int]):
 
     # ----------------------------------------------------------------- palette
     def palette_commands(self) -> list[PaletteCommand]:
+        from tuidebug.tui.palette import PaletteState, palette_entries  # on Ctrl+P only
+
         guards = self.guard_context()
         screen = self.screen
         state = PaletteState(

@@ -25,7 +25,6 @@ import functools
 import importlib
 import json
 import os
-import pkgutil
 import sys
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -34,11 +33,6 @@ from typing import Any
 
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 installs tomli (a dependency there): the same parser
-    import tomli as tomllib
 
 ENV_VAR = "TUIDEBUG_KEYS"
 DEFAULT_NAMESPACE = "tuidebug"
@@ -83,6 +77,8 @@ def keys_file_origin(environ: Mapping[str, str] | None = None) -> tuple[Path, st
 def _tui_classes() -> Iterable[type[DOMNode]]:
     """Every app, screen and widget class of tuidebug.tui, the app first (its keys are the
     ones users remap most, so `tuidebug keys` lists them first)."""
+    import pkgutil  # here, not at the top: only `tuidebug keys` and the checks list classes
+
     import tuidebug.tui as package
 
     names = sorted(
@@ -156,11 +152,41 @@ def _namespaces() -> tuple[tuple[str, tuple[Binding, ...]], ...]:
     return tuple(spaces)
 
 
-def active_keys(binding_id: str, keymap: Mapping[str, str]) -> list[str]:
+@functools.cache
+def _defaults_of(owner: type[DOMNode]) -> dict[str, tuple[str, ...]]:
+    """Binding id → default keys, for the ids `owner` and its tuidebug.tui bases define:
+    the same answer as `known_bindings()` for those ids (each id has one owner class),
+    without importing every module of tuidebug.tui."""
+    found: dict[str, tuple[str, ...]] = {}
+    for cls in reversed(owner.__mro__):
+        if not (
+            isinstance(cls, type)
+            and issubclass(cls, DOMNode)
+            and cls.__module__.startswith("tuidebug.tui.")
+        ):
+            continue
+        for binding in _own_bindings(cls):
+            keys = found.get(binding.id or "", ())
+            if binding.id and binding.key not in keys:
+                found[binding.id] = (*keys, binding.key)
+    return found
+
+
+def active_keys(
+    binding_id: str, keymap: Mapping[str, str], owner: type[DOMNode] | None = None
+) -> list[str]:
     """The keys that run `binding_id` now: the user's, else the defaults (empty for an
-    unknown id). The help screen and the palette show these, so they stay true."""
+    unknown id). The help screen and the palette show these, so they stay true.
+
+    `owner`, the class that defines the binding when the caller knows it, saves the
+    first frame from `known_bindings()`, which imports all of tuidebug.tui (the
+    control bar asks the app's keys on mount; help and palette load the rest anyway)."""
     if keymap.get(binding_id):
         return keymap[binding_id].split(",")
+    if owner is not None:
+        keys = _defaults_of(owner).get(binding_id)
+        if keys is not None:
+            return list(keys)
     info = known_bindings().get(binding_id)
     return list(info.keys) if info else []
 
@@ -203,6 +229,12 @@ def parse_keymap(
 
     Each problem is one sentence naming `path` and the offending entry, fit for a notice.
     """
+    # the TOML parser loads only when there is a keys file (most starts have none)
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 installs tomli (a dependency there): the same parser
+        import tomli as tomllib
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -12,12 +12,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tuidebug.core.graph import Graph, Node
-from tuidebug.core.origins import OriginTrace, TraceCancelled
 from tuidebug.core.session import DebugSession
 from tuidebug.core.tensor import TensorRef, tensor_statistics
 from tuidebug.core.watchpoints import WatchpointHit
+
+if TYPE_CHECKING:
+    from tuidebug.core.origins import OriginTrace
+
+# `trace_target` feeds the app's key guards from the first frame on; the walk itself
+# (core.origins and its tensor search) loads with the first trace (`origin_counts`).
 
 TRACE_PROGRESS_AFTER = 0.5  # seconds before a running trace shows "Tracing… N tensors read"
 PROGRESS_EVERY = 0.1  # seconds between two progress lines at most
@@ -91,6 +97,8 @@ def origin_counts(
     """NaN/±Inf counts of each origin's first non-finite slot (worker; a few origins,
     each read in chunks). Parameters are counted as the trace judged them: their value
     when the step began, where the session has one. Raises TraceCancelled."""
+    from tuidebug.core.origins import TraceCancelled
+
     counts: dict[str, Counts] = {}
     for origin in trace.origins[:MAX_COUNTED_ORIGINS]:
         if cancelled():

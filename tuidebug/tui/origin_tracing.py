@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 
 from textual.worker import Worker, get_current_worker
 
-from tuidebug.core.graph import Graph
-from tuidebug.core.origins import TraceCancelled, trace_in_session
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.messages import TraceEnded, TraceProgress
-from tuidebug.tui.origin_screen import OriginScreen
-from tuidebug.tui.origin_trace import nothing_found, origin_counts, throttled_progress
 from tuidebug.tui.session_text import is_user_error
 
 if TYPE_CHECKING:
+    from tuidebug.core.graph import Graph
     from tuidebug.tui.app_host import AppHost
+
+# The walk (core.origins, tui.origin_trace) and the origin screen (a DataTable) are
+# imported when a trace runs or ends, not with the app: the first frame never needs them.
 
 # (graph, node, slot, iteration) → show that tensor (the app's tensor request)
 OpenTensor = Callable[[str, str, int, "int | None"], None]
@@ -66,6 +66,9 @@ class OriginTracing:
 
     def _trace(self, graph: Graph, start: str, iteration: int | None, rank: int, step: int) -> None:
         """(worker) The walk and the counts of the origins, reported as one TraceEnded."""
+        from tuidebug.core.origins import TraceCancelled, trace_in_session
+        from tuidebug.tui.origin_trace import origin_counts, throttled_progress
+
         worker = get_current_worker()
         session = self._app.session
         try:
@@ -103,6 +106,9 @@ class OriginTracing:
 
     def ended(self, message: TraceEnded) -> None:
         """The origin screen (Enter opens an origin's tensor), or why there is none."""
+        from tuidebug.tui.origin_screen import OriginScreen
+        from tuidebug.tui.origin_trace import nothing_found
+
         self._finished()
         app = self._app
         trace, graph, iteration = message.trace, message.graph, message.iteration

@@ -30,10 +30,10 @@ from tuidebug.tui.watch_export import (
     spec_of,
     watch_file_text,
 )
-from tuidebug.tui.watchpoint_editor import WatchpointDraft, WatchpointEditor
 
 if TYPE_CHECKING:
     from tuidebug.tui.app_host import AppHost
+    from tuidebug.tui.watchpoint_editor import WatchpointDraft
 
 
 class WatchpointFlows:
@@ -101,6 +101,9 @@ class WatchpointFlows:
         if node_name is not None and app.current_node is not None:
             node_name = app.current_node.name
         md = app.metadata
+        # the editor screen loads when first opened (w), not with the app's first frame
+        from tuidebug.tui.watchpoint_editor import WatchpointEditor
+
         editor = WatchpointEditor(
             graph,
             node=node_name,
@@ -121,6 +124,8 @@ class WatchpointFlows:
         if graph is None:
             return
         md = app.metadata
+        from tuidebug.tui.watchpoint_editor import WatchpointEditor  # on first use
+
         editor = WatchpointEditor(
             graph,
             backend=md.backend,

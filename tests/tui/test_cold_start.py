@@ -1,0 +1,96 @@
+"""Cold start of the TUI (issue 13): the first frame loads only what it draws.
+
+The screens and machinery a key opens later (the watchpoint editor, the origin screen and
+its trace walk, the command palette's entries, the TOML parser of a keys file) load when
+first used. The first frame's trap was the control bar asking the app's keys on mount:
+`known_bindings()` imports every module of tuidebug.tui, so the app's own keys are read
+from the app's class (`active_keys(..., owner=)`), which must give the same answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cold_imports import offenders
+from tests.conftest import REPO
+from tuidebug.tui.app import DebuggerApp
+from tuidebug.tui.keymap import _own_bindings, _tui_classes, active_keys, known_bindings
+
+TIMEOUT = 180  # seconds: a fresh interpreter loading the dump and drawing, on a busy machine
+
+FIRST_FRAME = """
+import asyncio, json, sys
+from tuidebug.offline.session import OfflineSession
+from tuidebug.tui.app import DebuggerApp
+
+async def first_frame() -> None:
+    session = OfflineSession(sys.argv[1])
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        for _ in range(6000):
+            if app.loaded:
+                break
+            await asyncio.sleep(0.01)
+        assert app.loaded, "the dump did not load"
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    session.close()
+
+asyncio.run(first_frame())
+print(json.dumps(sorted(sys.modules)))
+"""
+
+# loaded by a key, never by the first frame (nor anything online or compiled)
+NOT_AT_FIRST_FRAME = (
+    "grpc",
+    "numba",
+    "llvmlite",
+    "tuidebug.online",
+    "tuidebug._proto.debug_grpc_pb2",
+    "tuidebug.tui.watchpoint_editor",
+    "tuidebug.tui.origin_screen",
+    "tuidebug.tui.palette",
+    "tuidebug.core.origins",
+    "tomllib",
+)
+
+
+def test_first_frame_loads_no_screen_opened_later(dump_2_10: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path)}
+    env.pop("TUIDEBUG_KEYS", None)  # no keys file: the parser need not load
+    result = subprocess.run(
+        [sys.executable, "-c", FIRST_FRAME, str(dump_2_10)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    assert "tuidebug.tui.tensor_view" in loaded  # the frame was built
+    assert offenders(loaded, NOT_AT_FIRST_FRAME) == []
+
+
+def test_every_binding_id_has_one_owner_class() -> None:
+    """What makes the owner's keys equal to `known_bindings()`'s for its ids."""
+    owners: dict[str, set[str]] = {}
+    for cls in _tui_classes():
+        for binding in _own_bindings(cls):
+            if binding.id:
+                owners.setdefault(binding.id, set()).add(cls.__qualname__)
+    shared = {bid: names for bid, names in owners.items() if len(names) > 1}
+    assert shared == {}
+
+
+@pytest.mark.parametrize("binding_id", sorted(known_bindings()))
+def test_app_keys_from_its_class_match_known_bindings(binding_id: str) -> None:
+    assert active_keys(binding_id, {}, owner=DebuggerApp) == active_keys(binding_id, {})
+    remapped = {binding_id: "ctrl+x"}
+    assert active_keys(binding_id, remapped, owner=DebuggerApp) == ["ctrl+x"]
