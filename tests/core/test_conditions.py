@@ -1271,3 +1271,23 @@ def test_small_tensor_nan_inf_shortcut_matches_the_scan(
     assert evaluate(t.reshape(37, 1), reqs) == fast
     if poison != "none" and dtype not in ("int32", "bool"):
         assert fast[2].hit
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize(
+    "poison", [(), ("nan",), ("inf",), ("-inf",), ("nan", "-inf"), ("inf", "nan")]
+)
+def test_nan_inf_units_match_the_threaded_scan(dtype: str, poison: tuple[str, ...]) -> None:
+    """A big tensor whose requests read only NaN/Inf takes two flat reductions per unit;
+    its answers are the full scan's (which the threaded path still runs)."""
+    n = C.PARALLEL_MIN_ELEMENTS + 5
+    x = np.zeros(n, np.float32)
+    for i, value in enumerate(poison):  # in different units, the last one partial
+        x[[7, n - 2][i]] = float(value)
+    t = x.astype(BF16 if dtype == "bfloat16" else dtype)
+    reqs = [
+        CheckRequest(int(CT.HAS_NAN)),
+        CheckRequest(int(CT.HAS_INF)),
+        CheckRequest(int(CT.GENERAL_OVERFLOW)),
+    ]
+    assert evaluate(t, reqs, threads=1) == evaluate(t, reqs, threads=2)

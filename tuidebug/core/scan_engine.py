@@ -649,6 +649,9 @@ class _Scan:
             return self._merge([])  # integers and nothing to compute: no NaN/Inf to find
         if self.kernel is not None:
             return self._merge(self._run_compiled(threads))
+        if not plan.needs_params and (threads <= 1 or self.n < PARALLEL_MIN_ELEMENTS):
+            self._nan_inf_units()  # float data, NaN/Inf presence alone (TensorOverflow)
+            return self._merge([])
         if threads <= 1 or self.n < PARALLEL_MIN_ELEMENTS or self.n <= self.unit:
             part, sc = _Partial(len(plan.ranges)), _scratch()
             try:
@@ -657,6 +660,29 @@ class _Scan:
                 sc.trim(_KEEP_ELEMENTS)
             return self._merge([part])
         return self._merge(self._run_threads(threads))
+
+    def _nan_inf_units(self) -> None:
+        """NaN/Inf presence in two flat reductions per unit, the least a pass can do with
+        numpy: max is NaN if any element is (NaN propagates), +Inf if any is and none is NaN;
+        then min tells -Inf. No sub-block extrema: nothing else reads them."""
+        sc = _scratch()
+        try:
+            for start in range(0, self.n, self.unit):
+                xv = self._elements(sc, start, min(start + self.unit, self.n))
+                bmax = float(_MAX(xv))
+                if bmax != bmax:
+                    self.has_nan = True
+                    if not self.has_inf:
+                        self.has_inf = bool(np.isinf(xv).any())
+                elif bmax == _INF:
+                    self.has_inf = True
+                elif not self.has_inf and float(_MIN(xv)) == -_INF:
+                    self.has_inf = True
+                if self.has_nan and self.has_inf:
+                    break
+        finally:
+            sc.trim(_KEEP_ELEMENTS)
+        self.errors = self.has_nan or self.has_inf
 
     def _local(self, part: _Partial, sc: _Scratch, start: int, stop: int) -> None:
         """Both stages of [start, stop), block by block (a block's data stays in cache)."""
