@@ -674,9 +674,7 @@ class _Scan:
                     self.has_nan = True
                     if not self.has_inf:
                         self.has_inf = bool(np.isinf(xv).any())
-                elif bmax == _INF:
-                    self.has_inf = True
-                elif not self.has_inf and float(_MIN(xv)) == -_INF:
+                elif bmax == _INF or (not self.has_inf and float(_MIN(xv)) == -_INF):
                     self.has_inf = True
                 if self.has_nan and self.has_inf:
                     break

@@ -251,6 +251,7 @@ class Checker:
                 problems.append(msg)
 
         weights = _Weights(dump)
+        names: dict[tuple[int, str, str], str] = {}  # the graph's name of a watched node
         for iteration in sorted(set(iterations)):
             # (rank, graph) groups with a watched tensor that has no readable file here
             missing: set[tuple[int, str]] = set()
@@ -263,14 +264,32 @@ class Checker:
                     for node, slot in pairs:
                         key = TensorKey(rank, graph, node, slot, iteration)
                         wanted.setdefault(key, {}).setdefault(watch.watchpoint_id, watch)
+            tables: dict[tuple[int, str], Mapping[tuple[str, str, int], TensorFile]] = {}
+            refusing: set[tuple[int, str]] = set()  # groups with a file discovery refused
             for key, uniq in wanted.items():
-                # unchecked: the read gives the header, verified against the graph below
-                tensor_file = dump.tensor_file(
-                    key.rank, key.graph, key.node, key.slot, iteration, checked=False
-                )
-                refused = dump.refused_reason(key.rank, key.graph, key.node, key.slot, iteration)
-                if refused is not None:
-                    problem(refused)
+                # what dump.tensor_file(..., checked=False) answers, with what does not
+                # change between iterations resolved once per check (a dump of many tiny
+                # files pays this per file); unchecked: the read gives the header,
+                # verified against the graph below
+                group = (key.rank, key.graph)
+                table = tables.get(group)
+                if table is None:
+                    index = dump.index(*group)
+                    table = tables[group] = index.unchecked_files(iteration)
+                    if index.refused_any():
+                        refusing.add(group)
+                found = names.get((key.rank, key.graph, key.node))
+                if found is None:
+                    found = names[(key.rank, key.graph, key.node)] = dump.data_node_name(
+                        key.rank, key.graph, key.node
+                    )
+                tensor_file = table.get((found, "output", key.slot)) if found else None
+                if group in refusing:
+                    refused = dump.refused_reason(
+                        key.rank, key.graph, key.node, key.slot, iteration
+                    )
+                    if refused is not None:
+                        problem(refused)
                 if tensor_file is None:
                     missing.add((key.rank, key.graph))
                     if error_on_no_value:
@@ -281,6 +300,23 @@ class Checker:
                                 )
                             )
                     continue
+                if len(uniq) == 1:  # the usual case, without the lists below
+                    ((wp_id, watch),) = uniq.items()
+                    if not watch.needs_prev:
+                        tasks.append(
+                            Task(
+                                len(tasks),
+                                tensor_file.fspath,
+                                None,
+                                (watch.request,),
+                                (False,),
+                                weights.nbytes(key.rank, key.graph, key.node, key.slot),
+                            )
+                        )
+                        task_keys.append(key)
+                        task_wps.append((wp_id,))
+                        task_files.append(tensor_file)
+                        continue
                 requests: list[CheckRequest] = []
                 needs: list[bool] = []
                 wp_ids: list[int] = []
@@ -361,8 +397,8 @@ class Checker:
                             )
                         )
                 continue
-            for index, result in res.reported:
-                outcomes.append(CheckOutcome(key, wps[index], result))
+            for position, result in res.reported:
+                outcomes.append(CheckOutcome(key, wps[position], result))
         report.outcomes = self._ordered(outcomes)
         report.seconds = time.perf_counter() - started
         # callers show `problems` and then the dump's new problems: each sentence once

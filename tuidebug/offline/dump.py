@@ -241,6 +241,12 @@ class OfflineDump:
             return None
         return index.lookup(node, slot, iteration, is_output, checked=checked)
 
+    def data_node_name(self, rank: int, graph: str, node: str) -> str:
+        """The graph's own name of `node` (a `graph_name/` prefix dropped) when its tensors
+        are per-iteration data, "" otherwise (unknown, or a constant: see `tensor_file`)."""
+        found = self.index(rank, graph).node(node)
+        return "" if found is None or found.kind is NodeKind.CONSTANT else found.name
+
     def verify_read(
         self,
         rank: int,

@@ -75,8 +75,11 @@ class TensorFile:
 
     @property
     def fspath(self) -> str:
-        """The path as a string (what `open` takes), without building a `Path`."""
-        return os.path.join(self.folder, self.name)
+        """The path as a string (what `open` takes), without building a `Path`. (Not
+        `os.path.join`: its checks cost ~5 µs, which a dump of 100,000 files pays per file;
+        `name` is a bare file name and `folder` a listed folder.)"""
+        folder = self.folder
+        return folder + self.name if folder.endswith(os.sep) else folder + os.sep + self.name
 
     @property
     def is_output(self) -> bool:

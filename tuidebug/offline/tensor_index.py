@@ -392,6 +392,15 @@ class TensorIndex:
         """Dumped iterations of the graph's folder."""
         return self.rank.dumped_iterations.get(self.graph_id, [])
 
+    def node(self, node_name: str) -> Node | None:
+        """The graph node of a name as check requests may write it (`graph_name/` prefix)."""
+        return self._node(node_name)
+
+    def unchecked_files(self, iteration: int) -> Mapping[TensorKey, TensorFile]:
+        """The iteration's files as `lookup(checked=False)` sees them (constants from
+        `constants/` aside); read-only."""
+        return self._by_iteration.get(iteration) or {}
+
     def _node(self, node_name: str) -> Node | None:
         node = self.graph.get(node_name)
         if node is None and node_name.startswith(self.graph.name + "/"):
@@ -466,6 +475,10 @@ class TensorIndex:
         merged = dict(self._constant_table())
         merged.update(table)
         return merged
+
+    def refused_any(self) -> bool:
+        """Whether discovery refused any file of this graph (a FIFO, a dangling link…)."""
+        return bool(self._refused)
 
     def refused(
         self, node_name: str, slot: int, iteration: int, is_output: bool = True
