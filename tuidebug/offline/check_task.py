@@ -82,16 +82,19 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
             problems.append(_located(err, task.prev_path, root))
     requests = task.requests
     results: list[CheckResult | None] = [None] * len(requests)
-    todo: list[int] = []
-    for i, request in enumerate(requests):
-        if prev_too_large and task.needs_prev[i]:
-            results[i] = error_result(request, ErrorCode.OUT_OF_MEMORY)
-        else:
-            todo.append(i)
+    todo = list(range(len(requests)))
+    if prev_too_large:  # the change conditions get error 8, the others are evaluated
+        todo = [i for i in todo if not task.needs_prev[i]]
+        for i, request in enumerate(requests):
+            if task.needs_prev[i]:
+                results[i] = error_result(request, ErrorCode.OUT_OF_MEMORY)
     if todo:
         try:
             evaluated = evaluate(
-                tensor, [requests[i] for i in todo], previous=previous, threads=threads
+                tensor,
+                requests if len(todo) == len(requests) else [requests[i] for i in todo],
+                previous=previous,
+                threads=threads,
             )
         except (ValueError, TypeError, OSError) as err:
             # evaluate refuses what it cannot compute (e.g. an unsupported dtype); the file
