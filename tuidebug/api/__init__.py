@@ -8,7 +8,7 @@ Differences from MindInsight, all deliberate:
 
 * no MindSpore is needed: tensors are read and checked by tuidebug itself (same math);
 * `check_watchpoints` need not be called under ``if __name__ == "__main__"`` (it still works
-  there); small checks run in-process, big ones in a process pool;
+  there): checks run in threads of the calling process, never in child processes;
 * `export_graphs` writes CSV (nodes and stacks) instead of xlsx;
 * user mistakes raise `DebuggerParamValueError` / `DebuggerParamTypeError` (subclasses of
   `ValueError` / `TypeError` and of `DumpAnalyzerError`) whose message is one sentence;

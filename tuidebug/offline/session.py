@@ -24,8 +24,8 @@ again in full first (a step counts it as its one step), as does a recheck.
 
 Only one rank is shown at a time (`select_rank`). Everything that goes wrong with the dump is
 a `Notice` event with one sentence; `start()` raises `SessionError` only when the folder is
-not a dump at all. Checks run through the shared `Checker` (process pool for big steps,
-in-process for small ones); `close()` cancels a running check.
+not a dump at all. Checks run through the `Checker` (threads of this process, one
+for small steps); `close()` cancels a running check.
 """
 
 from __future__ import annotations
