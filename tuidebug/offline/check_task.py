@@ -69,6 +69,13 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
     except TensorFileError as err:
         return TaskResult(task.tid, (), (_located(err, task.path, root),), 0, False)
     nbytes = int(getattr(tensor, "nbytes", 0))
+    if task.prev_path is None:  # the usual task (a dump of tiny files pays the rest per file)
+        try:
+            evaluated = evaluate(tensor, task.requests, threads=threads)
+        except (ValueError, TypeError, OSError) as err:
+            return _refused(task, err, root, [], nbytes)
+        reported = tuple((i, r) for i, r in enumerate(evaluated) if r.reported)
+        return TaskResult(task.tid, reported, (), nbytes, True, tensor.dtype, tensor.shape)  # type: ignore[arg-type]
     previous = None
     prev_too_large = False
     if task.prev_path is not None:
@@ -97,21 +104,20 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
                 threads=threads,
             )
         except (ValueError, TypeError, OSError) as err:
-            # evaluate refuses what it cannot compute (e.g. an unsupported dtype); the file
-            # is named and the check goes on.
-            return TaskResult(
-                task.tid,
-                (),
-                (*problems, f"{_relative(task.path, root)} cannot be checked: {_clause(err)}."),
-                nbytes,
-                False,
-            )
+            return _refused(task, err, root, problems, nbytes)
         for i, res in zip(todo, evaluated, strict=True):
             results[i] = res
     dtype, shape = tensor.dtype, tensor.shape
     del tensor, previous
     reported = tuple((i, r) for i, r in enumerate(results) if r is not None and r.reported)
     return TaskResult(task.tid, reported, tuple(problems), nbytes, True, dtype, shape)  # type: ignore[arg-type]
+
+
+def _refused(task: Task, err: Exception, root: str, problems: list[str], nbytes: int) -> TaskResult:
+    """`evaluate` refuses what it cannot compute (e.g. an unsupported dtype): the file is
+    named and the check goes on."""
+    sentence = f"{_relative(task.path, root)} cannot be checked: {_clause(err)}."
+    return TaskResult(task.tid, (), (*problems, sentence), nbytes, False)
 
 
 def _clause(err: Exception) -> str:
