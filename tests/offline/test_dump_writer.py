@@ -13,7 +13,15 @@ import pytest
 
 from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.core.graph import NodeKind, StackFrame
-from tuidebug.core.tensor import DT_FLOAT32, DT_INT32, DT_NONE, DT_TENSOR, DT_TUPLE
+from tuidebug.core.graph_pb import raw_enum
+from tuidebug.core.tensor import (
+    DT_BFLOAT16_TUIDEBUG,
+    DT_FLOAT32,
+    DT_INT32,
+    DT_NONE,
+    DT_TENSOR,
+    DT_TUPLE,
+)
 from tuidebug.offline import demo
 from tuidebug.offline.dump_writer import (
     EXECUTION_ORDER_HEADER,
@@ -310,7 +318,9 @@ def test_writer_proto_details(tmp_path: Path) -> None:
     )
     assert split.output_type.data_type == DT_TUPLE
     elems = split.output_type.sequence_type.elem_types
-    assert [e.tensor_type.elem_type for e in elems] == [DT_FLOAT32, DT_INT32]  # bf16 → stored
+    # bfloat16 with tuidebug's own number (the closed enum parks it in the unknown fields)
+    got = [raw_enum(e.tensor_type, "elem_type", 1) for e in elems]
+    assert got == [DT_BFLOAT16_TUIDEBUG, DT_INT32]
     assert elems[1].tensor_type.HasField("shape") and len(elems[1].tensor_type.shape.dim) == 0
     assert make_tuple.output_type.data_type == DT_NONE and make_tuple.source_address == ""
     assert [i.name for i in split.input] == ["1"]

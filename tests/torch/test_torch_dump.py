@@ -135,3 +135,43 @@ def test_tuidebug_check_finds_the_nan_origin_in_a_dump(
     nodes = {h["node"] for h in hits}
     assert node_named(mg, "/fc2-Linear/") in nodes
     assert node_named(mg, "/fc1-Linear/") not in nodes  # upstream of the NaN: clean
+
+
+def test_autocast_bfloat16_dump_is_checked_and_read_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bf16 autocast step on CPU dumped as MindSpore 2.4+ does it (bfloat16 named in the
+    file name, stored as float32, exactly): the check finds the overflow where it arose and
+    the file holds the activation's values."""
+    cli = pytest.importorskip("tuidebug.cli")
+    from tests.torch.test_torch_online import AutocastNet
+
+    model = AutocastNet()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    out = tmp_path / "bf16"
+    seen: list[torch.Tensor] = []
+    model.scale.register_forward_hook(lambda m, a, o: seen.append(o.detach().clone()))
+    dbg = tdb.dump(model, opt, out)
+    for i in range(2):
+        model.scale.factor = 1e39 if i == 1 else 1.0
+        g = torch.Generator().manual_seed(i)
+        x = torch.randn(3, 4, generator=g)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = model(x)
+        y.float().pow(2).mean().backward()
+        opt.step()
+        opt.zero_grad()
+        dbg.step_end()
+    dbg.close()
+    code = cli.main(["check", str(out), "--watch", "TO", "--json", "--workers", "1"])
+    hits = json.loads(capsys.readouterr().out)
+    assert code == 1, hits
+    scale = node_named(tdb.graph_for(model), "/scale-Scale/")
+    assert hits[0]["node"] == scale and hits[0]["iteration"] == 1
+    files = sorted(out.rglob("Scale.*.output.0.*.npy"))
+    assert files and all(f.name.endswith(".BFloat16.npy") for f in files), files
+    stored = np.load(files[-1])
+    assert stored.dtype == np.float32
+    want = seen[-1]
+    assert want.dtype == torch.bfloat16
+    np.testing.assert_array_equal(stored, want.float().numpy())

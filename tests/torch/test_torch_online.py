@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,6 +33,7 @@ from tuidebug.core.session import SessionState
 from tuidebug.core.tensor import TensorRef
 from tuidebug.online.session import OnlineSession
 from tuidebug.torch.debugger import INTERACTIVE_SECONDS
+from tuidebug.torch.stats import to_numpy
 
 nn = torch.nn
 WAITING = SessionState.WAITING
@@ -136,8 +138,10 @@ def test_continue_stops_at_the_module_that_produced_the_nan(session: OnlineSessi
     assert md.step == poison_step + 1
     assert [h.tensor.node for h in session.hits] == [log_node]
     assert session.hits[0].error_code == 0
-    # nothing downstream ran: fc2 has no tensor of this step yet
-    assert session.tensor(TensorRef(fc2_node)) is None
+    # checked at the end of the forward pass: the kernels after the origin have run (their
+    # tensors are there), the hit and the suspension name the origin
+    downstream = session.tensor(TensorRef(fc2_node))
+    assert downstream is not None and np.isnan(downstream).all()
     origin = session.tensor(TensorRef(log_node))
     assert origin is not None and np.isnan(origin).any()
 
@@ -551,3 +555,176 @@ def test_wait_policy_blocks_until_a_debugger_comes() -> None:
         assert training.error is None and done == [0, 1]
     finally:
         session.close()
+
+
+class Scale(nn.Module):
+    """A leaf module multiplying by `factor` (in the input's dtype: under autocast a huge
+    factor overflows bfloat16/float16 to Inf here first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.factor = 1.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.factor
+
+
+class AutocastNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.scale = Scale()
+        self.fc2 = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.scale(self.fc1(x)))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_autocast_hit_tensor_is_viewable_in_its_own_dtype(
+    session: OnlineSession, dtype: str
+) -> None:
+    """A mixed-precision step on CPU (torch.autocast): the low-precision activation that
+    overflows is the hit, and the debugger serves it bit for bit in its own dtype."""
+    torch_dtype = getattr(torch, dtype)
+    model = AutocastNet()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    stop = threading.Event()
+    seen: dict[str, torch.Tensor] = {}
+    model.scale.register_forward_hook(lambda m, a, out: seen.__setitem__("out", out.detach()))
+
+    def body(dbg: tdb.Debugger) -> None:
+        for i in range(FOREVER):
+            if stop.is_set():
+                return
+            model.scale.factor = 1e39 if i >= 1 else 1.0  # Inf in 16 bits, not in 32
+            x, y = log_batches(i)
+            with torch.autocast("cpu", dtype=torch_dtype):
+                out = model(x)
+            loss = nn.functional.mse_loss(out.float(), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            dbg.step_end()
+
+    training = Training(
+        model, body, optimizer=opt, port=session.port, stop=stop, retry_delay=0.02
+    ).start()
+    wait_state(session, WAITING)
+    session.create_watchpoint("TO", {}, [])
+    session.continue_()
+    wait_until(lambda: waiting(session) and bool(session.hits), what="the overflow")
+    graph = session.graphs["kernel_graph0"]
+    (scale_node,) = [n for n in graph.nodes if "/scale-Scale/" in n and "Gradients" not in n]
+    assert session.hits[0].tensor.node == scale_node
+    got = session.tensor(TensorRef(scale_node))
+    assert got is not None
+    held = seen["out"]
+    assert held.dtype == torch_dtype
+    want = to_numpy(held)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()  # bit for bit, Inf included
+    assert np.isinf(got.astype(np.float32)).any()
+    finish(session, training)
+
+
+class DeepMLP(nn.Module):
+    def __init__(self, depth: int) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(
+            *[m for _ in range(depth) for m in (nn.Linear(4, 4), nn.Tanh())], nn.Linear(4, 3)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+def test_read_backs_per_step_do_not_grow_with_the_watched_tensors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The device path (forced on CPU): TensorOverflow on every node of a 5- and a
+    41-module network, continue; the host read-backs of a step are the same few."""
+    monkeypatch.setattr(torch_debugger, "DEFER_ON_CPU", True)
+    small, large = (_read_backs_per_step(depth, monkeypatch) for depth in (2, 20))
+    # three check points a step (forward end, optimizer step, step end): a copy and a list each
+    assert small == large == {"cpu": 3.0, "tolist": 3.0}, (small, large)
+
+
+def _read_backs_per_step(depth: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
+    from tests.torch.test_torch_stats import count_read_backs
+
+    session, _log = make_session()
+    model = DeepMLP(depth)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, foreach=False)
+    stop = threading.Event()
+    counts = count_read_backs(monkeypatch)
+    window: list[Counter[str]] = []
+
+    def body(dbg: tdb.Debugger) -> None:
+        for i in range(FOREVER):
+            if stop.is_set():
+                return
+            if i == 3:
+                counts.clear()  # past the first steps (hooks installed, plans made)
+            x, y = log_batches(i)
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            dbg.step_end()
+            if i == 12:
+                window.append(Counter(counts))
+                stop.set()
+
+    try:
+        training = Training(
+            model, body, optimizer=opt, port=session.port, stop=stop, retry_delay=0.02
+        ).start()
+        wait_state(session, WAITING)
+        session.create_watchpoint("TO", {}, [])
+        session.continue_()
+        training.join()
+        assert training.error is None and not session.hits
+    finally:
+        session.close()
+    return {k: v / 10 for k, v in window[0].items()}
+
+
+def test_compiled_model_keeps_the_debugger_out_of_its_graphs(session: OnlineSession) -> None:
+    """`torch.compile` (the eager backend: dynamo's tracing without a C++ toolchain): the
+    training attaches, the NaN's origin is found, and dynamo never traces into the
+    debugger: its only graph breaks are at the debugger's hooks, which run as they are."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    model = LogNet()
+    compiled = torch.compile(model, backend="eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    stop = threading.Event()
+
+    def body(dbg: tdb.Debugger) -> None:
+        for i in range(FOREVER):
+            if stop.is_set():
+                return
+            model.offset = -100.0 if i >= 2 else 1.0
+            x, y = log_batches(i)
+            nn.functional.mse_loss(compiled(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            dbg.step_end()
+
+    training = Training(
+        model, body, optimizer=opt, port=session.port, stop=stop, retry_delay=0.02
+    ).start()
+    try:
+        wait_state(session, WAITING)
+        session.create_watchpoint("TO", {}, [])
+        session.continue_()
+        wait_until(lambda: waiting(session) and bool(session.hits), what="the first hit")
+        assert session.hits[0].tensor.node == node_named(tdb.graph_for(model), "/log-Log/")
+        assert session.metadata.step == 3
+        breaks = list(counters["graph_break"])
+        assert breaks and all("torch.compiler.disable" in reason for reason in breaks), breaks
+    finally:
+        finish(session, training)
+        torch._dynamo.reset()

@@ -5,6 +5,8 @@ CPU tensors, where both can run)."""
 from __future__ import annotations
 
 import math
+from collections import Counter
+from functools import partial
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from tests.torch.support import torch
 from tuidebug.core.condition_catalogue import CheckRequest, Param
 from tuidebug.core.scan_engine import evaluate
 from tuidebug.core.tensor import BFLOAT16
+from tuidebug.torch.deferred import launch, settle
 from tuidebug.torch.stats import evaluate_tensor, evaluate_with_torch, to_numpy
 
 
@@ -102,3 +105,82 @@ def test_bfloat16_becomes_the_same_bits() -> None:
     assert arr is not None and arr.dtype == BFLOAT16
     np.testing.assert_array_equal(arr.astype(np.float32), x.float().numpy())
     assert to_numpy(torch.zeros(2, dtype=torch.complex64)) is None
+
+
+# ----------------------------------------------------------- deferred (one read-back)
+def _same_decisions(expected: list, got: list | None, scale: float) -> None:
+    assert got is not None
+    for e, g in zip(expected, got, strict=True):
+        assert (g.hit, g.error_code) == (e.hit, e.error_code)
+        for pe, pg in zip(e.params, g.params, strict=True):
+            assert pg.hit == pe.hit, pe.name
+            if pe.actual is None:
+                assert pg.actual is None
+            else:
+                assert pg.actual == pytest.approx(pe.actual, rel=1e-12, abs=scale), pe.name
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tensors=st.lists(st.lists(values, min_size=1, max_size=30), min_size=1, max_size=4),
+    change=st.floats(-2, 2, width=32),
+    with_prev=st.booleans(),
+    dtype=st.sampled_from([torch.float32, torch.float64, torch.float16, torch.bfloat16]),
+    stale=st.booleans(),
+)
+def test_deferred_statistics_decide_like_the_engine(
+    tensors: list[list[float]], change: float, with_prev: bool, dtype: torch.dtype, stale: bool
+) -> None:
+    """Several tensors launched, then settled together: every condition's decision and
+    statistic equals the numpy engine's on the same values, whether the tensor is still at
+    hand for an exact NaN/Inf decision or not (then only TensorOverflow, whose answer the
+    NaN-propagating max decides alone, is compared)."""
+    xs = [torch.tensor(d, dtype=dtype) for d in tensors]
+    prevs = [(x.to(torch.float64) * 0.5 + change).to(dtype) if with_prev else None for x in xs]
+    launched = [
+        launch(x, REQUESTS, p, None if stale else partial(evaluate_tensor, x, REQUESTS, p))
+        for x, p in zip(xs, prevs, strict=True)
+    ]
+    got = settle(launched)
+    for x, p, g, data in zip(xs, prevs, got, tensors, strict=True):
+        expected = evaluate(to_numpy(x), REQUESTS, to_numpy(p) if p is not None else None)
+        finite = [abs(v) for v in data if math.isfinite(v)]
+        scale = 1e-14 * (1.0 + max(finite, default=0.0) * (1.0 + abs(change)))
+        if stale and not all(math.isfinite(v) for v in to_numpy(x).astype(np.float64)):
+            assert g is None or (g[0].hit, g[0].error_code) == (expected[0].hit, 0)
+            continue
+        _same_decisions(expected, g, scale)
+
+
+def test_deferred_integer_bool_and_size_mismatch() -> None:
+    for x in (torch.arange(-3, 9, dtype=torch.int64), torch.tensor([True, False, False])):
+        assert settle([launch(x, REQUESTS[:5])]) == [evaluate(x.numpy(), REQUESTS[:5])]
+    x, prev = torch.ones(4), torch.ones(3)
+    got = settle([launch(x, REQUESTS[5:8], prev)])
+    assert got == [evaluate(x.numpy(), REQUESTS[5:8], prev.numpy())]
+
+
+def test_deferred_check_reads_back_once_for_many_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host read-backs of a check point do not grow with the number of tensors."""
+    counts = count_read_backs(monkeypatch)
+    seen = []
+    for n in (3, 60):
+        xs = [torch.randn(50) for _ in range(n)]
+        counts.clear()
+        settle([launch(x, REQUESTS[:5]) for x in xs])
+        seen.append(dict(counts))
+    assert seen[0] == seen[1] == {"cpu": 1, "tolist": 1}  # one copy to the host, then a list
+
+
+def count_read_backs(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Wrap every way a tensor's values reach the host; returns the live counts."""
+    counts: Counter[str] = Counter()
+    for name in ("item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__"):
+        original = getattr(torch.Tensor, name)
+
+        def wrapped(self: torch.Tensor, *a: object, _o=original, _n=name, **k: object) -> object:
+            counts[_n] += 1
+            return _o(self, *a, **k)
+
+        monkeypatch.setattr(torch.Tensor, name, wrapped)
+    return counts

@@ -28,6 +28,7 @@ from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug._proto import debug_grpc_pb2_grpc as pb_grpc
 from tuidebug.core import scan_engine
 from tuidebug.core.condition_catalogue import CheckRequest, CheckResult, ConditionType, Param
+from tuidebug.core.graph_pb import put_raw_enum
 from tuidebug.core.scan_engine import evaluate
 from tuidebug.core.tensor import (
     DT_BOOL,
@@ -81,6 +82,20 @@ class CheckItem:
     # host): called with the requests and whether a change condition wants the previous
     # value; returns one result per request, or None when the tensor is not available.
     evaluate: Callable[[Sequence[CheckRequest], bool], Sequence[CheckResult] | None] | None = None
+    # Optional evaluation started now and finished later by the provider (a device's
+    # statistics queued now, read back with other tensors' at a check point): called like
+    # `evaluate`; what it returns is the provider's own business.
+    launch: Callable[[Sequence[CheckRequest], bool], object] | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One tensor and the watchpoints that check it now (`ProtocolClient.select`)."""
+
+    item: CheckItem
+    chosen: tuple[tuple[ClientWatchpoint, str], ...]  # (watchpoint, the name it watches)
+    requests: list[CheckRequest]
+    wants_previous: bool  # a change condition wants the previous value
 
 
 class TensorProvider(Protocol):
@@ -443,14 +458,47 @@ class ProtocolClient:
         During the initial suspension only INIT conditions run, and INIT runs only then.
         `per_kernel` (GPU kernel-by-kernel checks) skips the change conditions. Each
         (tensor, watchpoint) pair is checked once per step unless `recheck`."""
+        selections = self.select(
+            provider.check_items() if items is None else items,
+            cur_step,
+            recheck=recheck,
+            per_kernel=per_kernel,
+        )
+        results: list[Sequence[CheckResult] | None] = []
+        for sel in selections:
+            item = sel.item
+            if item.evaluate is not None:
+                results.append(item.evaluate(sel.requests, sel.wants_previous))
+                continue
+            tensor = item.load()
+            if tensor is None:
+                results.append(None)
+                continue
+            previous = None
+            if item.load_previous is not None and sel.wants_previous:
+                previous = item.load_previous()
+            self._earn_kernel(tensor, sel.requests, previous is not None)
+            results.append(evaluate(tensor, sel.requests, previous))
+        return self.hits_of(selections, results)
+
+    def select(
+        self,
+        items: Iterable[CheckItem],
+        cur_step: int,
+        *,
+        recheck: bool = False,
+        per_kernel: bool = False,
+    ) -> list[Selection]:
+        """Which watchpoints check which of `items` now (the "when" rules of `check`); each
+        chosen (tensor, watchpoint) pair counts as checked for this step."""
         if self._checked_step != cur_step:
             self._checked.clear()
             self._checked_step = cur_step
-        hits: list[tuple[int, int, pb.WatchpointHit]] = []
         wps = list(self.watchpoints.values())
         if not wps:
             return []
-        for item in provider.check_items() if items is None else items:
+        selections: list[Selection] = []
+        for item in items:
             chosen: list[tuple[ClientWatchpoint, str]] = []
             for wp in wps:
                 if (wp.condition == _INIT) != self.initial_suspension:
@@ -465,32 +513,36 @@ class ProtocolClient:
                     continue
                 self._checked.add(key)
                 chosen.append((wp, watch_name))
-            if not chosen:
+            if chosen:
+                selections.append(
+                    Selection(
+                        item,
+                        tuple(chosen),
+                        [wp.request for wp, _ in chosen],
+                        any(wp.condition in CHANGE_CONDITIONS for wp, _ in chosen),
+                    )
+                )
+        return selections
+
+    def hits_of(
+        self,
+        selections: Sequence[Selection],
+        results: Sequence[Sequence[CheckResult] | None],
+    ) -> list[pb.WatchpointHit]:
+        """The hits of evaluated selections (None: the tensor was not available), in kernel
+        execution order (spec §2.9)."""
+        hits: list[tuple[int, int, pb.WatchpointHit]] = []
+        for sel, evaluated in zip(selections, results, strict=True):
+            if evaluated is None:
                 continue
-            requests = [wp.request for wp, _ in chosen]
-            wants_previous = any(wp.condition in CHANGE_CONDITIONS for wp, _ in chosen)
-            if item.evaluate is not None:
-                evaluated = item.evaluate(requests, wants_previous)
-                if evaluated is None:
-                    continue
-                results = list(evaluated)
-            else:
-                tensor = item.load()
-                if tensor is None:
-                    continue
-                previous = None
-                if item.load_previous is not None and wants_previous:
-                    previous = item.load_previous()
-                self._earn_kernel(tensor, requests, previous is not None)
-                results = evaluate(tensor, requests, previous)
-            for (wp, watch_name), result in zip(chosen, results, strict=True):
+            for (wp, watch_name), result in zip(sel.chosen, evaluated, strict=True):
                 if not result.reported:
                     continue
                 hit = pb.WatchpointHit(
                     id=wp.id,
                     error_code=result.error_code,
                     tensor=graph_pb.TensorProto(
-                        node_name=watch_name, slot=str(item.slot), finished=True
+                        node_name=watch_name, slot=str(sel.item.slot), finished=True
                     ),
                     watch_condition=pb.WatchCondition(
                         # the number the SetCMD carried; the stub types the (open, proto3)
@@ -508,7 +560,7 @@ class ProtocolClient:
                         ],
                     ),
                 )
-                hits.append((item.order, len(hits), hit))
+                hits.append((sel.item.order, len(hits), hit))
         hits.sort(key=lambda h: (h[0], h[1]))  # spec §2.9: by kernel execution order
         return [h for _, _, h in hits]
 
@@ -560,17 +612,21 @@ class ProtocolClient:
                 yield graph_pb.TensorProto(finished=True, **names)
                 continue
             data_type, dims, flat = encoded
-            view = flat.data.cast("B")  # flat is C-contiguous: its own bytes, no copy
+            # its own bytes, no copy (flat is C-contiguous; a uint8 view, since a buffer of
+            # ml_dtypes' bfloat16 cannot be cast)
+            view = flat.view(np.uint8).data
             total = len(view)
             for start in range(0, max(total, 1), self.chunk_size):  # an empty tensor: 1 piece
                 stop = min(start + self.chunk_size, total)
-                yield graph_pb.TensorProto(
+                piece = graph_pb.TensorProto(
                     tensor_content=bytes(view[start:stop]),
-                    data_type=data_type,
                     dims=dims,
                     finished=stop >= total,
                     **names,
                 )
+                # bfloat16's number is tuidebug's own, unknown to the closed proto2 enum
+                put_raw_enum(piece, "data_type", 5, data_type)
+                yield piece
 
     # ------------------------------------------------------------- heartbeat
     def _start_heartbeat(self) -> None:

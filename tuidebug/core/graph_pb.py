@@ -45,6 +45,8 @@ __all__ = [
     "parse_ir_stacks",
     "parse_model_proto",
     "parse_source_address",
+    "put_raw_enum",
+    "raw_enum",
     "render_value",
 ]
 
@@ -395,10 +397,10 @@ def _constant_node(cst: pb.NamedValueProto, key: str) -> Node:
     scalar = _scalar(value) if cst.HasField("value") else None
     spec = TensorSpec(0)
     if cst.HasField("value"):
-        dtype = _raw_enum(value, "dtype", 1)
+        dtype = raw_enum(value, "dtype", 1)
         if value.HasField("tensor_val"):
             tensor = value.tensor_val
-            spec = TensorSpec(0, _raw_enum(tensor, "data_type", 5), tuple(tensor.dims))
+            spec = TensorSpec(0, raw_enum(tensor, "data_type", 5), tuple(tensor.dims))
         elif dtype is not None and _DT_BOOL <= dtype <= _DT_FLOAT64:
             spec = TensorSpec(0, dtype, ())
     return Node(
@@ -428,7 +430,7 @@ def _scalar(value: pb.ValueProto) -> Any:
     return None
 
 
-def _raw_enum(message: Any, field: str, number: int) -> int | None:
+def raw_enum(message: Any, field: str, number: int) -> int | None:
     """A DataType field as a raw integer, None when absent.
 
     proto2 enums are closed: a number this schema does not know (DT_BFLOAT16, DT_INT4 of
@@ -446,6 +448,27 @@ def _raw_enum(message: Any, field: str, number: int) -> int | None:
     return None
 
 
+def put_raw_enum(message: Any, field: str, number: int, value: int) -> None:
+    """Set a proto2 enum field to `value`, also to a number the closed enum does not know
+    (tuidebug's own DT_BFLOAT16_TUIDEBUG): python protobuf refuses such a number as an
+    attribute, so it is written as the raw varint field, which a reader recovers with
+    `raw_enum` (and an older reader sees as unset)."""
+    enum = message.DESCRIPTOR.fields_by_name[field].enum_type
+    if value in enum.values_by_number:
+        setattr(message, field, value)
+        return
+    message.MergeFromString(_varint(number << 3) + _varint(value))  # wire type 0: varint
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
 def _shape(tensor_type: pb.TypeProto.Tensor) -> tuple[int, ...] | None:
     if not tensor_type.HasField("shape"):
         return None
@@ -456,7 +479,7 @@ def _tensor_spec(type_proto: pb.TypeProto, slot: int) -> TensorSpec:
     """Dtype/shape of a TypeProto that describes a tensor (or a bare scalar type)."""
     if type_proto.HasField("tensor_type"):
         tensor_type = type_proto.tensor_type
-        dtype = _raw_enum(tensor_type, "elem_type", 1)
+        dtype = raw_enum(tensor_type, "elem_type", 1)
         if dtype == _DT_UNDEFINED:
             dtype = None
         return TensorSpec(slot, dtype, _shape(tensor_type))
@@ -467,13 +490,13 @@ def _output_specs(proto: pb.NodeProto) -> list[TensorSpec]:
     """spec §5.6: DT_TENSOR → one slot; DT_TUPLE → one slot per element of known dtype
     (slots keep the element position); anything else → one slot without tensor info."""
     out_type = proto.output_type
-    kind = _raw_enum(out_type, "data_type", 1)
+    kind = raw_enum(out_type, "data_type", 1)
     if kind == _DT_TENSOR or (kind is None and out_type.HasField("tensor_type")):
         return [_tensor_spec(out_type, 0)]
     if kind == _DT_TUPLE and out_type.HasField("sequence_type"):
         specs = []
         for i, elem in enumerate(out_type.sequence_type.elem_types):
-            elem_kind = _raw_enum(elem, "data_type", 1)
+            elem_kind = raw_enum(elem, "data_type", 1)
             if elem_kind == _DT_TENSOR:
                 spec = _tensor_spec(elem, i)
                 if spec.dtype is not None:
@@ -488,10 +511,10 @@ def _tuple_elements(proto: pb.NodeProto) -> tuple[tuple[int, int], ...] | None:
     """`(data_type, tensor elem_type)` of each element of a tuple output, raw numbers (0 when
     absent); None when the output is not a tuple."""
     out_type = proto.output_type
-    if _raw_enum(out_type, "data_type", 1) != _DT_TUPLE:
+    if raw_enum(out_type, "data_type", 1) != _DT_TUPLE:
         return None
     return tuple(
-        (_raw_enum(e, "data_type", 1) or 0, _raw_enum(e.tensor_type, "elem_type", 1) or 0)
+        (raw_enum(e, "data_type", 1) or 0, raw_enum(e.tensor_type, "elem_type", 1) or 0)
         for e in out_type.sequence_type.elem_types
     )
 
@@ -535,7 +558,7 @@ def _render(value: pb.ValueProto) -> str:
         return _text(value.str_val)
     if value.HasField("tensor_val"):
         t = value.tensor_val
-        return f"Tensor[{dtype_label(_raw_enum(t, 'data_type', 5))}]{tuple(t.dims)}"
+        return f"Tensor[{dtype_label(raw_enum(t, 'data_type', 5))}]{tuple(t.dims)}"
     if value.HasField("graph"):
         return f"<graph {_text(value.graph.name)}>"
     if value.HasField("type_val"):
@@ -548,7 +571,7 @@ def _render(value: pb.ValueProto) -> str:
     items.extend(repr(d) for d in value.double_vals)
     items.extend(map(_text, value.str_vals))
     items.extend(
-        f"Tensor[{dtype_label(_raw_enum(t, 'data_type', 5))}]{tuple(t.dims)}"
+        f"Tensor[{dtype_label(raw_enum(t, 'data_type', 5))}]{tuple(t.dims)}"
         for t in value.tensor_vals
     )
     items.extend(f"<graph {_text(g.name)}>" for g in value.graphs)
@@ -567,9 +590,9 @@ def _render(value: pb.ValueProto) -> str:
 
 
 def _render_type(type_proto: pb.TypeProto) -> str:
-    kind = _raw_enum(type_proto, "data_type", 1)
+    kind = raw_enum(type_proto, "data_type", 1)
     if type_proto.HasField("tensor_type"):
-        elem = _raw_enum(type_proto.tensor_type, "elem_type", 1)
+        elem = raw_enum(type_proto.tensor_type, "elem_type", 1)
         return f"Tensor[{dtype_label(elem)}]"
     if type_proto.HasField("sequence_type"):
         inner = ", ".join(_render_type(t) for t in type_proto.sequence_type.elem_types)

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, cast
+from typing import Literal
 
 import numpy as np
 from numpy.lib import format as npy_format
@@ -34,8 +34,8 @@ from numpy.typing import DTypeLike
 
 from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.core.graph import StackFrame
+from tuidebug.core.graph_pb import put_raw_enum
 from tuidebug.core.tensor import (
-    BFLOAT16,
     data_type_of,
     dump_name_of,
     storage_dtype,
@@ -370,20 +370,12 @@ def _reason(err: OSError) -> str:
 
 
 # ------------------------------------------------------------------- protobuf
-def _elem_type(dtype: DTypeLike) -> pb.DataType:
-    dt = np.dtype(dtype)
-    if dt == BFLOAT16:
-        # MindSpore's DT_BFLOAT16 number is unknown and the proto enum is closed, so the
-        # graph declares what the file stores (float32), as a 2.4+ reader would see it
-        return pb.DT_FLOAT32
-    # every other number data_type_of gives is one of the proto's DataType values (plain ints
-    # at run time; the generated stub types enum fields with the DataType class)
-    return cast(pb.DataType, data_type_of(dt))
-
-
 def _tensor_type(out: TensorDef) -> pb.TypeProto:
     t = pb.TypeProto(data_type=pb.DT_TENSOR)
-    t.tensor_type.elem_type = _elem_type(out.dtype)
+    # bfloat16 is declared with tuidebug's own number (MindSpore's is unknown and the proto2
+    # enum closed), so that the graph agrees with the files' `.bfloat16.npy` names, as a real
+    # 2.4+ graph does; the files themselves hold float32, as MindSpore stores bfloat16
+    put_raw_enum(t.tensor_type, "elem_type", 1, data_type_of(np.dtype(out.dtype)))
     shape = t.tensor_type.shape
     shape.SetInParent()  # a scalar still has an (empty) shape, as MindSpore writes it
     for size in out.shape:

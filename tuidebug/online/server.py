@@ -44,6 +44,7 @@ from google.protobuf.message import DecodeError, Message
 
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
+from tuidebug.core.graph_pb import raw_enum
 
 log = logging.getLogger("tuidebug.online")
 
@@ -619,8 +620,9 @@ class EventListener:
                     tensor = partial[key] = ReceivedTensor(
                         piece.node_name, piece.slot, piece.iter, piece.truncate
                     )
-                if piece.HasField("data_type"):
-                    tensor.data_type = piece.data_type
+                data_type = raw_enum(piece, "data_type", 5)  # bfloat16's own number too
+                if data_type is not None:
+                    tensor.data_type = data_type
                 if piece.dims:
                     tensor.dims = tuple(piece.dims)
                 content = piece.tensor_content

@@ -50,7 +50,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import torch
@@ -62,9 +62,11 @@ from tuidebug.client.protocol import (
     ClientWatchpoint,
     ProtocolClient,
     RunCommand,
+    Selection,
 )
 from tuidebug.core.condition_catalogue import CheckRequest, CheckResult
 from tuidebug.offline.checker import CHANGE_CONDITIONS
+from tuidebug.torch.deferred import Launched, launch, settle
 from tuidebug.torch.dump import DumpSink, StepSelection
 from tuidebug.torch.graph import (
     ForwardRecorder,
@@ -74,7 +76,7 @@ from tuidebug.torch.graph import (
     leaf_modules,
     trace_model,
 )
-from tuidebug.torch.stats import evaluate_tensor, to_numpy
+from tuidebug.torch.stats import evaluate_tensor, evaluate_with_torch, to_numpy
 
 __all__ = [
     "Debugger",
@@ -87,6 +89,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("tuidebug.torch")
+_Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
 OnDisconnect = Literal["continue", "wait", "raise"]
 Keep = Literal["auto", "all", "watched"]
@@ -101,6 +104,9 @@ INTERACTIVE_SECONDS = 0.25
 # free running (a step budget from a tuidebug server): the longest the client goes without a
 # WaitCMD, so a pause or terminate takes effect within this plus one step
 FREE_RUN_SECONDS = 0.1
+# CPU tensors are decided at once by the numpy engine (nothing to wait for); tests set this
+# to take the device path (statistics queued, one read-back per check point) on CPU
+DEFER_ON_CPU = False
 
 
 class Terminated(Exception):
@@ -241,6 +247,8 @@ class Debugger:
         self._recorder: ForwardRecorder | None = None
         self._recorder_handles: list[Any] = []
         self._warned: set[str] = set()
+        # checks launched since the last check point, decided together there
+        self._deferred: list[tuple[Selection, Launched]] = []
 
     # ============================================================== lifecycle
     def start(self) -> Debugger:
@@ -284,7 +292,7 @@ class Debugger:
         recorder = ForwardRecorder(self.model)
         recorder.__enter__()
         self._recorder = recorder
-        self._recorder_handles.append(self.model.register_forward_hook(self._recorded))
+        self._recorder_handles.append(self.model.register_forward_hook(_eager(self._recorded)))
 
     def _recorded(self, module: nn.Module, args: Any, output: Any) -> None:
         recorder = self._recorder
@@ -365,9 +373,18 @@ class Debugger:
             running = self.step + 1
             hits: list[Any] = []
             if self._client.watchpoints:
-                hits = self._client.check(self, running)
+                self._check_point()
+                self._raise_pending()
+                client = self._client
+                if client is None:
+                    return
+                sels = client.select(self.check_items(), running)
+                launched = [self._launch(sel) for sel in sels]
+                hits = client.hits_of(
+                    sels, settle([lc if lc is not None else _UNAVAILABLE for lc in launched])
+                )
                 if hits:
-                    self._client.send_hits(hits)
+                    client.send_hits(hits)
             self.step = running
             if hits or not self._free_step():
                 self.waits += 1
@@ -550,10 +567,58 @@ class Debugger:
         node stepping asks for it (spec §2.6 GPU suspension points)."""
         if self._client is None:
             return
-        hit = name in self._watched and self._check_now(name)
         cmd = self._cmd
-        if hit or (cmd.level == "node" and cmd.node_name in ("", name)):
+        if cmd.level != "node":
+            if name in self._watched:
+                self._launch_checks(self._items_of(name))
+            return
+        hit = name in self._watched and self._check_now(name)
+        if hit or cmd.node_name in ("", name):
             self._suspend(name, boundary=False)
+
+    # ============================================================ check points
+    # Running (step or continue), a watched tensor's statistics are queued on its device when
+    # it is produced and decided at the next check point: the end of the forward pass, the
+    # optimizer's step (the end of the backward pass) and the step's end, with one host
+    # synchronisation each. A hit then suspends the training at the first offending kernel
+    # in execution order, as a per-kernel check would have, only later: the kernels after it
+    # in the same pass have run. Node stepping checks and suspends at every kernel.
+    def _launch_checks(self, items: Sequence[CheckItem]) -> None:
+        client = self._client
+        if client is None:
+            return
+        for sel in client.select(items, self.step + 1, recheck=True, per_kernel=True):
+            launched = self._launch(sel)
+            if launched is not None:
+                self._deferred.append((sel, launched))
+
+    @staticmethod
+    def _launch(sel: Selection) -> Launched | None:
+        assert sel.item.launch is not None
+        launched = sel.item.launch(sel.requests, sel.wants_previous)
+        return launched if isinstance(launched, Launched) else None
+
+    def _check_point(self) -> None:
+        """Decide the checks launched since the last check point; suspend at each kernel
+        with hits, in execution order."""
+        client = self._client
+        deferred, self._deferred = self._deferred, []
+        if client is None or not deferred or self._suspended:
+            return
+        results = settle([launched for _, launched in deferred])
+        hits = client.hits_of([sel for sel, _ in deferred], results)
+        while hits and self._online and self._pending is None and self._client is client:
+            node = hits[0].tensor.node_name
+            group = [h for h in hits if h.tensor.node_name == node]
+            hits = [h for h in hits if h.tensor.node_name != node]
+            alive = [h for h in group if h.id in client.watchpoints]  # not deleted meanwhile
+            if alive:
+                client.send_hits(alive)
+                self._suspend(node, boundary=False)
+
+    def _forward_done(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self._online and not self._suspended:
+            self._check_point()
 
     def _check_now(self, name: str) -> bool:
         """Check `name`'s tensors of the running step and send the hits; True on a hit."""
@@ -597,7 +662,10 @@ class Debugger:
 
     def _before_update(self, optimizer: object, args: object, kwargs: object) -> None:
         if self._online:
-            self._snapshot_previous()
+            if not self._suspended:
+                self._check_point()  # the backward pass is over: its gradients are final
+            if self._change_params:
+                self._snapshot_previous()
 
     # ===================================================== TensorProvider (protocol)
     def lookup(self, name: str, slot: str, iter: str) -> np.ndarray | None:
@@ -661,7 +729,21 @@ class Debugger:
                 return None
             return evaluate_tensor(tensor, requests, None)
 
-        return CheckItem(name, slot, order, False, load=load, evaluate=check)
+        def start(requests: Sequence[CheckRequest], wants_prev: bool) -> Launched:
+            tensor = held.get()
+            if tensor is None:
+                self._note_stale(name)
+                return _UNAVAILABLE
+            if tensor.device.type == "cpu" and not DEFER_ON_CPU:
+                return Launched(requests, results=evaluate_tensor(tensor, requests, None))
+
+            def exact() -> list[CheckResult] | None:
+                current = held.get()  # None once changed in place after it was produced
+                return evaluate_with_torch(current, requests) if current is not None else None
+
+            return launch(tensor, requests, None, exact)
+
+        return CheckItem(name, slot, order, False, load=load, evaluate=check, launch=start)
 
     def _param_item(self, name: str, param: nn.Parameter, order: int) -> CheckItem:
         def load() -> np.ndarray | None:
@@ -675,8 +757,23 @@ class Debugger:
             prev = self._prev.get(name) if wants_prev else None
             return evaluate_tensor(param, requests, prev)
 
+        def start(requests: Sequence[CheckRequest], wants_prev: bool) -> Launched:
+            prev = self._prev.get(name) if wants_prev else None
+            if param.device.type == "cpu" and not DEFER_ON_CPU:
+                return Launched(requests, results=evaluate_tensor(param, requests, prev))
+            return launch(
+                param, requests, prev, partial(evaluate_with_torch, param, requests, prev)
+            )
+
         return CheckItem(
-            name, 0, order, True, load=load, load_previous=load_previous, evaluate=check
+            name,
+            0,
+            order,
+            True,
+            load=load,
+            load_previous=load_previous,
+            evaluate=check,
+            launch=start,
         )
 
     def _note_stale(self, name: str) -> None:
@@ -710,7 +807,8 @@ class Debugger:
             or not watched.isdisjoint(self._forward_side)
         )
         grads = hold or stepping or not watched.isdisjoint(self._param_grad_nodes)
-        optimizer = self._online and bool(self._change_params) and self.optimizer is not None
+        # the optimizer's step is a check point (gradients final, parameters not yet updated)
+        optimizer = self._online and bool(watched) and self.optimizer is not None
         return forward, grads, optimizer
 
     def _sync_hooks(self) -> None:
@@ -718,10 +816,11 @@ class Debugger:
             return
         forward, grads, optimizer = self._needs()
         if forward and not self._fwd_handles:
-            self._fwd_handles.append(self.model.register_forward_pre_hook(self._root_pre))
+            self._fwd_handles.append(self.model.register_forward_pre_hook(_eager(self._root_pre)))
+            self._fwd_handles.append(self.model.register_forward_hook(_eager(self._forward_done)))
             for qualname, module in leaf_modules(self.model).items():
                 hook = self._make_forward_hook(qualname)
-                self._fwd_handles.append(module.register_forward_hook(hook))
+                self._fwd_handles.append(module.register_forward_hook(_eager(hook)))
         elif not forward:
             _remove(self._fwd_handles)
         if grads and not self._grad_handles:
@@ -729,11 +828,15 @@ class Debugger:
                 gname = self._param_grad_name.get(name)
                 if gname is not None and param.requires_grad:
                     hook = partial(self._on_param_grad, gname)
-                    self._grad_handles.append(param.register_post_accumulate_grad_hook(hook))
+                    self._grad_handles.append(
+                        param.register_post_accumulate_grad_hook(_eager(hook))
+                    )
         elif not grads:
             _remove(self._grad_handles)
         if optimizer and not self._opt_handles and self.optimizer is not None:
-            self._opt_handles.append(self.optimizer.register_step_pre_hook(self._before_update))
+            self._opt_handles.append(
+                self.optimizer.register_step_pre_hook(_eager(self._before_update))
+            )
         elif not optimizer:
             _remove(self._opt_handles)
 
@@ -756,6 +859,9 @@ class Debugger:
                         self._check_input(name)
 
     def _check_input(self, name: str) -> None:
+        if self._cmd.level != "node":
+            self._launch_checks(self._items_of(name))
+            return
         if self._check_now(name):
             # named like a kernel suspension: with cur_node "" the server would take this
             # mid-step stop for the step's end and miscount a step budget given from here
@@ -784,7 +890,7 @@ class Debugger:
                 ):
                     for slot, t in enumerate(outs):
                         if t.requires_grad:
-                            t.register_hook(partial(self._on_output_grad, gname, slot))
+                            t.register_hook(_eager(partial(self._on_output_grad, gname, slot)))
             if online and not self._suspended:
                 self._after_kernel(name)
 
@@ -824,6 +930,17 @@ class Debugger:
         self._dump.write(iteration, self.graph, tensors, order)
         for name in stale:
             self._note_stale(name)
+
+
+def _eager(hook: _Hook) -> _Hook:
+    """The hook runs eagerly, outside any `torch.compile` graph: dynamo would otherwise trace
+    into the debugger and break the graph at each of its data-dependent steps (and warn at
+    every step); a disabled function is called as it is, between the compiled parts."""
+    return torch.compiler.disable(hook, recursive=True)
+
+
+# a tensor that is not available (changed in place since it was produced): no results
+_UNAVAILABLE = Launched((), results=None)
 
 
 def _remove(handles: list[Any]) -> None:
