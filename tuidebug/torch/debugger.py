@@ -15,10 +15,12 @@ Behaviour follows MindSpore's GPU client (spec §2), through the shared `Protoco
   passed since its last WaitCMD — the round trip would otherwise be most of the cost of
   "continue" on a small model, and the time limit keeps pause and terminate prompt.
 * Inside a step each leaf-module call, each output gradient and each parameter gradient is
-  a "kernel" in the GPU sense: watched tensors are checked right when they are produced
-  (in the hook), a hit is sent at once and the training suspends there — so "continue"
-  stops on the module that produced the first NaN/Inf, before anything downstream runs —
-  and "next node" / "run to node" suspend there too.
+  a "kernel" in the GPU sense. While running, a watched tensor's statistics are queued on
+  its device when it is produced (`deferred.launch`) and decided at the next check point
+  (end of forward, optimizer step, step end) with one host synchronisation; a hit then
+  suspends at the first offending kernel in execution order, so "continue" stops on the
+  module that produced the first NaN/Inf (the rest of that pass has run). "Next node" /
+  "run to node" check and suspend at every kernel.
 
 Why backend "GPU" whatever the device: the server decides from `backend` whether node
 stepping is offered (spec §2.12), and this client implements GPU semantics (per-kernel
