@@ -149,8 +149,11 @@ def sgd_loop(
     before: Callable[[int], None] | None = None,
     record: list[int] | None = None,
     stop: threading.Event | None = None,
+    forward: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> Callable[[tdb.Debugger], None]:
-    """A training body: `steps` SGD steps with `step_end()` after each (fewer if `stop`)."""
+    """A training body: `steps` SGD steps with `step_end()` after each (fewer if `stop`);
+    `forward` replaces `model(x)` (a compiled model, an autocast region)."""
+    run = forward if forward is not None else model
 
     def body(dbg: tdb.Debugger) -> None:
         loss_fn = nn.MSELoss()
@@ -160,7 +163,7 @@ def sgd_loop(
             if before is not None:
                 before(i)
             x, y = batch(i)
-            loss = loss_fn(model(x), y)
+            loss = loss_fn(run(x).float(), y)
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()

@@ -74,13 +74,16 @@ def start(
     lr: float = 0.01,
     record: list[int] | None = None,
     before: Any = None,
+    forward: Any = None,
     **attach: Any,
 ) -> Training:
     torch.manual_seed(0)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     attach.setdefault("retry_delay", 0.02)
     stop = threading.Event()
-    body = sgd_loop(model, opt, steps, batch=batches, before=before, record=record, stop=stop)
+    body = sgd_loop(
+        model, opt, steps, batch=batches, before=before, record=record, stop=stop, forward=forward
+    )
     return Training(model, body, optimizer=opt, port=session.port, stop=stop, **attach).start()
 
 
@@ -588,28 +591,17 @@ def test_autocast_hit_tensor_is_viewable_in_its_own_dtype(
     overflows is the hit, and the debugger serves it bit for bit in its own dtype."""
     torch_dtype = getattr(torch, dtype)
     model = AutocastNet()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    stop = threading.Event()
     seen: dict[str, torch.Tensor] = {}
     model.scale.register_forward_hook(lambda m, a, out: seen.__setitem__("out", out.detach()))
 
-    def body(dbg: tdb.Debugger) -> None:
-        for i in range(FOREVER):
-            if stop.is_set():
-                return
-            model.scale.factor = 1e39 if i >= 1 else 1.0  # Inf in 16 bits, not in 32
-            x, y = log_batches(i)
-            with torch.autocast("cpu", dtype=torch_dtype):
-                out = model(x)
-            loss = nn.functional.mse_loss(out.float(), y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            dbg.step_end()
+    def before(i: int) -> None:
+        model.scale.factor = 1e39 if i >= 1 else 1.0  # Inf in 16 bits, not in 32
 
-    training = Training(
-        model, body, optimizer=opt, port=session.port, stop=stop, retry_delay=0.02
-    ).start()
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast("cpu", dtype=torch_dtype):
+            return model(x)
+
+    training = start(session, model, FOREVER, log_batches, before=before, forward=forward)
     wait_state(session, WAITING)
     session.create_watchpoint("TO", {}, [])
     session.continue_()
@@ -654,31 +646,18 @@ def _read_backs_per_step(depth: int, monkeypatch: pytest.MonkeyPatch) -> dict[st
     from tests.torch.test_torch_stats import count_read_backs
 
     session, _log = make_session()
-    model = DeepMLP(depth)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, foreach=False)
-    stop = threading.Event()
     counts = count_read_backs(monkeypatch)
     window: list[Counter[str]] = []
 
-    def body(dbg: tdb.Debugger) -> None:
-        for i in range(FOREVER):
-            if stop.is_set():
-                return
-            if i == 3:
-                counts.clear()  # past the first steps (hooks installed, plans made)
-            x, y = log_batches(i)
-            nn.functional.mse_loss(model(x), y).backward()
-            opt.step()
-            opt.zero_grad()
-            dbg.step_end()
-            if i == 12:
-                window.append(Counter(counts))
-                stop.set()
+    def before(i: int) -> None:
+        if i == 3:
+            counts.clear()  # past the first steps (hooks installed, plans made)
+        elif i == 13:  # the step ends of steps 3..12 counted
+            window.append(Counter(counts))
+            training.stop.set()
 
     try:
-        training = Training(
-            model, body, optimizer=opt, port=session.port, stop=stop, retry_delay=0.02
-        ).start()
+        training = start(session, DeepMLP(depth), FOREVER, log_batches, before=before)
         wait_state(session, WAITING)
         session.create_watchpoint("TO", {}, [])
         session.continue_()
@@ -698,24 +677,12 @@ def test_compiled_model_keeps_the_debugger_out_of_its_graphs(session: OnlineSess
     torch._dynamo.reset()
     counters.clear()
     model = LogNet()
+
+    def before(i: int) -> None:
+        model.offset = -100.0 if i >= 2 else 1.0
+
     compiled = torch.compile(model, backend="eager")
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    stop = threading.Event()
-
-    def body(dbg: tdb.Debugger) -> None:
-        for i in range(FOREVER):
-            if stop.is_set():
-                return
-            model.offset = -100.0 if i >= 2 else 1.0
-            x, y = log_batches(i)
-            nn.functional.mse_loss(compiled(x), y).backward()
-            opt.step()
-            opt.zero_grad()
-            dbg.step_end()
-
-    training = Training(
-        model, body, optimizer=opt, port=session.port, stop=stop, retry_delay=0.02
-    ).start()
+    training = start(session, model, FOREVER, log_batches, before=before, forward=compiled)
     try:
         wait_state(session, WAITING)
         session.create_watchpoint("TO", {}, [])
