@@ -690,3 +690,18 @@ def test_mutated_files_never_escape_as_tracebacks(
         assert graph.digraph.number_of_nodes() == len(graph)
         outcomes["graph"] += 1
     assert outcomes["graph"] and outcomes["error"]
+
+
+def test_control_edges_are_kept_apart() -> None:
+    """InputProto.type CONTROL_EDGE: the input stays an input (origin traces follow every
+    edge) and is named in `control_inputs` (what `li -c` marks); data edges are not."""
+    proto = pb.GraphProto(name="g")
+    for name, inputs in (("a", []), ("b", []), ("c", [("a", 0), ("b", 1)])):
+        node = proto.node.add(name=name, op_type="Op", full_name=f"Default/{name}-op1")
+        for src, kind in inputs:
+            node.input.add(name=src, type=kind)
+    graph = graph_pb.graph_from_proto(proto)
+    c = graph.node("Default/c-op1")
+    assert c.inputs == ["Default/a-op1", "Default/b-op1"]
+    assert c.control_inputs == ("Default/b-op1",)
+    assert graph.node("Default/a-op1").control_inputs == ()

@@ -131,6 +131,9 @@ class Node:
     # number the schema does not know); None for other outputs. `outputs` keeps only the
     # elements of known dtype; MindInsight's API counts its slots from all of them.
     tuple_elements: tuple[tuple[int, int], ...] | None = None
+    # the inputs that are control edges (InputProto.type CONTROL_EDGE): they stay in
+    # `inputs` (origin traces follow every edge), and `li -c` tells them apart
+    control_inputs: tuple[str, ...] = ()
 
     @property
     def short_name(self) -> str:

@@ -349,6 +349,13 @@ def _build_graph(graph_proto: pb.GraphProto, fallback: Mapping[str, list[StackFr
         source = proto.source_address
         if type(source) is not str:
             source = _text(source)
+        edges = proto.input
+        # control edges are rare: one C-level pass looks for any before a Python one
+        controls = (
+            tuple(resolve.get(r.name) or _text(r.name) for r in edges if r.type == _CONTROL)
+            if any(map(_type_of, edges))
+            else ()
+        )
         nodes.append(
             Node(
                 name=node_name,
@@ -356,11 +363,12 @@ def _build_graph(graph_proto: pb.GraphProto, fallback: Mapping[str, list[StackFr
                 op_type=op_type,
                 scope=scope,
                 index=index,
-                inputs=[resolve.get(r) or _text(r) for r in map(_name_of, proto.input)],
+                inputs=[resolve.get(r) or _text(r) for r in map(_name_of, edges)],
                 outputs=outputs,
                 attributes=attributes,
                 stack=stacks.parse(source) if source else list(fallback.get(node_name, ())),
                 tuple_elements=elements,
+                control_inputs=controls,
             )
         )
     return Graph(name, nodes, root_name=_text(graph_proto.root_name))
@@ -377,6 +385,8 @@ def _text(value: str | bytes) -> str:
 # C-level callables for the per-node hot loop (no Python frame per attribute or input).
 _serialize_attribute = pb.AttributeProto.SerializeToString
 _name_of = attrgetter("name")
+_type_of = attrgetter("type")
+_CONTROL = pb.InputProto.CONTROL_EDGE
 
 
 def _unique(candidate: str, index: str, used: set[str]) -> str:

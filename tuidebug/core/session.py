@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from tuidebug.core.graph import Graph
     from tuidebug.core.tensor import TensorRef
+    from tuidebug.core.tensor_listing import TensorEntry
     from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 
 __all__ = [
@@ -232,6 +233,23 @@ class DebugSession(ABC):
         (what a title or a hit row says), the current step when the ref names none.
         Default: iterations are steps (online)."""
         return self.metadata.step if ref.iteration is None else ref.iteration
+
+    def tensor_entries(self, iteration: int | None = None) -> list[TensorEntry]:
+        """The output tensors of a step (`iteration` as `TensorRef.iteration` reads it; None
+        = the current one) in execution order, without reading any value. Default: every
+        declared output of every graph, in graph order (all a live training has)."""
+        from tuidebug.core.tensor_listing import entries_of_graph
+
+        step = self.metadata.step if iteration is None else iteration
+        out: list[TensorEntry] = []
+        for graph in self.graphs.values():
+            out.extend(entries_of_graph(graph, step))
+        return out
+
+    def dumped_iterations(self, graph_name: str, node: str) -> list[int]:
+        """The iterations holding data of `node` (offline), empty when the session keeps no
+        history of values."""
+        return []
 
     # ---------------------------------------------------------- lifecycle
     @abstractmethod

@@ -278,7 +278,7 @@ MAX_SLICED_DIMS = 2  # spec §6.5: the table view is 2-D
 _INT = re.compile(r"[+-]?\d+")
 
 
-def parse_slice(text: str, shape: tuple[int, ...]) -> Index:
+def parse_slice(text: str, shape: tuple[int, ...], max_ranges: int = MAX_SLICED_DIMS) -> Index:
     """Parse a MindInsight slice string (spec §6.5) into a numpy index for `shape`.
 
     `"[0, :, 1:10, ::-1]"` → `(0, slice(None), slice(1, 10), slice(None, None, -1))`.
@@ -288,6 +288,7 @@ def parse_slice(text: str, shape: tuple[int, ...]) -> Index:
     Python. Our one extension: an empty (or blank) text means `default_slice(shape)`, so
     clearing the slice box goes back to the view the tensor opened with. No `...`/`None`
     shorthand is accepted: a short entry list is rejected rather than guessed at.
+    `max_ranges` lifts the 2-D limit for printers that are not a table (`pt`).
     """
     stripped = text.strip()
     if not stripped:
@@ -316,9 +317,9 @@ def parse_slice(text: str, shape: tuple[int, ...]) -> Index:
             index.append(_parse_range(entry, dim))
         else:
             index.append(_parse_int(entry, dim, size))
-    if sliced > MAX_SLICED_DIMS:
+    if sliced > max_ranges:
         raise SliceError(
-            f"At most {MAX_SLICED_DIMS} entries can be ranges with ':' (the table is 2-D); "
+            f"At most {max_ranges} entries can be ranges with ':' (the table is 2-D); "
             f"this slice has {sliced}."
         )
     return tuple(index)

@@ -54,6 +54,7 @@ from tuidebug.core.session import (
     SessionState,
 )
 from tuidebug.core.tensor import TensorRef
+from tuidebug.core.tensor_listing import TensorEntry, entry_for
 from tuidebug.core.watch_targets import watched_tensors
 from tuidebug.core.watchpoint_book import WatchpointChange
 from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
@@ -558,6 +559,34 @@ class OfflineSession(DebugSession):
             # the first read of an iteration checks its files against the graph (spec §5.2a):
             # a file that contradicts its node is left out, and the notice says why
             self._flush_problems()
+
+    def tensor_entries(self, iteration: int | None = None) -> list[TensorEntry]:
+        """The output tensors whose files the iteration's folders hold (constants
+        included), in execution order: graph by graph in the order they run, each graph's
+        kernels in its execution-order file's order."""
+        dump = self.dump
+        rank = self._rank
+        it = self._metadata.step - 1 if iteration is None else iteration
+        if it < 0:
+            return []
+        out: list[TensorEntry] = []
+        for name, graph in self._graphs.items():
+            index = dump.index(rank, name)
+            base = dump.graph_order(rank, name) << 32
+            for (node_name, io, slot), f in index.files_for(it).items():
+                node = graph.get(node_name)
+                if io != "output" or node is None:
+                    continue
+                order = base + index.execution_position(node_name)
+                out.append(entry_for(graph, node, slot, order, it, f.dtype))
+        out.sort(key=lambda e: (e.order, e.slot))
+        return out
+
+    def dumped_iterations(self, graph_name: str, node: str) -> list[int]:
+        try:
+            return self.dump.index(self._rank, graph_name).iterations_with_data(node)
+        except (KeyError, SessionError):
+            return []
 
     def _graph_of(self, node: str) -> str:
         for name, graph in self._graphs.items():

@@ -1,0 +1,78 @@
+"""`tuidebug exec DUMP 'CMD' …`: the analyzer's commands from a shell, the TUI's `:` output
+without colour; one sentence and exit 2 for each mistake, the other commands still run."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.cli.support import sentences
+from tuidebug.cli import main as cli_main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli_main(["exec", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_commands_print_what_the_registry_prints(
+    capsys: pytest.CaptureFixture[str], lenet_dump: Path
+) -> None:
+    code, out, err = run(capsys, str(lenet_dump), "lt -t ^Conv2D$", "ni conv1.weight -d")
+    assert code == 0, err
+    assert out.startswith("2 of ") and "Conv2D" in out
+    assert "Data at 4 iteration(s): 0-3" in out
+    assert err == ""
+
+
+def test_a_failing_command_is_one_sentence_and_the_rest_run(
+    capsys: pytest.CaptureFixture[str], dump_2_0: Path
+) -> None:
+    code, out, err = run(capsys, str(dump_2_0), "pt nosuch", "pt fc3.bias")
+    assert code == 2
+    assert sentences(err, "exec") == ["tuidebug exec: No node is named 'nosuch'."]
+    assert "Tensor fc3.bias:0 @ iteration 0" in out
+
+
+def test_iteration_option_and_eval(capsys: pytest.CaptureFixture[str], dump_2_0: Path) -> None:
+    (path,) = (dump_2_0 / "rank_0" / "LeNet" / "0" / "2").glob("Parameter.fc3.bias.*.npy")
+    code, out, _ = run(capsys, "--iteration", "2", str(dump_2_0), "eval `fc3.bias`.sum()")
+    assert code == 0
+    assert float(out.split(" = ")[-1]) == pytest.approx(float(np.load(path).sum()), rel=1e-6)
+
+
+def test_commands_from_stdin(
+    capsys: pytest.CaptureFixture[str], dump_2_0: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("# a comment\nli ReLU-op78\n\nlo ReLU-op78\n"))
+    code, out, _ = run(capsys, str(dump_2_0), "-")
+    assert code == 0
+    assert "Inputs to" in out and "Consumers of" in out
+
+
+def test_mistakes_in_the_invocation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, _, err = run(capsys, str(tmp_path / "nope"), "lt")
+    assert code == 2 and len(sentences(err, "exec")) == 1
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, _, err = run(capsys, str(tmp_path / "nope"))  # no command, none on stdin either
+    assert code == 2 and sentences(err, "exec") == ["tuidebug exec: stdin held no command."]
+
+
+def test_exec_loads_no_textual(dump_2_0: Path) -> None:
+    script = (
+        "import sys\nfrom tuidebug.cli import main\n"
+        f"rc = main(['exec', {str(dump_2_0)!r}, 'lt', 'pt fc3.bias'])\n"
+        "assert 'textual' not in sys.modules, 'textual loaded'\nsys.exit(rc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr

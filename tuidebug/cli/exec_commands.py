@@ -1,0 +1,87 @@
+"""`tuidebug exec DUMP 'CMD' …`: run the analyzer's commands (the TUI's `:` line) from a shell.
+
+    tuidebug exec ./dump 'lt -t MatMul -s size' 'pt fc3.weight[0:2, :] -s'
+    tuidebug exec --iteration 2 ./dump 'eval "`fc3.bias`.sum()"'
+    echo 'ni Conv2D-op77 -t' | tuidebug exec ./dump -
+
+Options go before the dump (after it, every word is a command).
+
+Each command's output goes to stdout, as the TUI would show it, without colour; a command
+that fails says why in one sentence on stderr and the rest still run. Exit status: 0 when
+every command ran, 2 when one failed or the dump could not be opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+
+from tuidebug.cli.common import EXIT_OK, EXIT_USAGE, UsageError, say
+
+NAME = "exec"
+HELP = "run analyzer commands (lt, pt, ni, li, lo, ps, eval) on a dump"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dump", help="dump root (the folder holding rank_N/)")
+    p.add_argument(
+        "commands",
+        nargs="*",
+        metavar="COMMAND",
+        help="commands to run, one per argument (none or '-': read them from stdin, one a line)",
+    )
+    p.add_argument("--rank", type=int, default=None, help="the rank to read (default: the first)")
+    p.add_argument(
+        "--iteration", type=int, default=None, help="the iteration commands read by default"
+    )
+
+
+def _lines(args: argparse.Namespace) -> list[str]:
+    if args.commands and args.commands != ["-"]:
+        return list(args.commands)
+    if sys.stdin is None or (sys.stdin.isatty() and not args.commands):
+        raise UsageError("give commands as arguments, or '-' to read them from stdin.")
+    lines = [
+        line.strip() for line in sys.stdin if line.strip() and not line.lstrip().startswith("#")
+    ]
+    if not lines:
+        raise UsageError("stdin held no command.")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    lines = _lines(args)
+    from tuidebug.commands import command_registry
+    from tuidebug.core.session import Notice, SessionError, SessionEvent
+    from tuidebug.core.text import printable
+    from tuidebug.offline.session import OfflineSession
+
+    session = OfflineSession(args.dump, rank=args.rank)
+
+    def notice(event: SessionEvent) -> None:
+        if isinstance(event, Notice) and event.severity != "information":
+            lead = "tuidebug exec: " if event.severity == "error" else "warning: "
+            say(lead + printable(event.message))
+
+    session.subscribe(notice)
+    try:
+        try:
+            session.start()
+        except SessionError:
+            return EXIT_USAGE  # the notice said why
+        width = shutil.get_terminal_size((100, 24)).columns
+        registry = command_registry(session, width=width)
+        registry.context.iteration = args.iteration
+        status = EXIT_OK
+        for line in lines:
+            out = registry.run(line)
+            if out.lines:
+                text = "\n".join("".join(s.text for s in spans) for spans in out.lines)
+                print(text, flush=True)
+            if out.error is not None:
+                say(f"tuidebug exec: {out.error}")
+                status = EXIT_USAGE
+        return status
+    finally:
+        session.close()

@@ -1,0 +1,205 @@
+"""`CommandRegistry`: command lines in, `Output` out (tfdbg's `CommandHandlerRegistry`).
+
+A command is a name, a few aliases, an argparse parser and a handler. The registry splits
+a line the shell way (quotes, backslashes), peels a trailing `> FILE` redirection off,
+parses the rest and runs the handler; every user mistake comes back as `Output.error`, one
+sentence, never an exception. It also completes a partly typed line (command names,
+flags, node names) for the TUI's Tab and documents itself (`help`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+from tuidebug.commands.context import CommandContext, CommandError
+from tuidebug.commands.output import Output, Span
+
+__all__ = ["Command", "CommandParser", "CommandRegistry", "Completion"]
+
+Handler = Callable[[argparse.Namespace, CommandContext], Output]
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse that raises `CommandError` instead of printing and exiting."""
+
+    def __init__(self, prog: str, description: str = "") -> None:
+        super().__init__(prog=prog, description=description, add_help=False, allow_abbrev=False)
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandError(f"{self.prog}: {message}.")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise CommandError(message or f"{self.prog} stopped.")
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    parser: CommandParser
+    handler: Handler
+    aliases: tuple[str, ...] = ()
+    # the positional argument completes node names (ni, li, pt…), file paths (ps) or nothing
+    completes: str = "node"
+
+    def flags(self) -> list[str]:
+        return sorted(
+            opt for action in self.parser._actions for opt in action.option_strings if opt
+        )
+
+
+@dataclass(frozen=True)
+class Completion:
+    """Candidates for the word under the cursor, which starts at `start` in the line."""
+
+    start: int
+    candidates: tuple[str, ...]
+
+    @property
+    def common(self) -> str:
+        # a string prefix, not a path: node names complete character by character
+        return os.path.commonprefix(list(self.candidates)) if self.candidates else ""  # noqa: RUF071
+
+
+@dataclass
+class CommandRegistry:
+    context: CommandContext
+    commands: dict[str, Command] = field(default_factory=dict)
+    _by_alias: dict[str, str] = field(default_factory=dict)
+
+    def register(self, command: Command) -> None:
+        self.commands[command.name] = command
+        for alias in (command.name, *command.aliases):
+            self._by_alias[alias] = command.name
+
+    def names(self) -> list[str]:
+        return sorted(self._by_alias)
+
+    def find(self, name: str) -> Command | None:
+        canonical = self._by_alias.get(name)
+        return self.commands[canonical] if canonical else None
+
+    # -------------------------------------------------------------------- run
+    def run(self, line: str) -> Output:
+        try:
+            words, target = _split(line)
+            if not words:
+                return Output()
+            name, args = words[0], words[1:]
+            if name in ("help", "h", "?"):
+                out = self.help(args[0] if args else None)
+            else:
+                command = self.find(name)
+                if command is None:
+                    raise CommandError(
+                        f"There is no command {name!r}; the commands are "
+                        f"{', '.join(sorted(self.commands))} (help NAME says more)."
+                    )
+                if "-h" in args or "--help" in args:
+                    out = Output()
+                    out.add_text(command.parser.format_help())
+                else:
+                    out = command.handler(command.parser.parse_args(args), self.context)
+        except CommandError as err:
+            return Output.failure(str(err))
+        if target is not None and out.error is None:
+            return _redirect(out, target)
+        return out
+
+    def help(self, name: str | None = None) -> Output:
+        out = Output()
+        if name is None:
+            out.add(Span("Commands (NAME -h for its options):", "header"))
+            for command in sorted(self.commands.values(), key=lambda c: c.name):
+                aliases = f" ({', '.join(command.aliases)})" if command.aliases else ""
+                out.add(Span(f"  {command.name}{aliases}".ljust(22), "bold"), command.summary)
+            out.add("Append > FILE to write a command's output to a file.")
+            return out
+        found = self.find(name)
+        if found is None:
+            raise CommandError(f"There is no command {name!r}.")
+        out.add_text(found.parser.format_help())
+        return out
+
+    # ------------------------------------------------------------- completion
+    def complete(self, line: str) -> Completion:
+        """Candidates for the last word of `line` (the cursor is at its end)."""
+        start = len(line) - len(line.split(" ")[-1]) if line else 0
+        word = line[start:]
+        before = line[:start].split()
+        if not before:
+            return Completion(start, tuple(n for n in self.names() if n.startswith(word)))
+        command = self.find(before[0])
+        if command is None:
+            return Completion(start, ())
+        if word.startswith("-"):
+            return Completion(start, tuple(f for f in command.flags() if f.startswith(word)))
+        if command.completes == "path":
+            return Completion(start, tuple(_paths(word)))
+        if command.completes == "node":
+            return Completion(start, tuple(_names(self.context.node_names(), word)))
+        return Completion(start, ())
+
+
+def _split(line: str) -> tuple[list[str], str | None]:
+    """Shell-like words and the `> FILE` target, if the line ends with one."""
+    try:
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=">")
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError as err:  # an unclosed quote
+        raise CommandError(f"The command line cannot be split: {err}.") from None
+    if ">" in words:
+        at = words.index(">")
+        if at != len(words) - 2:
+            raise CommandError("Write '> FILE' once, at the end of the command.")
+        return words[:at], words[at + 1]
+    return words, None
+
+
+def _redirect(out: Output, target: str) -> Output:
+    path = Path(target).expanduser()
+    try:
+        path.write_text(out.plain() + "\n", encoding="utf-8")
+    except OSError as err:
+        return Output.failure(f"Cannot write {path}: {err.strerror or err}.")
+    done = Output()
+    done.add(f"Wrote {len(out.lines)} lines to {path.resolve()}.")
+    return done
+
+
+def _names(names: Sequence[str], word: str) -> list[str]:
+    """Node names starting with `word`, cut after the next '/' so a scope completes one
+    level at a time, as a shell completes directories."""
+    out: set[str] = set()
+    for name in names:
+        if name.startswith(word):
+            cut = name.find("/", len(word))
+            out.add(name if cut < 0 else name[: cut + 1])
+    return sorted(out)
+
+
+def _paths(word: str) -> list[str]:
+    folder, _, stem = word.rpartition("/")
+    base = Path(folder or ".").expanduser()
+    try:
+        entries = sorted(os.scandir(base), key=lambda e: e.name)
+    except OSError:
+        return []
+    prefix = f"{folder}/" if folder else ""
+    return [
+        f"{prefix}{e.name}{'/' if e.is_dir() else ''}" for e in entries if e.name.startswith(stem)
+    ][:200]
+
+
+def parser(prog: str, description: str) -> CommandParser:
+    return CommandParser(prog, description)
+
+
+__all__ += ["parser"]
