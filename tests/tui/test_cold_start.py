@@ -56,6 +56,7 @@ NOT_AT_FIRST_FRAME = (
     "tuidebug.tui.watchpoint_editor",
     "tuidebug.tui.origin_screen",
     "tuidebug.tui.palette",
+    "tuidebug.tui.command_line",
     "tuidebug.core.origins",
     "tomllib",
 )

@@ -170,7 +170,7 @@ async def test_name_filter_narrows_the_tree_and_escape_clears_it() -> None:
         leaves = leaves_shown()
         assert len(leaves) == 4 and all("Tanh" in n.data.node for n in leaves)
         await pilot.press("escape")
-        assert app.query_one(ScopeTree)._filter_text == ""
+        assert not app.query_one(ScopeTree)._name_match
         assert [str(n.label).split()[0] for n in tree.root.children] == ["Default", "Gradients"]
 
 

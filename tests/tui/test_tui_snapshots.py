@@ -9,7 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.tui.support import CONV, RELU, make_app, settled, wait_for_screen, wait_until
+import numpy as np
+import pytest
+from textual.app import App, ComposeResult
+
+from tests.tui.support import (
+    CONV,
+    RELU,
+    make_app,
+    settled,
+    tensor_shown,
+    wait_for_screen,
+    wait_until,
+)
 from tuidebug.tui.dialogs import ConfirmScreen
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.hit_list import HitList
@@ -111,3 +123,74 @@ def test_snapshot_online_paused_at_hit(snap_compare: Any) -> None:
         assert "paused at hit" in str(app.query_one("#header").render())
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+class TensorViewApp(App[None]):
+    """The tensor view alone: the whole 80×24 window, as when its pane is maximized."""
+
+    def compose(self) -> ComposeResult:
+        yield TensorView()
+
+
+def test_snapshot_tensor_view_80x24(snap_compare: Any) -> None:
+    """An SSH window: the hit's line, the slice bar, many rows of numbers, the statistics."""
+    values = np.round(np.cos(np.arange(3 * 24 * 16).reshape(3, 24, 16) / 5.0) * 4, 3)
+    array = values.astype(np.float32)
+    array[0, 2, 3] = np.nan
+    array[0, 3, 3] = np.inf
+    hit_line = (
+        "▲ TO contains NaN or +/-Inf  ·  Tensor overflow, watchpoint 1\n"
+        "  the tensor overflowed (NaN or ±Inf) — try: check whether the operator's input "
+        "tensors are normal (trace them upstream)."
+    )
+
+    async def run_before(pilot: Any) -> None:
+        view = pilot.app.query_one(TensorView)
+        view.show("Conv2D-op7:0  (Conv2D, step 3)", array, array * 0.5, context=hit_line)
+        await tensor_shown(pilot, view)
+        view.focus()
+        await pilot.press("down", "right")
+        await settled(pilot)
+
+    assert snap_compare(TensorViewApp(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_snapshot_command_line_lt(
+    snap_compare: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`:` then `lt -s size`: the command line's output under the panes, a link selected."""
+    from tuidebug.tui.command_line import CommandInput, CommandLine
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))  # no history of the developer's
+    app, _session = make_app(nan_node=RELU)
+
+    async def run_before(pilot: Any) -> None:
+        await ready(pilot, recommended=False)
+        await pilot.press("colon")
+        await wait_until(pilot, lambda: isinstance(app.focused, CommandInput), what="the input")
+        panel = app.query_one(CommandLine)
+        await pilot.press(*"lt -s size", "enter")
+        await wait_until(
+            pilot, lambda: panel.running is None and panel.output.line_count > 3, what="lt"
+        )
+        await pilot.press("shift+tab", "tab")
+        await finish(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_main_screen_80x24(snap_compare: Any) -> None:
+    """The main screen on an 80×24 terminal (issue 15): every pane in view, the hit list
+    focused with its highlighted hit in full under it, the watchpoint list short (a short
+    terminal gives the focused pane the rows the others give up)."""
+    app, _session = make_app(nan_node=RELU)
+
+    async def run_before(pilot: Any) -> None:
+        await ready(pilot)
+        await pilot.press("n")
+        hits = app.query_one(HitList)
+        await wait_until(pilot, lambda: hits.hit_count, what="the step's hits")
+        await pilot.press("2")
+        await finish(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -5,7 +5,6 @@ A tiny App mounts only the widget; cells are read back from the surfaces' `rende
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -14,24 +13,40 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from textual.widgets import Input, Static
 
 import tuidebug.tui.tensor_jobs as tensor_jobs_module
-from tests.tui.support import settled, tensor_shown, wait_until
+from tests.tui.support import (
+    settled,
+    tensor_shown,
+    wait_for_notice,
+    wait_for_screen,
+    wait_until,
+)
 from tuidebug.core.tensor import BFLOAT16, Histogram, TensorStatistics, parse_slice
-from tuidebug.tui.colormap import CODE_NAN, CODE_NEG_INF, CODE_POS_INF, ColorScale, scale_for
+from tuidebug.tui.colormap import (
+    CODE_NAN,
+    CODE_NEG_INF,
+    CODE_POS_INF,
+    ColorScale,
+    half_block_cell,
+    rarest_first,
+    scale_for,
+    special_counts,
+)
+from tuidebug.tui.dialogs import PromptScreen
 from tuidebug.tui.tensor_canvas import TensorCanvas
+from tuidebug.tui.tensor_files import file_stem, save_file_name, slice_tag
 from tuidebug.tui.tensor_format import (
     SliceGeometry,
     block_extreme,
     choose_format,
-    download_name,
     parse_index_tuple,
     sparkline,
 )
 from tuidebug.tui.tensor_view import TensorView
 
 SIZE = (100, 32)
-NAME_PATTERN = re.compile(r"^MatMul\.fc1\.0\.0\.\d+\.output\.0\.NONE\.npy$")
 
 
 class ViewApp(App[None]):
@@ -176,6 +191,8 @@ async def test_bfloat16_and_empty_selection(
         assert "bfloat16<2,2>" in str(view.query_one("#tv-stats").content)
         view.table.focus()
         await pilot.press("S")
+        await wait_for_screen(pilot, PromptScreen)
+        await pilot.press("enter")  # the offered name
         await wait_until(pilot, lambda: list(tmp_path.glob("*.npy")), what="the saved file")
         await settled(pilot)
         (saved,) = tmp_path.glob("*.npy")
@@ -415,26 +432,44 @@ async def test_save_slice_and_whole_tensor(tmp_path: Path, monkeypatch: pytest.M
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(TensorView)
         array = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
-        view.show("Default/fc1/fc1:0", array, node_type="MatMul", slot=0)
+        stem = file_stem("Default/network-WithLossCell/fc1-Dense/MatMul-op1", 0, 3)
+        view.show("MatMul-op1:0", array, file_stem=stem)
         await tensor_shown(pilot, view)
         view.apply_slice("[2, 1:4, ::2]")
         view.table.focus()
         await pilot.press("s")
-        await wait_until(pilot, lambda: list(tmp_path.glob("*.npy")), what="the saved slice")
-        await settled(pilot)
-        saved = sorted(tmp_path.glob("*.npy"))
-        assert len(saved) == 1 and NAME_PATTERN.match(saved[0].name)
-        np.testing.assert_array_equal(np.load(saved[0]), array[2, 1:4, ::2])
-        await pilot.press("S")
-        await wait_until(
-            pilot, lambda: len(list(tmp_path.glob("*.npy"))) == 2, what="the saved tensor"
+        prompt = await wait_for_screen(pilot, PromptScreen)
+        box = prompt.query_one("#prompt-input", Input)
+        expected = (
+            "Default--network-WithLossCell--fc1-Dense--MatMul-op1_out0_step3_2,1to4,allby2.npy"
         )
+        assert box.value == expected  # prefilled with a name that says what it holds
+        await pilot.press("enter")
+        notice = await wait_for_notice(pilot, "Saved")
+        assert notice == f"Saved slice [2, 1:4, ::2] to {tmp_path / expected}"
+        np.testing.assert_array_equal(np.load(tmp_path / expected), array[2, 1:4, ::2])
+
+        await pilot.press("S")  # the whole tensor, to a path the user types
+        prompt = await wait_for_screen(pilot, PromptScreen)
+        box = prompt.query_one("#prompt-input", Input)
+        assert box.value.endswith("_out0_step3.npy")
+        (tmp_path / "out").mkdir()
+        box.value = "out/whole.npy"
+        await pilot.press("enter")
+        await wait_for_notice(pilot, f"Saved whole tensor to {tmp_path / 'out' / 'whole.npy'}")
+        np.testing.assert_array_equal(np.load(tmp_path / "out" / "whole.npy"), array)
+
+        await pilot.press("S")  # a folder that does not exist: one sentence, the prompt stays
+        prompt = await wait_for_screen(pilot, PromptScreen)
+        box = prompt.query_one("#prompt-input", Input)
+        box.value = "missing/x.npy"
+        await pilot.press("enter")
+        error = prompt.query_one("#prompt-error", Static)
+        await wait_until(pilot, lambda: str(error.content), what="the path's error")
+        assert str(error.content) == "There is no folder missing."
+        await pilot.press("escape")
         await settled(pilot)
-        saved = sorted(tmp_path.glob("*.npy"))
-        assert len(saved) == 2  # never overwrites the slice saved a moment ago
-        whole = [p for p in saved if np.load(p).shape == array.shape]
-        assert len(whole) == 1
-        np.testing.assert_array_equal(np.load(whole[0]), array)
+        assert not (tmp_path / "missing").exists()
 
 
 # ---------------------------------------------------------------- 10⁸ elements
@@ -538,10 +573,33 @@ def test_block_extreme_keeps_anomalies() -> None:
     view = np.array([[1, -5, np.nan, 0], [2, np.inf, 3, -np.inf], [0, 0, 0, 9]])
     image = block_extreme(view, 2)
     assert image is not None
-    assert np.isposinf(image[0, 0]) and np.isnan(image[0, 1])
+    # a block with several non-finite kinds keeps the rarest (default: ±Inf before NaN)
+    assert np.isposinf(image[0, 0]) and np.isneginf(image[0, 1])
+    counted = block_extreme(view, 2, special_order=rarest_first(nan=1, pos_inf=5, neg_inf=9))
+    assert counted is not None and np.isnan(counted[0, 1])
     assert image[1].tolist() == [0.0, 9.0]
     assert block_extreme(np.array([[1.0, -7.0], [3.0, 2.0]]), 2).tolist() == [[-7.0]]  # type: ignore[union-attr]
     assert block_extreme(view, 2, cancelled=lambda: True) is None
+
+
+def test_half_block_cell_shows_the_rarest_non_finite_kind() -> None:
+    nan_glyph, nan_style = half_block_cell("diverging", CODE_NAN, CODE_NAN)
+    assert nan_glyph == "?"
+    # NaN above +Inf (the default zoom's cell pair): the Inf is not hidden behind the NaN
+    assert half_block_cell("diverging", CODE_NAN, CODE_POS_INF)[0] == "+"
+    assert half_block_cell("diverging", CODE_NEG_INF, CODE_NAN)[0] == "-"
+    # with counts, the rarer kind wins whichever half it is in
+    order = rarest_first(nan=1, pos_inf=40, neg_inf=3)
+    assert order[0] == CODE_NAN
+    assert half_block_cell("diverging", CODE_POS_INF, CODE_NAN, order) == (nan_glyph, nan_style)
+    assert half_block_cell("diverging", CODE_POS_INF, CODE_NEG_INF, order)[0] == "-"
+    # one special value and a finite one: the special value takes the cell
+    assert half_block_cell("diverging", 12, CODE_POS_INF, order)[0] == "+"
+    # counted in a small slice (the view does this for slices it reads whole)
+    values = np.array([[np.nan, np.nan, np.inf], [1.0, -np.inf, -np.inf]])
+    assert special_counts(values) == (2, 1, 2)
+    assert rarest_first(*special_counts(values))[0] == CODE_POS_INF
+    assert special_counts(np.arange(4)) == (0, 0, 0)
 
 
 def test_colour_scale_codes() -> None:
@@ -560,8 +618,20 @@ def test_formats_and_names() -> None:
     assert choose_format(np.dtype(np.int64), -70000, 5).width == 6
     assert sparkline([0, 1, 8]) == " ▁█"
     assert parse_index_tuple("(3, -1)") == (3, -1) and parse_index_tuple("x") is None
-    name = download_name("Parameter", "conv1.weight", 2, when=12.345)
-    assert name == "Parameter.conv1_weight.0.0.1234.output.2.NONE.npy"
+
+
+def test_saved_file_names_say_what_they_hold() -> None:
+    stem = file_stem("Default/conv1-Conv2d/Conv2D-op1", 0, 2)
+    assert stem == "Default--conv1-Conv2d--Conv2D-op1_out0_step2"
+    assert file_stem("fc3.bias", 1, 3, rank=1) == "fc3.bias_out1_step3_rank1"
+    # nothing that a file system or a shell would read: no / : [ ] * space
+    assert file_stem("a b/../c:*[x]", 0) == "a_b--c_x_out0"
+    assert file_stem("Default/" + "x" * 300, 0).startswith("x" * 150 + "_out0")
+    assert slice_tag(parse_slice("[0, :, 1:10:2]", (2, 3, 20))) == "0,all,1to10by2"
+    assert slice_tag(parse_slice("[-1, ::-1]", (2, 3))) == "-1,allby-1"
+    assert slice_tag(()) == "scalar"
+    assert save_file_name(stem, None) == stem + ".npy"
+    assert save_file_name(stem, (0, slice(None)), "diff") == stem + "_0,all_diff.npy"
 
 
 @settings(max_examples=60, deadline=None)

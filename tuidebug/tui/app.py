@@ -27,16 +27,19 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from rich.color import ColorSystem
+from textual import events, on, work
 from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding, BindingType
+from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
@@ -57,12 +60,12 @@ from tuidebug.core.session import (
 )
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
-from tuidebug.tui import prompts
+from tuidebug.tui import colormap, prompts
 from tuidebug.tui.commands import DebuggerCommands, PaletteCommand
 from tuidebug.tui.control_bar import ControlBar
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
-from tuidebug.tui.hit_list import HitList
+from tuidebug.tui.hit_list import HitList, hits_announcement
 from tuidebug.tui.keymap import Keymap, active_keys, load_keymap
 from tuidebug.tui.labels import shown_lines
 from tuidebug.tui.messages import (
@@ -91,14 +94,34 @@ from tuidebug.tui.run_controls import RunControls
 from tuidebug.tui.scope_tree import ScopeTree, TreeEntry
 from tuidebug.tui.session_text import burst_toast, no_graph_text
 from tuidebug.tui.stack_list import StackList
+from tuidebug.tui.tensor_compare import TensorCompareFlows
+from tuidebug.tui.tensor_files import file_stem
 from tuidebug.tui.tensor_reads import read_tensor, summarize
+from tuidebug.tui.tensor_text import hit_context
 from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.terminal_caps import TerminalCaps, terminal_caps
+from tuidebug.tui.visit_history import Visit, VisitHistory
 from tuidebug.tui.watch_export import check_command, copied_note, exported_specs
 from tuidebug.tui.watchpoint_flows import WatchpointFlows
 from tuidebug.tui.watchpoint_list import WatchpointList, watch_badges
 
+if TYPE_CHECKING:
+    from tuidebug.tui.command_line import CommandLine  # loaded with the first `:`
+    from tuidebug.tui.tensor_list import TensorListScreen  # loaded with the first `L`
+
 # A run is under way: the panes wait for its end (the header follows every step).
 RUNNING = frozenset({SessionState.RUNNING, SessionState.SENDING})
+
+# Widget ids of the panes z maximizes: the left column (tree, hits and stack tabs with
+# their filters), node details, tensor view, watchpoint list, the command line (`:`).
+PANE_IDS = frozenset({"left", "details", "tensor-view", "watchpoints", "command-line"})
+COLOR_SYSTEMS = {
+    "truecolor": ColorSystem.TRUECOLOR,
+    "256": ColorSystem.EIGHT_BIT,
+    "16": ColorSystem.STANDARD,
+}
+SHORT_TERMINAL = 32  # rows: below it the focused pane grows (see `_fit_layout`)
+PANES_BY_NUMBER = {4: "details", 5: "tensor-view", 6: "watchpoints"}  # 1–3: "left"
 
 
 def _tolerate_teardown(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -133,9 +156,26 @@ class DebuggerApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(a.key, a.id, a.label, show=False, id=a.binding_id) for a in RUN_ACTIONS),
         Binding("slash", "filter", "Filter", id="tuidebug.filter"),
+        Binding("colon", "command_line", "Command", id="tuidebug.command_line"),
         Binding("escape", "back", "Back", show=False, id="tuidebug.back"),
         Binding("question_mark,f1", "help", "Help", id="tuidebug.help"),
         Binding("q", "quit", "Quit", id="tuidebug.quit"),
+        Binding("z", "maximize_pane", "Maximize", show=False, id="tuidebug.maximize"),
+        # [ and ] are find previous/next in the tensor view: there only Alt+arrows go back
+        Binding(
+            "alt+left,left_square_bracket",
+            "visit_back",
+            "Back",
+            show=False,
+            id="tuidebug.visit_back",
+        ),
+        Binding(
+            "alt+right,right_square_bracket",
+            "visit_forward",
+            "Forward",
+            show=False,
+            id="tuidebug.visit_forward",
+        ),
         *(
             Binding(str(n), f"focus_pane({n})", PANES[n][2], show=False, id=f"tuidebug.pane{n}")
             for n in PANES
@@ -151,14 +191,20 @@ class DebuggerApp(App[int]):
         user_keys: bool = False,
         watch_specs: Sequence[str] = (),
         recommended: bool = False,
+        terminal: TerminalCaps | None = None,
     ) -> None:
         """`start_session=True`: call `session.start()` in a worker once mounted.
         `source_label` replaces the dump path in the header (stable screenshots).
         `user_keys=True` applies the user's keys.toml (`run_app` does; tests and
         screenshots leave it off so a developer's own file cannot change them).
         `watch_specs` (`--watch`, `--watch-file`) and `recommended` (`--recommended`) are
-        created once the graphs are loaded, instead of offering the recommended set."""
+        created once the graphs are loaded, instead of offering the recommended set.
+        `terminal`: what the terminal shows (`run_app` reads the environment; tests leave
+        it None, so the colours of the test machine's TERM cannot change a snapshot)."""
         super().__init__()
+        self._terminal = terminal
+        if terminal is not None:
+            self._draw_for(terminal)
         self._watch_flows = WatchpointFlows(self, watch_specs, recommended)
         self._user_keys = user_keys
         self.keymap: Keymap = {}  # binding id → keys, as applied (see keymap.py)
@@ -180,6 +226,11 @@ class DebuggerApp(App[int]):
         self.loaded = False  # GraphsLoaded seen (tests and benchmarks wait on it)
         self.messages: list[Notice] = []  # every Notice of the session, for the dialog
         self._pending_notices: list[Notice] = []
+        self._hits_toast: str | None = None  # the hits toast up now (see _show_hits)
+        self._visits = VisitHistory()  # back / forward over the nodes and tensors visited
+        self._replaying_visit = False  # back or forward is going somewhere: not a visit
+        self._tensor_list: TensorListScreen | None = None  # made by the first `L`
+        self._command_line: CommandLine | None = None  # mounted by the first `:`
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -205,6 +256,7 @@ class DebuggerApp(App[int]):
             tensor=self._tensor,
         )
         self._tracer = OriginTracing(self, self._header, self._request_tensor)
+        self._compare = TensorCompareFlows(self, lambda: self._open_tensor)
         self._runs = RunControls(
             self, hits=self._hits, controls=self._controls, watchpoint_list=self._watchpoints
         )
@@ -224,7 +276,32 @@ class DebuggerApp(App[int]):
         yield self._controls
         yield Footer()
 
+    def _draw_for(self, terminal: TerminalCaps) -> None:
+        """Colours and glyphs the terminal really has, chosen rather than left to the
+        nearest-colour mapping (terminal_caps.py says why): 256 colours for TERM=xterm,
+        the ANSI theme on a 16-colour terminal (its own palette: the focus border stays a
+        calm accent, not bright red), ASCII borders and heatmap cells without UTF-8."""
+        colormap.use_terminal(terminal.colors, terminal.unicode)
+        if terminal.colors == "16":
+            self.theme = "ansi-dark"
+        if self.console.color_system is not None:  # None: NO_COLOR, left as Textual has it
+            # Rich has no setter; Textual draws every strip with the console's system
+            self.console._color_system = COLOR_SYSTEMS[terminal.colors]
+        if not terminal.unicode:
+            self.add_class("-ascii")
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_layout(event.size.height)
+
+    def _fit_layout(self, height: int) -> None:
+        """A short terminal (80×24) cannot give every pane a readable height at once: there
+        the focused pane of the right column and the watchpoint list take the rows the
+        others give up (app.tcss, `-short`), and z shows any pane whole."""
+        with contextlib.suppress(ScreenStackError):
+            self.screen_stack[0].set_class(height < SHORT_TERMINAL, "-short")
+
     def on_mount(self) -> None:
+        self._fit_layout(self.size.height)
         if self._user_keys:
             self._apply_user_keys()
         self._controls.set_keys(lambda action: self.key_hint(f"tuidebug.{action}"))
@@ -371,6 +448,8 @@ class DebuggerApp(App[int]):
                 self._show_node(graph, fresh)
         self._graph_switched()
         self._hits.set_context(self.graphs, self._metadata.ranks)
+        if self._tensor_list is not None:
+            self._tensor_list.step_changed()  # new graphs (a rank switch): list them again
         self._refresh_badges()
         self.state_changed()
         if first_time and self.graphs and not self._recommendation_offered:
@@ -398,6 +477,8 @@ class DebuggerApp(App[int]):
         if running or not self._step_moved:
             return
         self._step_moved = False
+        if self._tensor_list is not None:
+            self._tensor_list.step_changed()
         if self.current_node is not None and self.current_graph:
             # Values differ per step: refresh what is on screen.
             self._fetch_summaries(self.current_graph, self.current_node)
@@ -428,11 +509,24 @@ class DebuggerApp(App[int]):
         self._tabs.get_tab("hits-tab").label = f"2 Hits ({len(hits)})" if hits else "2 Hits"
         self._refresh_badges()
         self._update_header()
-        if announce and hits and len(hits) != before:
-            self.notify(
-                f"{len(hits)} watchpoint hit{'s' if len(hits) != 1 else ''} — press 2 to see them.",
-                severity="warning",
-            )
+        if len(hits) != before or not hits:
+            self._retract_hits_toast()  # a count the list no longer shows must not stay up
+        said = hits_announcement(hits, self._hits.shown_count)
+        if announce and said is not None and len(hits) != before:
+            text, real = said
+            self._hits_toast = shown_lines(text)
+            self.notify(text, severity="warning" if real else "information")
+
+    def _retract_hits_toast(self) -> None:
+        """Take down the last "N watchpoint hits" toast if it is still up. Textual has no
+        public way to withdraw one toast (only all of them), hence its private list."""
+        text, self._hits_toast = self._hits_toast, None
+        if text is None:
+            return
+        with contextlib.suppress(AttributeError, KeyError):
+            for notification in list(self._notifications):
+                if notification.message == text:
+                    self._unnotify(notification)
 
     def _refresh_badges(self) -> None:
         graph = self.graphs.get(self.current_graph or "")
@@ -578,7 +672,13 @@ class DebuggerApp(App[int]):
 
     @work(thread=True, exclusive=True, group="tensor", exit_on_error=False)
     def _tensor_worker(
-        self, request: int, node: Node, ref: TensorRef, title: str, want_previous: bool
+        self,
+        request: int,
+        node: Node,
+        ref: TensorRef,
+        title: str,
+        want_previous: bool,
+        context: str = "",
     ) -> None:
         worker = get_current_worker()
         answer = read_tensor(
@@ -604,6 +704,13 @@ class DebuggerApp(App[int]):
                 node_type=node.op_type,
                 short_name=node.short_name,
                 slot=ref.slot,
+                file_stem=file_stem(
+                    node.name,
+                    ref.slot,
+                    self.session.step_of(ref),
+                    ref.rank if len(self._metadata.ranks) > 1 else None,
+                ),
+                context=context,
             )
         )
 
@@ -624,11 +731,20 @@ class DebuggerApp(App[int]):
             node_type=message.node_type,
             short_name=message.short_name,
             slot=message.slot,
+            file_stem=message.file_stem,
+            context=message.context,
         )
 
     def _request_tensor(
-        self, graph_name: str, node_name: str, slot: int, iteration: int | None
+        self,
+        graph_name: str,
+        node_name: str,
+        slot: int,
+        iteration: int | None,
+        hit: WatchpointHit | None = None,
     ) -> None:
+        """Open a tensor in the tensor view (`hit`: the hit it is opened from, shown
+        above it with its condition and what to try)."""
         graph = self.graphs.get(graph_name)
         node = graph.get(node_name) if graph else None
         if node is None:
@@ -637,13 +753,20 @@ class DebuggerApp(App[int]):
         if node.outputs and slot not in {spec.slot for spec in node.outputs}:
             self.notify(f"{node.short_name} has no output slot {slot}.", severity="warning")
             return
+        self._record_visit(Visit(graph_name, node.name, slot, iteration))
         self._open_tensor = (graph_name, node.name, slot, iteration)
         ref = TensorRef(node.name, slot, iteration, self._metadata.rank, graph_name)
         title = f"{node.short_name}:{slot}  ({node.op_type}, step {self.session.step_of(ref)})"
         self._tensor.show_loading(title)
-        want_previous = node.is_parameter and self.session.capabilities.can_compare_previous
+        capabilities = self.session.capabilities
+        # Offline every tensor has its previous run in the dump; a live training keeps
+        # only the parameters' (asking it for any other costs a round trip for nothing).
+        want_previous = capabilities.can_compare_previous and (
+            node.is_parameter or not capabilities.live
+        )
+        context = hit_context(hit) if hit is not None else ""
         self._tensor_request += 1
-        self._tensor_worker(self._tensor_request, node, ref, title, want_previous)
+        self._tensor_worker(self._tensor_request, node, ref, title, want_previous, context)
 
     # ------------------------------------------------------- pane messages
     @on(NodeHighlighted)
@@ -690,6 +813,7 @@ class DebuggerApp(App[int]):
         if graph is None or node is None:
             self.notify(f"There is no node {node_name} in the loaded graphs.", severity="warning")
             return False
+        self._record_visit(Visit(graph_name, node.name))
         if self._scope.graph is None or self._scope.graph.name != graph_name:
             self.action_show_graph(graph_name)
         self._scope.reveal(node_name)
@@ -703,10 +827,72 @@ class DebuggerApp(App[int]):
     def action_go_to_node(self, graph_name: str, node_name: str) -> None:
         self.go_to_node(graph_name, node_name)
 
+    @on(StackList.SourceRequested)
+    def _source_requested(self, message: StackList.SourceRequested) -> None:
+        """A stack line's file, each line with the nodes it created (Enter goes there)."""
+        message.stop()
+        from tuidebug.tui.source_view import SourceScreen  # on the first source view only
+
+        def chosen(node: tuple[str, str] | None) -> None:
+            # once the view is gone: focusing the tree while it is still up would leave
+            # the restored focus on a pane the tree's tab now hides
+            if node is not None:
+                self.call_after_refresh(self.go_to_node, *node)
+
+        screen = SourceScreen(list(self.graphs.values()), message.path, message.line_no)
+        self.push_screen(screen, chosen)
+
+    # -------------------------------------------- back and forward over the visits
+    def _here(self) -> Visit | None:
+        """The place shown now: the selected node, with its tensor when that is open."""
+        node, graph = self.current_node, self.current_graph
+        if node is None or graph is None:
+            return None
+        shown = self._open_tensor
+        if shown is not None and shown[0] == graph and shown[1] == node.name:
+            return Visit(graph, node.name, shown[2], shown[3])
+        return Visit(graph, node.name)
+
+    def _record_visit(self, place: Visit) -> None:
+        """A jump to `place` (not one back or forward makes): the place left is kept too
+        when the tree cursor wandered there since the last jump."""
+        if self._replaying_visit:
+            return
+        self._visits.leave(self._here())
+        self._visits.visit(place)
+
+    def _replay_visit(self, place: Visit) -> None:
+        self._replaying_visit = True
+        try:
+            if self.go_to_node(place.graph, place.node, focus_tree=False) and place.is_tensor:
+                assert place.slot is not None
+                self._request_tensor(place.graph, place.node, place.slot, place.iteration)
+        finally:
+            self._replaying_visit = False
+
+    def action_visit_back(self) -> None:
+        place = self._visits.back(self._here())
+        if place is None:
+            self.notify("Nothing to go back to: no earlier node or tensor was visited.")
+            return
+        self._replay_visit(place)
+
+    def action_visit_forward(self) -> None:
+        place = self._visits.forward(self._here())
+        if place is None:
+            self.notify("Nothing to go forward to.")
+            return
+        self._replay_visit(place)
+
     @on(TensorRequested)
     @_tolerate_teardown
     def _tensor_requested(self, message: TensorRequested) -> None:
         self._request_tensor(message.graph, message.node, message.slot, message.iteration)
+
+    @on(TensorView.CompareRequested)
+    @_tolerate_teardown
+    def _tensor_compare_requested(self, message: TensorView.CompareRequested) -> None:
+        self._compare.request(message.view, message.kind)
 
     @on(HitChosen)
     @_tolerate_teardown
@@ -724,7 +910,7 @@ class DebuggerApp(App[int]):
                 (name for name, graph in self.graphs.items() if graph.get(ref.node)), graph_name
             )
         if self.go_to_node(graph_name, ref.node):
-            self._request_tensor(graph_name, ref.node, ref.slot, ref.iteration)
+            self._request_tensor(graph_name, ref.node, ref.slot, ref.iteration, message.hit)
 
     @on(GraphSwitched)
     @_tolerate_teardown
@@ -801,6 +987,23 @@ class DebuggerApp(App[int]):
     def action_filter(self) -> None:
         self._nav.filter()
 
+    async def action_command_line(self) -> None:
+        """`:` opens the command line (tfdbg's commands over this session) at the bottom
+        of the main screen; it and the command layer load with the first `:`."""
+        main = self.screen_stack[0]
+        if self.screen is not main:
+            return  # a dialog is up: the key is not for the main screen
+        panel = self._command_line
+        if panel is None:
+            from tuidebug.commands import command_registry
+            from tuidebug.tui.command_line import CommandLine
+
+            panel = self._command_line = CommandLine(
+                command_registry(self.session), id="command-line"
+            )
+            await main.mount(panel, before=main.query_one(Footer))
+        panel.open()
+
     async def action_back(self) -> None:  # async as App's: Esc's meaning here is ours
         if self._tracer.running:
             self._tracer.cancel()
@@ -808,7 +1011,46 @@ class DebuggerApp(App[int]):
             self._nav.back()
 
     def action_focus_pane(self, number: int) -> None:
+        if self._tensor_list is not None and self.screen is self._tensor_list:
+            # a pane key on the tensor list goes to that pane, once the list is closed
+            self.pop_screen()
+            self.call_after_refresh(self.action_focus_pane, number)
+            return
+        screen = self.screen
+        if screen.maximized is not None:
+            # a pane key while one pane fills the screen shows that pane full-screen in
+            # its place (on a small terminal, z then 1–6 flips between whole panes); first,
+            # as Textual only focuses what the maximized view shows
+            pane_id = "left" if number <= 3 else PANES_BY_NUMBER.get(number, "")
+            with contextlib.suppress(NoMatches):
+                screen.maximized = self.query_one(f"#{pane_id}", Widget)
         self._nav.focus_pane(number)
+
+    def _pane_of(self, widget: Widget | None) -> Widget | None:
+        """The pane that holds `widget` (the whole pane, not the tree or table inside it,
+        so its filter row and tabs are maximized with it)."""
+        node: Any = widget
+        while isinstance(node, Widget):
+            if node.id in PANE_IDS:
+                return node
+            node = node.parent
+        return None
+
+    def action_maximize_pane(self) -> None:
+        """z (and the palette): the focused pane fills the screen; z again or Esc restores
+        the layout. Textual's own maximize would enlarge only the focused widget (the tree
+        without its filter, or nothing for a pane whose focus sits in a container)."""
+        screen = self.screen
+        if isinstance(screen, ModalScreen):
+            return
+        if screen.maximized is not None:
+            screen.minimize()
+            return
+        pane = self._pane_of(screen.focused)
+        if pane is None:
+            self.notify("Focus a pane first (1–6), then press z to maximize it.")
+            return
+        screen.maximized = pane
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
@@ -822,6 +1064,73 @@ class DebuggerApp(App[int]):
         return key_rows(self.BINDINGS, self.keymap, lambda action: guards.state(action).reason)
 
     # ------------------------------------------------------ NaN/Inf origins
+    def action_tensor_list(self) -> None:
+        """L: every tensor of the step (one screen, kept: its filters and the health
+        already read survive closing it)."""
+        if not self.guard("tensor_list"):
+            return
+        from tuidebug.tui.tensor_list import TensorListScreen  # on the first L only
+
+        if self._tensor_list is None:
+            self._tensor_list = TensorListScreen(self.session)
+            self.install_screen(self._tensor_list, name="tensor-list")
+        if self.screen is not self._tensor_list:
+            self.push_screen(self._tensor_list)
+
+    def action_downstream(self) -> None:
+        """O: the nodes downstream of the selected hit's or node's outputs."""
+        if not self.guard("downstream"):
+            return
+        from tuidebug.tui.downstream_screen import DownstreamScreen
+        from tuidebug.tui.origin_trace import trace_target
+
+        md = self._metadata
+        target = trace_target(
+            self._runs.focused_hit(), self.graphs, md.rank, self.current_graph, self.current_node
+        )
+        if target is None:
+            return
+        graph = self.graphs[target.graph]
+
+        def chosen(node: str | None) -> None:
+            if node is not None:
+                self.go_to_node(graph.name, node)
+
+        self.push_screen(
+            DownstreamScreen(graph, target.node, self.session.hits, rank=md.rank), chosen
+        )
+
+    def action_graph_view(self) -> None:
+        """G: the selected hit's or node's inputs and consumers, drawn as a small DAG."""
+        if not self.guard("graph_view"):
+            return
+        from tuidebug.tui.graph_view import GraphScreen, hit_counts
+        from tuidebug.tui.origin_trace import trace_target
+
+        md = self._metadata
+        target = trace_target(
+            self._runs.focused_hit(), self.graphs, md.rank, self.current_graph, self.current_node
+        )
+        if target is None:
+            return
+        graph = self.graphs[target.graph]
+
+        def centred(node: str) -> None:  # the tree follows the view's centre, behind it
+            self.go_to_node(graph.name, node, focus_tree=False)
+
+        def chosen(node: str | None) -> None:
+            if node is not None:  # once the view is gone (see _source_requested)
+                self.call_after_refresh(self.go_to_node, graph.name, node)
+
+        screen = GraphScreen(
+            graph,
+            target.node,
+            hit_counts(self.session.hits, graph, md.rank),
+            ascii=self.has_class("-ascii"),  # a terminal without UTF-8 (_draw_for)
+            on_centre=centred,
+        )
+        self.push_screen(screen, chosen)
+
     def action_trace_origin(self) -> None:
         if not self.guard("trace_origin"):
             return
@@ -852,7 +1161,11 @@ class DebuggerApp(App[int]):
         from tuidebug.tui.palette import PaletteState, palette_entries  # on Ctrl+P only
 
         guards = self.guard_context()
-        screen = self.screen
+        # asked while the palette is open: the screen it was opened from, not the palette
+        screen = next(
+            (s for s in reversed(self.screen_stack) if not isinstance(s, CommandPalette)),
+            self.screen,
+        )
         state = PaletteState(
             enabled={a for a, s in guards.states.items() if s.enabled},
             graphs=self.graphs,
@@ -863,7 +1176,7 @@ class DebuggerApp(App[int]):
             has_hits=bool(self.session.hits),
             messages=len(self.messages),
             maximized=screen.maximized is not None,
-            can_maximize=screen.focused is not None and screen.focused.allow_maximize,
+            can_maximize=self._pane_of(screen.focused) is not None,
         )
         return [
             PaletteCommand(
@@ -884,7 +1197,24 @@ class DebuggerApp(App[int]):
 
     def action_screenshot_soon(self) -> None:
         """A screenshot once the palette is gone from the screen."""
-        self.set_timer(0.1, self.deliver_screenshot)
+        self.set_timer(0.1, self.save_screenshot_here)
+
+    def save_screenshot_here(self) -> str | None:
+        """An SVG of the screen in the current directory, as the palette says (Textual's
+        `deliver_screenshot` writes to ~/Downloads, and fails where there is none); the
+        toast gives the full path. Returns it, None when it could not be written."""
+        here = os.environ.get("PWD") or "the current directory"  # getcwd() can fail too
+        try:
+            here = os.getcwd()
+            path = os.path.abspath(self.save_screenshot(path=here))
+        except OSError as exc:
+            self.notify(
+                f"The screenshot could not be saved in {here}: {exc.strerror or exc}.",
+                severity="error",
+            )
+            return None
+        self.notify(f"Screenshot saved to {path}", timeout=10)
+        return path
 
     def palette_graph(self) -> Graph | None:
         return self.graphs.get(self.current_graph or "")
@@ -913,6 +1243,7 @@ def run_app(
         user_keys=True,
         watch_specs=watch_specs,
         recommended=recommended,
+        terminal=terminal_caps(os.environ),
     )
     result = app.run()
     if app.return_code not in (None, 0):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from rich.color import Color
+from rich.color import Color, ColorSystem
 from rich.style import Style
 
 # Codes below 0 are not palette entries.
@@ -44,6 +44,31 @@ POS_INF = SpecialValue(CODE_POS_INF, "+Inf", "+", (0, 0, 0), (255, 210, 0))
 NEG_INF = SpecialValue(CODE_NEG_INF, "−Inf", "-", (0, 0, 0), (0, 210, 90))
 SPECIALS: tuple[SpecialValue, ...] = (NAN, POS_INF, NEG_INF)
 _SPECIAL_BY_CODE = {s.code: s for s in SPECIALS}
+
+# Which special value a cell (or block) showing several kinds draws: the rarest first, as
+# the one a reader would otherwise never see. Until the counts are known, ±Inf go before
+# NaN: an overflow's few Infs turn into many NaNs one operator later.
+SpecialOrder = tuple[int, ...]
+DEFAULT_SPECIAL_ORDER: SpecialOrder = (CODE_POS_INF, CODE_NEG_INF, CODE_NAN)
+
+
+def rarest_first(nan: int, pos_inf: int, neg_inf: int) -> SpecialOrder:
+    """The special codes ordered by how often they occur, rarest first (a tie keeps
+    `DEFAULT_SPECIAL_ORDER`); kinds that do not occur come first, which never matters."""
+    counts = {CODE_NAN: nan, CODE_POS_INF: pos_inf, CODE_NEG_INF: neg_inf}
+    return tuple(sorted(DEFAULT_SPECIAL_ORDER, key=counts.__getitem__))
+
+
+def special_counts(values: np.ndarray) -> tuple[int, int, int]:
+    """(NaN, +Inf, −Inf) counts of a bounded array (a sample or a small slice)."""
+    if values.dtype.kind in "iub":
+        return 0, 0, 0
+    data = np.asarray(values).astype(np.float64, copy=False)  # bfloat16 and float16 too
+    return (
+        int(np.count_nonzero(np.isnan(data))),
+        int(np.count_nonzero(data == np.inf)),
+        int(np.count_nonzero(data == -np.inf)),
+    )
 
 
 def _ramp(anchors: list[tuple[int, int, int]], size: int = 256) -> np.ndarray:
@@ -83,6 +108,7 @@ class ColorScale:
     low: float
     high: float
     diverging: bool
+    special_order: SpecialOrder = DEFAULT_SPECIAL_ORDER
 
     @property
     def palette_name(self) -> str:
@@ -123,12 +149,16 @@ class ColorScale:
         return codes
 
 
-def scale_for(finite_min: float | None, finite_max: float | None) -> ColorScale:
+def scale_for(
+    finite_min: float | None,
+    finite_max: float | None,
+    special_order: SpecialOrder = DEFAULT_SPECIAL_ORDER,
+) -> ColorScale:
     """Diverging around 0 when the data has both signs, sequential otherwise."""
     if finite_min is None or finite_max is None:
-        return ColorScale(0.0, 1.0, diverging=False)
+        return ColorScale(0.0, 1.0, diverging=False, special_order=special_order)
     diverging = finite_min < 0.0 < finite_max
-    return ColorScale(float(finite_min), float(finite_max), diverging)
+    return ColorScale(float(finite_min), float(finite_max), diverging, special_order)
 
 
 @lru_cache(maxsize=1024)
@@ -146,25 +176,82 @@ def code_rgb(palette_name: str, code: int) -> tuple[int, int, int] | None:
 
 
 @lru_cache(maxsize=16384)
-def half_block_cell(palette_name: str, top: int, bottom: int) -> tuple[str, Style]:
+def half_block_cell(
+    palette_name: str, top: int, bottom: int, order: SpecialOrder = DEFAULT_SPECIAL_ORDER
+) -> tuple[str, Style]:
     """The glyph and style of one terminal cell showing two data rows.
 
     A special value in either half takes the whole cell (glyph on its fixed colour): an
-    anomaly must never be hidden by its neighbour, and a glyph needs the full cell.
+    anomaly must never be hidden by its neighbour, and a glyph needs the full cell. Two
+    different special values: the one first in `order` (the rarer) wins.
     """
-    for special in SPECIALS:
-        if special.code in (top, bottom):
+    for code in order:
+        if code in (top, bottom):
+            special = _SPECIAL_BY_CODE[code]
             return special.glyph, Style(color=_rgb(special.fg), bgcolor=_rgb(special.bg), bold=True)
     top_rgb = code_rgb(palette_name, top)
     bottom_rgb = code_rgb(palette_name, bottom)
     if top_rgb is None and bottom_rgb is None:
         return " ", Style()
+    if _ascii_cells:
+        # no half blocks without UTF-8 (use_terminal): a blank cell in the two rows' mean
+        both = [rgb for rgb in (top_rgb, bottom_rgb) if rgb is not None]
+        mean = tuple(sum(channel) // len(both) for channel in zip(*both, strict=True))
+        return " ", Style(bgcolor=_rgb(mean))  # type: ignore[arg-type]
     if top_rgb is None:
         # Only the lower half has data: draw it as a lower half block.
         return "▄", Style(color=_rgb(bottom_rgb))  # type: ignore[arg-type]
     return HALF_BLOCK, Style(
         color=_rgb(top_rgb), bgcolor=_rgb(bottom_rgb) if bottom_rgb is not None else None
     )
+
+
+# ---------------------------------------------------------------- terminal depth
+# Set by `use_terminal` (issue 15, the app helper): the palettes above stay the truecolor
+# ones; a terminal with fewer colours gets ramps of colours it really has.
+_ascii_cells = False
+_TRUECOLOR_PALETTES = dict(_PALETTES)
+# 16 colours: stepped ramps of ANSI colours that keep their number when Rich maps them
+# down, away from the special values' yellow, green and magenta.
+_ANSI_DIVERGING = (4, 6, 15, 3, 1)  # navy, teal, white, olive, maroon
+_ANSI_SEQUENTIAL = (4, 6, 14, 7, 15)  # navy, teal, cyan, silver, white
+
+
+def _snapped_256(palette: np.ndarray) -> np.ndarray:
+    """Each entry as the xterm-256 colour Rich would draw for it: the ramp the terminal
+    shows, so the legend and the cells agree with what is on screen."""
+    out = np.empty_like(palette)
+    for i, (r, g, b) in enumerate(palette):
+        colour = Color.from_rgb(int(r), int(g), int(b)).downgrade(ColorSystem.EIGHT_BIT)
+        out[i] = tuple(colour.get_truecolor())
+    return out
+
+
+def _stepped_16(numbers: tuple[int, ...], size: int = 256) -> np.ndarray:
+    rgbs = [tuple(Color.from_ansi(n).get_truecolor()) for n in numbers]
+    steps = np.minimum(np.arange(size) * len(rgbs) // size, len(rgbs) - 1)
+    return np.asarray([rgbs[k] for k in steps], dtype=np.uint8)
+
+
+def palettes_for(colors: str) -> dict[str, np.ndarray]:
+    """The heatmap palettes for a colour depth ("truecolor", "256" or "16")."""
+    if colors == "256":
+        return {name: _snapped_256(p) for name, p in _TRUECOLOR_PALETTES.items()}
+    if colors == "16":
+        return {
+            "diverging": _stepped_16(_ANSI_DIVERGING),
+            "sequential": _stepped_16(_ANSI_SEQUENTIAL),
+        }
+    return dict(_TRUECOLOR_PALETTES)
+
+
+def use_terminal(colors: str = "truecolor", unicode: bool = True) -> None:
+    """Draw the heatmap for this terminal: its colour depth's palettes, and blank cells
+    instead of half blocks where the locale is not UTF-8. Called once at start."""
+    global _ascii_cells
+    _PALETTES.update(palettes_for(colors))
+    _ascii_cells = not unicode
+    half_block_cell.cache_clear()
 
 
 def special_style(special: SpecialValue) -> Style:

@@ -30,21 +30,30 @@ KeyRow = tuple[str, str, str]  # key, what it does, when it is unavailable (or "
 APP_HELP: Mapping[str, str] = {
     **{action.id: action.help for action in RUN_ACTIONS},
     "filter": "filter: tree name filter, stack search, hit filters",
+    "command_line": "command line: tfdbg's lt, pt, ni, li, lo, ps, eval (help lists them)",
     "back": "back",
     "help": "this help",
+    "maximize_pane": "maximize the focused pane (again or Esc restores; 1–6 switch panes)",
+    "visit_back": "back to the node or tensor visited before (in the tensor view: Alt+← only)",
+    "visit_forward": "forward again after going back (in the tensor view: Alt+→ only)",
     "quit": "quit",
 }
 
 # Help rows the binding list does not word well: (the key as fixed text, or the ids of the
 # bindings whose current keys are shown — so a remapped key shows as remapped; what it does)
 EXTRA_KEYS: tuple[tuple[str | tuple[str, ...], str], ...] = (
-    ("enter", "open: a node's tensor, a hit's node, a stack line's nodes, edit a watchpoint"),
+    (
+        "enter",
+        "open: a node's tensor, a hit's node, a stack line's nodes or its source file, edit "
+        "a watchpoint",
+    ),
     (("tuidebug.back",), "back: clear a filter, or return to the previous pane"),
     (
         tuple(f"tuidebug.pane{n}" for n in range(1, 7)),
         "focus tree, hits, stack, details, tensor, watchpoints",
     ),
     ("← →", "tree: collapse / expand a scope"),
+    (("tree.type_filter",), "tree: open the node type filter (/ filters by name or regex)"),
     (
         ("watchpoints.edit", "watchpoints.delete", "watchpoints.toggle"),
         "watchpoint list: edit / delete / enable-disable",
@@ -54,8 +63,11 @@ EXTRA_KEYS: tuple[tuple[str | tuple[str, ...], str], ...] = (
 
 _KEY_NAMES = {
     "slash": "/",
+    "colon": ":",
     "question_mark": "?",
     "escape": "Esc",
+    "alt+left": "Alt+←",
+    "alt+right": "Alt+→",
     "plus": "+",
     "minus": "-",
     "equals_sign": "=",
@@ -130,7 +142,8 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > Vertical {
-        width: 96; height: 90%; border: thick $accent; background: $surface; padding: 0 1;
+        width: 96; max-width: 100%; height: 90%; max-height: 100%;
+        border: thick $accent; background: $surface; padding: 0 1;
     }
     HelpScreen #help-title { text-style: bold; padding: 1 0 0 0; }
     HelpScreen VerticalScroll { height: 1fr; }

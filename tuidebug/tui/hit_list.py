@@ -18,13 +18,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Select, Static, Tree
+from textual.widgets import Input, Select, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from tuidebug.core.graph import Graph
+from tuidebug.core.hit_rules import only_no_previous
 from tuidebug.core.watchpoints import WatchpointHit
-from tuidebug.tui.labels import plain, shown
+from tuidebug.tui.labels import plain, shown, shown_lines
 from tuidebug.tui.messages import HitChosen
+from tuidebug.tui.name_filter import name_filter
 
 ALL = "*"
 MAX_ROWS_PER_GROUP = 2000
@@ -35,6 +37,43 @@ def hit_detail(hit: WatchpointHit) -> tuple[str, bool]:
     (`abs_mean_gt: 2.3025 > 1`), or the error text."""
     # the row shows the abbreviation in its own column
     return hit.detail() or "hit", hit.is_error
+
+
+def _with(problem: str, status: str) -> str:
+    """The status line, after the filter's problem sentence when there is one."""
+    return f"{shown_lines(problem)}\n{status}" if problem else status
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def hits_announcement(hits: Sequence[WatchpointHit], shown: int) -> tuple[str, bool] | None:
+    """(toast text, is a real hit) for hits a stopped run found; None for no hits.
+
+    The toast counts what the hit list shows: real hits apart from check errors (a
+    weight-change watchpoint at the first dumped step reports error 4, "no previous step
+    value", for every weight: those are listed as errors, not announced as hits), and how
+    many the hit list's filters let through when they hide some."""
+    if not hits:
+        return None
+    errors = [hit for hit in hits if hit.is_error]
+    real = len(hits) - len(errors)
+    if real:
+        text = _count(real, "watchpoint hit")
+        if errors:
+            text += f" and {_count(len(errors), 'check error')}"
+        text += " — press 2 to see them."
+    elif all(only_no_previous(hit) for hit in errors):
+        text = (
+            f"No watchpoint hit; {_count(len(errors), 'check')} had no previous step value "
+            "to compare with (error 4) — listed in 2."
+        )
+    else:
+        text = f"No watchpoint hit, but {_count(len(errors), 'check')} failed — press 2 for why."
+    if shown < len(hits):
+        text += f" The hit list's filters show {shown} of {len(hits)}."
+    return text, bool(real)
 
 
 def distinct_names(names: Iterable[str]) -> dict[str, str]:
@@ -67,8 +106,13 @@ class HitList(Vertical):
     HitList { height: 1fr; }
     HitList #hit-filters { height: 1; }
     HitList #hit-filters Select { width: 1fr; }
-    HitList #hit-status { height: 1; color: $text-muted; padding: 0 1; }
+    HitList #hit-filter-text { height: 1; }
+    HitList #hit-status { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
     HitList #hit-tree { height: 1fr; }
+    HitList #hit-detail {
+        height: auto; max-height: 3; padding: 0 1; background: $boost; display: none;
+    }
+    HitList #hit-detail.-shown { display: block; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -80,7 +124,9 @@ class HitList(Vertical):
         "Watchpoint hits grouped by watchpoint, in execution order. Each row shows the\n"
         "condition, the tensor, and the threshold against the actual value (or the error).\n"
         "Enter jumps to the node in the tree and opens the tensor at the hit's iteration;\n"
-        "Esc comes back here. / moves to the filters (watchpoint, graph, rank).\n"
+        "Esc comes back here. / moves to the filters: the node name (plain text, or a regular\n"
+        "expression such as fc[12]\\.weight$), then Tab to the watchpoint, graph and rank.\n"
+        "The line under the list shows the highlighted hit in full (rows are cut at the edge).\n"
         "{hits.save} saves every hit (not only the filtered ones) as JSON, the schema of\n"
         "tuidebug check --json."
     )
@@ -93,6 +139,7 @@ class HitList(Vertical):
         self._hits: list[WatchpointHit] = []
         self._graphs: dict[str, Graph] = {}
         self._ranks: tuple[int, ...] = (0,)
+        self._name_filter = name_filter("")
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="hit-filters"):
@@ -117,11 +164,16 @@ class HitList(Vertical):
                 compact=True,
                 id="hit-filter-rank",
             )
+        yield Input(
+            placeholder="filter by node name or regex  (/)", compact=True, id="hit-filter-text"
+        )
         yield Static("no hits yet: step (n), continue (c) or recheck (r)", id="hit-status")
         tree: Tree[Any] = Tree("hits", id="hit-tree")
         tree.show_root = False
         tree.guide_depth = 2
         yield tree
+        # the highlighted hit in full: a row is cut at the pane's edge, this line wraps
+        yield Static("", id="hit-detail", markup=False)
 
     # ---------------------------------------------------------------- public
     @property
@@ -158,7 +210,19 @@ class HitList(Vertical):
         self.post_message(self.SaveRequested())
 
     def focus_filters(self) -> None:
-        self.query_one("#hit-filter-watchpoint", Select).focus()
+        """/: the name filter (Tab goes on to the watchpoint, graph and rank selectors)."""
+        self.query_one("#hit-filter-text", Input).focus()
+
+    def clear_name_filter(self) -> bool:
+        """Esc in the name filter: empty it; True when there was something to clear."""
+        box = self.query_one("#hit-filter-text", Input)
+        had = bool(box.value)
+        if had:
+            with box.prevent(Input.Changed):
+                box.value = ""
+            self._name_filter = name_filter("")
+            self._rebuild()
+        return had
 
     # -------------------------------------------------------------- building
     def _fill_filters(self) -> None:
@@ -203,6 +267,8 @@ class HitList(Vertical):
                 continue
             if rank != ALL and str(hit.tensor.rank) != rank:
                 continue
+            if not self._name_filter.matches(hit.tensor.node):
+                continue
             found.append(hit)
         return found
 
@@ -213,17 +279,19 @@ class HitList(Vertical):
         tree.clear()
         hits = self._filtered()
         status = self.query_one("#hit-status", Static)
+        self._show_detail(None)  # the highlighted hit (if any) says it again below
         if not self._hits:
             status.update("no hits yet: step (n), continue (c) or recheck (r)")
             return
+        problem = self._name_filter.problem  # a bad expression: one sentence, plain text used
         if not hits:
-            status.update(f"{len(self._hits)} hits, none match the filters")
+            status.update(_with(problem, f"{len(self._hits)} hits, none match the filters"))
             return
         errors = sum(1 for h in hits if h.is_error)
         shown = f"{len(hits)} hits" + (f" ({errors} check errors)" if errors else "")
         if len(hits) != len(self._hits):
             shown += f" of {len(self._hits)}"
-        status.update(shown + " · Enter jumps to the node")
+        status.update(_with(problem, shown + " · Enter jumps to the node"))
         groups: dict[int, list[WatchpointHit]] = {}
         for hit in hits:  # dicts keep first-seen order: groups follow execution order
             groups.setdefault(hit.watchpoint_id, []).append(hit)
@@ -254,6 +322,8 @@ class HitList(Vertical):
         if target is not None:
             _ = tree._tree_lines  # line numbers are assigned by this (lazy) rebuild
             tree.move_cursor(target)
+            # said here too: a cursor left on the same line number posts no highlight
+            self._show_detail(target.data)
 
     @staticmethod
     def _row(
@@ -288,6 +358,44 @@ class HitList(Vertical):
     def _filter_changed(self, event: Select.Changed) -> None:
         event.stop()
         self._rebuild()
+
+    @on(Input.Changed, "#hit-filter-text")
+    def _name_filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._name_filter = name_filter(event.value)
+        self._rebuild()
+
+    @on(Input.Submitted, "#hit-filter-text")
+    def _name_filter_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.tree_view.focus()
+
+    @on(Tree.NodeHighlighted, "#hit-tree")
+    def _highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
+        event.stop()
+        self._show_detail(event.node.data)
+
+    def _show_detail(self, hit: WatchpointHit | None) -> None:
+        detail = self.query_one("#hit-detail", Static)
+        detail.set_class(hit is not None, "-shown")
+        if hit is not None:
+            detail.update(self.full_text(hit))
+
+    @staticmethod
+    def full_text(hit: WatchpointHit) -> Text:
+        """Everything a hit row says, uncut: the full node name, where, and the detail."""
+        ref = hit.tensor
+        text, is_error = hit_detail(hit)
+        where = f"step {hit.step}" if hit.step is not None else ""
+        if ref.graph:
+            where += f" · {shown(ref.graph)}"
+        where += f" · rank {ref.rank}"
+        return Text.assemble(
+            (f"#{hit.watchpoint_id} {hit.condition.abbr} ", "bold"),
+            (f"{shown(ref.node)}:{ref.slot}", "cyan"),
+            (f"  {where.strip(' ·')}\n", "dim"),
+            (shown(text), "yellow" if is_error else "red"),
+        )
 
     @on(Tree.NodeSelected, "#hit-tree")
     def _chosen(self, event: Tree.NodeSelected[Any]) -> None:

@@ -165,6 +165,8 @@ class TensorRead(Message):
         node_type: str = "",
         short_name: str = "",
         slot: int = 0,
+        file_stem: str = "",
+        context: str = "",
     ) -> None:
         super().__init__()
         self.request = request
@@ -176,6 +178,8 @@ class TensorRead(Message):
         self.node_type = node_type
         self.short_name = short_name
         self.slot = slot
+        self.file_stem = file_stem  # saved files' default name (tensor_files.file_stem)
+        self.context = context  # the hit it was opened from, shown above it
 
 
 class StartupWatchpointsCreated(Message):

@@ -115,6 +115,10 @@ class Navigation:
                 self._scope.clear_filter()
                 self._scope.tree_view.focus()
                 return
+            if focused.id == "hit-filter-text":
+                self._hits.clear_name_filter()
+                self._hits.tree_view.focus()
+                return
             if focused.id == "stack-search":
                 self._stack.clear_search()
                 app.query_one("#stack-lines").focus()

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.widget import Widget
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -24,6 +25,11 @@ MAX_ATTRIBUTE_CHARS = 1024  # spec §6.5: longer attribute values are hidden
 MAX_INPUT_ROWS = 200  # a Concat of 5,000 inputs should not become 5,000 rows
 
 
+class DetailSection(Static, can_focus=True):
+    """The attributes or the stack: focusable, so the keyboard reaches them (↓ past the
+    last input or consumer, or Tab) and the pane scrolls them into view."""
+
+
 class NodeDetails(VerticalScroll):
     """Right pane, top: the selected node."""
 
@@ -32,7 +38,8 @@ class NodeDetails(VerticalScroll):
         "The node's type, names, outputs (dtype, shape and statistics at this step, NaN and\n"
         "Inf counts in colour), inputs and consumers, attributes and source stack.\n"
         "Enter on an output opens it in the tensor view; on an input or consumer it goes\n"
-        "to that node."
+        "to that node. ↓ past the last row (or Tab) moves on to the attributes and the\n"
+        "stack, ↑ ↓ scroll them, ↑ at their top goes back; PgUp / PgDn scroll the pane."
     )
 
     DEFAULT_CSS = """
@@ -41,6 +48,7 @@ class NodeDetails(VerticalScroll):
     NodeDetails #io-list { height: auto; max-height: 16; border: none; padding: 0; }
     NodeDetails #details-attrs { height: auto; color: $text-muted; }
     NodeDetails #details-stack { height: auto; }
+    NodeDetails DetailSection:focus { background: $boost; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -52,8 +60,8 @@ class NodeDetails(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static("Select a node in the tree (1) to see its details.", id="details-head")
         yield OptionList(id="io-list", compact=True)
-        yield Static("", id="details-attrs")
-        yield Static("", id="details-stack")
+        yield DetailSection("", id="details-attrs")
+        yield DetailSection("", id="details-stack")
 
     # ---------------------------------------------------------------- public
     def show_node(self, graph: Graph, node: Node) -> None:
@@ -227,6 +235,48 @@ class NodeDetails(VerticalScroll):
             text.append(" ")
             text.append(shown(frame.code_line.strip()))
         stack.update(text)
+
+    # ------------------------------------------------------------ keyboard
+    def _sections(self) -> list[Widget]:
+        """The parts ↑ ↓ move between, in order: the rows, then the non-empty sections."""
+        io_list = self.query_one("#io-list", OptionList)
+        parts: list[Widget] = [io_list] if io_list.option_count else []
+        parts += [w for w in self.query(DetailSection) if w.display and str(w.render()).strip()]
+        return parts
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key not in ("up", "down"):
+            return
+        focused = self.app.focused
+        parts = self._sections()
+        if focused not in parts:
+            return
+        down = event.key == "down"
+        if isinstance(focused, OptionList):
+            last = focused.option_count - 1
+            at_edge = focused.highlighted is None or (
+                focused.highlighted >= last if down else False
+            )
+            if not at_edge:
+                return  # the list moves its own cursor
+        else:
+            # a section taller than the pane scrolls first, then hands on
+            region, view = focused.region, self.scrollable_content_region
+            beyond = region.bottom > view.bottom if down else region.y < view.y
+            if beyond:
+                event.stop()
+                event.prevent_default()
+                self.scroll_relative(y=1 if down else -1, animate=False)
+                return
+        index = parts.index(focused) + (1 if down else -1)
+        if 0 <= index < len(parts):
+            event.stop()
+            event.prevent_default()
+            parts[index].focus()
+            if isinstance(parts[index], OptionList) and not down:
+                target = parts[index]
+                assert isinstance(target, OptionList)
+                target.highlighted = target.option_count - 1
 
     # ---------------------------------------------------------------- events
     @on(OptionList.OptionSelected, "#io-list")

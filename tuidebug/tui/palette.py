@@ -116,6 +116,13 @@ def palette_entries(state: PaletteState, key_for: Callable[[str], str]) -> list[
             )
     for number, name in state.panes.items():
         add(PaletteEntry(f"Focus {name}", f"Key {number}", _call("focus_pane", number)))
+    add(
+        PaletteEntry(
+            "Command line",
+            f"tfdbg's commands: lt, pt, ni, li, lo, ps, eval  ({key_for('tuidebug.command_line')})",
+            "command_line",
+        )
+    )
     add(PaletteEntry("Help: keys", "Key ? or F1", "help"))
     if state.messages:
         add(
@@ -125,10 +132,19 @@ def palette_entries(state: PaletteState, key_for: Callable[[str], str]) -> list[
                 "messages",
             )
         )
+    maximize = key_for("tuidebug.maximize")
     if state.maximized:
-        add(PaletteEntry("Restore the pane", "Undo maximize", "screen.minimize"))
+        add(
+            PaletteEntry("Restore the pane", f"Undo maximize  ({maximize} or Esc)", "maximize_pane")
+        )
     elif state.can_maximize:
-        add(PaletteEntry("Maximize the focused pane", "Esc restores it", "screen.maximize"))
+        add(
+            PaletteEntry(
+                "Maximize the focused pane",
+                f"It fills the screen; {maximize} again or Esc restores it  ({maximize})",
+                "maximize_pane",
+            )
+        )
     add(PaletteEntry("Theme…", "Change the colours", "change_theme"))
     add(
         PaletteEntry(

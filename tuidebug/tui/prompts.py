@@ -87,3 +87,13 @@ def save_hits_prompt(step: int) -> PromptScreen:
         hint="Every hit, as tuidebug check --json prints them. Enter saves, Esc cancels.",
         check=path_check(),
     )
+
+
+def save_tensor_prompt(what: str, default_name: str) -> PromptScreen:
+    """Where to save `what` ("the slice [0, :, :]", "the whole tensor") as .npy."""
+    return PromptScreen(
+        f"Save {what} as .npy to",
+        value=default_name,
+        hint="A path (relative to the current folder). Enter saves, Esc cancels.",
+        check=path_check(),
+    )

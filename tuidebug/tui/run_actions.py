@@ -229,6 +229,18 @@ def guard_trace_origin(ctx: GuardContext) -> ActionState:
     return ALLOWED
 
 
+def guard_downstream(ctx: GuardContext) -> ActionState:
+    if not ctx.has_graphs:
+        return _NO_GRAPH
+    if not ctx.trace_target:
+        return _no("Select a node in the tree (1) or a hit (2) first.")
+    return ALLOWED
+
+
+def guard_tensor_list(ctx: GuardContext) -> ActionState:
+    return ALLOWED if ctx.has_graphs else _NO_GRAPH
+
+
 # ------------------------------------------------------------------------- table
 # In the order a user reaches for them: the bindings, the bar, the palette and the help
 # list them in this order.
@@ -348,6 +360,39 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         ),
         "trace NaN/Inf of the selected hit or node to its origin (Esc cancels)",
         guard_trace_origin,
+    ),
+    RunAction(
+        "downstream",
+        "O",
+        "Downstream",
+        None,
+        (
+            "Downstream of the selected hit or node",
+            "Every node its outputs reach, nearest first, with their hits",
+        ),
+        "downstream: the nodes the selected hit's or node's outputs reach (Enter goes there)",
+        guard_downstream,
+    ),
+    RunAction(
+        "graph_view",
+        "G",
+        "Graph",
+        None,
+        (
+            "Graph around the selected hit or node",
+            "Its inputs and consumers drawn as boxes and arrows, hits marked",
+        ),
+        "graph: the selected node's inputs and consumers drawn as a small DAG",
+        guard_downstream,  # the same target as downstream: the hit or node selected
+    ),
+    RunAction(
+        "tensor_list",
+        "L",
+        "Tensors",
+        None,
+        ("List the step's tensors", "Every tensor in execution order, NaN/Inf/zero marked"),
+        "list every tensor of the step in execution order, with NaN/Inf/zero marks",
+        guard_tensor_list,
     ),
 )
 

@@ -26,6 +26,7 @@ from textual.widgets.tree import TreeNode
 from tuidebug.core.graph import Category, Graph, Node
 from tuidebug.tui.labels import plain, shown, shown_lines
 from tuidebug.tui.messages import GraphSwitched, NodeChosen, NodeHighlighted
+from tuidebug.tui.name_filter import name_filter
 
 # A filter that matches half of a huge graph would otherwise build a huge tree; the user
 # narrows the filter instead (the tree says how many were left out).
@@ -188,9 +189,15 @@ class ScopeTree(Vertical):
         "The graph's scopes, opened on demand: → or space opens a scope, ← closes it.\n"
         "Moving onto a node shows its details (4); Enter also opens its first output in the\n"
         "tensor view (5). ◉ = watched by a watchpoint, ▲n = n hits below.\n"
-        "/ filters by name as you type (Esc clears); the selectors above pick the graph and\n"
-        "a node type or category (weights, gradients, activations)."
+        "/ filters by name as you type (Esc clears): plain text is found anywhere in the\n"
+        "name, and a regular expression works too (^Default/.*MatMul, op(1|2)$).\n"
+        "{tree.type_filter} opens the node type filter (a type, or weights, gradients,\n"
+        "activations); the selector beside it picks the graph."
     )
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("t", "type_filter", "Node type", show=False, id="tree.type_filter"),
+    ]
 
     DEFAULT_CSS = """
     ScopeTree { height: 1fr; }
@@ -211,7 +218,7 @@ class ScopeTree(Vertical):
         super().__init__(id=id)
         self.graphs: dict[str, Graph] = {}
         self.graph: Graph | None = None
-        self._filter_text = ""
+        self._name_match = name_filter("")
         self._filter_type = ALL_TYPES
         self._empty_message = "No graph loaded yet."
 
@@ -288,6 +295,14 @@ class ScopeTree(Vertical):
     def focus_filter(self) -> None:
         self.query_one("#name-filter", Input).focus()
 
+    def action_type_filter(self) -> None:
+        """t: the node type filter, opened (its list takes ↑ ↓, Enter picks, Esc closes)."""
+        select = self.query_one("#type-filter", Select)
+        if not select.display or not self.graphs:
+            return
+        select.focus()
+        select.action_show_overlay()
+
     def clear_filter(self) -> bool:
         """Drop the name and type filters; True when there was something to clear."""
         name_input = self.query_one("#name-filter", Input)
@@ -298,7 +313,7 @@ class ScopeTree(Vertical):
                 name_input.value = ""
             with type_select.prevent(Select.Changed):
                 type_select.value = ALL_TYPES
-            self._filter_text = ""
+            self._name_match = name_filter("")
             self._filter_type = ALL_TYPES
             self._rebuild()
         return had
@@ -339,7 +354,7 @@ class ScopeTree(Vertical):
     # -------------------------------------------------------------- building
     @property
     def _filtering(self) -> bool:
-        return bool(self._filter_text) or self._filter_type != ALL_TYPES
+        return bool(self._name_match) or self._filter_type != ALL_TYPES
 
     def _fill_type_filter(self, graph: Graph) -> None:
         counts: dict[str, int] = {}
@@ -382,11 +397,13 @@ class ScopeTree(Vertical):
                     matches.append(node)
         self._add_filtered(matches)
         if total == 0:
-            status.update("no node matches the filter (Esc clears it)")
+            said = "no node matches the filter (Esc clears it)"
         elif total > len(matches):
-            status.update(f"{total} matches, first {len(matches)} shown: narrow the filter")
+            said = f"{total} matches, first {len(matches)} shown: narrow the filter"
         else:
-            status.update(f"{total} matching node{'s' if total != 1 else ''}")
+            said = f"{total} matching node{'s' if total != 1 else ''}"
+        problem = self._name_match.problem  # a bad expression: one sentence, plain text used
+        status.update(shown_lines(f"{problem}\n{said}" if problem else said))
         status.add_class("-shown")
         first = next((n for n in walk(tree.root) if n.data and n.data.node is not None), None)
         if first is not None:
@@ -401,7 +418,7 @@ class ScopeTree(Vertical):
                     return False
             elif node.op_type != self._filter_type:
                 return False
-        return not self._filter_text or self._filter_text in node.ui_name.lower()
+        return self._name_match.matches(node.ui_name)
 
     def _add_filtered(self, matches: list[Node]) -> None:
         """Matching nodes under their (expanded) scopes; scopes are marked loaded=False so
@@ -491,7 +508,7 @@ class ScopeTree(Vertical):
     @on(Input.Changed, "#name-filter")
     def _name_filter(self, event: Input.Changed) -> None:
         event.stop()
-        self._filter_text = event.value.strip().lower()
+        self._name_match = name_filter(event.value)
         self._rebuild()
 
     @on(Input.Submitted, "#name-filter")

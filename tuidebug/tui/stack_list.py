@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
@@ -87,9 +90,23 @@ class StackList(Vertical):
     CONTEXT_TITLE = "stack list"
     CONTEXT_HELP = (
         "The selected node's source stack, then every source line of the graph with the\n"
-        "number of nodes created there. / searches the lines; Enter on a line lists its\n"
-        "nodes below; Enter on a node shows it in the tree."
+        "number of nodes created there. / searches the lines. Enter on a line of the\n"
+        "node's stack opens its file at that line, each line with the nodes it created;\n"
+        "{stack.source} does that for any line. Enter on a line of the graph lists its nodes\n"
+        "below; Enter on a node shows it in the tree."
     )
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("v", "view_source", "Source", id="stack.source"),
+    ]
+
+    class SourceRequested(Message):
+        """Show the source file `path` around `line_no` (the app opens the view)."""
+
+        def __init__(self, path: str, line_no: int | None) -> None:
+            super().__init__()
+            self.path = path
+            self.line_no = line_no
 
     DEFAULT_CSS = """
     StackList { height: 1fr; }
@@ -265,15 +282,35 @@ class StackList(Vertical):
             lines.highlighted = first
         lines.focus()
 
+    def _line_of(self, option_id: str) -> SourceLine | None:
+        key = option_id.split(":", 2)[-1] if option_id.startswith("node:") else option_id[4:]
+        return self._by_key.get(key)
+
     @on(OptionList.OptionSelected, "#stack-lines")
     def _line_chosen(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         option_id = event.option.id or ""
-        key = option_id.split(":", 2)[-1] if option_id.startswith("node:") else option_id[4:]
-        line = self._by_key.get(key)
-        if line is not None:
-            self._show_nodes(line)
-            self.query_one("#stack-nodes", OptionList).focus()
+        line = self._line_of(option_id)
+        if line is None:
+            return
+        if option_id.startswith("node:"):
+            # a frame of the node's own stack: see it in its file (that view lists the
+            # nodes of every line, this one's included)
+            self.post_message(self.SourceRequested(line.file_path, line.line_no))
+            return
+        self._show_nodes(line)
+        self.query_one("#stack-nodes", OptionList).focus()
+
+    def action_view_source(self) -> None:
+        """The highlighted source line's file, whichever part of the list it is in."""
+        lines = self.query_one("#stack-lines", OptionList)
+        index = lines.highlighted
+        option = lines.get_option_at_index(index) if index is not None else None
+        line = self._line_of(option.id or "") if option is not None else None
+        if line is None:
+            self.notify("Highlight a source line first (the node's stack or the list).")
+            return
+        self.post_message(self.SourceRequested(line.file_path, line.line_no))
 
     @on(OptionList.OptionSelected, "#stack-nodes")
     def _node_chosen(self, event: OptionList.OptionSelected) -> None:

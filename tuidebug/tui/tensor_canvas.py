@@ -681,8 +681,9 @@ class TensorHeatmap(TensorCanvas):
         if strip is None:
             top, bottom = self.line_codes(line, x0, x1)
             palette = self.data.scale.palette_name
+            order = self.data.scale.special_order
             segments = [
-                Segment(*half_block_cell(palette, t, b))
+                Segment(*half_block_cell(palette, t, b, order))
                 for t, b in zip(top.tolist(), bottom.tolist(), strict=True)
             ]
             strip = Strip(segments, x1 - x0).simplify()

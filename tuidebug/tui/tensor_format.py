@@ -1,5 +1,5 @@
 """Textual-free helpers of the tensor viewer: slice geometry, cell formats, sampling,
-heatmap downsampling and `.npy` download names.
+heatmap downsampling.
 
 Everything here reads only what it is asked for: the viewer hands in read-only memory maps
 of up to 10⁸+ elements, so a helper that touched every element on the UI thread would
@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import numpy as np
 
-from tuidebug.core.tensor import BFLOAT16, Index, format_slice, iter_chunks
+from tuidebug.core.tensor import BFLOAT16, Index, format_slice
+from tuidebug.tui.colormap import (
+    CODE_NAN,
+    CODE_NEG_INF,
+    CODE_POS_INF,
+    DEFAULT_SPECIAL_ORDER,
+    SpecialOrder,
+)
 
 # Cell classes: how a table cell is styled.
 CELL_PLAIN = 0
@@ -329,11 +335,13 @@ def block_extreme(
     factor: int,
     cancelled: Callable[[], bool] | None = None,
     band_elements: int = 4 << 20,
+    special_order: SpecialOrder = DEFAULT_SPECIAL_ORDER,
 ) -> np.ndarray | None:
     """Downsample a 2-D view by `factor` keeping each block's most alarming value.
 
-    Per factor×factor block: NaN if any, else +Inf, else −Inf, else the finite value of
-    largest magnitude (sign kept). Unlike striding, a single NaN or spike in a block stays
+    Per factor×factor block: the non-finite kind (NaN, +Inf, −Inf) that comes first in
+    `special_order` (the rarest) among those present, else the finite value of largest
+    magnitude (sign kept). Unlike striding, a single NaN or spike in a block stays
     visible. Reads the whole view in row bands; returns None when `cancelled()` says so.
     """
     rows, cols = view.shape
@@ -359,49 +367,19 @@ def block_extreme(
         values = blocks.transpose(0, 2, 1, 3).reshape(flat.shape)
         pick = np.take_along_axis(values, flat.argmax(axis=2)[..., None], axis=2)[..., 0]
         pick = np.where(flat.max(axis=2) < 0, 0.0, pick)  # a block with no finite value
-        pick = np.where(np.isneginf(values).any(axis=2), -np.inf, pick)
-        pick = np.where(np.isposinf(values).any(axis=2), np.inf, pick)
-        pick = np.where(np.isnan(values).any(axis=2), np.nan, pick)
+        # the last applied wins: the kinds go in from the most to the least common
+        for code in reversed(special_order):
+            test, value = _SPECIAL_TESTS[code]
+            pick = np.where(test(values).any(axis=2), value, pick)
         image[out_start:out_stop] = pick
     return image
 
 
-# ===================================================================== downloads
-_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]+")
-
-
-def download_name(node_type: str, short_name: str, slot: int, when: float | None = None) -> str:
-    """Spec §6.5 download name: `{node_type}.{short name}.0.0.{time×100}.output.{slot}.NONE.npy`.
-
-    Both names are reduced to `[A-Za-z0-9_-]` so the file always lands in the current
-    directory and the dotted fields still split cleanly.
-    """
-    stamp = int((time.time() if when is None else when) * 100)
-    node_type = _UNSAFE.sub("_", node_type).strip("_") or "Tensor"
-    short_name = _UNSAFE.sub("_", short_name).strip("_") or "tensor"
-    return f"{node_type}.{short_name}.0.0.{stamp}.output.{slot}.NONE.npy"
-
-
-def short_name_of(title: str) -> str:
-    """A node's short name from a tensor title like `Default/conv1-Conv2d/Conv2D-op1:0`."""
-    tail = title.rsplit("/", 1)[-1]
-    return tail.split(":", 1)[0].strip()
-
-
-def write_npy(handle: BinaryIO, array: np.ndarray) -> None:
-    """Write `array` as `.npy` without holding a converted copy of it in memory.
-
-    bfloat16 has no `.npy` type code (numpy would write an opaque `|V2`), so it is stored
-    as float32 like MindSpore's own dumps do, converted one chunk at a time.
-    """
-    if array.dtype != BFLOAT16:
-        # np.save streams non-contiguous views through a small buffer, never a full copy.
-        np.save(handle, array, allow_pickle=False)
-        return
-    header = {"descr": "<f4", "fortran_order": False, "shape": tuple(array.shape)}
-    np.lib.format.write_array_header_2_0(handle, header)
-    for piece in iter_chunks(array, by_rows=True):
-        handle.write(piece.astype("<f4").tobytes())
+_SPECIAL_TESTS: dict[int, tuple[Callable[[np.ndarray], np.ndarray], float]] = {
+    CODE_NAN: (np.isnan, math.nan),
+    CODE_POS_INF: (np.isposinf, math.inf),
+    CODE_NEG_INF: (np.isneginf, -math.inf),
+}
 
 
 # ===================================================================== go-to text

@@ -1,7 +1,9 @@
-"""The tensor pane's one-line boxes that open on a key: go to an element (i) and find (f).
+"""The tensor pane's one-line boxes: the slice (e) and tolerance (t) boxes of its bar, and
+those that open on a key: go to an element (i) and find (f).
 
 Each box closes on Escape through the callback the view gives it (only while the box has
-focus, so the App keeps Esc elsewhere). Their bindings have ids, so `keys.toml` can
+focus, so the App keeps Esc elsewhere); the bar's boxes stay, and Escape just hands the
+keys back to the grid. Their bindings have ids, so `keys.toml` can
 remap them; this module's name sorts between tensor_canvas and tensor_view, which keeps
 `tuidebug keys` listing them where it always did.
 """
@@ -19,9 +21,15 @@ class PaneBox(Input):
     """A one-line box of the tensor pane that `close` hides again."""
 
     def __init__(
-        self, close: Callable[[], None], *, placeholder: str, id: str, compact: bool = True
+        self,
+        close: Callable[[], None],
+        value: str = "",
+        *,
+        placeholder: str,
+        id: str,
+        compact: bool = True,
     ) -> None:
-        super().__init__(placeholder=placeholder, id=id, compact=compact)
+        super().__init__(value, placeholder=placeholder, id=id, compact=compact)
         self._close = close
 
     def action_close(self) -> None:
@@ -44,4 +52,20 @@ class FindInput(PaneBox):
     ]
 
 
-__all__ = ["FindInput", "GotoInput", "PaneBox"]
+class SliceInput(PaneBox):
+    """The slice box (Escape puts back the slice shown and returns to the grid)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back to the grid", show=False, id="tensor.slice_close"),
+    ]
+
+
+class ToleranceInput(PaneBox):
+    """The compare tolerance box (Escape puts back the tolerance in use)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back to the grid", show=False, id="tensor.tolerance_close"),
+    ]
+
+
+__all__ = ["FindInput", "GotoInput", "PaneBox", "SliceInput", "ToleranceInput"]

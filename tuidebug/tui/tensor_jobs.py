@@ -28,8 +28,9 @@ from tuidebug.core.tensor import (
     tensor_statistics,
 )
 from tuidebug.tui.tensor_canvas import GridData
+from tuidebug.tui.tensor_files import write_npy
 from tuidebug.tui.tensor_find import SearchEvent, SearchKey
-from tuidebug.tui.tensor_format import block_extreme, download_name, write_npy
+from tuidebug.tui.tensor_format import block_extreme
 
 HISTOGRAM_BINS = 40
 # Smaller than core's default chunk: each numpy call on a chunk may hold the GIL for its
@@ -102,6 +103,18 @@ class SearchReported(TensorWorkDone):
         self.event = event
 
 
+class ReferenceRead(TensorWorkDone):
+    """What to compare the tensor with (`array`, None: no value), or why it is unreadable."""
+
+    def __init__(
+        self, generation: int, label: str, array: np.ndarray | None, problem: str = ""
+    ) -> None:
+        super().__init__(generation)
+        self.label = label
+        self.array = array
+        self.problem = problem
+
+
 class Saved(Message, bubble=False):
     """A save ended: the sentence to show (whatever tensor is shown by then)."""
 
@@ -130,35 +143,43 @@ def compare_job(
     return CompareDone(generation, tolerance, result)
 
 
+def reference_job(
+    generation: int, label: str, read: Callable[[], np.ndarray | None]
+) -> ReferenceRead:
+    """Read what to compare with (the session may read a file or ask the training)."""
+    try:
+        array = read()
+    except Exception as exc:  # any session failure is one sentence, not a crash
+        return ReferenceRead(generation, label, None, f"Reading {label} failed: {exc}")
+    return ReferenceRead(generation, label, array)
+
+
 def refine_job(
     generation: int, data: GridData, factor: int, cancelled: Callable[[], bool]
 ) -> HeatmapRefined | None:
     """None when there is nothing better to show: the strided picture stays on screen."""
     try:
-        image = block_extreme(data.view, factor, cancelled, band_elements=STATISTICS_CHUNK)
+        image = block_extreme(
+            data.view,
+            factor,
+            cancelled,
+            band_elements=STATISTICS_CHUNK,
+            special_order=data.scale.special_order,
+        )
     except (ValueError, OSError, MemoryError):
         return None
     return None if image is None else HeatmapRefined(generation, image, factor, data.token)
 
 
-def save_job(target: np.ndarray, what: str, node_type: str, short_name: str, slot: int) -> Saved:
-    """Write `target` as .npy in the current directory under its download name (spec §6.5),
-    never over an earlier file."""
-    node_type = node_type or "Tensor"
-    when = None
-    for attempt in range(100):
-        name = download_name(node_type, short_name, slot, when)
-        path = Path.cwd() / name
-        try:
-            # "x": never overwrite an earlier download made in the same centisecond.
-            with open(path, "xb") as handle:
-                write_npy(handle, target)
-        except FileExistsError:
-            when = (int(name.split(".")[4]) + attempt + 1) / 100
-            continue
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            return Saved(f"Could not save {name}: {reason}.", "error")
-        note = " (bfloat16 stored as float32)" if target.dtype == BFLOAT16 else ""
-        return Saved(f"Saved {what} to {path}{note}", "information")
-    return Saved("Could not find a free file name to save to.", "error")
+def save_job(target: np.ndarray, what: str, path: Path) -> Saved:
+    """Write `target` as .npy to `path` (the prompt has checked its folder and asked
+    before replacing a file); the notice names the full path."""
+    path = path.expanduser().absolute()
+    try:
+        with open(path, "wb") as handle:
+            write_npy(handle, target)
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        return Saved(f"Could not save to {path}: {reason}.", "error")
+    note = " (bfloat16 stored as float32)" if target.dtype == BFLOAT16 else ""
+    return Saved(f"Saved {what} to {path}{note}", "information")

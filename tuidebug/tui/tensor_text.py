@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 
+from tuidebug.core.condition_advice import advice_for
 from tuidebug.core.tensor import Comparison, Histogram, TensorStatistics, dtype_label, format_slice
+from tuidebug.core.watchpoints import WatchpointHit, format_value
 from tuidebug.tui.colormap import SPECIALS, ColorScale, gradient, special_style
 from tuidebug.tui.labels import shown
 from tuidebug.tui.tensor_find import SearchKey, TensorFind
@@ -28,29 +30,61 @@ class GotoError(ValueError):
     """A go-to text that names no cell of the slice; the message is one sentence."""
 
 
-def compare_problem(array: np.ndarray, previous: np.ndarray | None) -> str:
-    """Why `array` cannot be compared with `previous` ("" when it can)."""
+PREVIOUS_STEP = "the previous step"
+
+
+def compare_problem(
+    array: np.ndarray, previous: np.ndarray | None, label: str = PREVIOUS_STEP
+) -> str:
+    """Why `array` cannot be compared with `previous`, which is `label` ("" when it can)."""
     if previous is None:
-        return "There is no previous step to compare with."
+        if label == PREVIOUS_STEP:
+            return "There is no previous step to compare with."
+        return f"{_capital(label)} has no value to compare with."
     if previous.shape != array.shape:
         return (
-            f"The previous step has shape {tuple(previous.shape)}, not "
+            f"{_capital(label)} has shape {tuple(previous.shape)}, not "
             f"{tuple(array.shape)}, so it cannot be compared."
         )
     if previous.dtype != array.dtype:
         return (
-            f"The previous step is {dtype_label(previous.dtype)}, not "
+            f"{_capital(label)} is {dtype_label(previous.dtype)}, not "
             f"{dtype_label(array.dtype)}, so it cannot be compared."
         )
     return ""
 
 
-def title_line(title: str, array: np.ndarray, geometry: SliceGeometry | None, message: str) -> str:
-    """ "Default/fc1/MatMul-op1:0  float32 [4×4]  slice [:, :]  note"."""
+def _capital(label: str) -> str:
+    """A label opening a sentence: `the previous step`, `rank 1` capitalized; a tensor's
+    name (`fc3.bias:0 @ step 3`) kept as the graph writes it."""
+    if label.split(" ", 1)[0] in ("the", "rank"):
+        return label[:1].upper() + label[1:]
+    return label
+
+
+def reference_name(label: str) -> str:
+    """What the status line and statistics call the tensor compared with."""
+    return "previous" if label == PREVIOUS_STEP else label
+
+
+def mode_label(mode: str, label: str) -> str:
+    """The slice bar's mode: `current`, `diff`, `previous`; `diff vs rank 1`, `rank 1`."""
+    if label == PREVIOUS_STEP or mode == "current":
+        return mode
+    return f"diff vs {label}" if mode == "diff" else label
+
+
+def title_line(
+    title: str, array: np.ndarray, geometry: SliceGeometry | None, message: str, *, mode: str = ""
+) -> str:
+    """ "Default/fc1/MatMul-op1:0  float32 [4×4]  slice [:, :]  note".
+
+    With `mode` (a short pane, whose slice bar is hidden) the slice and the mode come
+    right after the name, before the type, so a narrow pane still shows them."""
     shape = "×".join(str(d) for d in array.shape) or "scalar"
-    parts = [shown(title), f"{dtype_label(array.dtype)} [{shape}]"]
-    if geometry is not None:
-        parts.append(f"slice {geometry.text}")
+    where = f"slice {geometry.text}" if geometry is not None else ""
+    kind = f"{dtype_label(array.dtype)} [{shape}]"
+    parts = [shown(title), where, mode, kind] if mode else [shown(title), kind, where]
     if message:
         parts.append(shown(message))
     return "  ".join(p for p in parts if p)
@@ -78,6 +112,7 @@ def status_line(
     cursor: tuple[int, int],
     *,
     comparison: Comparison | None,
+    reference: str = "previous",
     displayed: np.ndarray | None,
     find: TensorFind,
     key: SearchKey,
@@ -93,7 +128,7 @@ def status_line(
         values = "  ".join(
             f"{name} {full_value(array[index])}"
             for name, array in (
-                ("previous", comparison.previous),
+                (reference, comparison.previous),
                 ("current", comparison.current),
                 ("diff", comparison.diff),
             )
@@ -130,6 +165,32 @@ def statistics_lines(
             f"  ({hist.total} finite)"
         )
     return "\n".join(lines)
+
+
+def hit_context(hit: WatchpointHit) -> str:
+    """The lines above a tensor opened from a hit: the condition with what it measured
+    against its threshold and its other settings, then MindInsight's note on what to try.
+
+    `▲ TL max_gt: 12.5 > 10  (other settings abs_mean_gt=1)  ·  Tensor above threshold, …`
+    `  the tensor is above the threshold — try: check whether the operator's input…`
+    """
+    condition = hit.condition
+    hit_names = {p.name for p in hit.hit_params}
+    visible = {p.name for p in condition.visible_params}
+    others = [
+        f"{p.name}={format_value(p.value)}"
+        for p in hit.params
+        if not p.disabled and p.name not in hit_names and p.name in visible
+    ]
+    # what was measured first: a short pane shows only the start of the first line
+    line = f"▲ {condition.abbr} {hit.detail()}"
+    if others:
+        line += "  (other settings " + ", ".join(others) + ")"
+    line += f"  ·  {condition.name}, watchpoint {hit.watchpoint_id}"
+    advice = None if hit.is_error else advice_for(condition.id)
+    if advice is None:
+        return line
+    return f"{line}\n  {advice.found} — try: {advice.try_}."
 
 
 def goto_cell(geometry: SliceGeometry, text: str) -> tuple[int, int]:

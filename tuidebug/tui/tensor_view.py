@@ -19,6 +19,7 @@ import contextlib
 import math
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -45,9 +46,18 @@ from tuidebug.core.tensor import (
     parse_slice,
 )
 from tuidebug.core.tensor_search import SearchSpec
-from tuidebug.tui.colormap import scale_for
+from tuidebug.tui.colormap import (
+    DEFAULT_SPECIAL_ORDER,
+    SpecialOrder,
+    rarest_first,
+    scale_for,
+    special_counts,
+)
 from tuidebug.tui.labels import shown, shown_lines
+from tuidebug.tui.prompts import save_tensor_prompt
 from tuidebug.tui.tensor_canvas import GridData, TensorCanvas, TensorHeatmap, TensorTable
+from tuidebug.tui.tensor_files import file_stem as make_file_stem
+from tuidebug.tui.tensor_files import save_file_name, short_name_of
 from tuidebug.tui.tensor_find import (
     SearchKey,
 )
@@ -59,26 +69,30 @@ from tuidebug.tui.tensor_format import (
     full_value,
     is_exact,
     sample,
-    short_name_of,
 )
-from tuidebug.tui.tensor_inputs import FindInput, GotoInput
+from tuidebug.tui.tensor_inputs import FindInput, GotoInput, SliceInput, ToleranceInput
 from tuidebug.tui.tensor_jobs import (
     CompareDone,
     HeatmapRefined,
+    ReferenceRead,
     Saved,
     SearchReported,
     StatisticsDone,
     compare_job,
+    reference_job,
     refine_job,
     save_job,
     statistics_job,
     worker_cancelled,
 )
 from tuidebug.tui.tensor_text import (
+    PREVIOUS_STEP,
     GotoError,
     compare_problem,
     goto_cell,
     legend,
+    mode_label,
+    reference_name,
     statistics_lines,
     status_line,
     title_line,
@@ -90,6 +104,11 @@ MODES: tuple[Mode, ...] = ("current", "diff", "previous")
 # (the legend says so) rather than streaming hundreds of MB for one picture.
 REFINE_LIMIT = 32 << 20
 COMPACT_HEIGHT = 16  # below this many rows the statistics shrink to their summary line
+# Below this many rows (the pane of an 80×24 window) the numbers need every row: the
+# statistics go, the slice bar shows only while it is being edited (the title names the
+# slice and the mode) and the table drops its horizontal scrollbar (the status says col x/N).
+SHORT_HEIGHT = 10
+NARROW_WIDTH = 64  # below this many columns the bar's labels shorten
 EMPTY_MESSAGE = (
     "No tensor selected.\nEnter on a node output (4) or on a hit (2) opens its tensor here."
 )
@@ -97,6 +116,18 @@ EMPTY_MESSAGE = (
 
 def _viewable(dtype: np.dtype) -> bool:
     return dtype.kind in "biuf" or dtype == BFLOAT16
+
+
+def _special_order(
+    view: np.ndarray, values: np.ndarray, stats: TensorStatistics | None
+) -> SpecialOrder:
+    """Rarest non-finite kind first (the heatmap draws it where kinds share a cell): counted
+    in the slice when it is read whole, else in the whole tensor once its statistics are in."""
+    if is_exact(view):
+        return rarest_first(*special_counts(values))
+    if stats is not None:
+        return rarest_first(stats.nan_count, stats.pos_inf_count, stats.neg_inf_count)
+    return DEFAULT_SPECIAL_ORDER
 
 
 class TensorView(Vertical):
@@ -111,16 +142,18 @@ Only the cells on screen are read, so tensors of any size open at once.
 
   arrows, j k  move the cursor (PageUp/PageDown, Home/End: rows; Shift+Home/End: columns)
   click  select a cell
-  {tensor.edit_slice}  edit the slice (Enter applies; a mistake keeps the last good slice)
+  {tensor.edit_slice}  edit the slice (Enter applies and returns to the grid; Esc gives up)
   {tensor.heatmap}  table ⇄ heatmap (map) (▀ two rows per line; ? NaN, + +Inf, - −Inf)
   {tensor.zoom_in} / {tensor.zoom_out}  heatmap zoom in / out (out stops at the whole slice)
   {tensor.goto}  go to an element (index): "row, col" of the slice or a full tensor index
   {tensor.find}  find nan, inf, nonfinite, zero, > 1e3, [-1, 1]… and highlight matches
   {tensor.find_next} / {tensor.find_prev}  next / previous match (wraps around); Esc ends the search
-  {tensor.compare}  current → diff → previous step (Parameters with a previous step)
+  {tensor.compare}  current → diff → previous step (or the tensor compared with)
+  {tensor.compare_rank}  compare with the same tensor on another rank (multi-rank dumps)
+  {tensor.compare_tensor}  compare with another tensor of the same shape (node:slot[@iteration])
   {tensor.tolerance}  compare tolerance t ∈ [0, 1]: |diff| ≤ t × max|diff| shows as 0
   {tensor.copy}  copy the value under the cursor (OSC 52 clipboard)
-  {tensor.save_slice} / {tensor.save_tensor}  save the slice / the whole tensor as .npy in the current directory
+  {tensor.save_slice} / {tensor.save_tensor}  save the slice / the whole tensor as .npy (asks where, offers a name)
 
 Statistics are over the whole tensor (min/max/mean over finite values)."""
 
@@ -134,12 +167,19 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     TensorView > #tv-table, TensorView > #tv-heatmap, TensorView > #tv-legend,
     TensorView > #tv-status, TensorView > #tv-stats { display: none; }
     TensorView #tv-title { height: 1; text-style: bold; }
+    /* a hit's measured value on one line (a narrow pane shows its start), then what to try */
+    TensorView #tv-context {
+        height: 1; color: $warning; display: none; text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    TensorView #tv-advice { height: auto; max-height: 2; color: $text-muted; display: none; }
     TensorView #tv-bar { height: 1; }
     TensorView #tv-bar Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
-    TensorView #tv-slice { width: 1fr; }
+    TensorView #tv-slice { width: 1fr; min-width: 10; }
     TensorView #tv-tolerance-label { padding: 0 1; }
-    TensorView #tv-tolerance { width: 10; }
-    TensorView #tv-mode { width: auto; padding: 0 1; color: $accent; }
+    TensorView #tv-tolerance { width: 8; }
+    TensorView #tv-mode { width: auto; padding: 0 0 0 1; color: $accent; }
+    TensorView.-short #tv-table { scrollbar-size-horizontal: 0; }
+    TensorView.-compact #tv-stats { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     TensorView #tv-error { height: auto; color: $error; }
     TensorView #tv-goto, TensorView #tv-find { height: 1; display: none; }
     TensorView #tv-message {
@@ -148,12 +188,16 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     TensorView #tv-message.-error { color: $error; }
     TensorView #tv-legend { height: 1; }
     TensorView #tv-status { height: 1; background: $panel; }
-    TensorView #tv-stats { height: auto; max-height: 4; color: $text-muted; }
+    TensorView #tv-stats {
+        height: auto; max-height: 4; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis;
+    }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("m", "toggle_heatmap", "Heatmap", id="tensor.heatmap"),
         Binding("d", "cycle_mode", "Compare", id="tensor.compare"),
+        Binding("R", "compare_with('rank')", "Compare rank", id="tensor.compare_rank"),
+        Binding("D", "compare_with('tensor')", "Compare with…", id="tensor.compare_tensor"),
         Binding("i", "goto", "Go to index", id="tensor.goto"),
         Binding("f", "find", "Find", id="tensor.find"),
         Binding("right_square_bracket", "find_next(1)", "Next match", id="tensor.find_next"),
@@ -178,9 +222,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._message = EMPTY_MESSAGE
         self._array: np.ndarray | None = None
         self._previous: np.ndarray | None = None
-        self._node_type = ""
-        self._short_name = ""
-        self._slot = 0
+        self._file_stem = ""  # the saved files' default name starts with it
+        self._hit_note = ""  # the hit the tensor was opened from (condition, value, advice)
         self._index: Index = ()
         self._geometry: SliceGeometry | None = None
         self._mode: Mode = "current"
@@ -188,6 +231,9 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._tolerance = 0.0
         self._comparison: Comparison | None = None
         self._compare_problem = ""  # why compare is unavailable ("" = available)
+        # what `_previous` is: the previous step, or what `compare_with` read (rank 1, a
+        # tensor named by the user)
+        self._reference = PREVIOUS_STEP
         self._stats: TensorStatistics | None = None
         self._histogram: Histogram | None = None
         self._stats_problem = ""
@@ -213,12 +259,14 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
 
     # ----------------------------------------------------------------- composition
     def compose(self) -> ComposeResult:
+        yield Static("", id="tv-context", markup=False)
+        yield Static("", id="tv-advice", markup=False)
         yield Static("", id="tv-title", markup=False)
         with Horizontal(id="tv-bar"):
             yield Label("slice", id="tv-slice-label")
-            yield Input(placeholder="[0, :, :]", id="tv-slice", compact=True)
+            yield SliceInput(self._close_slice, placeholder="[0, :, :]", id="tv-slice")
             yield Label("tolerance", id="tv-tolerance-label")
-            yield Input("0", placeholder="0–1", id="tv-tolerance", compact=True)
+            yield ToleranceInput(self._close_tolerance, "0", placeholder="0–1", id="tv-tolerance")
             yield Static("", id="tv-mode", markup=False)
         yield Static("", id="tv-error", markup=False)
         yield GotoInput(
@@ -248,9 +296,40 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self.call_after_refresh(self._refresh_all)
 
     def on_resize(self) -> None:
-        if self._ready and self._state == "tensor":
+        if self._ready:
             with contextlib.suppress(NoMatches):
-                self._update_stats()  # full or compact statistics for the new height
+                self._fit_layout()
+
+    def _fit_layout(self) -> None:
+        """Fit the pane's rows to its size: see SHORT_HEIGHT, COMPACT_HEIGHT, NARROW_WIDTH."""
+        height, width = self.size.height, self.size.width
+        self.set_class(bool(height) and height < SHORT_HEIGHT, "-short")
+        self.set_class(bool(height) and height < COMPACT_HEIGHT, "-compact")
+        narrow = bool(width) and width < NARROW_WIDTH
+        self.query_one("#tv-tolerance-label", Label).update("tol" if narrow else "tolerance")
+        if self._state == "tensor":
+            self._refresh_all()
+
+    @property
+    def _compact(self) -> bool:
+        return self.has_class("-compact")
+
+    @property
+    def _short(self) -> bool:
+        return self.has_class("-short")
+
+    def _bar_editing(self) -> bool:
+        """A box of the slice bar has focus (a short pane shows the bar only then)."""
+        focused = self.screen.focused if self.is_attached else None
+        return focused is not None and focused.id in ("tv-slice", "tv-tolerance")
+
+    def on_descendant_focus(self) -> None:
+        if self._short and self._ready:
+            self._refresh_all()
+
+    def on_descendant_blur(self) -> None:
+        if self._short and self._ready:
+            self.call_after_refresh(self._refresh_all)  # after focus has landed elsewhere
 
     @property
     def _ready(self) -> bool:
@@ -297,17 +376,21 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         node_type: str = "",
         short_name: str = "",
         slot: int = 0,
+        file_stem: str = "",
+        context: str = "",
     ) -> None:
         """Display a tensor (None → an empty state saying `note`).
 
-        `previous` enables compare mode (`d`). `node_type`, `short_name` and `slot` only
-        name saved files (spec §6.5 download naming). The array is never copied whole.
+        `previous` enables compare mode (`d`). `file_stem` starts the default name of saved
+        files (`tensor_files.file_stem`; else made of `short_name` and `slot`; `node_type`
+        is no longer used). `context` is shown above the tensor: the hit it was opened
+        from. The array is never copied whole.
         """
+        del node_type  # kept for callers of the former download naming
         self._generation += 1
         self._title = title
-        self._node_type = node_type
-        self._short_name = short_name or short_name_of(title)
-        self._slot = slot
+        self._file_stem = file_stem or make_file_stem(short_name or short_name_of(title), slot)
+        self._hit_note = context
         self._array = None
         self._previous = None
         self._comparison = None
@@ -329,6 +412,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._message = note
         self._array = array
         self._previous = previous
+        self._reference = PREVIOUS_STEP
         self._compare_problem = compare_problem(array, previous)
         self._index = default_slice(tuple(array.shape))
         self._set_error("")
@@ -346,6 +430,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._title = title
         self._array = self._previous = None
         self._comparison = None
+        self._hit_note = ""
         self._state = "loading"
         self._message = f"Loading {title}…" if title else "Loading…"
         self._refresh_all()
@@ -356,6 +441,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._finder.end()
         self._array = self._previous = None
         self._comparison = None
+        self._hit_note = ""
         self._state = "error"
         self._message = sentence
         self._refresh_all()
@@ -390,7 +476,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             return
         geometry = SliceGeometry.of(tuple(array.shape), self._index)
         view = geometry.view(array)
-        low, high = finite_range(sample(view))
+        values = sample(view)
+        low, high = finite_range(values)
         format_low, format_high = low, high
         stats = self._displayed_stats()
         if not is_exact(view) and stats is not None and stats.min is not None:
@@ -404,7 +491,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             view=view,
             geometry=geometry,
             fmt=choose_format(view.dtype, format_low, format_high),
-            scale=scale_for(low, high),
+            scale=scale_for(low, high, _special_order(view, values, stats)),
             token=self._token,
         )
         if cursor is None:
@@ -429,12 +516,19 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def _refresh_widgets(self) -> None:
         has_tensor = self._state == "tensor"
         self.query_one("#tv-title").display = self._state != "empty"
+        hit_line, _, advice = self._hit_note.partition("\n")
+        for selector, text in (("#tv-context", hit_line), ("#tv-advice", advice.strip())):
+            shown_text = self.query_one(selector, Static)
+            shown_text.update(shown(text))
+            shown_text.display = (
+                has_tensor and bool(text) and not (selector == "#tv-advice" and self._short)
+            )
         message = self.query_one("#tv-message", Static)
         message.display = not has_tensor
         message.set_class(self._state == "error", "-error")
         # the title names a node of the graph, the message may quote a file or an error
         message.update(shown_lines(self._message))
-        self.query_one("#tv-bar").display = has_tensor
+        self.query_one("#tv-bar").display = has_tensor and (not self._short or self._bar_editing())
         compare_ok = has_tensor and not self._compare_problem
         self.query_one("#tv-tolerance-label").display = compare_ok
         self.query_one("#tv-tolerance").display = compare_ok
@@ -443,7 +537,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self.heatmap.display = has_tensor and self._heatmap
         self.query_one("#tv-legend").display = has_tensor and self._heatmap
         self.query_one("#tv-status").display = has_tensor
-        self.query_one("#tv-stats").display = has_tensor
+        self.query_one("#tv-stats").display = has_tensor and not self._short
         for prompt in self.query("#tv-goto, #tv-find"):
             prompt.display = prompt.display and has_tensor
         if not has_tensor:
@@ -458,9 +552,18 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         if self._array is None:
             title.update(shown(self._title))
             return
-        title.update(title_line(self._title, self._array, self._geometry, self._message))
-        mode = self.query_one("#tv-mode", Static)
-        mode.update("" if self._compare_problem else f"[{self._mode}]")
+        mode_text = "" if self._compare_problem else f"[{mode_label(self._mode, self._reference)}]"
+        # a short pane hides the bar: its mode goes into the title
+        title.update(
+            title_line(
+                self._title,
+                self._array,
+                self._geometry,
+                self._message,
+                mode=mode_text if self._short else "",
+            )
+        )
+        self.query_one("#tv-mode", Static).update(mode_text)
 
     def _update_legend(self) -> None:
         shown_legend = self.query_one("#tv-legend", Static)
@@ -475,7 +578,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         status = self.query_one("#tv-status", Static)
         geometry = self._geometry
         if self._array is not None and self._mode == "diff" and self._comparison is None:
-            status.update("Computing the difference with the previous step…")
+            status.update(f"Computing the difference with {self._reference}…")
         elif geometry is None or self._array is None:
             status.update("")
         else:
@@ -485,6 +588,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
                     geometry,
                     (canvas.cursor_row, canvas.cursor_col),
                     comparison=self._comparison,
+                    reference=reference_name(self._reference),
                     displayed=self._displayed(),
                     find=self._finder.state,
                     key=self._search_key(),
@@ -503,8 +607,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             panel.update("statistics  computing…" if not busy else "statistics  (after compare)")
         else:
             hist = self._histogram if self._mode == "current" else None
-            compact = bool(self.size.height) and self.size.height < COMPACT_HEIGHT
-            panel.update(statistics_lines(self._mode, stats, hist, compact=compact))
+            name = reference_name(self._reference) if self._mode == "previous" else self._mode
+            panel.update(statistics_lines(name, stats, hist, compact=self._compact))
 
     def _set_error(self, sentence: str) -> None:
         if not self._ready:
@@ -572,7 +676,9 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         if self._mode == "current" and self._geometry is not None:
             view = self._geometry.view(self._array) if self._array is not None else None
             if view is not None and not is_exact(view):
-                self._apply()  # widen the column format to the exact whole-tensor range
+                # widen the column format to the exact whole-tensor range, and let the
+                # heatmap's rarest non-finite kind follow the whole tensor's counts
+                self._apply()
                 return
         self._update_stats()
 
@@ -674,7 +780,19 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             self._start_compare()
             if self._mode == "diff":
                 self._apply()
+        self.canvas.focus()  # the keys (d, j, q…) are the grid's again
         return True
+
+    def _close_slice(self) -> None:
+        """Esc in the slice box: forget the edit, back to the grid."""
+        self.query_one("#tv-slice", Input).value = self.slice_text
+        self._set_error("")
+        self.canvas.focus()
+
+    def _close_tolerance(self) -> None:
+        self.query_one("#tv-tolerance", Input).value = f"{self._tolerance:g}"
+        self._set_error("")
+        self.canvas.focus()
 
     @on(Input.Submitted, "#tv-goto")
     def _goto_submitted(self, event: Input.Submitted) -> None:
@@ -812,6 +930,45 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             self._start_compare()
         self._apply()
 
+    # ------------------------------------------------- compare with another tensor
+    class CompareRequested(Message):
+        """R / D: the App finds what to compare with (another rank, a tensor it asks for)
+        and answers with `compare_with`."""
+
+        def __init__(self, view: TensorView, kind: Literal["rank", "tensor"]) -> None:
+            super().__init__()
+            self.view = view
+            self.kind = kind
+
+    def action_compare_with(self, kind: Literal["rank", "tensor"]) -> None:
+        if self._require_tensor():
+            self.post_message(self.CompareRequested(self, kind))
+
+    def compare_with(self, label: str, read: Callable[[], np.ndarray | None]) -> None:
+        """Compare the tensor shown with what `read()` returns (called in a worker; None:
+        no value), named `label` ("rank 1", "conv1:0 @ step 2"): its diff is shown."""
+        if not self._require_tensor():
+            return
+        self._set_error("")
+        self._run_job(partial(reference_job, self._generation, label, read), "tensor-reference")
+
+    @on(ReferenceRead)
+    def _reference_read(self, message: ReferenceRead) -> None:
+        array = self._array
+        if message.generation != self._generation or array is None:
+            return
+        problem = message.problem or compare_problem(array, message.array, message.label)
+        if problem:
+            self._set_error(problem)
+            self.notify(problem, severity="warning", timeout=6)
+            return
+        self._previous = message.array
+        self._reference = message.label
+        self._comparison = None
+        self._compare_problem = ""
+        self.set_mode("diff")
+        self.notify(f"Comparing with {message.label}: d cycles diff → it → current.", timeout=4)
+
     def action_goto(self) -> None:
         if not self._require_tensor() or self._geometry is None:
             return
@@ -848,17 +1005,25 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self.notify(f"Copied {format_slice(index)} = {text}", timeout=3)
 
     def action_save(self, whole: bool) -> None:
-        """Save the slice (or the whole tensor) of the current mode to `.npy` in the cwd."""
+        """Ask where to save the slice (or the whole tensor) of the current mode as .npy,
+        offering a name that says what it holds (`tensor_files`)."""
         geometry = self._geometry
         displayed = self._displayed()
         if geometry is None or displayed is None:
             return
         target = displayed if whole else geometry.view(displayed)
-        what = "tensor" if whole else f"slice {geometry.text}"
-        if self._mode != "current":
-            what = f"{self._mode} {what}"
-        names = (self._node_type, self._short_name, self._slot)
-        self._run_job(partial(save_job, target, what, *names), "tensor-save", exclusive=False)
+        what = "the whole tensor" if whole else f"the slice {geometry.text}"
+        shown_mode = "" if self._mode == "current" else mode_label(self._mode, self._reference)
+        if shown_mode:
+            what = f"{what} ({shown_mode})"
+        default = save_file_name(self._file_stem, None if whole else geometry.index, shown_mode)
+
+        def save(path: str | None) -> None:
+            if path:
+                job = partial(save_job, target, what.removeprefix("the "), Path(path))
+                self._run_job(job, "tensor-save", exclusive=False)
+
+        self.app.push_screen(save_tensor_prompt(what, default), save)
 
     @on(Saved)
     def _saved(self, message: Saved) -> None:

@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.binding import Binding, BindingType
@@ -144,13 +145,16 @@ class WatchpointList(DataTable[Any]):
         Binding("e", "edit", "Edit", id="watchpoints.edit"),
         Binding("d,delete", "delete", "Delete", id="watchpoints.delete"),
         Binding("space", "toggle_enabled", "On/off", id="watchpoints.toggle"),
+        Binding("home", "first_row", "First", show=False, id="watchpoints.first"),
+        Binding("end", "last_row", "Last", show=False, id="watchpoints.last"),
     ]
 
     CONTEXT_TITLE = "watchpoint list"
     CONTEXT_HELP = (
         "Every watchpoint of the session. Enter or e edits the highlighted one, d deletes it\n"
         "(asks first), space enables or disables it; w creates a new one, r rechecks them all.\n"
-        "The hits column counts its hits in the current hit list (2 shows them)."
+        "The hits column counts its hits in the current hit list (2 shows them).\n"
+        "Home / End go to the first / last one; ← → scroll long parameters into view."
     )
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -160,20 +164,46 @@ class WatchpointList(DataTable[Any]):
         self._widths: tuple[int, ...] = ()
 
     def on_mount(self) -> None:
-        self._add_columns(self.size.width or 160)
+        self._add_columns(self._fitting_widths(self.size.width or 160))
         self._render_rows()
 
     def on_resize(self) -> None:
-        widths = column_widths(self.size.width)
-        if widths != self._widths:
-            self.clear(columns=True)
-            self._add_columns(self.size.width)
-            self._render_rows()
+        self._relayout()
 
-    def _add_columns(self, width: int) -> None:
-        self._widths = column_widths(width)
+    def _fitting_widths(self, width: int) -> tuple[int, ...]:
+        """The pane's share of each column, widened to the longest text of the long
+        columns: a row is never cut short, the table scrolls sideways (←/→) instead."""
+        widths = list(column_widths(width))
+        # the condition's name may stay cut (its abbreviation is beside it); parameters
+        # and targets are what the user set, shown whole
+        texts = [(params_text(wp), targets_text(wp)) for wp in self._watchpoints]
+        first = len(FIXED_WIDTHS) + 1
+        for i, column in enumerate(zip(*texts, strict=True), start=first):
+            widths[i] = max(widths[i], max(cell_len(text) for text in column))
+        return tuple(widths)
+
+    def _relayout(self) -> bool:
+        """New column widths where the size or the texts need them (True: rows redrawn)."""
+        widths = self._fitting_widths(self.size.width)
+        if widths == self._widths:
+            return False
+        self.clear(columns=True)
+        self._add_columns(widths)
+        self._render_rows()
+        return True
+
+    def _add_columns(self, widths: tuple[int, ...]) -> None:
+        self._widths = widths
         for (key, label), size in zip(COLUMNS, self._widths, strict=True):
             self.add_column(label, key=key, width=size)
+
+    def action_first_row(self) -> None:
+        """Home: the first watchpoint (DataTable's Home scrolls to the first column)."""
+        self.action_scroll_top()
+
+    def action_last_row(self) -> None:
+        """End: the last watchpoint."""
+        self.action_scroll_bottom()
 
     @property
     def watchpoints(self) -> list[Watchpoint]:
@@ -181,7 +211,7 @@ class WatchpointList(DataTable[Any]):
 
     def set_watchpoints(self, watchpoints: Iterable[Watchpoint]) -> None:
         self._watchpoints = list(watchpoints)
-        if self.is_mounted and self.columns:
+        if self.is_mounted and self.columns and not self._relayout():
             self._render_rows()
 
     def set_hit_counts(self, counts: Mapping[int, int]) -> None:

@@ -1,0 +1,311 @@
+"""The command line (`:`): tfdbg's commands in the TUI, their output, links, history.
+
+Driven with Pilot on the in-memory session (`make_app`) and on the real LeNet 2.0.0 dump.
+Every test points the persistent history at its own tmp folder (`XDG_STATE_HOME`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.tui.support import CONV, make_app, settled, wait_for_screen, wait_until
+from tuidebug.commands import History
+from tuidebug.offline.session import OfflineSession
+from tuidebug.tui.app import DebuggerApp
+from tuidebug.tui.command_line import (
+    CommandInput,
+    CommandLine,
+    CommandOutput,
+    command_history_file,
+    load_history,
+    save_history,
+    wrap_offsets,
+)
+from tuidebug.tui.dialogs import ConfirmScreen
+from tuidebug.tui.tensor_view import TensorView
+
+SIZE = (160, 48)
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The command history of these tests lives in a tmp folder, never the user's."""
+    home = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return home
+
+
+async def ready(pilot: Any) -> None:
+    """Loaded, the recommended-watchpoints offer declined, nothing pending."""
+    await wait_for_screen(pilot, ConfirmScreen)
+    await pilot.press("n")
+    await wait_until(
+        pilot,
+        lambda: not isinstance(pilot.app.screen, ConfirmScreen),
+        what="the recommended-watchpoints offer to close",
+    )
+    await settled(pilot)
+
+
+async def open_command_line(pilot: Any) -> CommandLine:
+    await pilot.press("colon")
+    await wait_until(
+        pilot,
+        lambda: isinstance(pilot.app.focused, CommandInput),
+        what="the command line's input to take the focus",
+    )
+    return pilot.app.query_one(CommandLine)
+
+
+async def run(pilot: Any, panel: CommandLine, line: str) -> list[str]:
+    """Type `line`, Enter, wait for its output; the output pane's lines from its echo on."""
+    before = panel.output.line_count
+    if pilot.app.focused is not panel.input:
+        await open_command_line(pilot)
+    panel.input.value = line
+    panel.input.cursor_position = len(line)
+    await pilot.press("enter")
+    await wait_until(
+        pilot, lambda: panel.running is None and panel.output.line_count > before + 1, what=line
+    )
+    lines = panel.output.plain_lines()
+    return lines[
+        len(lines) - next(i for i, t in enumerate(reversed(lines)) if t == f"> {line}") - 1 :
+    ]
+
+
+# ------------------------------------------------------------------- the pane
+async def test_lt_output_shows_and_escape_returns_focus() -> None:
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        tree = app.query_one("#scope-tree")
+        assert app.focused is tree
+        panel = await open_command_line(pilot)
+        assert panel.is_open and panel.region.height >= 10
+        lines = await run(pilot, panel, "lt -t Conv")
+        assert lines[0] == "> lt -t Conv"
+        assert lines[1] == "5 of 25 tensors of iteration 0"  # 4 Conv2D, 1 backprop
+        assert any(line.rstrip().endswith(f"{CONV}:0") for line in lines)
+        await pilot.press("escape")
+        assert not panel.is_open and not panel.display
+        assert app.focused is tree
+        # the output stays for the next `:`
+        await open_command_line(pilot)
+        assert "> lt -t Conv" in panel.output.plain_lines()
+
+
+async def test_an_error_is_one_sentence_in_the_error_style() -> None:
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        lines = await run(pilot, panel, "pt no-such-node")
+        assert lines == ["> pt no-such-node", "No node is named 'no-such-node'."]
+        last = panel.output._lines[-1]
+        assert [piece.style for piece in last] == ["error"]
+        lines = await run(pilot, panel, "frobnicate")
+        assert len(lines) == 2 and lines[1].startswith("There is no command 'frobnicate'")
+
+
+async def test_history_up_searches_by_prefix_and_persists(state_home: Path) -> None:
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        for line in ("pt layer0.weight", "lt", "ni layer1.weight", "lt -s size"):
+            await run(pilot, panel, line)
+        await pilot.press("up")
+        assert panel.input.value == "lt -s size"
+        await pilot.press("up")
+        assert panel.input.value == "ni layer1.weight"
+        await pilot.press("down", "down")
+        assert panel.input.value == ""  # past the newest: what was typed
+        panel.input.value = ""
+        await pilot.press("p", "t", "up")
+        assert panel.input.value == "pt layer0.weight"
+        await pilot.press("up")
+        assert panel.input.value == "pt layer0.weight"  # no older one starts with pt
+    saved = command_history_file().read_text().splitlines()
+    assert saved == ["pt layer0.weight", "lt", "ni layer1.weight", "lt -s size"]
+    assert command_history_file().is_relative_to(state_home)
+
+    app, _session = make_app()  # the next run of the app finds it
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        await pilot.press("up")
+        assert panel.input.value == "lt -s size"
+
+
+def test_history_file_failures_are_harmless(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    history = History()
+    history.add("lt")
+    assert save_history(history, blocker / "sub" / "command_history") is False
+    assert load_history(blocker / "sub" / "command_history").lines == []
+    odd = tmp_path / "odd"
+    odd.write_bytes(b"lt\n\x1b[31mpt x\n\xff\xfe\n" + b"a" * 5000 + b"\nni y\n")
+    assert load_history(odd).lines == ["lt", "ni y"]
+    assert command_history_file({"XDG_STATE_HOME": "relative"}).parts[-3:] == (
+        "state",
+        "tuidebug",
+        "command_history",
+    )
+
+
+def test_wrap_offsets_counts_cells() -> None:
+    assert wrap_offsets("", 4) == [(0, 0)]
+    assert wrap_offsets("abcdefghij", 4) == [(0, 4), (4, 8), (8, 10)]
+    assert wrap_offsets("日本語ab", 4) == [(0, 2), (2, 5)]  # two cells a character
+    assert wrap_offsets("ab日本", 3) == [(0, 2), (2, 3), (3, 4)]  # 日 does not fit after ab
+
+
+async def test_tab_completes_commands_and_node_names() -> None:
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        await pilot.press("p", "tab")
+        assert panel.input.value == "p"  # pt and ps: the candidates are listed
+        assert "ps" in str(panel.hint.render()) and "pt" in str(panel.hint.render())
+        await pilot.press("t", "tab")
+        assert panel.input.value == "pt "
+        await pilot.press(*"layer1.w", "tab")
+        assert panel.input.value == "pt layer1.weight "
+        panel.input.value = "ni Default/net"
+        panel.input.cursor_position = len(panel.input.value)
+        await pilot.press("tab")
+        assert panel.input.value == "ni Default/network-Net/"  # one scope level at a time
+        await pilot.press("tab")
+        assert panel.input.value == "ni Default/network-Net/layer"
+        assert "4 candidates: layer0-Block/" in str(panel.hint.render())
+        await pilot.press("ctrl+a", "tab")  # completes at the cursor, keeps the rest
+        assert panel.input.value.startswith("ni Default/network-Net/layer")
+
+
+# ---------------------------------------------------------------------- links
+async def test_following_a_node_link_selects_the_node() -> None:
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        await run(pilot, panel, f"li {CONV}")
+        relu_input = "Default/network-Net/layer0-Block/Conv2D-op0"
+        await run(pilot, panel, "lo layer0.weight")
+        await pilot.press("shift+tab")
+        assert app.focused is panel.output
+        await pilot.press("tab")
+        link = panel.output._links[panel.output.selected or 0][1]
+        assert link.node == relu_input and link.slot is None
+        await pilot.press("enter")
+        await wait_until(
+            pilot,
+            lambda: app.current_node is not None and app.current_node.name == relu_input,
+            what="the linked node to be selected",
+        )
+        assert app.focused is app.query_one("#scope-tree")
+        entry = app.selected_tree_entry()
+        assert entry is not None and getattr(entry, "name", relu_input) == relu_input
+        assert panel.is_open  # the output stays up beside the tree
+        await pilot.press("escape")  # back to where the jump came from: the output
+        assert app.focused is panel.output
+
+
+async def test_clicking_a_tensor_link_opens_the_tensor() -> None:
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        await run(pilot, panel, "lt -n layer1")
+        positions = [
+            (link, x, y)
+            for link, x, y in panel.output.link_positions()
+            if link.slot == 0 and "Block/" in link.node
+        ]
+        link, x, y = positions[0]
+        assert link.node.startswith("Default/network-Net/layer1-Block/")
+        await pilot.click(CommandOutput, offset=(x + 1, y))
+        view = app.query_one(TensorView)
+        await wait_until(
+            pilot,
+            lambda: view.state == "tensor" and app._open_tensor is not None,
+            what="the linked tensor to open",
+        )
+        assert app._open_tensor == (link.graph, link.node, 0, link.iteration)
+        assert app.current_node is not None and app.current_node.name == link.node
+
+
+async def test_redirect_writes_the_file(tmp_path: Path) -> None:
+    app, _session = make_app()
+    target = tmp_path / "tensors.txt"
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        lines = await run(pilot, panel, f"lt > {target}")
+        assert lines[1] == f"Wrote {len(target.read_text().splitlines())} lines to {target}."
+        assert CONV in target.read_text()
+
+
+async def test_palette_opens_it_and_help_lists_the_key() -> None:
+    from tests.tui.support import run_palette
+    from tuidebug.tui.help_screen import HelpScreen
+
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await run_palette(pilot, "Command line")
+        await wait_until(
+            pilot, lambda: isinstance(app.focused, CommandInput), what="the command line"
+        )
+        await pilot.press("escape")
+        await pilot.press("question_mark")
+        help_screen = await wait_for_screen(pilot, HelpScreen)
+        assert any(key == ":" for key, _does, _why in help_screen._keys)
+        await pilot.press("colon")  # not for the main screen while the help is up
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_short_terminal_gives_the_output_the_watchpoint_rows() -> None:
+    app, _session = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        assert not app.query_one("#watchpoints").display
+        assert panel.output.region.height >= 8
+        lines = await run(pilot, panel, "pt layer0.weight -s")
+        assert lines[1].startswith("Tensor layer0.weight:0 @ iteration 0")
+        await pilot.press("escape")
+        assert app.query_one("#watchpoints").display
+
+
+# ----------------------------------------------------------------- a real dump
+async def test_lenet_lt_link_and_pt(dump_2_0: Path) -> None:
+    session = OfflineSession(dump_2_0)
+    app = DebuggerApp(session, start_session=True)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            panel = await open_command_line(pilot)
+            lines = await run(pilot, panel, "lt -t Conv2D$")
+            assert lines[1] == "2 of 60 tensors of iteration 0"
+            await pilot.press("shift+tab", "tab", "tab", "enter")
+            view = app.query_one(TensorView)
+            conv2 = "Default/network-WithLossCell/_backbone-LeNet5/conv2-Conv2d/Conv2D-op80"
+            await wait_until(
+                pilot,
+                lambda: app._open_tensor is not None and view.state == "tensor",
+                what="Conv2D-op80's tensor",
+            )
+            assert app._open_tensor[1] == conv2
+            lines = await run(pilot, panel, "pt fc3.weight[0:2, :] -s")
+            assert (
+                lines[1] == "Tensor fc3.weight:0[0:2, :] @ iteration 0: dtype float32, shape [2,84]"
+            )
+            assert any(line.startswith("  count 840") for line in lines)
+    finally:
+        session.close()

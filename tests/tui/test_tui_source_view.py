@@ -1,0 +1,226 @@
+"""The source view: Enter on a frame of the node's stack (the stack pane) opens its file
+with the stack's line highlighted and centred, every line noting the nodes it created;
+Enter or a click on a note goes to the node. A file that is not on this machine shows
+the lines the stacks quote, and says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import OptionList
+
+from tests.tui.support import make_app, settled, wait_for_screen, wait_until
+from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
+from tuidebug.tui.dialogs import ConfirmScreen
+from tuidebug.tui.scope_tree import GraphTree
+from tuidebug.tui.source_view import SourceCode, SourceScreen
+
+GRAPH = "kernel_graph_0"
+SCOPE = "Default/net"
+
+
+def node(name: str, path: str, line: int, code: str) -> Node:
+    return Node(
+        name=f"{SCOPE}/{name}",
+        kind=NodeKind.OPERATOR,
+        op_type=name.split("-")[0],
+        scope=SCOPE,
+        outputs=[TensorSpec(0, 11, (2,))],
+        stack=[
+            StackFrame("/src/train.py", 40, "model.train(epochs)"),
+            StackFrame(path, line, code),
+        ],
+    )
+
+
+def source_file(tmp_path: Path) -> Path:
+    """200 lines; line 120 makes a Conv2D, line 130 a ReLU and an Add; 140 is hostile."""
+    lines = [f"x{i} = {i}  # line {i}" for i in range(1, 201)]
+    lines[119] = "y = self.conv(x)"
+    lines[129] = "z = self.relu(y) + y"
+    lines[139] = 'evil = "\x1b[2J[bold red]boom[/]"\t# tab'
+    path = tmp_path / "net.py"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def graph_for(path: str) -> Graph:
+    return Graph(
+        GRAPH,
+        [
+            node("Conv2D-op0", path, 120, "y = self.conv(x)"),
+            node("ReLU-op1", path, 130, "z = self.relu(y) + y"),
+            node("Add-op2", path, 130, "z = self.relu(y) + y"),
+        ],
+    )
+
+
+async def start(pilot: Any) -> None:
+    await wait_for_screen(pilot, ConfirmScreen)
+    await pilot.press("n")
+    await wait_until(
+        pilot, lambda: not isinstance(pilot.app.screen, ConfirmScreen), what="the offer gone"
+    )
+    await settled(pilot)
+
+
+async def open_frame(pilot: Any, node_name: str, line: int) -> SourceScreen:
+    """Select the node, go to the stack pane and press Enter on its frame at `line`."""
+    app = pilot.app
+    app.go_to_node(GRAPH, f"{SCOPE}/{node_name}")
+    await settled(pilot)
+    await pilot.press("3")
+    lines = app.query_one("#stack-lines", OptionList)
+    wanted = next(
+        i
+        for i in range(lines.option_count)
+        if (lines.get_option_at_index(i).id or "").startswith("node:")
+        and f"\x00{line}\x00" in (lines.get_option_at_index(i).id or "")
+    )
+    lines.highlighted = wanted
+    await pilot.press("enter")
+    screen = await wait_for_screen(pilot, SourceScreen)
+    await wait_until(pilot, lambda: screen.code.lines, what="the source lines")
+    await settled(pilot)
+    return screen
+
+
+def visible_rows(code: SourceCode) -> range:
+    top = round(code.scroll_y)
+    return range(top, top + code.scrollable_content_region.height)
+
+
+def nodes_listed(screen: SourceScreen) -> list[str]:
+    nodes = screen.query_one("#source-nodes", OptionList)
+    return [str(nodes.get_option_at_index(i).prompt) for i in range(nodes.option_count)]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_enter_on_a_frame_opens_the_file_at_its_line(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    path = source_file(tmp_path)
+    app, _session = make_app(graph_list=[graph_for(str(path))])
+    async with app.run_test(size=size) as pilot:
+        await start(pilot)
+        screen = await open_frame(pilot, "Conv2D-op0", 120)
+        code = screen.code
+        assert screen.whole_file is True and len(code.lines) == 200
+        assert code.target == 119 and code.cursor == 119 and code.lines[119].line_no == 120
+        rows = visible_rows(code)
+        assert 119 in rows and abs((rows.start + rows.stop) / 2 - 119) <= 1  # centred
+        row = code.render_line(119 - rows.start)
+        assert row.text.startswith("▶") and "y = self.conv(x)" in row.text
+        assert "◂ Conv2D-op0" in row.text or size == (80, 24)  # past the edge at 80
+        assert "200 lines" in str(screen.query_one("#source-note").render())
+        assert nodes_listed(screen)[0].startswith("Conv2D-op0")
+        await wait_until(pilot, lambda: code.coloured is not None, what="syntax colours")
+
+        await pilot.press("enter")  # one node at this line: go there
+        await wait_until(pilot, lambda: not isinstance(app.screen, SourceScreen), what="close")
+        await settled(pilot)
+        assert app.current_node is not None and app.current_node.name.endswith("Conv2D-op0")
+        assert isinstance(app.focused, GraphTree)
+
+
+async def test_next_noted_line_and_a_line_of_several_nodes(tmp_path: Path) -> None:
+    path = source_file(tmp_path)
+    app, _session = make_app(graph_list=[graph_for(str(path))])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start(pilot)
+        screen = await open_frame(pilot, "Conv2D-op0", 120)
+        code = screen.code
+        await pilot.press("n")
+        assert code.lines[code.cursor].line_no == 130
+        assert [label.split()[0] for label in nodes_listed(screen)] == ["ReLU-op1", "Add-op2"]
+        await pilot.press("n")  # no further line made a node
+        assert code.lines[code.cursor].line_no == 130
+        await pilot.press("N")
+        assert code.lines[code.cursor].line_no == 120
+        await pilot.press("n", "enter")  # two nodes: the list takes the focus
+        nodes = screen.query_one("#source-nodes", OptionList)
+        assert app.focused is nodes
+        await pilot.press("escape")  # back to the code first
+        assert app.focused is code and isinstance(app.screen, SourceScreen)
+        await pilot.press("enter", "down", "enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, SourceScreen), what="close")
+        await settled(pilot)
+        assert app.current_node is not None and app.current_node.name.endswith("Add-op2")
+
+
+async def test_a_click_on_a_note_goes_to_its_node(tmp_path: Path) -> None:
+    path = source_file(tmp_path)
+    app, _session = make_app(graph_list=[graph_for(str(path))])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await start(pilot)
+        screen = await open_frame(pilot, "Conv2D-op0", 120)
+        code = screen.code
+        y = 119 - round(code.scroll_y)
+        text = code.render_line(y).text
+        await pilot.click(SourceCode, offset=(text.index("◂") + 2, y))
+        await wait_until(pilot, lambda: not isinstance(app.screen, SourceScreen), what="close")
+        await settled(pilot)
+        assert app.current_node is not None and app.current_node.name.endswith("Conv2D-op0")
+
+
+async def test_hostile_text_is_escaped(tmp_path: Path) -> None:
+    path = source_file(tmp_path)
+    app, _session = make_app(graph_list=[graph_for(str(path))])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await start(pilot)
+        screen = await open_frame(pilot, "Conv2D-op0", 120)
+        code = screen.code
+        await wait_until(pilot, lambda: code.coloured is not None, what="syntax colours")
+        code.set_cursor(139)
+        await settled(pilot)
+        text = code.render_line(139 - round(code.scroll_y)).text
+        assert "\x1b" not in text and "\\x1b[2J[bold red]boom[/]" in text
+        assert "\t" not in text
+
+
+async def test_a_file_not_here_shows_the_quoted_lines() -> None:
+    missing = "/home/dev/ws/lenet/net.py"
+    app, _session = make_app(graph_list=[graph_for(missing)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start(pilot)
+        screen = await open_frame(pilot, "ReLU-op1", 130)
+        code = screen.code
+        assert screen.whole_file is False
+        assert [line.line_no for line in code.lines] == [120, 130]
+        assert code.lines[code.cursor].line_no == 130 and code.target == code.cursor
+        note = str(screen.query_one("#source-note").render())
+        assert "not on this machine" in note and "2 lines" in note
+        assert "z = self.relu(y) + y" in code.render_line(code.cursor).text
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, SourceScreen), what="close")
+
+
+async def test_v_opens_any_line_of_the_graph(tmp_path: Path) -> None:
+    path = source_file(tmp_path)
+    app, _session = make_app(graph_list=[graph_for(str(path))])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await start(pilot)
+        app.go_to_node(GRAPH, f"{SCOPE}/Conv2D-op0")
+        await settled(pilot)
+        await pilot.press("3")
+        lines = app.query_one("#stack-lines", OptionList)
+        await wait_until(
+            pilot,
+            lambda: any(
+                (lines.get_option_at_index(i).id or "").startswith("all:")
+                for i in range(lines.option_count)
+            ),
+            what="the graph's source lines",
+        )
+        lines.highlighted = next(
+            i
+            for i in range(lines.option_count)
+            if (lines.get_option_at_index(i).id or "").startswith("all:")
+            and "\x00130\x00" in (lines.get_option_at_index(i).id or "")
+        )
+        await pilot.press("v")
+        screen = await wait_for_screen(pilot, SourceScreen)
+        await wait_until(pilot, lambda: screen.code.lines, what="the source lines")
+        assert screen.code.lines[screen.code.cursor].line_no == 130
