@@ -88,7 +88,7 @@ async def test_lt_output_shows_and_escape_returns_focus() -> None:
         assert panel.is_open and panel.region.height >= 10
         lines = await run(pilot, panel, "lt -t Conv")
         assert lines[0] == "> lt -t Conv"
-        assert lines[1] == "5 of 25 tensors of iteration 0"  # 4 Conv2D, 1 backprop
+        assert lines[1] == "5 of 25 tensors of step 1 (iteration 0)"  # 4 Conv2D, 1 backprop
         assert any(line.rstrip().endswith(f"{CONV}:0") for line in lines)
         await pilot.press("escape")
         assert not panel.is_open and not panel.display
@@ -292,7 +292,7 @@ async def test_lenet_lt_link_and_pt(dump_2_0: Path) -> None:
             await ready(pilot)
             panel = await open_command_line(pilot)
             lines = await run(pilot, panel, "lt -t Conv2D$")
-            assert lines[1] == "2 of 60 tensors of iteration 0"
+            assert lines[1] == "2 of 60 tensors of step 1 (iteration 0)"
             await pilot.press("shift+tab", "tab", "tab", "enter")
             view = app.query_one(TensorView)
             conv2 = "Default/network-WithLossCell/_backbone-LeNet5/conv2-Conv2d/Conv2D-op80"

@@ -25,6 +25,7 @@ from tuidebug.commands.output import Link, Output, Span
 from tuidebug.commands.registry import Command, CommandParser, parser
 from tuidebug.core.tensor import (
     SliceError,
+    TensorRef,
     default_slice,
     format_slice,
     parse_slice,
@@ -102,7 +103,9 @@ def list_tensors(args: argparse.Namespace, ctx: CommandContext) -> Output:
     entries.sort(key=_sort_key(args.sort_by), reverse=args.reverse)  # type: ignore[arg-type]
     out = Output()
     shown = f"{len(entries)} of {total}" if len(entries) != total else f"{total}"
-    out.add(Span(f"{shown} tensors of iteration {iteration}", "header"))
+    step = ctx.session.step_of(TensorRef("", iteration=iteration))
+    when = f"step {step} (iteration {iteration})" if step != iteration else f"step {step}"
+    out.add(Span(f"{shown} tensors of {when}", "header"))
     if not entries:
         return out
     type_width = min(max(len(e.op_type) for e in entries), 24)
