@@ -32,9 +32,9 @@ import numpy as np
 
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.tensor import DT_FLOAT32
+from tuidebug.offline.dump_layout import DumpLayout
 from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.filenames import encode_dump_name
-from tuidebug.offline.layout import DumpLayout
 from tuidebug.offline.tensor_index import TensorIndex
 
 _OPS = ["Conv2D", "BiasAdd", "ReLU", "MatMul", "Add", "Mul", "Cast", "Reshape"]

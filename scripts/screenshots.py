@@ -4,24 +4,32 @@
 
 The demo dump is written to a temporary folder (it is seeded, so every run shows the same
 numbers); the header shows "demo dump" instead of that folder so the pictures do not
-change from run to run.
+change from run to run. `small_80x24` is shot at 80×24 whatever --size says, and the
+command line's history lives in that temporary folder too.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
+from textual.scroll_view import ScrollView
+from textual.widgets import Label, OptionList
+
+import tuidebug
 from tuidebug.offline.demo import write_demo_dump
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.hit_list import HitList
 from tuidebug.tui.messages import HitChosen
+from tuidebug.tui.tensor_list import TensorListScreen
 from tuidebug.tui.watchpoint_editor import WatchpointEditor
 
 Scene = Callable[[DebuggerApp, Any], Awaitable[None]]
@@ -115,6 +123,95 @@ async def watchpoint_editor(app: DebuggerApp, pilot: Any) -> None:
     await settle(pilot)
 
 
+async def command_line(app: DebuggerApp, pilot: Any) -> None:
+    """`:` with tfdbg's `lt` (the step's MatMuls, largest first), `pt` of the overflow hit's
+    tensor (its ±Inf highlighted) and `li` (its inputs' tree); the output maximized
+    (Shift+Tab, `z`) to show all three."""
+    await _open(app, pilot, recommended=True)
+    hit = await _first_overflow(app, pilot)
+    tail = "/".join(hit.tensor.node.split("/")[-2:])  # fc2-Dense/MatMul-op0: a unique tail
+    await pilot.press("colon")
+    await settle(pilot)
+    lines = (
+        "lt -t MatMul -s size -r",
+        f"pt {tail}[0:4] -r [[-inf,-1e30],[1e30,inf]]",
+        f"li -r -d 3 -t {tail}",
+    )
+    for line in lines:
+        await pilot.press(*line, "enter")
+        await settle(pilot, rounds=8)
+    await pilot.press("shift+tab", "z")
+    await settle(pilot)
+    app.query_one("#command-output", ScrollView).scroll_home(animate=False)
+    await settle(pilot)
+
+
+async def tensor_list(app: DebuggerApp, pilot: Any) -> None:
+    """`L` at the step of the overflow, once the background pass has read every tensor."""
+    await _open(app, pilot, recommended=True)
+    await _first_overflow(app, pilot)
+    await pilot.press("L")
+    await settle(pilot)
+    screen = app.screen
+    assert isinstance(screen, TensorListScreen)
+    for _ in range(200):  # the health pass runs in a thread; its batches come as messages
+        done = screen.health and all(h is not None for h in screen.health)
+        if done and not screen.health_running:
+            break
+        await pilot.pause(0.05)
+    else:
+        raise SystemExit("the tensor list's health pass did not finish")
+    await settle(pilot)
+
+
+async def graph_view(app: DebuggerApp, pilot: Any) -> None:
+    """`G` on the overflowing node: its inputs above, consumers below, hits marked."""
+    await tree_and_details(app, pilot)
+    await pilot.press("G")
+    await settle(pilot)
+
+
+async def source_view(app: DebuggerApp, pilot: Any) -> None:
+    """`v` on the overflowing node's innermost stack line: the demo's own source (its
+    stacks are the real Python stacks of the generator), the line's nodes listed."""
+    await tree_and_details(app, pilot)
+    await pilot.press("3")
+    await settle(pilot)
+    lines = app.query_one("#stack-lines", OptionList)
+    if lines.highlighted is None:
+        await pilot.press("down")  # onto the stack's first (innermost) line
+    await pilot.press("v")
+    await settle(pilot, rounds=8)
+    # the title names the file as the stack does: an absolute path that depends on where
+    # tuidebug is installed; shown from the package's folder so every machine draws the same
+    title = app.screen.query_one("#source-title", Label)
+    root = str(Path(tuidebug.__file__).resolve().parent.parent) + os.sep
+    title.update(Text(str(title.render()).replace(root, "", 1)))
+    await settle(pilot)
+
+
+async def compare(app: DebuggerApp, pilot: Any) -> None:
+    """`d` on an activation at step 2: its change since step 1, in the diff mode."""
+    await _open(app, pilot, recommended=False)
+    for _ in range(2):  # to step 1, then step 2
+        await pilot.press("n")
+        await settle(pilot)
+    graph = next(iter(app.graphs.values()))
+    relu = next(n for n in graph.operators if n.op_type == "ReLU")
+    app.go_to_node(graph.name, relu.name)
+    await pilot.press("enter")
+    await settle(pilot)
+    await pilot.press("5", "d")
+    await settle(pilot, rounds=8)
+
+
+async def small_80x24(app: DebuggerApp, pilot: Any) -> None:
+    """An 80×24 terminal: the overflowing tensor, its pane maximized with `z`."""
+    await tensor_table(app, pilot)
+    await pilot.press("z")
+    await settle(pilot)
+
+
 SCENES: dict[str, Scene] = {
     "tree_and_details": tree_and_details,
     "hit_list": hit_list,
@@ -122,7 +219,15 @@ SCENES: dict[str, Scene] = {
     "tensor_find": tensor_find,
     "heatmap": heatmap,
     "watchpoint_editor": watchpoint_editor,
+    "command_line": command_line,
+    "tensor_list": tensor_list,
+    "graph_view": graph_view,
+    "source_view": source_view,
+    "compare": compare,
+    "small_80x24": small_80x24,
 }
+# scenes shot at their own size whatever --size says
+SIZES: dict[str, tuple[int, int]] = {"small_80x24": (80, 24)}
 
 
 async def shoot(dump: Path, name: str, scene: Scene, out: Path, size: tuple[int, int]) -> Path:
@@ -158,9 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tuidebug-shots-") as tmp:
+        # the command line's history goes here, not into the user's (nor comes from it)
+        os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")
         dump = write_demo_dump(Path(tmp))
         for name in args.scenes or list(SCENES):
-            path = asyncio.run(shoot(dump, name, SCENES[name], out, (cols, rows)))
+            size = SIZES.get(name, (cols, rows))
+            path = asyncio.run(shoot(dump, name, SCENES[name], out, size))
             print(f"wrote {path}")
     return 0
 

@@ -593,7 +593,7 @@ def test_a_zero_padded_iteration_folder_is_not_a_second_copy(
     assert code == 1
     assert "rank_0/MLP/0/03 is not an iteration folder" in err
     assert "35 hits; 42 tensors checked, iteration 3 of rank_0" in out
-    from tuidebug.offline.layout import DumpLayout
+    from tuidebug.offline.dump_layout import DumpLayout
 
     assert DumpLayout.open(root).rank(0).dumped_iterations[0] == [0, 1, 2, 3, 4, 5]
 

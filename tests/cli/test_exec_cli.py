@@ -45,6 +45,12 @@ def test_iteration_option_and_eval(capsys: pytest.CaptureFixture[str], dump_2_0:
     code, out, _ = run(capsys, "--iteration", "2", str(dump_2_0), "eval `fc3.bias`.sum()")
     assert code == 0
     assert float(out.split(" = ")[-1]) == pytest.approx(float(np.load(path).sum()), rel=1e-6)
+    # options may also follow the dump, between commands
+    code, out, _ = run(
+        capsys, str(dump_2_0), "lt -t BiasAdd", "--iteration", "2", "eval `fc3.bias`.sum()"
+    )
+    assert code == 0
+    assert float(out.split(" = ")[-1]) == pytest.approx(float(np.load(path).sum()), rel=1e-6)
 
 
 def test_commands_from_stdin(

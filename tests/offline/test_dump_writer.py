@@ -231,7 +231,7 @@ def test_demo_refuses_a_used_folder(demo_dump: Path) -> None:
 
 
 def test_demo_is_discovered_by_layout(demo_dump: Path) -> None:
-    from tuidebug.offline.layout import DumpLayout
+    from tuidebug.offline.dump_layout import DumpLayout
 
     layout = DumpLayout.open(demo_dump)
     assert layout.rank_ids == [0]
@@ -247,8 +247,8 @@ def test_demo_is_discovered_by_layout(demo_dump: Path) -> None:
 
 
 def test_demo_graph_and_tensor_index(demo_dump: Path) -> None:
+    from tuidebug.offline.dump_layout import DumpLayout
     from tuidebug.offline.graph_files import load_graph_file
-    from tuidebug.offline.layout import DumpLayout
     from tuidebug.offline.tensor_index import TensorIndex
 
     graph = load_graph_file(demo_dump / "rank_0/graphs/ms_output_trace_code_graph_0.pb")

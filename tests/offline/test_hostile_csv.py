@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.offline.dump_copy import copy_dump
+from tuidebug.offline.dump_layout import DumpLayout
 from tuidebug.offline.execution_order import (
     MAX_HISTORY_BYTES,
     MAX_ORDER_BYTES,
@@ -27,7 +28,6 @@ from tuidebug.offline.execution_order import (
 )
 from tuidebug.offline.filenames import parse_mapping_csv
 from tuidebug.offline.iteration_listing import MAX_MAPPING_BYTES
-from tuidebug.offline.layout import DumpLayout
 from tuidebug.offline.statistic_csv import (
     MAX_STATISTIC_BYTES,
     StatisticCsvError,

@@ -33,7 +33,7 @@ from tuidebug.cli import main as cli_main
 from tuidebug.offline import layout as layout_module
 from tuidebug.offline import tensor_store
 from tuidebug.offline.dump import OfflineDump
-from tuidebug.offline.layout import DumpLayout
+from tuidebug.offline.dump_layout import DumpLayout
 from tuidebug.offline.tensor_store import TensorFileError
 
 NET = "rank_0/LeNet/0"
@@ -190,7 +190,7 @@ def test_fifo_statistic_csv(dump: Path) -> None:
     result = in_child(
         f"""
         from pathlib import Path
-        from tuidebug.offline.layout import DumpLayout
+        from tuidebug.offline.dump_layout import DumpLayout
         from tuidebug.offline.statistic_csv import StatisticCsvError, read_statistic_csv
         rank = DumpLayout.open({str(dump)!r}).rank(0)
         table = rank.statistics(0, 1)
@@ -218,7 +218,7 @@ def test_fifo_execution_order_files(dump: Path) -> None:
     result = in_child(
         f"""
         from pathlib import Path
-        from tuidebug.offline.layout import DumpLayout
+        from tuidebug.offline.dump_layout import DumpLayout
         from tuidebug.offline.execution_order import OrderFileError, read_execution_order
         rank = DumpLayout.open({str(dump)!r}).rank(0)
         order = rank.execution_order(0)
@@ -253,7 +253,7 @@ def test_fifo_json_settings(dump_2_0: Path, tmp_path: Path) -> None:
     os.mkfifo(meta / "data_dump.json")
     result = in_child(
         f"""
-        from tuidebug.offline.layout import DumpLayout
+        from tuidebug.offline.dump_layout import DumpLayout
         dump = DumpLayout.open({str(root)!r})
         result = {{"problems": dump.problems, "version": dump.settings.ms_version}}
         """
@@ -287,7 +287,7 @@ def test_fifo_graphs_folder_and_graph_file(dump: Path, tmp_path: Path) -> None:
     os.mkfifo(pb)
     result = in_child(
         f"""
-        from tuidebug.offline.layout import DumpLayout
+        from tuidebug.offline.dump_layout import DumpLayout
         result = [DumpLayout.open(p).rank(0).problems for p in ({str(dump)!r}, {str(other)!r})]
         """
     )

@@ -15,10 +15,11 @@ from tests.offline.dump_copy import copy_dump
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.tensor import DT_FLOAT16, DT_FLOAT32, numpy_dtype
 from tuidebug.offline.dump import OfflineDump
+from tuidebug.offline.dump_layout import DumpLayout
 from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.filenames import parse_tensor_file_name
 from tuidebug.offline.graph_files import load_graph_file
-from tuidebug.offline.layout import DumpLayout, RankLayout
+from tuidebug.offline.layout import RankLayout
 from tuidebug.offline.tensor_index import TensorIndex
 from tuidebug.offline.tensor_store import check_expected, load_npy
 

@@ -13,8 +13,8 @@ import pytest
 import tuidebug.torch as tdb
 from tests.torch.support import LogNet, TinyCNN, node_named, torch
 from tuidebug.core.graph import Category, NodeKind
+from tuidebug.offline.dump_layout import DumpLayout
 from tuidebug.offline.graph_files import load_graph_file
-from tuidebug.offline.layout import DumpLayout
 from tuidebug.offline.tensor_index import TensorIndex
 from tuidebug.offline.tensor_store import load_npy
 

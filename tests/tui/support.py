@@ -165,7 +165,7 @@ async def tensor_shown(pilot: Any, view: Any, *, timeout: float = WAIT_TIMEOUT) 
     the first paint), and nothing else is pending."""
     await wait_until(
         pilot,
-        lambda: view.state == "tensor" and (view._stats is not None or view._stats_problem),
+        lambda: view.state == "tensor" and view.statistics_settled,
         what="the tensor and its statistics to be shown",
         timeout=timeout,
     )

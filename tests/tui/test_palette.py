@@ -88,3 +88,25 @@ def test_maximize_or_restore_and_the_fixed_tail() -> None:
     assert restore["Restore the pane"][1] == "maximize_pane"
     assert entries(can_maximize=True)["Maximize the focused pane"][1] == "maximize_pane"
     assert "Maximize the focused pane" not in restore
+
+
+def test_back_forward_and_the_tensor_compares() -> None:
+    bare = entries()
+    assert "Back" not in bare and "Forward" not in bare
+    assert not any(title.startswith("Compare the tensor") for title in bare)
+    md = Metadata("offline", "/d", state=SessionState.WAITING, step=1, rank=0, ranks=(0, 1))
+    offered = entries(can_go_back=True, can_go_forward=True, tensor_shown=True, metadata=md)
+    assert offered["Back"] == (
+        "To the node or tensor visited before  (TUIDEBUG.VISIT_BACK)",
+        "visit_back",
+    )
+    assert offered["Forward"][1] == "visit_forward"
+    rank = offered["Compare the tensor with another rank"]
+    assert parse(rank[1]) == ("", "compare_tensor", ("rank",))
+    assert rank[0].endswith("(TENSOR.COMPARE_RANK in the tensor view)")
+    other = offered["Compare the tensor with another tensor…"]
+    assert parse(other[1]) == ("", "compare_tensor", ("tensor",))
+    # one rank: nothing to compare with there
+    one_rank = entries(tensor_shown=True)
+    assert "Compare the tensor with another rank" not in one_rank
+    assert "Compare the tensor with another tensor…" in one_rank

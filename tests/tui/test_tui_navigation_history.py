@@ -3,20 +3,24 @@ tensors visited, and the downstream view (`O`) beside the upstream origin trace.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from textual.widgets import DataTable
+from textual.widgets import DataTable, TabbedContent
 
 from tests.tui.support import (
     CONV,
     RELU,
     make_app,
+    run_palette,
     settled,
     synthetic_graph,
     tensor_shown,
     wait_for_screen,
     wait_until,
 )
+from tuidebug.offline.session import OfflineSession
+from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.dialogs import ConfirmScreen
 from tuidebug.tui.downstream_screen import DownstreamScreen
 from tuidebug.tui.hit_list import HitList
@@ -67,12 +71,12 @@ async def test_back_and_forward_return_to_the_nodes_and_tensors_visited() -> Non
         await open_from_list(pilot, RELU)
         await open_from_list(pilot, CONV)
         assert at(app) == (CONV, CONV)
-        assert app._visits.places() == [Visit(GRAPH, RELU, 0), Visit(GRAPH, CONV, 0)]
+        assert app._visits.history.places() == [Visit(GRAPH, RELU, 0), Visit(GRAPH, CONV, 0)]
 
         await pilot.press("left_square_bracket")
         await tensor_shown(pilot, app.query_one(TensorView))
         assert at(app) == (RELU, RELU)
-        assert len(app._visits) == 2  # going back is not a visit
+        assert len(app._visits.history) == 2  # going back is not a visit
         await pilot.press("right_square_bracket")
         await tensor_shown(pilot, app.query_one(TensorView))
         assert at(app) == (CONV, CONV)
@@ -112,9 +116,9 @@ async def test_a_node_the_tree_cursor_rested_on_is_kept_when_leaving_it() -> Non
         await open_from_list(pilot, CONV)  # the tree's cursor on CONV, focused
         await pilot.press("down")  # the cursor moves on: not a visit
         await wait_until(pilot, lambda: at(app)[0] == RELU, what="the cursor on ReLU")
-        assert len(app._visits) == 1
+        assert len(app._visits.history) == 1
         await open_from_list(pilot, MATMUL)  # a jump: ReLU, where the cursor was, is kept
-        assert [p.node for p in app._visits.places()] == [CONV, RELU, MATMUL]
+        assert [p.node for p in app._visits.history.places()] == [CONV, RELU, MATMUL]
         await pilot.press("left_square_bracket")
         await settled(pilot)
         assert at(app)[0] == RELU
@@ -180,3 +184,53 @@ async def test_downstream_of_the_focused_hit() -> None:
         await wait_until(
             pilot, lambda: not isinstance(app.screen, DownstreamScreen), what="the screen to close"
         )
+
+
+async def test_going_from_downstream_opened_in_the_hit_list_focuses_the_tree(
+    demo_dump: Path,
+) -> None:
+    """Enter in the downstream screen goes to the node once the screen has closed: going
+    while it was up, the focus Textual restored afterwards landed in the tree's name
+    filter (the demo's deep scopes take a few frames to reveal)."""
+    session = OfflineSession(demo_dump)
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for_screen(pilot, ConfirmScreen)
+        await pilot.press("y")  # the recommended watchpoints
+        await wait_until(pilot, lambda: session.watchpoints, what="the watchpoints")
+        await settled(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: session.hits, what="hits")
+        await settled(pilot)
+        await pilot.press("2", "down", "down")
+        await settled(pilot)
+        assert app.focused is app.query_one(HitList).tree_view
+        await pilot.press("O")
+        screen = await wait_for_screen(pilot, DownstreamScreen)
+        chosen = screen.found.nodes[0].name
+        await pilot.press("enter")
+        await wait_until(
+            pilot, lambda: not isinstance(app.screen, DownstreamScreen), what="the screen to close"
+        )
+        await settled(pilot)
+        assert at(app)[0] == chosen
+        assert app.focused is app.query_one("#scope-tree"), f"focus is on {app.focused!r}"
+        assert app.query_one("#left-tabs", TabbedContent).active == "tree-tab"
+
+
+async def test_the_palette_goes_back_and_forward() -> None:
+    app, _session = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        app.go_to_node(GRAPH, CONV)
+        await settled(pilot)
+        titles = [c.title for c in app.palette_commands()]
+        assert "Back" not in titles and "Forward" not in titles  # one place visited
+        app.go_to_node(GRAPH, RELU)
+        await settled(pilot)
+        assert "Back" in [c.title for c in app.palette_commands()]
+        await run_palette(pilot, "Back")
+        await wait_until(pilot, lambda: at(app)[0] == CONV, what="back at the Conv2D")
+        assert "Forward" in [c.title for c in app.palette_commands()]
+        await run_palette(pilot, "Forward")
+        await wait_until(pilot, lambda: at(app)[0] == RELU, what="forward at the ReLU")

@@ -23,7 +23,7 @@ from tuidebug.client.simulator import DumpSimulator
 from tuidebug.core.graph import Graph
 from tuidebug.core.session import SessionState
 from tuidebug.core.tensor import TensorRef
-from tuidebug.offline.layout import DumpLayout
+from tuidebug.offline.dump_layout import DumpLayout
 from tuidebug.offline.tensor_index import TensorIndex
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.control_bar import ControlBar

@@ -18,6 +18,7 @@ from tests.tui.support import (
     CONV,
     make_app,
     notices,
+    run_palette,
     settled,
     tensor_shown,
     wait_for_notice,
@@ -101,11 +102,11 @@ def mode_text(view: TensorView) -> str:
 
 async def diff_shown(pilot: Any, view: TensorView) -> np.ndarray:
     await wait_until(
-        pilot, lambda: view.mode == "diff" and view._comparison is not None, what="the diff"
+        pilot, lambda: view.mode == "diff" and view.comparison is not None, what="the diff"
     )
     await settled(pilot)
-    assert view._comparison is not None
-    return np.asarray(view._comparison.diff)
+    assert view.comparison is not None
+    return np.asarray(view.comparison.diff)
 
 
 async def test_previous_step_of_any_tensor_offline(two_rank_dump: Path) -> None:
@@ -232,3 +233,17 @@ async def test_a_hit_opens_with_its_condition_value_and_advice() -> None:
         app.post_message(TensorRequested("kernel_graph_0", CONV, 0))
         await wait_until(pilot, lambda: not context.display, what="the hit line to go")
         assert not advice.display
+
+
+async def test_the_palette_compares_with_the_other_rank(two_rank_dump: Path) -> None:
+    app = DebuggerApp(OfflineSession(two_rank_dump), start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        view = await opened(pilot, app, RELU_OP)
+        await pilot.press("1")  # from another pane: the palette reaches the tensor view
+        await run_palette(pilot, "Compare the tensor with another rank")
+        diff = await diff_shown(pilot, view)
+        np.testing.assert_array_equal(diff, value(0, 1, 2) - value(1, 1, 2))
+        await run_palette(pilot, "Compare the tensor with another tensor")
+        prompt = await wait_for_screen(pilot, PromptScreen)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is not prompt, what="the prompt to close")

@@ -131,7 +131,7 @@ async def test_enter_in_the_slice_and_tolerance_boxes_returns_to_the_grid() -> N
         assert tolerance.has_focus
         await pilot.press(*CLEAR, "0", ".", "1", "enter")
         await wait_until(pilot, lambda: view.canvas.has_focus, what="the grid to get the keys")
-        assert view._tolerance == 0.1
+        assert view.tolerance == 0.1
         await pilot.press("d")  # a key of the grid again, not a letter in the box
         await wait_until(pilot, lambda: view.mode == "diff", what="the diff mode")
         assert tolerance.value == "0.1"  # type: ignore[attr-defined]

@@ -54,7 +54,14 @@ class DumpAnalyzer:
     that leave part of the dump unusable are logged and listed in `problems`.
     """
 
-    def __init__(self, dump_dir: str | os.PathLike[str], mem_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        dump_dir: str | os.PathLike[str],
+        mem_limit: int | None = None,
+        graph_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        # graph_dir (a tuidebug extension): a synchronous dump of the same network whose
+        # graphs stand for those of a dump without graph files (Ascend asynchronous layouts)
         from tuidebug.offline.dump import DumpError, OfflineDump
 
         if mem_limit is not None and not is_int(mem_limit):
@@ -72,7 +79,9 @@ class DumpAnalyzer:
                 f"The type of dump_dir should be str, but got {type_name(dump_dir)}."
             )
         try:
-            self._dump = OfflineDump(dump_dir, mem_limit=limit * (1 << 20) if limit else None)
+            self._dump = OfflineDump(
+                dump_dir, mem_limit=limit * (1 << 20) if limit else None, graph_dir=graph_dir
+            )
         except DumpError as err:
             raise DebuggerParamValueError(str(err)) from None
         self._dump_dir = str(self._dump.root)

@@ -59,7 +59,17 @@ def _open_missing_streams() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _open_missing_streams()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    # `tuidebug exec DUMP --iteration 2 'lt'`: argparse gives the positional list its (empty)
+    # share before the option and leaves the words after it over; they are more commands
+    if (
+        extra
+        and getattr(args, "command", None) == exec_commands.NAME
+        and not any(word.startswith("-") and word != "-" for word in extra)
+    ):
+        args.commands, extra = [*args.commands, *extra], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE

@@ -37,7 +37,11 @@ from tuidebug.cli.common import (
     say,
     silence_stdout,
 )
-from tuidebug.cli.watch_options import add_watch_arguments, parse_watch_arguments
+from tuidebug.cli.watch_options import (
+    add_graph_argument,
+    add_watch_arguments,
+    parse_watch_arguments,
+)
 
 if TYPE_CHECKING:
     from tuidebug.core.condition_catalogue import ConditionSpec
@@ -87,6 +91,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N|A-B",
         help="iteration(s) to check: 3, 2-5 or 0,2,4-6 (default: all dumped)",
     )
+    add_graph_argument(p)
     p.add_argument("--node", default=None, metavar="REGEX", help="only nodes matching REGEX")
     p.add_argument("--json", action="store_true", help="print one JSON array of hits")
     p.add_argument(
@@ -228,7 +233,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         dump = OfflineDump(
-            args.dump, mem_limit=args.mem_limit << 20 if args.mem_limit is not None else None
+            args.dump,
+            mem_limit=args.mem_limit << 20 if args.mem_limit is not None else None,
+            graph_dir=args.graph,
         )
     except DumpError as err:
         raise UsageError(str(err)) from None
@@ -245,7 +252,8 @@ def run(args: argparse.Namespace) -> int:
     for rank in ranks:
         if dump.graphs(rank):
             usable_ranks.append(rank)
-    for problem in dump.new_problems():
+    early = dump.new_problems()  # discovery's sentences; the report may repeat some
+    for problem in early:
         _warn(problem)
     if not usable_ranks:
         which = ", ".join(f"rank_{r}" for r in ranks)
@@ -301,7 +309,8 @@ def run(args: argparse.Namespace) -> int:
         if bar:
             bar.close()
     for problem in report.problems:
-        _warn(problem)
+        if problem not in early:  # said once, above
+            _warn(problem)
     for problem in dump.new_problems():
         _warn(problem)
 

@@ -1,10 +1,8 @@
 """`tuidebug exec DUMP 'CMD' …`: run the analyzer's commands (the TUI's `:` line) from a shell.
 
     tuidebug exec ./dump 'lt -t MatMul -s size' 'pt fc3.weight[0:2, :] -s'
-    tuidebug exec --iteration 2 ./dump 'eval "`fc3.bias`.sum()"'
+    tuidebug exec ./dump --iteration 2 'eval "`fc3.bias`.sum()"'
     echo 'ni Conv2D-op77 -t' | tuidebug exec ./dump -
-
-Options go before the dump (after it, every word is a command).
 
 Each command's output goes to stdout, as the TUI would show it, without colour; a command
 that fails says why in one sentence on stderr and the rest still run. Exit status: 0 when
@@ -18,6 +16,7 @@ import shutil
 import sys
 
 from tuidebug.cli.common import EXIT_OK, EXIT_USAGE, UsageError, say
+from tuidebug.cli.watch_options import add_graph_argument
 
 NAME = "exec"
 HELP = "run analyzer commands (lt, pt, ni, li, lo, ps, eval) on a dump"
@@ -32,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="commands to run, one per argument (none or '-': read them from stdin, one a line)",
     )
     p.add_argument("--rank", type=int, default=None, help="the rank to read (default: the first)")
+    add_graph_argument(p)
     p.add_argument(
         "--iteration", type=int, default=None, help="the iteration commands read by default"
     )
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from tuidebug.core.text import printable
     from tuidebug.offline.session import OfflineSession
 
-    session = OfflineSession(args.dump, rank=args.rank)
+    session = OfflineSession(args.dump, rank=args.rank, graph_dir=args.graph)
 
     def notice(event: SessionEvent) -> None:
         if isinstance(event, Notice) and event.severity != "information":

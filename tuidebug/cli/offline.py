@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuidebug.cli.watch_options import add_watch_arguments, watch_specs
+from tuidebug.cli.watch_options import add_graph_argument, add_watch_arguments, watch_specs
 
 NAME = "offline"
 HELP = "open a MindSpore dump directory in the TUI"
@@ -13,6 +13,7 @@ HELP = "open a MindSpore dump directory in the TUI"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dump", help="dump root (the folder holding rank_N/)")
     p.add_argument("--rank", type=int, default=None, help="rank to show first")
+    add_graph_argument(p)
     add_watch_arguments(p)
 
 

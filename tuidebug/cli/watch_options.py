@@ -21,6 +21,17 @@ if TYPE_CHECKING:
 MAX_WATCH_FILE_BYTES = 1 << 20
 
 
+def add_graph_argument(p: argparse.ArgumentParser) -> None:
+    """--graph DIR: the graphs of a dump that has none (Ascend asynchronous layouts)."""
+    p.add_argument(
+        "--graph",
+        default=None,
+        metavar="DIR",
+        help="a synchronous dump of the same network whose rank_N/graphs/*.pb stand for the "
+        "graphs a dump without graph files lacks (operators matched by name)",
+    )
+
+
 def add_watch_arguments(p: argparse.ArgumentParser) -> None:
     """--watch SPEC (repeatable), --watch-file FILE (repeatable) and --recommended."""
     p.add_argument(

@@ -1251,6 +1251,33 @@ def _decide(req: CheckRequest, st: _Stats, prev: _Sized | None) -> CheckResult:
     return CheckResult(hit, 0, tuple(results))
 
 
+def decide_from_summary(
+    req: CheckRequest,
+    *,
+    count: int,
+    has_nan: bool,
+    has_inf: bool,
+    max_value: float = math.nan,
+    min_value: float = math.nan,
+    zero_count: int = 0,
+    mean: float = math.nan,
+) -> CheckResult:
+    """MindSpore's decision for one request from statistics computed elsewhere (a
+    statistic-only dump's `statistic.csv`): the same `_decide` the scan uses, with every
+    statistic not given left NaN, so a parameter reading it stays untouched. The caller
+    makes sure the statistics each enabled parameter reads are among those given."""
+    st = _Stats(
+        count,
+        has_nan=has_nan,
+        has_inf=has_inf,
+        max=max_value,
+        min=min_value,
+        zero_count=zero_count,
+        mean=mean,
+    )
+    return _decide(req, st, None)
+
+
 def evaluate(
     tensor: np.ndarray,
     requests: Sequence[CheckRequest],

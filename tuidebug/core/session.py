@@ -251,6 +251,13 @@ class DebugSession(ABC):
         history of values."""
         return []
 
+    def dumped_statistics(self, ref: TensorRef) -> Mapping[str, float] | None:
+        """The statistics a dump wrote for a tensor (a MindSpore `statistic.csv` row: keys of
+        `offline.statistic_csv.STAT_COLUMNS` such as "max", "nan_count"), None when it has
+        none. What the tensor view shows for a statistic-only dump, whose values were not
+        dumped. Blocking, like `tensor`. Default: None (a live session dumps nothing)."""
+        return None
+
     # ---------------------------------------------------------- lifecycle
     @abstractmethod
     def start(self) -> None:

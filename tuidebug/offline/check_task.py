@@ -18,6 +18,7 @@ import numpy as np
 from tuidebug.core.condition_catalogue import CheckRequest, CheckResult, untouched_params
 from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.scan_engine import evaluate
+from tuidebug.offline.bin_files import BinTensorFile, read_bin_file
 from tuidebug.offline.tensor_store import TensorFileError, TensorTooLargeError, read_dump_tensor
 
 
@@ -33,6 +34,9 @@ class Task:
     requests: tuple[CheckRequest, ...]
     needs_prev: tuple[bool, ...]
     nbytes: int
+    # the tensor (and previous value) when it is one slot of a `.bin` file: read from it
+    bin: BinTensorFile | None = None
+    prev_bin: BinTensorFile | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +64,7 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
     """Check one tensor; `threads` scan it (more than one only for a tensor checked alone)."""
     problems: list[str] = []
     try:
-        tensor = read_dump_tensor(task.path, root, max_bytes)
+        tensor = _read(task.path, task.bin, root, max_bytes)
     except TensorTooLargeError:
         reported = tuple(
             (i, error_result(r, ErrorCode.OUT_OF_MEMORY)) for i, r in enumerate(task.requests)
@@ -80,7 +84,7 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
     prev_too_large = False
     if task.prev_path is not None:
         try:
-            previous = read_dump_tensor(task.prev_path, root, max_bytes)
+            previous = _read(task.prev_path, task.prev_bin, root, max_bytes)
             nbytes += int(getattr(previous, "nbytes", 0))
         except TensorTooLargeError:
             prev_too_large = True
@@ -111,6 +115,13 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
     del tensor, previous
     reported = tuple((i, r) for i, r in enumerate(results) if r is not None and r.reported)
     return TaskResult(task.tid, reported, tuple(problems), nbytes, True, dtype, shape)  # type: ignore[arg-type]
+
+
+def _read(path: str, in_bin: BinTensorFile | None, root: str, max_bytes: int | None) -> np.ndarray:
+    """A `.npy` file, or one tensor of a `.bin` file (same errors, same limit)."""
+    if in_bin is None:
+        return read_dump_tensor(path, root, max_bytes)
+    return read_bin_file(in_bin, root, max_bytes)
 
 
 def _refused(task: Task, err: Exception, root: str, problems: list[str], nbytes: int) -> TaskResult:

@@ -47,6 +47,11 @@ lists every watched tensor that could not be read, not only files that failed wh
   graph is watched: its iterations are not known to the check at all.
 
 So "0 hits" with an empty `problems` means every watched tensor that was dumped was read.
+
+Ascend `.bin` files (`bin_files`): each watched slot is read from its file; one whose device
+format is not converted to the host layout is checked raw, in its device shape (as
+MindSpore's offline debugger checked what CANN could not convert), with one sentence in
+`problems` naming the format, and is not checked against the graph's declared shape.
 """
 
 from __future__ import annotations
@@ -59,13 +64,22 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuidebug.core import scan_engine
-from tuidebug.core.condition_catalogue import CHANGE_CONDITIONS, CheckRequest, CheckResult
+from tuidebug.core.condition_catalogue import (
+    CHANGE_CONDITIONS,
+    CheckRequest,
+    CheckResult,
+    ConditionType,
+    untouched_params,
+)
 from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.tensor import UnsupportedDataTypeError, numpy_dtype
+from tuidebug.offline.bin_files import BinTensorFile, raw_sentence
 from tuidebug.offline.check_task import Task, TaskResult, error_result, run_task
+from tuidebug.offline.statistic_check import Missing, decide, refusal_sentence
 
 if TYPE_CHECKING:
     from tuidebug.core.graph import Graph
@@ -244,6 +258,7 @@ class Checker:
         task_wps: list[tuple[int, ...]] = []
         task_files: list[TensorFile] = []
         seen_problem: set[str] = set()
+        stat_checked = 0  # tensors decided from statistic.csv rows (statistic-only dumps)
 
         def problem(msg: str) -> None:
             if msg not in seen_problem:
@@ -266,7 +281,30 @@ class Checker:
                         wanted.setdefault(key, {}).setdefault(watch.watchpoint_id, watch)
             tables: dict[tuple[int, str], Mapping[tuple[str, str, int], TensorFile]] = {}
             refusing: set[tuple[int, str]] = set()  # groups with a file discovery refused
+            stat_tables: dict[tuple[int, str], Mapping[tuple[str, str, int], Any]] = {}
+            overflowing: dict[tuple[int, str], set[str]] = {}
             for key, uniq in wanted.items():
+                if any(w.request.condition == ConditionType.IS_OVERFLOW for w in uniq.values()):
+                    # OperatorOverflow is decided from Ascend's overflow records, never from
+                    # values (spec §5.2): a hit per watched tensor of an overflowing node
+                    group = (key.rank, key.graph)
+                    if group not in overflowing:
+                        overflowing[group] = dump.overflow_nodes(key.rank, key.graph, iteration)
+                    node_name = dump.data_node_name(key.rank, key.graph, key.node) or key.node
+                    for wp_id, watch in list(uniq.items()):
+                        if watch.request.condition != ConditionType.IS_OVERFLOW:
+                            continue
+                        del uniq[wp_id]
+                        if node_name in overflowing[group]:
+                            outcomes.append(
+                                CheckOutcome(
+                                    key,
+                                    wp_id,
+                                    CheckResult(True, 0, untouched_params(watch.request)),
+                                )
+                            )
+                    if not uniq:
+                        continue
                 # what dump.tensor_file(..., checked=False) answers, with what does not
                 # change between iterations resolved once per check (a dump of many tiny
                 # files pays this per file); unchecked: the read gives the header,
@@ -290,6 +328,22 @@ class Checker:
                     )
                     if refused is not None:
                         problem(refused)
+                if tensor_file is None and found:
+                    # a statistic-only iteration: decided from the tensor's statistic.csv row
+                    # (statistic_check), or refused per watchpoint with one sentence
+                    rows = stat_tables.get(group)
+                    if rows is None:
+                        rows = stat_tables[group] = dump.index(*group).statistic_rows(iteration)
+                    row = rows.get((found, "output", key.slot))
+                    if row is not None:
+                        stat_checked += 1
+                        for wp_id, watch in uniq.items():
+                            decided = decide(watch.request, row.stats)
+                            if isinstance(decided, Missing):
+                                problem(refusal_sentence(watch.request, decided))
+                            elif decided.reported:
+                                outcomes.append(CheckOutcome(key, wp_id, decided))
+                        continue
                 if tensor_file is None:
                     missing.add((key.rank, key.graph))
                     if error_on_no_value:
@@ -311,6 +365,7 @@ class Checker:
                                 (watch.request,),
                                 (False,),
                                 weights.nbytes(key.rank, key.graph, key.node, key.slot),
+                                _in_bin(tensor_file),
                             )
                         )
                         task_keys.append(key)
@@ -321,6 +376,7 @@ class Checker:
                 needs: list[bool] = []
                 wp_ids: list[int] = []
                 prev_path: str | None = None
+                prev_bin: BinTensorFile | None = None
                 prev_looked_up = False
                 for wp_id, watch in uniq.items():
                     if watch.needs_prev:
@@ -340,6 +396,7 @@ class Checker:
                                 )
                                 if prev_file is not None:
                                     prev_path = prev_file.fspath
+                                    prev_bin = _in_bin(prev_file)
                     requests.append(watch.request)
                     needs.append(watch.needs_prev)
                     wp_ids.append(wp_id)
@@ -353,6 +410,8 @@ class Checker:
                         tuple(requests),
                         tuple(needs),
                         weights.nbytes(key.rank, key.graph, key.node, key.slot),
+                        _in_bin(tensor_file),
+                        prev_bin if any(needs) else None,
                     )
                 )
                 task_keys.append(key)
@@ -366,7 +425,7 @@ class Checker:
                         problem(sentence)
 
         total = len(tasks)
-        report = CheckReport(outcomes, problems)
+        report = CheckReport(outcomes, problems, tensors_checked=stat_checked)
         results = self._run(tasks, str(dump.root), dump.mem_limit, report, progress, cancel)
         for res in results:
             report.tensors_checked += res.readable
@@ -376,8 +435,13 @@ class Checker:
             key = task_keys[res.tid]
             wps = task_wps[res.tid]
             dtype, shape = res.dtype, res.shape
+            raw = raw_sentence(task_files[res.tid], _shown(task_files[res.tid], dump.root))
+            if raw is not None and dtype is not None:  # read (not refused as too large)
+                # checked raw, in its device layout: the report says so (bin_files)
+                problem(raw)
             if (
-                dtype is not None
+                raw is None
+                and dtype is not None
                 and shape is not None
                 and not dump.verify_read(
                     key.rank, key.graph, key.node, task_files[res.tid], key.iteration, dtype, shape
@@ -471,6 +535,19 @@ class Checker:
             return (k.iteration, k.rank, graph_rank[gk], cache[nk], k.node, k.slot, o.watchpoint_id)
 
         return sorted(outcomes, key=position)
+
+
+def _in_bin(f: TensorFile) -> BinTensorFile | None:
+    """`f` when it is one tensor of a `.bin` file (the task reads it from there)."""
+    return f if isinstance(f, BinTensorFile) else None
+
+
+def _shown(f: TensorFile, root: Path) -> str:
+    """A file as the check's sentences name it: relative to the dump root."""
+    try:
+        return os.path.relpath(f.fspath, root)
+    except ValueError:
+        return f.fspath
 
 
 class _Weights:

@@ -25,10 +25,17 @@ import numpy as np
 from tuidebug.core.graph import Graph, Node, NodeKind
 from tuidebug.core.graph_pb import GraphFileError, GraphTooLargeError
 from tuidebug.core.graph_run import GraphRun
+from tuidebug.offline.async_layout import AsyncRankLayout
+from tuidebug.offline.bin_files import BinTensorFile, raw_sentence, read_bin_file
 from tuidebug.offline.dump_error import DumpError
+from tuidebug.offline.dump_layout import DumpLayout
 from tuidebug.offline.dump_names import kernel_dump_names
+from tuidebug.offline.dump_scan import Scanner
+from tuidebug.offline.filenames import encode_dump_name, show_name
 from tuidebug.offline.graph_files import load_graph_file
-from tuidebug.offline.layout import DumpLayout, RankLayout
+from tuidebug.offline.layout import RankLayout
+from tuidebug.offline.name_graph import graph_from_files
+from tuidebug.offline.overflow import OverflowMap, tensor_name_pair, tie_overflows
 from tuidebug.offline.tensor_index import TensorIndex
 from tuidebug.offline.tensor_store import (
     TensorFileError,
@@ -52,10 +59,24 @@ class OfflineDump:
     limited.
     """
 
-    def __init__(self, root: str | os.PathLike[str], mem_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        mem_limit: int | None = None,
+        graph_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
         if mem_limit is not None and mem_limit <= 0:
             raise ValueError("The memory limit must be a positive number of bytes.")
         self.layout = DumpLayout.open(root)  # DumpError when nothing is usable
+        # a synchronous dump of the same network whose `rank_N/graphs/*.pb` stand for the
+        # graphs a dump without graph files lacks (`--graph DIR`; Ascend async layouts)
+        self.graph_dir = os.fspath(graph_dir) if graph_dir is not None else None
+        self._graph_layout: DumpLayout | None = None
+        # (rank, graph name) → the graph-folder id its tensors are read from, when it is
+        # not the graph's own root id (graphs taken from --graph or built from names)
+        self._folder_ids: dict[tuple[int, str], int] = {}
+        self._named_graphs: set[tuple[int, str]] = set()  # graphs built from file names
+        self._overflow: dict[tuple[int, int, int], OverflowMap] = {}
         self.root: Path = self.layout.root
         self.given_root = os.fspath(root)
         self.mem_limit = mem_limit
@@ -111,6 +132,8 @@ class OfflineDump:
         layout = self.rank_layout(rank)
         graphs: dict[str, Graph] = {}
         problems: list[str] = []
+        if not layout.graph_files and layout.dumped_iterations:
+            self._substitute_graphs(rank, layout, graphs, problems)
         for gid, files in sorted(layout.graph_files.items()):
             if files.pb is None:
                 continue
@@ -166,6 +189,7 @@ class OfflineDump:
                 found = TensorIndex(
                     self.rank_layout(rank),
                     self.graph(rank, graph),
+                    graph_id=self._folder_ids.get(key),
                     dump_names=self._dump_names(rank, graph),
                 )
                 self._indexes[key] = found
@@ -174,6 +198,9 @@ class OfflineDump:
     def _dump_names(self, rank: int, graph: str) -> dict[str, str]:
         """2.4+ dump names of the graph's kernels (spec §5.2a: numbered across the rank's
         graphs in graph-id order), computed once per rank."""
+        if (rank, graph) in self._named_graphs:
+            # built from the files' own names: each node's dump name is its file's
+            return {n.name: n.dump_name for n in self.graph(rank, graph) if n.dump_name}
         names = self._rank_dump_names.get(rank)
         if names is None:
             graphs = sorted(
@@ -318,6 +345,16 @@ class OfflineDump:
                 # dumped but not readable: "no value" would read as "not dumped"
                 raise TensorRefusedError(refused[0].path, refused[1])
             return None
+        if isinstance(tensor_file, BinTensorFile):
+            # read into memory (converted from its device layout): the checker's limit holds
+            value = read_bin_file(tensor_file, self.root, self.mem_limit)
+            raw = raw_sentence(tensor_file, self.rank_layout(rank)._show(tensor_file.path))
+            if raw is not None:
+                with self._lock:  # shown once, as a Notice, by whoever reads the problems
+                    said = self._graph_problems.setdefault(rank, [])
+                    if raw not in said:
+                        said.append(raw)
+            return value
         return load_npy(tensor_file.path, root=self.root, mmap=True)
 
     def statistics(self, rank: int, iteration: int) -> dict[str, list[dict[str, str]]]:
@@ -334,6 +371,142 @@ class OfflineDump:
             for row in table.rows:
                 out.setdefault(row.key, []).append(dict(row.raw))
         return out
+
+    # ------------------------------------------------------------------ graphs substituted
+    def _substitute_graphs(
+        self, rank: int, layout: RankLayout, graphs: dict[str, Graph], problems: list[str]
+    ) -> None:
+        """Graphs for a rank with tensor data and no graph file: those of `--graph DIR`
+        (matched to graph folders by operator names), else built from the file names."""
+        if self.graph_dir is not None:
+            taken = self._graphs_from_sync_dump(rank, layout, problems)
+            if taken:
+                graphs.update(taken)
+                return
+        if not isinstance(layout, AsyncRankLayout):
+            # a synchronous rank whose graphs/ folder is missing is damaged, not a kind of
+            # dump: its 2.4+ names do not decode into scopes reliably, so it stays refused
+            # (with --graph DIR as the way to read it)
+            return
+        for gid in sorted(layout.dumped_iterations):
+            files = [
+                f for it in layout.dumped_iterations[gid] for f in layout.tensor_files(gid, it)
+            ]
+            graph = graph_from_files(f"kernel_graph_{gid}", files)
+            graphs[graph.name] = graph
+            self._graph_file_ids[(rank, graph.name)] = gid
+            self._folder_ids[(rank, graph.name)] = gid
+            self._named_graphs.add((rank, graph.name))
+
+    def _graphs_from_sync_dump(
+        self, rank: int, layout: RankLayout, problems: list[str]
+    ) -> dict[str, Graph]:
+        """The `.pb` graphs of the same rank (else the first rank) of the `--graph` dump,
+        each reading the graph folder of this dump whose files name most of its nodes."""
+        assert self.graph_dir is not None
+        if self._graph_layout is None:
+            try:
+                self._graph_layout = DumpLayout.open(self.graph_dir)
+            except DumpError as err:
+                problems.append(f"--graph {show_name(self.graph_dir)}: {err}")
+                self.graph_dir = None
+                return {}
+        source = self._graph_layout
+        src_rank = source.ranks.get(rank) or source.ranks[source.rank_ids[0]]
+        loaded: dict[str, Graph] = {}
+        for gid, files in sorted(src_rank.graph_files.items()):
+            if files.pb is None:
+                continue
+            try:
+                graph = load_graph_file(files.pb, ir_path=files.ir)
+            except (GraphFileError, GraphTooLargeError) as err:
+                problems.append(str(err))
+                continue
+            loaded.setdefault(graph.name, graph)
+            self._graph_file_ids[(rank, graph.name)] = gid
+        if not loaded:
+            problems.append(
+                f"--graph {show_name(self.graph_dir)} has no readable graph file for rank "
+                f"{src_rank.rank_id}; the graph is built from the operator names instead."
+            )
+            return {}
+        # each graph folder of this dump goes to the graph naming most of its files
+        for folder in sorted(layout.dumped_iterations):
+            op_names = {
+                f.op_name
+                for it in layout.dumped_iterations[folder]
+                for f in layout.tensor_files(folder, it)
+            }
+            best, score = None, 0
+            for graph in loaded.values():
+                known = {encode_dump_name(n.name) for n in graph} | {n.short_name for n in graph}
+                hits = len(op_names & known)
+                if hits > score:
+                    best, score = graph, hits
+            if best is not None and (rank, best.name) not in self._folder_ids:
+                self._folder_ids[(rank, best.name)] = folder
+        if not any(k[0] == rank for k in self._folder_ids):
+            problems.append(
+                f"No operator of rank_{rank}'s files is in the graphs of --graph "
+                f"{show_name(self.graph_dir)}; the graph is built from the operator names instead."
+            )
+            return {}
+        return loaded
+
+    # ------------------------------------------------------------------ overflow
+    def overflow_nodes(self, rank: int, graph: str, iteration: int) -> set[str]:
+        """Names of the graph's nodes that Ascend recorded as overflowing at `iteration`
+        (spec §5.2: `Opdebug.Node_OpDebug.*` records tied to operators by task and stream
+        id); records that name no operator are sentences in `problems`."""
+        index = self.index(rank, graph)
+        gid = index.graph_id
+        key = (rank, gid, iteration)
+        with self._lock:
+            found = self._overflow.get(key)
+            if found is None:
+                found = self._overflow[key] = self._read_overflow(rank, gid, iteration)
+        if not found.op_names:
+            return set()
+        out: set[str] = set()
+        for node in index.graph:
+            if node.kind is NodeKind.CONSTANT:
+                continue
+            if (
+                node.dump_name in found.op_names
+                or encode_dump_name(node.name) in found.op_names
+                or node.short_name in found.op_names
+            ):
+                out.add(node.name)
+        return out
+
+    def _read_overflow(self, rank: int, gid: int, iteration: int) -> OverflowMap:
+        layout = self.rank_layout(rank)
+        listing = layout.listing(gid, iteration)
+        records: list[Path] = list(listing.overflow_files) if listing else []
+        ops: list[tuple[str, str, str]] = [
+            (f.op_name, f.task_id, f.stream_id) for f in (listing.tensor_files if listing else ())
+        ]
+        folders = (
+            layout.iteration_folders(gid, iteration)
+            if isinstance(layout, AsyncRankLayout)
+            else [p for p in [layout.iteration_dir(gid, iteration)] if p is not None]
+        )
+        scratch: list[str] = []
+        for folder in folders:  # unconverted .bin files carry the ids in their names too
+            for e in layout_scan(self.root, folder, scratch):
+                pair = tensor_name_pair(e)
+                if pair is not None:
+                    ops.append(pair)
+        if not isinstance(layout, AsyncRankLayout):
+            # spec §5.2: rank_{r}/debug_files/{iteration}/ first, then the iteration folder
+            debug = layout.path / "debug_files" / str(iteration)
+            records.extend(debug / n for n in layout_scan(self.root, debug, scratch))
+        where = f"rank_{rank} iteration {iteration}"
+        found = tie_overflows(records, ops, where)
+        with self._lock:
+            for p in found.problems:
+                self._graph_problems.setdefault(rank, []).append(p)
+        return found
 
     # ------------------------------------------------------------------ problems
     @property
@@ -365,3 +538,12 @@ class OfflineDump:
         """Messages name files relative to the dump root, like the layout's."""
         prefix = str(self.root) + os.sep
         return message.replace(prefix, "")
+
+
+def layout_scan(root: Path, folder: Path, problems: list[str]) -> list[str]:
+    """Names of the regular files of `folder` (nothing when it is absent or unreadable;
+    what the listing refuses is never opened)."""
+    if not folder.is_dir():
+        return []
+    entries = Scanner(str(root)).scan(str(folder), problems)
+    return [e.name for e in entries or [] if e.is_file and e.refused is None]

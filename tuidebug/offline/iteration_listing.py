@@ -1,8 +1,11 @@
 """One iteration (or `constants/`) folder of a dump, listed once: its tensor files by name,
 its `statistic.csv`, its overflow records, and what could not be read.
 
-Tensor files are never opened here; each name is parsed (`filenames`), through the
-folder's `mapping.csv` when MindSpore shortened over-long names. What is refused is kept,
+`.npy` tensor files are never opened here; each name is parsed (`filenames`), through the
+folder's `mapping.csv` when MindSpore shortened over-long names. An Ascend `.bin` file
+(`file_format: "bin"`) holds several tensors: its header alone is read, once, and gives one
+`bin_files.BinTensorFile` per input and output; one whose header cannot be read is one
+sentence (and a blocker), and the folder's other files are listed as usual. What is refused is kept,
 not only reported: `IterationListing.refused` (entries named as a tensor that cannot be
 read) and `IterationListing.blockers` (data that cannot be tied to one tensor) let the
 checker tell a complete check from one that skipped watched data.
@@ -13,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tuidebug.offline.bin_files import bin_tensor_files
 from tuidebug.offline.dump_scan import MAX_NAMED_PER_FOLDER, Entry, Scanner, reason
 from tuidebug.offline.filenames import (
     MAPPING_CSV,
@@ -23,6 +27,7 @@ from tuidebug.offline.filenames import (
     parse_tensor_file_name,
 )
 from tuidebug.offline.regular_file import FileTooLargeError, NotRegularFileError, read_regular
+from tuidebug.offline.tensor_store import TensorFileError
 
 # A mapping.csv row is one short name and one file name (< 300 bytes): 64 MiB is > 200,000
 # files with over-long names, far more than a real iteration folder holds.
@@ -68,7 +73,7 @@ def list_iteration_folder(folder: Path, scanner: Scanner) -> IterationListing:
     directory = str(folder)  # one string shared by every file of the folder
     files = listing.tensor_files
     garbage: list[str] = []
-    async_bins = 0
+    bad_bins: list[str] = []
     for e in entries:
         name = e.name
         if e.refused is not None:
@@ -87,22 +92,29 @@ def list_iteration_folder(folder: Path, scanner: Scanner) -> IterationListing:
             files.append(parsed if parsed.name == name else _on_disk(parsed, name))
             continue
         kind = classify_file_name(name)
+        real = mapping.get(name)
+        if real is not None and kind is FileKind.UNKNOWN:
+            kind = classify_file_name(real)  # a number standing for a long .bin name
+        if kind is FileKind.ASYNC_BIN:
+            # one tensor per input and output, from the header (read once, here)
+            try:
+                files.extend(bin_tensor_files(directory, name, real or name))
+            except TensorFileError as err:
+                bad_bins.append(_located(scanner.show(folder / name), name, err.sentence))
+            continue
         if kind is FileKind.STATISTIC:
             listing.statistic_csv = Path(e.path)
         elif kind is FileKind.OVERFLOW:
             listing.overflow_files.append(Path(e.path))
-        elif kind is FileKind.ASYNC_BIN:
-            async_bins += 1
         elif kind in (FileKind.MAPPING, FileKind.KERNEL_ARGS):
             pass
         elif name not in mapping:
             garbage.append(name)
-    if async_bins:
-        problems.append(
-            f"{scanner.show(folder)} holds {async_bins} Ascend async dump file"
-            f"{'s' if async_bins != 1 else ''} in bin format; tuidebug reads only .npy "
-            "(convert them with CANN's msaccucmp.py first)."
-        )
+    for sentence in bad_bins:
+        # its operator is known by name, its tensors are not: any watched tensor of the
+        # folder may be among them, so a check that misses one says why
+        problems.append(sentence)
+        listing.blockers.append(sentence)
     for name in sorted(garbage)[:MAX_NAMED_PER_FOLDER]:
         problems.append(
             f"{scanner.show(folder / name)} is not a MindSpore tensor file name; it was skipped."
@@ -113,6 +125,12 @@ def list_iteration_folder(folder: Path, scanner: Scanner) -> IterationListing:
             "are not MindSpore tensor file names were skipped."
         )
     return listing
+
+
+def _located(shown: str, name: str, sentence: str) -> str:
+    """A reader's sentence (it names the file by its base name) naming the file as the
+    listing shows it, with its folder: every iteration folder may hold a file of that name."""
+    return shown + sentence[len(name) :] if sentence.startswith(name) else sentence
 
 
 def _tensor_name(name: str, directory: str, mapping: dict[str, str]) -> TensorFile | None:
@@ -144,7 +162,8 @@ def _refused_entry(
         listing.refused.append((_on_disk(parsed, e.name), e.refused))
         return
     kind = classify_file_name(e.name)
-    if kind in (FileKind.UNKNOWN, FileKind.TENSOR) and e.name != MAPPING_CSV:
+    # a refused `.bin` holds tensors whose slots only its header could tell
+    if kind in (FileKind.UNKNOWN, FileKind.TENSOR, FileKind.ASYNC_BIN) and e.name != MAPPING_CSV:
         listing.blockers.append(e.refused)
 
 

@@ -139,9 +139,12 @@ class OfflineSession(DebugSession):
         *,
         workers: int | None = None,
         mem_limit: int | None = None,
+        graph_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__()
         self.dump_dir = os.fspath(dump_dir)
+        # a sync dump whose graphs stand for those of a dump without graph files (--graph)
+        self._graph_dir = graph_dir
         self._wanted_rank = rank
         self._workers = workers
         self._mem_limit = mem_limit
@@ -221,7 +224,9 @@ class OfflineSession(DebugSession):
             self._set(state=SessionState.LOADING, message="")
             self.emit(Progress("Reading the dump folder", 0, 0))
             try:
-                dump = OfflineDump(self.dump_dir, mem_limit=self._mem_limit)
+                dump = OfflineDump(
+                    self.dump_dir, mem_limit=self._mem_limit, graph_dir=self._graph_dir
+                )
             except DumpError as err:
                 message = str(err)
                 self._notice(message, "error")
@@ -579,8 +584,38 @@ class OfflineSession(DebugSession):
                     continue
                 order = base + index.execution_position(node_name)
                 out.append(entry_for(graph, node, slot, order, it, f.dtype))
+            # a statistic-only iteration: its tensors are its statistic.csv rows
+            for node_name, io, slot in index.statistic_rows(it):
+                node = graph.get(node_name)
+                if io != "output" or node is None:
+                    continue
+                order = base + index.execution_position(node_name)
+                out.append(entry_for(graph, node, slot, order, it))
         out.sort(key=lambda e: (e.order, e.slot))
         return out
+
+    def dumped_statistics(self, ref: TensorRef) -> Mapping[str, float] | None:
+        """The tensor's statistic.csv row at `ref.iteration` (the current step's when None)
+        as numbers by `STAT_COLUMNS` key, or None when no statistic.csv names it."""
+        dump = self.dump
+        rank = ref.rank if ref.rank in dump.ranks else self._rank
+        try:
+            graph_name = ref.graph or self._graph_of(ref.node)
+            index = dump.index(rank, graph_name)
+        except (KeyError, SessionError):
+            return None
+        iteration = ref.iteration if ref.iteration is not None else self._metadata.step - 1
+        if iteration < 0:
+            return None
+        row = index.statistic_row(ref.node, ref.slot, iteration, ref.is_output)
+        self._flush_problems()  # reading the CSV may have found problems in it
+        if row is None:
+            return None
+        return {
+            k: float(v)
+            for k, v in row.stats.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
 
     def dumped_iterations(self, graph_name: str, node: str) -> list[int]:
         try:

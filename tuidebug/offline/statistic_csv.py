@@ -33,6 +33,7 @@ STAT_COLUMNS: dict[str, str] = {
     "positive inf count": "pos_inf_count",
     "zero count": "zero_count",
     "l2norm value": "l2norm",
+    "l2 value": "l2norm",  # the fixed 22-column header of some 2.x versions
     "md5": "md5",
 }
 _INT_STATS = frozenset(

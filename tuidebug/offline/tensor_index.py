@@ -43,18 +43,17 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.tensor import UnsupportedDataTypeError, dtype_from_dump_name
+from tuidebug.offline.bin_files import converted_fit
 from tuidebug.offline.dump_names import kernel_dump_names
 from tuidebug.offline.filenames import TensorFile, constant_data_name, encode_dump_name
 from tuidebug.offline.layout import RankLayout
 from tuidebug.offline.statistic_csv import StatisticRow
 from tuidebug.offline.tensor_store import NpyHeader, SpecConflict, peek_header, spec_conflict
-
-if TYPE_CHECKING:
-    import numpy as np
 
 TensorKey = tuple[str, str, int]  # (node name, "input" | "output", slot)
 # Tensors held by several files are named one sentence each up to this many per index, then
@@ -183,6 +182,11 @@ class TensorIndex:
         # (header, declared dtype, declared shape) → the conflict or None
         self._header_fits: dict[tuple[NpyHeader, object, object], SpecConflict | None] = {}
         self._lock = threading.Lock()
+        # statistic-only iterations (a statistic.csv and no tensor file, `saved_data:
+        # "statistic"`): their tensors by the CSV's rows, matched to nodes like file names
+        self._stat_rows: dict[int, dict[TensorKey, StatisticRow]] = {}
+        # other iterations' statistic.csv rows (beside tensor files), read when asked for
+        self._csv_rows: dict[int, dict[TensorKey, StatisticRow]] = {}
         self._build()
 
     def __repr__(self) -> str:
@@ -194,6 +198,7 @@ class TensorIndex:
     # ------------------------------------------------------------------ build
     def _build(self) -> None:
         listed = [(it, self.rank.tensor_files(self.graph_id, it)) for it in self.iterations]
+        csv_rows = self._statistic_only_rows(listed)
         self._matcher.choose_scheme(
             {
                 f.op_name
@@ -201,6 +206,7 @@ class TensorIndex:
                 for f in files
                 if f.dtype is not None and f.op_type != "Parameter"
             }
+            | {r.op_name for rows in csv_rows.values() for r in rows if r.op_type != "Parameter"}
         )
         match = self._matcher.match
         left: dict[tuple[str, str, str], int] = defaultdict(int)
@@ -228,6 +234,8 @@ class TensorIndex:
             elif self._named_dtype_fits(node, f):
                 self._add(self._constants, node.name, f, None)
         self._keep_refused(None, True)
+        for iteration, rows in csv_rows.items():
+            self._index_rows(iteration, rows)
         show = self.rank._show
         graph_folders: dict[tuple[str, str, Path], int] = defaultdict(int)
         for (op_type, op_name, folder), count in left.items():
@@ -240,6 +248,75 @@ class TensorIndex:
             )
         self._report_duplicates()
         self._check_execution_order()
+
+    def _statistic_only_rows(
+        self, listed: list[tuple[int, list[TensorFile]]]
+    ) -> dict[int, list[StatisticRow]]:
+        """The statistic.csv rows of each iteration folder holding no tensor file (the
+        layout of `saved_data: "statistic"`); the CSV of a folder with tensors is read only
+        when asked for (`statistic_row`)."""
+        out: dict[int, list[StatisticRow]] = {}
+        for iteration, files in listed:
+            if files:
+                continue
+            table = self.rank.statistics(self.graph_id, iteration)
+            if table is not None and table.rows:
+                out[iteration] = table.rows
+        return out
+
+    def _match_row(self, row: StatisticRow) -> Node | None:
+        """The node of a statistic.csv row: its `Op Name` is what a file name would hold,
+        in either grammar (the CSV carries no dtype to tell them apart)."""
+        return self._matcher.match(row.op_type, row.op_name, True, False) or self._matcher.match(
+            row.op_type, row.op_name, False, False
+        )
+
+    def _index_rows(self, iteration: int, rows: list[StatisticRow]) -> None:
+        """Index a statistic-only iteration's rows like files: matched to nodes, checked
+        against the declared output type, the last row of a tensor kept."""
+        table = self._stat_rows.setdefault(iteration, {})
+        unmatched = 0
+        for row in rows:
+            node = self._match_row(row)
+            if node is None:
+                unmatched += 1
+                continue
+            if row.io == "output" and not self._row_fits(node, row, iteration):
+                continue
+            key = (node.name, row.io, row.slot)
+            table[self._keys.setdefault(key, key)] = row
+            if row.io == "output":
+                self._node_iterations[node.name].add(iteration)
+        if unmatched:
+            self.problems.append(
+                f"{unmatched} row{'s' if unmatched != 1 else ''} of the statistic.csv of "
+                f"iteration {iteration} (graph folder {self.graph_id} on rank_"
+                f"{self.rank.rank_id}) name{'' if unmatched != 1 else 's'} no node of graph "
+                f"{self.graph.name}, so {'they are' if unmatched != 1 else 'it is'} not shown."
+            )
+
+    def _row_fits(self, node: Node, row: StatisticRow, iteration: int) -> bool:
+        """A row's `Data Type` and `Shape` against the node's declared output (as a file's
+        header is checked); a type name numpy does not know is not checked."""
+        spec = _spec(node, row.slot)
+        if spec is None or row.shape is None or (spec.dtype is None and spec.shape is None):
+            return True
+        try:
+            dtype = np.dtype(row.data_type)
+        except TypeError:
+            return True
+        conflict = spec_conflict(dtype, row.shape, spec, reshaped_ok=True)
+        if conflict is None:
+            return True
+        key = (node.name, row.io, row.slot)
+        if key not in self._conflicts:
+            self._conflicts.add(key)
+            self.problems.append(
+                f"The statistic.csv row {row.key} of iteration {iteration} describes "
+                f"{conflict.actual}, but the graph declares {node.name} output {row.slot} as "
+                f"{conflict.declared}, so the row is not shown under that node."
+            )
+        return False
 
     def _keep_refused(self, iteration: int | None, in_constants: bool) -> None:
         """Tie the files discovery refused in a folder to their tensors (those of no node of
@@ -349,6 +426,13 @@ class TensorIndex:
                         continue
                     spec = _spec(node, f.slot)
                     if spec is None or (spec.dtype is None and spec.shape is None):
+                        continue
+                    fit = converted_fit(f)
+                    if fit is not None:  # a .bin tensor: its header was read when listed
+                        conflict = spec_conflict(*fit, spec, reshaped_ok=True)
+                        if conflict is not None:
+                            del table[key]
+                            self._conflict(node, f, conflict.found, conflict.declared)
                         continue
                     header = peek_header(f.fspath)  # None: reading it will say what is wrong
                     if header is None:
@@ -537,6 +621,33 @@ class TensorIndex:
     def previous_iteration(self, iteration: int) -> int | None:
         return self.rank.previous_iteration(self.graph_id, iteration)
 
+    def statistic_only(self, iteration: int) -> bool:
+        """Whether the iteration's tensors are known by statistic.csv rows alone (the folder
+        holds a statistic.csv and no tensor file: `saved_data: "statistic"`)."""
+        return iteration in self._stat_rows
+
+    def statistic_rows(self, iteration: int) -> Mapping[TensorKey, StatisticRow]:
+        """A statistic-only iteration's rows by (node name, io, slot); empty for any other
+        iteration. Read-only."""
+        return self._stat_rows.get(iteration) or {}
+
+    def statistic_row(
+        self, node_name: str, slot: int, iteration: int, is_output: bool = True
+    ) -> StatisticRow | None:
+        """The statistic.csv row of one tensor at an iteration, in a statistic-only folder
+        or beside the tensor files (`saved_data: "full"`), or None."""
+        node = self._node(node_name)
+        if node is None:
+            return None
+        key = (node.name, "output" if is_output else "input", slot)
+        rows = self._stat_rows.get(iteration)
+        if rows is None:
+            with self._lock:
+                rows = self._csv_rows.get(iteration)
+                if rows is None:
+                    rows = self._csv_rows[iteration] = self.statistics_for(iteration)
+        return rows.get(key)
+
     def statistics_for(self, iteration: int) -> dict[TensorKey, StatisticRow]:
         """The iteration's statistic.csv rows by (node name, io, slot); rows naming no node
         are left out. Empty without a statistic.csv."""
@@ -545,9 +656,7 @@ class TensorIndex:
             return {}
         out: dict[TensorKey, StatisticRow] = {}
         for row in table.rows:
-            node = self._matcher.match(row.op_type, row.op_name, True, False)
-            if node is None:
-                node = self._matcher.match(row.op_type, row.op_name, False, False)
+            node = self._match_row(row)
             if node is not None:
                 out[(node.name, row.io, row.slot)] = row
         return out

@@ -17,8 +17,10 @@ check found so far are listed, and the session's notice is the one toast.
 The app routes; flows with a job of their own live in helper objects it hands over to
 (the app keeps the `@on` handlers and `action_*` methods Textual looks for): the run
 actions' calls, guards and control bar (run_controls.py), the watchpoint dialogs and
-exports (watchpoint_flows.py), the pane keys and Esc (navigation.py) and the NaN/Inf
-trace (origin_tracing.py).
+exports (watchpoint_flows.py), the pane keys and Esc (navigation.py), the NaN/Inf
+trace (origin_tracing.py), back and forward over the visits (visit_navigation.py), the
+downstream, graph and source screens (node_screens.py), the tensor list and the command
+line (kept_views.py), and the tensor view's compare prompts (tensor_compare.py).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from rich.color import ColorSystem
 from textual import events, on, work
@@ -66,6 +68,7 @@ from tuidebug.tui.control_bar import ControlBar
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
 from tuidebug.tui.hit_list import HitList, hits_announcement
+from tuidebug.tui.kept_views import KeptViews
 from tuidebug.tui.keymap import Keymap, active_keys, load_keymap
 from tuidebug.tui.labels import shown_lines
 from tuidebug.tui.messages import (
@@ -88,6 +91,7 @@ from tuidebug.tui.messages import (
 )
 from tuidebug.tui.navigation import PANES, Navigation
 from tuidebug.tui.node_details import NodeDetails
+from tuidebug.tui.node_screens import NodeScreens
 from tuidebug.tui.origin_tracing import OriginTracing
 from tuidebug.tui.run_actions import RUN_ACTIONS, ActionState, GuardContext
 from tuidebug.tui.run_controls import RunControls
@@ -100,14 +104,11 @@ from tuidebug.tui.tensor_reads import read_tensor, summarize
 from tuidebug.tui.tensor_text import hit_context
 from tuidebug.tui.tensor_view import TensorView
 from tuidebug.tui.terminal_caps import TerminalCaps, terminal_caps
-from tuidebug.tui.visit_history import Visit, VisitHistory
+from tuidebug.tui.visit_history import Visit
+from tuidebug.tui.visit_navigation import VisitNavigation
 from tuidebug.tui.watch_export import check_command, copied_note, exported_specs
 from tuidebug.tui.watchpoint_flows import WatchpointFlows
 from tuidebug.tui.watchpoint_list import WatchpointList, watch_badges
-
-if TYPE_CHECKING:
-    from tuidebug.tui.command_line import CommandLine  # loaded with the first `:`
-    from tuidebug.tui.tensor_list import TensorListScreen  # loaded with the first `L`
 
 # A run is under way: the panes wait for its end (the header follows every step).
 RUNNING = frozenset({SessionState.RUNNING, SessionState.SENDING})
@@ -227,10 +228,9 @@ class DebuggerApp(App[int]):
         self.messages: list[Notice] = []  # every Notice of the session, for the dialog
         self._pending_notices: list[Notice] = []
         self._hits_toast: str | None = None  # the hits toast up now (see _show_hits)
-        self._visits = VisitHistory()  # back / forward over the nodes and tensors visited
-        self._replaying_visit = False  # back or forward is going somewhere: not a visit
-        self._tensor_list: TensorListScreen | None = None  # made by the first `L`
-        self._command_line: CommandLine | None = None  # mounted by the first `:`
+        # back / forward over the nodes and tensors visited
+        self._visits = VisitNavigation(self, lambda: self._open_tensor, self._request_tensor)
+        self._kept = KeptViews(self)  # the tensor list and the command line, once made
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -260,6 +260,7 @@ class DebuggerApp(App[int]):
         self._runs = RunControls(
             self, hits=self._hits, controls=self._controls, watchpoint_list=self._watchpoints
         )
+        self._node_screens = NodeScreens(self, self._runs.focused_hit)
         yield self._header
         with Horizontal(id="main"):
             with Vertical(id="left"), self._tabs:
@@ -448,8 +449,7 @@ class DebuggerApp(App[int]):
                 self._show_node(graph, fresh)
         self._graph_switched()
         self._hits.set_context(self.graphs, self._metadata.ranks)
-        if self._tensor_list is not None:
-            self._tensor_list.step_changed()  # new graphs (a rank switch): list them again
+        self._kept.step_changed()  # new graphs (a rank switch): list them again
         self._refresh_badges()
         self.state_changed()
         if first_time and self.graphs and not self._recommendation_offered:
@@ -477,8 +477,7 @@ class DebuggerApp(App[int]):
         if running or not self._step_moved:
             return
         self._step_moved = False
-        if self._tensor_list is not None:
-            self._tensor_list.step_changed()
+        self._kept.step_changed()
         if self.current_node is not None and self.current_graph:
             # Values differ per step: refresh what is on screen.
             self._fetch_summaries(self.current_graph, self.current_node)
@@ -753,7 +752,7 @@ class DebuggerApp(App[int]):
         if node.outputs and slot not in {spec.slot for spec in node.outputs}:
             self.notify(f"{node.short_name} has no output slot {slot}.", severity="warning")
             return
-        self._record_visit(Visit(graph_name, node.name, slot, iteration))
+        self._visits.record(Visit(graph_name, node.name, slot, iteration))
         self._open_tensor = (graph_name, node.name, slot, iteration)
         ref = TensorRef(node.name, slot, iteration, self._metadata.rank, graph_name)
         title = f"{node.short_name}:{slot}  ({node.op_type}, step {self.session.step_of(ref)})"
@@ -813,7 +812,7 @@ class DebuggerApp(App[int]):
         if graph is None or node is None:
             self.notify(f"There is no node {node_name} in the loaded graphs.", severity="warning")
             return False
-        self._record_visit(Visit(graph_name, node.name))
+        self._visits.record(Visit(graph_name, node.name))
         if self._scope.graph is None or self._scope.graph.name != graph_name:
             self.action_show_graph(graph_name)
         self._scope.reveal(node_name)
@@ -831,58 +830,14 @@ class DebuggerApp(App[int]):
     def _source_requested(self, message: StackList.SourceRequested) -> None:
         """A stack line's file, each line with the nodes it created (Enter goes there)."""
         message.stop()
-        from tuidebug.tui.source_view import SourceScreen  # on the first source view only
-
-        def chosen(node: tuple[str, str] | None) -> None:
-            # once the view is gone: focusing the tree while it is still up would leave
-            # the restored focus on a pane the tree's tab now hides
-            if node is not None:
-                self.call_after_refresh(self.go_to_node, *node)
-
-        screen = SourceScreen(list(self.graphs.values()), message.path, message.line_no)
-        self.push_screen(screen, chosen)
+        self._node_screens.source(message.path, message.line_no)
 
     # -------------------------------------------- back and forward over the visits
-    def _here(self) -> Visit | None:
-        """The place shown now: the selected node, with its tensor when that is open."""
-        node, graph = self.current_node, self.current_graph
-        if node is None or graph is None:
-            return None
-        shown = self._open_tensor
-        if shown is not None and shown[0] == graph and shown[1] == node.name:
-            return Visit(graph, node.name, shown[2], shown[3])
-        return Visit(graph, node.name)
-
-    def _record_visit(self, place: Visit) -> None:
-        """A jump to `place` (not one back or forward makes): the place left is kept too
-        when the tree cursor wandered there since the last jump."""
-        if self._replaying_visit:
-            return
-        self._visits.leave(self._here())
-        self._visits.visit(place)
-
-    def _replay_visit(self, place: Visit) -> None:
-        self._replaying_visit = True
-        try:
-            if self.go_to_node(place.graph, place.node, focus_tree=False) and place.is_tensor:
-                assert place.slot is not None
-                self._request_tensor(place.graph, place.node, place.slot, place.iteration)
-        finally:
-            self._replaying_visit = False
-
     def action_visit_back(self) -> None:
-        place = self._visits.back(self._here())
-        if place is None:
-            self.notify("Nothing to go back to: no earlier node or tensor was visited.")
-            return
-        self._replay_visit(place)
+        self._visits.back()
 
     def action_visit_forward(self) -> None:
-        place = self._visits.forward(self._here())
-        if place is None:
-            self.notify("Nothing to go forward to.")
-            return
-        self._replay_visit(place)
+        self._visits.forward()
 
     @on(TensorRequested)
     @_tolerate_teardown
@@ -893,6 +848,10 @@ class DebuggerApp(App[int]):
     @_tolerate_teardown
     def _tensor_compare_requested(self, message: TensorView.CompareRequested) -> None:
         self._compare.request(message.view, message.kind)
+
+    def action_compare_tensor(self, kind: Literal["rank", "tensor"]) -> None:
+        """The palette's R / D: as the keys in the tensor view, from anywhere."""
+        self._tensor.action_compare_with(kind)
 
     @on(HitChosen)
     @_tolerate_teardown
@@ -990,19 +949,7 @@ class DebuggerApp(App[int]):
     async def action_command_line(self) -> None:
         """`:` opens the command line (tfdbg's commands over this session) at the bottom
         of the main screen; it and the command layer load with the first `:`."""
-        main = self.screen_stack[0]
-        if self.screen is not main:
-            return  # a dialog is up: the key is not for the main screen
-        panel = self._command_line
-        if panel is None:
-            from tuidebug.commands import command_registry
-            from tuidebug.tui.command_line import CommandLine
-
-            panel = self._command_line = CommandLine(
-                command_registry(self.session), id="command-line"
-            )
-            await main.mount(panel, before=main.query_one(Footer))
-        panel.open()
+        await self._kept.open_command_line()
 
     async def action_back(self) -> None:  # async as App's: Esc's meaning here is ours
         if self._tracer.running:
@@ -1011,7 +958,7 @@ class DebuggerApp(App[int]):
             self._nav.back()
 
     def action_focus_pane(self, number: int) -> None:
-        if self._tensor_list is not None and self.screen is self._tensor_list:
+        if self._kept.tensor_list_shown:
             # a pane key on the tensor list goes to that pane, once the list is closed
             self.pop_screen()
             self.call_after_refresh(self.action_focus_pane, number)
@@ -1063,85 +1010,29 @@ class DebuggerApp(App[int]):
         guards = self.guard_context()
         return key_rows(self.BINDINGS, self.keymap, lambda action: guards.state(action).reason)
 
-    # ------------------------------------------------------ NaN/Inf origins
+    # ------------------------------ the tensor list, node screens, NaN/Inf origins
     def action_tensor_list(self) -> None:
-        """L: every tensor of the step (one screen, kept: its filters and the health
-        already read survive closing it)."""
-        if not self.guard("tensor_list"):
-            return
-        from tuidebug.tui.tensor_list import TensorListScreen  # on the first L only
-
-        if self._tensor_list is None:
-            self._tensor_list = TensorListScreen(self.session)
-            self.install_screen(self._tensor_list, name="tensor-list")
-        if self.screen is not self._tensor_list:
-            self.push_screen(self._tensor_list)
+        """L: every tensor of the step (kept: its filters survive closing it)."""
+        if self.guard("tensor_list"):
+            self._kept.show_tensor_list()
 
     def action_downstream(self) -> None:
         """O: the nodes downstream of the selected hit's or node's outputs."""
-        if not self.guard("downstream"):
-            return
-        from tuidebug.tui.downstream_screen import DownstreamScreen
-        from tuidebug.tui.origin_trace import trace_target
-
-        md = self._metadata
-        target = trace_target(
-            self._runs.focused_hit(), self.graphs, md.rank, self.current_graph, self.current_node
-        )
-        if target is None:
-            return
-        graph = self.graphs[target.graph]
-
-        def chosen(node: str | None) -> None:
-            if node is not None:
-                self.go_to_node(graph.name, node)
-
-        self.push_screen(
-            DownstreamScreen(graph, target.node, self.session.hits, rank=md.rank), chosen
-        )
+        if self.guard("downstream"):
+            self._node_screens.downstream()
 
     def action_graph_view(self) -> None:
         """G: the selected hit's or node's inputs and consumers, drawn as a small DAG."""
-        if not self.guard("graph_view"):
-            return
-        from tuidebug.tui.graph_view import GraphScreen, hit_counts
-        from tuidebug.tui.origin_trace import trace_target
-
-        md = self._metadata
-        target = trace_target(
-            self._runs.focused_hit(), self.graphs, md.rank, self.current_graph, self.current_node
-        )
-        if target is None:
-            return
-        graph = self.graphs[target.graph]
-
-        def centred(node: str) -> None:  # the tree follows the view's centre, behind it
-            self.go_to_node(graph.name, node, focus_tree=False)
-
-        def chosen(node: str | None) -> None:
-            if node is not None:  # once the view is gone (see _source_requested)
-                self.call_after_refresh(self.go_to_node, graph.name, node)
-
-        screen = GraphScreen(
-            graph,
-            target.node,
-            hit_counts(self.session.hits, graph, md.rank),
-            ascii=self.has_class("-ascii"),  # a terminal without UTF-8 (_draw_for)
-            on_centre=centred,
-        )
-        self.push_screen(screen, chosen)
+        if self.guard("graph_view"):
+            self._node_screens.graph_view()
 
     def action_trace_origin(self) -> None:
         if not self.guard("trace_origin"):
             return
-        from tuidebug.tui.origin_trace import trace_target  # with the trace, not at start
-
-        md = self._metadata
-        target = trace_target(
-            self._runs.focused_hit(), self.graphs, md.rank, self.current_graph, self.current_node
-        )
+        target = self._node_screens.target()
         if target is None:
             return
+        md = self._metadata
         iteration = target.iteration
         step = self.session.step_of(TensorRef(target.node, 0, iteration, md.rank, target.graph))
         self._tracer.start(self.graphs[target.graph], target.node, iteration, md.rank, step)
@@ -1177,6 +1068,9 @@ class DebuggerApp(App[int]):
             messages=len(self.messages),
             maximized=screen.maximized is not None,
             can_maximize=self._pane_of(screen.focused) is not None,
+            can_go_back=self._visits.can_back,
+            can_go_forward=self._visits.can_forward,
+            tensor_shown=self._tensor.state == "tensor",
         )
         return [
             PaletteCommand(

@@ -1,5 +1,5 @@
 """What the App's helper objects (navigation, run controls, watchpoint flows, origin
-tracing) may ask of the App: a Protocol instead of the `DebuggerApp` class, so the helpers
+tracing, visits, node screens, kept views, tensor compare) may ask of the App: a Protocol instead of the `DebuggerApp` class, so the helpers
 do not import the module that builds them (no import circle) and the surface they lean on
 is written down in one place (the tests' fake app implements the same)."""
 
@@ -32,6 +32,9 @@ class AppHost(Protocol):
     @property
     def screen(self) -> Screen[object]: ...
 
+    @property
+    def screen_stack(self) -> list[Screen[Any]]: ...
+
     def notify(
         self,
         message: str,
@@ -43,6 +46,12 @@ class AppHost(Protocol):
     ) -> None: ...
 
     def push_screen(self, screen: Screen[Any], callback: Any = None) -> Any: ...
+
+    def install_screen(self, screen: Screen[Any], name: str) -> None: ...
+
+    def call_after_refresh(self, callback: Callable[..., Any], *args: Any) -> bool: ...
+
+    def has_class(self, *class_names: str) -> bool: ...
 
     def run_worker(
         self,

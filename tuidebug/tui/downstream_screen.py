@@ -44,6 +44,15 @@ def downstream_summary(found: Downstream) -> str:
 class DownstreamScreen(ModalScreen[str | None]):
     """The downstream nodes of one node; answers the node chosen, or None."""
 
+    # The help screen (help_screen.context_help) reads it from the focused table's screen.
+    CONTEXT_TITLE = "Downstream"
+    CONTEXT_HELP = """Every node the outputs of the selected hit's (or node's) node reach, nearest
+first: depth 1 reads its outputs, depth 2 their outputs…; hits counts each node's
+watchpoint hits at this step (o traces a NaN/Inf upstream instead).
+  ↑ ↓  move (PageUp / PageDown, Home / End)
+  Enter  close and go to the node in the tree
+  {downstream.close}  close"""
+
     DEFAULT_CSS = """
     DownstreamScreen { align: center middle; }
     DownstreamScreen > Vertical {
@@ -59,6 +68,8 @@ class DownstreamScreen(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="downstream.close"),
         Binding("q", "close", "Close", show=False),
+        # a modal screen hides the app's keys: its help key is its own (CONTEXT_HELP)
+        Binding("question_mark,f1", "app.help", "Help", show=False, id="downstream.help"),
     ]
 
     def __init__(

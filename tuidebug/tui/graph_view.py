@@ -285,6 +285,17 @@ class GraphCanvas(ScrollView, can_focus=True):
 class GraphScreen(ModalScreen[str | None]):
     """The neighbourhood view; answers the node to show in the tree, or None (Esc)."""
 
+    # The help screen (help_screen.context_help) reads it from the focused canvas's screen.
+    CONTEXT_TITLE = "Graph view"
+    CONTEXT_HELP = """The selected node (centre) with its inputs above and its consumers below;
+nodes with watchpoint hits are marked !.
+  {graph.up} / {graph.down}  select an input / a consumer of the selected box
+  {graph.left} / {graph.right}  select the box beside it
+  {graph.choose}  centre on the selected box (the tree follows); on the centre: go there
+  click  select a box (a click on the selected box centres it)
+  {graph.deeper} / {graph.shallower}  draw one level more / fewer around the centre
+  {graph.close}  close"""
+
     DEFAULT_CSS = """
     GraphScreen { align: center middle; }
     GraphScreen > Vertical {
@@ -299,6 +310,8 @@ class GraphScreen(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="graph.close"),
         Binding("q", "close", "Close", show=False),
+        # a modal screen hides the app's keys: its help key is its own (CONTEXT_HELP)
+        Binding("question_mark,f1", "app.help", "Help", show=False, id="graph.help"),
     ]
 
     def __init__(

@@ -31,7 +31,7 @@ def _fail(command: str, sentence: str) -> int:
     return EXIT_USAGE
 
 
-def check_dump_dir(path: str) -> str | None:
+def check_dump_dir(path: str, graph_dir: str | None = None) -> str | None:
     """One sentence if `path` cannot be a dump root, else None: missing, not a folder, not
     a MindSpore dump (no `rank_N/`; a `rank_N` folder itself: open its parent), or no rank
     with a graph file. The same discovery and sentences as `tuidebug check`, so a folder
@@ -42,7 +42,8 @@ def check_dump_dir(path: str) -> str | None:
     if not target.is_dir():
         return f"{path} is not a directory; give the dump root (the folder holding rank_N/)."
     from tuidebug.offline.dump_error import DumpError
-    from tuidebug.offline.layout import DumpLayout
+    from tuidebug.offline.dump_layout import DumpLayout
+    from tuidebug.offline.layout import RankLayout
 
     try:
         # lists the root, the rank folders and their graphs/; iteration folders are
@@ -50,7 +51,15 @@ def check_dump_dir(path: str) -> str | None:
         layout = DumpLayout.open(target)
     except DumpError as err:
         return str(err)
-    if not any(rank.graph_files for rank in layout.ranks.values()):
+    from tuidebug.offline.async_layout import AsyncRankLayout
+
+    def showable(rank: RankLayout) -> bool:
+        # an Ascend asynchronous rank has no graph file by nature: its graph is built from
+        # the file names, or taken from --graph DIR (which also stands in for a lost one)
+        substitute = graph_dir is not None or isinstance(rank, AsyncRankLayout)
+        return bool(rank.graph_files or (substitute and rank.dumped_iterations))
+
+    if not any(showable(rank) for rank in layout.ranks.values()):
         which = ", ".join(f"rank_{r}" for r in sorted(layout.ranks))
         plural = len(layout.ranks) != 1
         return (
@@ -88,18 +97,19 @@ def open_offline(
     command: str = "offline",
     watch_specs: Sequence[str] = (),
     recommended: bool = False,
+    graph_dir: str | None = None,
 ) -> int:
     """Open a dump directory in the TUI; loading runs in the app's worker with progress."""
     if rank is not None and rank < 0:
         return _fail(command, f"--rank must be 0 or more, not {rank}.")
-    problem = check_dump_dir(str(dump)) or terminal_problem()
+    problem = check_dump_dir(str(dump), graph_dir) or terminal_problem()
     if problem:
         return _fail(command, problem)
     from tuidebug.core.session import SessionError
     from tuidebug.offline.session import OfflineSession
 
     try:
-        session = OfflineSession(Path(dump).expanduser(), rank=rank)
+        session = OfflineSession(Path(dump).expanduser(), rank=rank, graph_dir=graph_dir)
     except (SessionError, OSError, ValueError) as exc:
         return _fail(command, str(exc))
     from tuidebug.tui.app import run_app
@@ -120,6 +130,7 @@ def run_offline(
         getattr(args, "rank", None),
         watch_specs=watch_specs,
         recommended=recommended,
+        graph_dir=getattr(args, "graph", None),
     )
 
 

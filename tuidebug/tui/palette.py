@@ -38,6 +38,9 @@ class PaletteState:
     messages: int = 0  # notices the session sent
     maximized: bool = False  # a pane is maximized (the palette offers to restore it)
     can_maximize: bool = False  # the focused widget can be maximized
+    can_go_back: bool = False  # back (over the nodes and tensors visited) goes somewhere
+    can_go_forward: bool = False
+    tensor_shown: bool = False  # the tensor view shows a tensor (it can be compared)
 
 
 def _call(name: str, *args: object) -> str:
@@ -88,6 +91,40 @@ def palette_entries(state: PaletteState, key_for: Callable[[str], str]) -> list[
             )
         )
     md = state.metadata
+    if state.tensor_shown:
+        if len(md.ranks) > 1:
+            add(
+                PaletteEntry(
+                    "Compare the tensor with another rank",
+                    "The same tensor on another rank: its difference, then its value  "
+                    f"({key_for('tensor.compare_rank')} in the tensor view)",
+                    _call("compare_tensor", "rank"),
+                )
+            )
+        add(
+            PaletteEntry(
+                "Compare the tensor with another tensor…",
+                "Any tensor of the same shape, NODE:SLOT@ITERATION  "
+                f"({key_for('tensor.compare_tensor')} in the tensor view)",
+                _call("compare_tensor", "tensor"),
+            )
+        )
+    if state.can_go_back:
+        add(
+            PaletteEntry(
+                "Back",
+                f"To the node or tensor visited before  ({key_for('tuidebug.visit_back')})",
+                "visit_back",
+            )
+        )
+    if state.can_go_forward:
+        add(
+            PaletteEntry(
+                "Forward",
+                f"Again to where back came from  ({key_for('tuidebug.visit_forward')})",
+                "visit_forward",
+            )
+        )
     if md.cur_node:
         where = next((g for g in state.graphs.values() if g.get(md.cur_node)), None)
         if where is not None:

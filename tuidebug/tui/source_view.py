@@ -275,6 +275,16 @@ class SourceCode(ScrollView, can_focus=True):
 class SourceScreen(ModalScreen[NodeRef | None]):
     """A source file around a stack line; answers the (graph, node) chosen, or None."""
 
+    # The help screen (help_screen.context_help) reads it from the focused widget's screen.
+    CONTEXT_TITLE = "Source view"
+    CONTEXT_HELP = """A file of the stacks, opened on the stack line; ◂ notes the nodes a line created.
+  {source.up} {source.down} {source.page_up} {source.page_down}  move the cursor
+  {source.first} / {source.last}  first / last line
+  {source.next} / {source.previous}  next / previous line that created nodes
+  {source.choose}  go to the line's node (several: to the list under the code, Enter there)
+  click  a line's note: the same as Enter
+  {source.close}  close"""
+
     DEFAULT_CSS = """
     SourceScreen { align: center middle; }
     SourceScreen > Vertical {
@@ -290,6 +300,8 @@ class SourceScreen(ModalScreen[NodeRef | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="source.close"),
         Binding("q", "close", "Close", show=False),
+        # a modal screen hides the app's keys: its help key is its own (CONTEXT_HELP)
+        Binding("question_mark,f1", "app.help", "Help", show=False, id="source.help"),
     ]
 
     def __init__(self, graphs: Sequence[Graph], path: str, line_no: int | None) -> None:

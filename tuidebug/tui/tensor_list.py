@@ -72,18 +72,6 @@ BIG_LIST = 20_000  # entries from which filtering waits for a pause in the typin
 class TensorRows(ScrollView, can_focus=True):
     """The rows: a sticky column header on line 0, one entry per line below it."""
 
-    CONTEXT_TITLE = "Tensor list"
-    CONTEXT_HELP = """Every output tensor of the step, in execution order.
-  Enter           open the tensor (the tree goes to its node)
-  {tensors.filter}               filter by name (a regex; Enter or Esc returns here)
-  {tensors.category}               category: all, weights, gradients, activations, parameters
-  {tensors.op_type}               only the op type of this row (again: every op type)
-  {tensors.problems}               only NaN / Inf / all-zero tensors
-  {tensors.sort}               sort: execution order, size (largest first), op type
-  {tensors.close}             close (1–6 close it and go to that pane)
-The app's run keys work here (n steps): the list follows the step.
-Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not read yet"""
-
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "tensor-rows--header",
         "tensor-rows--cursor",
@@ -294,6 +282,20 @@ class EntriesLoaded(Message):
 
 class TensorListScreen(Screen[None]):
     """The list of the step's tensors (see the module docstring)."""
+
+    # The help screen (help_screen.context_help) reads it wherever the focus is in here
+    # (the rows or the filter).
+    CONTEXT_TITLE = "Tensor list"
+    CONTEXT_HELP = """Every output tensor of the step, in execution order.
+  Enter           open the tensor (the tree goes to its node)
+  {tensors.filter}               filter by name (a regex; Enter or Esc returns here)
+  {tensors.category}               category: all, weights, gradients, activations, parameters
+  {tensors.op_type}               only the op type of this row (again: every op type)
+  {tensors.problems}               only NaN / Inf / all-zero tensors
+  {tensors.sort}               sort: execution order, size (largest first), op type
+  {tensors.close}             close (1–6 close it and go to that pane)
+The app's run keys work here (n steps): the list follows the step.
+Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not read yet"""
 
     DEFAULT_CSS = """
     TensorListScreen { layout: vertical; }

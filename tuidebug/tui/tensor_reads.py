@@ -4,7 +4,7 @@ told in each case (no value, step 0, an unreadable file) is tested without Pilot
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +25,45 @@ class TensorAnswer:
     previous: np.ndarray | None = None
     note: str = ""
     error: str = ""
+
+
+NOT_DUMPED = "values were not dumped (statistic-only dump)"
+# statistic.csv keys (offline.statistic_csv.STAT_COLUMNS) in the order they are shown, and
+# their labels; MindSpore's "Negative/Positive Zero Count" count values < 0 and > 0
+_SHOWN = (
+    ("max", "max"),
+    ("min", "min"),
+    ("avg", "avg"),
+    ("count", "count"),
+    ("nan_count", "NaN"),
+    ("neg_inf_count", "-Inf"),
+    ("pos_inf_count", "+Inf"),
+    ("zero_count", "zeros"),
+    ("neg_zero_count", "<0"),
+    ("pos_zero_count", ">0"),
+    ("l2norm", "L2 norm"),
+)
+
+
+def statistics_text(stats: Mapping[str, float]) -> str:
+    """The statistics a dump wrote for a tensor, on one line (only those it has)."""
+    parts = []
+    for key, label in _SHOWN:
+        value = stats.get(key)
+        if value is None:
+            continue
+        shown = (
+            str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:.6g}"
+        )
+        parts.append(f"{label} {shown}")
+    return "  ".join(parts) if parts else "no statistic it can show"
+
+
+def _dumped_statistics(session: DebugSession, ref: TensorRef) -> Mapping[str, float] | None:
+    try:
+        return session.dumped_statistics(ref)
+    except Exception:  # the statistics are a fallback: "no value" still says enough
+        return None
 
 
 def read_tensor(
@@ -49,6 +88,12 @@ def read_tensor(
     if cancelled():
         return None
     if array is None:
+        stats = _dumped_statistics(session, ref)
+        if stats is not None:
+            return TensorAnswer(
+                error=f"{node.short_name}:{ref.slot} at step {session.step_of(ref)}: "
+                f"{NOT_DUMPED}. statistic.csv: {statistics_text(stats)}"
+            )
         message = f"{node.short_name}:{ref.slot} has no value at step {session.step_of(ref)}."
         if (
             not session.capabilities.step_zero_has_values
@@ -79,6 +124,13 @@ def summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
         message = str(exc) if is_user_error(exc) else f"unreadable: {exc}"
         return OutputSummary(message, missing=True)
     if array is None:
+        dumped = _dumped_statistics(session, ref)
+        if dumped is not None:
+            return OutputSummary(
+                f"statistics only: {statistics_text(dumped)}",
+                nan_count=int(dumped.get("nan_count", 0)),
+                inf_count=int(dumped.get("pos_inf_count", 0) + dumped.get("neg_inf_count", 0)),
+            )
         md = session.metadata
         if not session.capabilities.step_zero_has_values and md.step == 0:
             # step 0 = nothing loaded yet (MindInsight's offline steps start at 1)

@@ -8,15 +8,20 @@ Tensors may be read-only memory maps of 10⁸+ elements. Nothing on the UI threa
 more than a bounded sample plus the cells on screen; whole-tensor passes (statistics,
 histogram, compare, block-extreme heatmap, find, saving) run in thread workers
 (`tensor_jobs`, `tensor_find.scan`) that answer with messages, dropped if the user has
-moved on to another tensor meanwhile. The find feature's state and wording live in
-`tensor_find`, its box, highlight and worker in `tensor_finder`, the go-to and find
-boxes in `tensor_inputs`, the view's lines of text in `tensor_text`.
+moved on to another tensor meanwhile.
+
+The view composes, routes keys and messages, and draws; what it holds lives beside it:
+what it compares with and which mode it shows in `tensor_modes` (the prompts for another
+rank or tensor are the app's, `tensor_compare`), the grid made of a slice in
+`tensor_grid`, the hit above the tensor in `tensor_hit_note`, the statistics under it in
+`tensor_statistics_panel`, find's state and wording in `tensor_find` and its box,
+highlight and worker in `tensor_finder`, the input boxes in `tensor_inputs`, the lines of
+text in `tensor_text`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -34,42 +39,25 @@ from textual.widgets import Input, Label, Static
 from typing_extensions import Self
 
 from tuidebug.core.tensor import (
-    BFLOAT16,
     Comparison,
-    Histogram,
     Index,
     SliceError,
-    TensorStatistics,
     default_slice,
     dtype_label,
     format_slice,
     parse_slice,
 )
 from tuidebug.core.tensor_search import SearchSpec
-from tuidebug.tui.colormap import (
-    DEFAULT_SPECIAL_ORDER,
-    SpecialOrder,
-    rarest_first,
-    scale_for,
-    special_counts,
-)
 from tuidebug.tui.labels import shown, shown_lines
 from tuidebug.tui.prompts import save_tensor_prompt
-from tuidebug.tui.tensor_canvas import GridData, TensorCanvas, TensorHeatmap, TensorTable
+from tuidebug.tui.tensor_canvas import TensorCanvas, TensorHeatmap, TensorTable
 from tuidebug.tui.tensor_files import file_stem as make_file_stem
 from tuidebug.tui.tensor_files import save_file_name, short_name_of
-from tuidebug.tui.tensor_find import (
-    SearchKey,
-)
+from tuidebug.tui.tensor_find import SearchKey
 from tuidebug.tui.tensor_finder import FindHooks, TensorFinder
-from tuidebug.tui.tensor_format import (
-    SliceGeometry,
-    choose_format,
-    finite_range,
-    full_value,
-    is_exact,
-    sample,
-)
+from tuidebug.tui.tensor_format import SliceGeometry, full_value, is_exact
+from tuidebug.tui.tensor_grid import grid_data, viewable
+from tuidebug.tui.tensor_hit_note import HitNote
 from tuidebug.tui.tensor_inputs import FindInput, GotoInput, SliceInput, ToleranceInput
 from tuidebug.tui.tensor_jobs import (
     CompareDone,
@@ -85,21 +73,17 @@ from tuidebug.tui.tensor_jobs import (
     statistics_job,
     worker_cancelled,
 )
+from tuidebug.tui.tensor_modes import CompareState, Mode, parse_tolerance
+from tuidebug.tui.tensor_statistics_panel import StatisticsPanel
 from tuidebug.tui.tensor_text import (
-    PREVIOUS_STEP,
     GotoError,
     compare_problem,
     goto_cell,
     legend,
-    mode_label,
-    reference_name,
-    statistics_lines,
     status_line,
     title_line,
 )
 
-Mode = Literal["current", "previous", "diff"]
-MODES: tuple[Mode, ...] = ("current", "diff", "previous")
 # Block-extreme heatmaps read the whole slice; above this the heatmap stays strided
 # (the legend says so) rather than streaming hundreds of MB for one picture.
 REFINE_LIMIT = 32 << 20
@@ -112,22 +96,6 @@ NARROW_WIDTH = 64  # below this many columns the bar's labels shorten
 EMPTY_MESSAGE = (
     "No tensor selected.\nEnter on a node output (4) or on a hit (2) opens its tensor here."
 )
-
-
-def _viewable(dtype: np.dtype) -> bool:
-    return dtype.kind in "biuf" or dtype == BFLOAT16
-
-
-def _special_order(
-    view: np.ndarray, values: np.ndarray, stats: TensorStatistics | None
-) -> SpecialOrder:
-    """Rarest non-finite kind first (the heatmap draws it where kinds share a cell): counted
-    in the slice when it is read whole, else in the whole tensor once its statistics are in."""
-    if is_exact(view):
-        return rarest_first(*special_counts(values))
-    if stats is not None:
-        return rarest_first(stats.nan_count, stats.pos_inf_count, stats.neg_inf_count)
-    return DEFAULT_SPECIAL_ORDER
 
 
 class TensorView(Vertical):
@@ -167,11 +135,6 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     TensorView > #tv-table, TensorView > #tv-heatmap, TensorView > #tv-legend,
     TensorView > #tv-status, TensorView > #tv-stats { display: none; }
     TensorView #tv-title { height: 1; text-style: bold; }
-    /* a hit's measured value on one line (a narrow pane shows its start), then what to try */
-    TensorView #tv-context {
-        height: 1; color: $warning; display: none; text-wrap: nowrap; text-overflow: ellipsis;
-    }
-    TensorView #tv-advice { height: auto; max-height: 2; color: $text-muted; display: none; }
     TensorView #tv-bar { height: 1; }
     TensorView #tv-bar Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
     TensorView #tv-slice { width: 1fr; min-width: 10; }
@@ -221,22 +184,15 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._title = ""
         self._message = EMPTY_MESSAGE
         self._array: np.ndarray | None = None
-        self._previous: np.ndarray | None = None
         self._file_stem = ""  # the saved files' default name starts with it
-        self._hit_note = ""  # the hit the tensor was opened from (condition, value, advice)
         self._index: Index = ()
         self._geometry: SliceGeometry | None = None
-        self._mode: Mode = "current"
         self._heatmap = False
-        self._tolerance = 0.0
-        self._comparison: Comparison | None = None
-        self._compare_problem = ""  # why compare is unavailable ("" = available)
-        # what `_previous` is: the previous step, or what `compare_with` read (rank 1, a
-        # tensor named by the user)
-        self._reference = PREVIOUS_STEP
-        self._stats: TensorStatistics | None = None
-        self._histogram: Histogram | None = None
-        self._stats_problem = ""
+        # the reference (previous step, another rank or tensor), the mode, the tolerance
+        self._compare = CompareState()
+        # made here, not in compose: show() may come before the children are mounted
+        self._hit_note = HitNote(id="tv-hit")  # the hit the tensor was opened from
+        self._statistics = StatisticsPanel(id="tv-stats")  # the whole tensor's
         self._cursor = (0, 0)  # slice coordinates; survives the diff being recomputed
         self._generation = 0  # bumps on every show(); stale worker results are dropped
         self._token = 0  # bumps on every new GridData
@@ -259,8 +215,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
 
     # ----------------------------------------------------------------- composition
     def compose(self) -> ComposeResult:
-        yield Static("", id="tv-context", markup=False)
-        yield Static("", id="tv-advice", markup=False)
+        yield self._hit_note
         yield Static("", id="tv-title", markup=False)
         with Horizontal(id="tv-bar"):
             yield Label("slice", id="tv-slice-label")
@@ -286,7 +241,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         yield TensorHeatmap(id="tv-heatmap")
         yield Static("", id="tv-legend")
         yield Static("", id="tv-status", markup=False)
-        yield Static("", id="tv-stats", markup=False)
+        yield self._statistics
 
     def on_mount(self) -> None:
         # `is_mounted` only turns true after this handler. The CSS already draws the empty
@@ -390,14 +345,10 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._generation += 1
         self._title = title
         self._file_stem = file_stem or make_file_stem(short_name or short_name_of(title), slot)
-        self._hit_note = context
+        self._hit_note.note = context
         self._array = None
-        self._previous = None
-        self._comparison = None
-        self._stats = None
-        self._histogram = None
-        self._stats_problem = ""
-        self._mode = "current"
+        self._compare.clear()
+        self._statistics.reset()
         self._geometry = None
         self._finder.end()
         if array is None:
@@ -405,15 +356,13 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             self._message = note or "No value to show."
             self._refresh_all()
             return
-        if not _viewable(array.dtype):
+        if not viewable(array.dtype):
             self.show_error(f"Tensors of type {dtype_label(array.dtype)} cannot be shown.")
             return
         self._state = "tensor"
         self._message = note
         self._array = array
-        self._previous = previous
-        self._reference = PREVIOUS_STEP
-        self._compare_problem = compare_problem(array, previous)
+        self._compare.open(array, previous)
         self._index = default_slice(tuple(array.shape))
         self._set_error("")
         if self._ready:
@@ -428,9 +377,9 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._generation += 1
         self._finder.end()
         self._title = title
-        self._array = self._previous = None
-        self._comparison = None
-        self._hit_note = ""
+        self._array = None
+        self._compare.release()
+        self._hit_note.note = ""
         self._state = "loading"
         self._message = f"Loading {title}…" if title else "Loading…"
         self._refresh_all()
@@ -439,9 +388,9 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         """Replace the tensor by one error sentence (e.g. the tensor could not be read)."""
         self._generation += 1
         self._finder.end()
-        self._array = self._previous = None
-        self._comparison = None
-        self._hit_note = ""
+        self._array = None
+        self._compare.release()
+        self._hit_note.note = ""
         self._state = "error"
         self._message = sentence
         self._refresh_all()
@@ -449,20 +398,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     # ---------------------------------------------------------------- data → grid
     def _displayed(self) -> np.ndarray | None:
         """The tensor the current mode shows (None while the diff is being computed)."""
-        if self._mode == "previous":
-            return self._previous
-        if self._mode == "diff":
-            return self._comparison.diff if self._comparison is not None else None
-        return self._array
-
-    def _displayed_stats(self) -> TensorStatistics | None:
-        if self._comparison is not None:
-            return {
-                "current": self._comparison.current_stats,
-                "previous": self._comparison.previous_stats,
-                "diff": self._comparison.diff_stats,
-            }[self._mode]
-        return self._stats if self._mode == "current" else None
+        return self._compare.displayed(self._array)
 
     def _apply(self, cursor: tuple[int, int] | None = None) -> None:
         """Rebuild the grid data for the current tensor, slice and mode."""
@@ -474,30 +410,15 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
                 self.heatmap.set_data(None)
             self._refresh_all()
             return
-        geometry = SliceGeometry.of(tuple(array.shape), self._index)
-        view = geometry.view(array)
-        values = sample(view)
-        low, high = finite_range(values)
-        format_low, format_high = low, high
-        stats = self._displayed_stats()
-        if not is_exact(view) and stats is not None and stats.min is not None:
-            # A sample can miss the extremes; the whole tensor's range bounds the slice's.
-            format_low = min(stats.min, low) if low is not None else stats.min
-            format_high = max(stats.max, high) if high is not None else stats.max  # type: ignore[type-var]
         self._token += 1
         if self._finder.state.running != self._search_key():
             self._finder.cancel()  # it reads what is no longer shown
-        data = GridData(
-            view=view,
-            geometry=geometry,
-            fmt=choose_format(view.dtype, format_low, format_high),
-            scale=scale_for(low, high, _special_order(view, values, stats)),
-            token=self._token,
-        )
+        stats = self._compare.displayed_stats(self._statistics.stats)
+        data = grid_data(array, self._index, stats, self._token)
         if cursor is None:
             cursor = self._cursor
         self._cursor = cursor
-        self._geometry = geometry
+        self._geometry = data.geometry
         if self._ready:
             self.table.set_data(data, cursor)
             self.heatmap.set_data(data, cursor)
@@ -516,20 +437,14 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def _refresh_widgets(self) -> None:
         has_tensor = self._state == "tensor"
         self.query_one("#tv-title").display = self._state != "empty"
-        hit_line, _, advice = self._hit_note.partition("\n")
-        for selector, text in (("#tv-context", hit_line), ("#tv-advice", advice.strip())):
-            shown_text = self.query_one(selector, Static)
-            shown_text.update(shown(text))
-            shown_text.display = (
-                has_tensor and bool(text) and not (selector == "#tv-advice" and self._short)
-            )
+        self._hit_note.show_note(visible=has_tensor, short=self._short)
         message = self.query_one("#tv-message", Static)
         message.display = not has_tensor
         message.set_class(self._state == "error", "-error")
         # the title names a node of the graph, the message may quote a file or an error
         message.update(shown_lines(self._message))
         self.query_one("#tv-bar").display = has_tensor and (not self._short or self._bar_editing())
-        compare_ok = has_tensor and not self._compare_problem
+        compare_ok = has_tensor and not self._compare.problem
         self.query_one("#tv-tolerance-label").display = compare_ok
         self.query_one("#tv-tolerance").display = compare_ok
         # While the diff is computed the surfaces stay mounted (blank) so they keep focus.
@@ -552,7 +467,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         if self._array is None:
             title.update(shown(self._title))
             return
-        mode_text = "" if self._compare_problem else f"[{mode_label(self._mode, self._reference)}]"
+        mode_text = self._compare.bracketed
         # a short pane hides the bar: its mode goes into the title
         title.update(
             title_line(
@@ -577,8 +492,9 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def _update_status(self) -> None:
         status = self.query_one("#tv-status", Static)
         geometry = self._geometry
-        if self._array is not None and self._mode == "diff" and self._comparison is None:
-            status.update(f"Computing the difference with {self._reference}…")
+        compare = self._compare
+        if self._array is not None and compare.mode == "diff" and compare.comparison is None:
+            status.update(f"Computing the difference with {compare.reference}…")
         elif geometry is None or self._array is None:
             status.update("")
         else:
@@ -587,8 +503,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
                 status_line(
                     geometry,
                     (canvas.cursor_row, canvas.cursor_col),
-                    comparison=self._comparison,
-                    reference=reference_name(self._reference),
+                    comparison=compare.comparison,
+                    reference=compare.reference_name,
                     displayed=self._displayed(),
                     find=self._finder.state,
                     key=self._search_key(),
@@ -596,19 +512,9 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             )
 
     def _update_stats(self) -> None:
-        panel = self.query_one("#tv-stats", Static)
-        stats = self._displayed_stats()
-        if self._array is None:
-            panel.update("")
-        elif self._stats_problem:
-            panel.update(f"statistics  {shown(self._stats_problem)}")
-        elif stats is None:
-            busy = self._mode != "current" and self._comparison is None
-            panel.update("statistics  computing…" if not busy else "statistics  (after compare)")
-        else:
-            hist = self._histogram if self._mode == "current" else None
-            name = reference_name(self._reference) if self._mode == "previous" else self._mode
-            panel.update(statistics_lines(name, stats, hist, compact=self._compact))
+        self._statistics.show_for(
+            self._compare, has_array=self._array is not None, compact=self._compact
+        )
 
     def _set_error(self, sentence: str) -> None:
         if not self._ready:
@@ -634,7 +540,22 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
 
     @property
     def mode(self) -> Mode:
-        return self._mode
+        return self._compare.mode
+
+    @property
+    def tolerance(self) -> float:
+        """The compare tolerance t ∈ [0, 1] (`t` edits it)."""
+        return self._compare.tolerance
+
+    @property
+    def comparison(self) -> Comparison | None:
+        """The comparison with the reference, once computed (None before, or without one)."""
+        return self._compare.comparison
+
+    @property
+    def statistics_settled(self) -> bool:
+        """The whole tensor's statistics are in, or the panel says why they are not."""
+        return self._statistics.settled
 
     # ------------------------------------------------------------------- workers
     def _run_job(
@@ -667,13 +588,10 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def _statistics_done(self, message: StatisticsDone) -> None:
         if message.generation != self._generation:
             return
-        if message.stats is None or message.hist is None:
-            self._stats_problem = message.problem
+        if not self._statistics.take(message):
             self._update_stats()
             return
-        self._stats = message.stats
-        self._histogram = message.hist
-        if self._mode == "current" and self._geometry is not None:
+        if self._compare.mode == "current" and self._geometry is not None:
             view = self._geometry.view(self._array) if self._array is not None else None
             if view is not None and not is_exact(view):
                 # widen the column format to the exact whole-tensor range, and let the
@@ -683,10 +601,13 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._update_stats()
 
     def _start_compare(self) -> None:
-        if self._array is None or self._previous is None or self._compare_problem:
+        compare = self._compare
+        if self._array is None or compare.previous is None or compare.problem:
             return
-        self._comparison = None
-        job = partial(compare_job, self._generation, self._array, self._previous, self._tolerance)
+        compare.comparison = None
+        job = partial(
+            compare_job, self._generation, self._array, compare.previous, compare.tolerance
+        )
         self._run_job(job, "tensor-compare")
 
     @on(CompareDone)
@@ -694,12 +615,11 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         if message.generation != self._generation:
             return
         if message.result is None:
-            self._compare_problem = message.problem
-            self._mode = "current"
+            self._compare.failed(message.problem)
             self._set_error(message.problem)
             self._apply()
-        elif message.tolerance == self._tolerance:  # else a newer tolerance is computed
-            self._comparison = message.result
+        elif message.tolerance == self._compare.tolerance:  # else a newer one is computed
+            self._compare.comparison = message.result
             self._apply()
 
     def _start_refine(self) -> None:
@@ -766,19 +686,16 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     def apply_tolerance(self, text: str) -> bool:
         """Set the compare tolerance t ∈ [0, 1] (spec §6.5) and recompute the diff."""
         try:
-            value = float(text.strip() or "0")
-        except ValueError:
-            value = math.nan
-        if not 0.0 <= value <= 1.0:
-            self._set_error(
-                f"The tolerance must be a number between 0 and 1, not {text.strip()!r}."
-            )
+            value = parse_tolerance(text)
+        except ValueError as exc:
+            self._set_error(str(exc))
             return False
         self._set_error("")
-        self._tolerance = value
-        if self._mode == "diff" or self._comparison is not None:
+        compare = self._compare
+        compare.tolerance = value
+        if compare.mode == "diff" or compare.comparison is not None:
             self._start_compare()
-            if self._mode == "diff":
+            if compare.mode == "diff":
                 self._apply()
         self.canvas.focus()  # the keys (d, j, q…) are the grid's again
         return True
@@ -790,7 +707,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self.canvas.focus()
 
     def _close_tolerance(self) -> None:
-        self.query_one("#tv-tolerance", Input).value = f"{self._tolerance:g}"
+        self.query_one("#tv-tolerance", Input).value = f"{self._compare.tolerance:g}"
         self._set_error("")
         self.canvas.focus()
 
@@ -829,7 +746,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         """What search results are about: the spec and the tensor, slice and mode shown.
         A statistics refresh rebuilds the grid with the same values: results survive it."""
         spec = self._finder.state.spec
-        return (spec, self._generation, self._index, self._mode, id(self._displayed()))
+        mode = self._compare.mode
+        return (spec, self._generation, self._index, mode, id(self._displayed()))
 
     def _find_start(self) -> int | None:
         """The cursor as a flat C-order index of the slice (None: no tensor to search)."""
@@ -910,23 +828,17 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
 
     def action_cycle_mode(self) -> None:
         """current → diff → previous → current (only with a comparable previous step)."""
-        if not self._require_tensor():
-            return
-        if self._compare_problem:
-            self._set_error(self._compare_problem)
-            return
-        self._mode = MODES[(MODES.index(self._mode) + 1) % len(MODES)]
-        if self._mode != "current" and self._comparison is None:
-            self._start_compare()
-        self._apply()
+        if self._require_tensor():
+            self.set_mode(self._compare.next_mode())
 
     def set_mode(self, mode: Mode) -> None:
         """Show the current tensor, the previous step's or their difference."""
-        if mode != "current" and self._compare_problem:
-            self._set_error(self._compare_problem)
+        compare = self._compare
+        if mode != "current" and compare.problem:
+            self._set_error(compare.problem)
             return
-        self._mode = mode
-        if mode != "current" and self._comparison is None:
+        compare.mode = mode
+        if compare.needs_comparison:
             self._start_compare()
         self._apply()
 
@@ -962,10 +874,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             self._set_error(problem)
             self.notify(problem, severity="warning", timeout=6)
             return
-        self._previous = message.array
-        self._reference = message.label
-        self._comparison = None
-        self._compare_problem = ""
+        self._compare.adopt(message.label, message.array)
         self.set_mode("diff")
         self.notify(f"Comparing with {message.label}: d cycles diff → it → current.", timeout=4)
 
@@ -982,7 +891,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             self.query_one("#tv-slice", Input).focus()
 
     def action_edit_tolerance(self) -> None:
-        if self._require_tensor() and not self._compare_problem:
+        if self._require_tensor() and not self._compare.problem:
             self.query_one("#tv-tolerance", Input).focus()
 
     def action_zoom(self, direction: int) -> None:
@@ -1013,7 +922,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             return
         target = displayed if whole else geometry.view(displayed)
         what = "the whole tensor" if whole else f"the slice {geometry.text}"
-        shown_mode = "" if self._mode == "current" else mode_label(self._mode, self._reference)
+        shown_mode = "" if self._compare.mode == "current" else self._compare.label
         if shown_mode:
             what = f"{what} ({shown_mode})"
         default = save_file_name(self._file_stem, None if whole else geometry.index, shown_mode)

@@ -126,6 +126,14 @@ class VisitHistory:
         self._at += 1
         return self._places[self._at]
 
+    def can_back_from(self, here: Visit | None) -> bool:
+        """Whether `back(here)` would go somewhere (nothing is recorded)."""
+        return self.can_back or (self.current is not None and self._wandered(here))
+
+    def can_forward_from(self, here: Visit | None) -> bool:
+        """Whether `forward(here)` would go somewhere (nothing is recorded)."""
+        return self.can_forward and not self._wandered(here)
+
     def clear(self) -> None:
         self._places.clear()
         self._at = -1
