@@ -195,3 +195,17 @@ def test_not_a_dump_still_says_so(tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
     with pytest.raises(DumpError, match="rank_<N>"):
         OfflineDump(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["async_o2", "async_acl", "async_bin", "overflow"])
+def test_check_recommended_on_every_async_fixture(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recommended set is planned per rank: the ranks of an asynchronous dump hold
+    different graphs under one name (rank 1 of async_o2 has no conv1.weight)."""
+    from tuidebug.cli import main
+
+    code = main(["check", str(DATA / name), "--recommended", "--watch", "TO"])
+    err = capsys.readouterr().err
+    assert code in (0, 1), err
+    assert "Traceback" not in err

@@ -116,7 +116,9 @@ class _WatchDef:
     spec: str  # as the user wrote it (or the recommended watchpoint's spec)
     condition: ConditionSpec
     params: dict[str, float]
-    targets: dict[str, tuple[str, ...]] | None = None  # graph name → targets (recommended)
+    # (rank, graph name) → targets (recommended): ranks of an asynchronous dump may hold
+    # different graphs under one name
+    targets: dict[tuple[int, str], tuple[str, ...]] | None = None
 
 
 IterationRanges = list[tuple[int, int]]
@@ -389,7 +391,7 @@ def _recommended(dump: OfflineDump, ranks: Sequence[int]) -> list[_WatchDef]:
                     wdef = _WatchDef(spec, cond, dict(rec.params), {})
                     by_name[rec.name] = wdef
                 assert wdef.targets is not None
-                wdef.targets[graph.name] = tuple(rec.targets)
+                wdef.targets[(rank, graph.name)] = tuple(rec.targets)
     return list(by_name.values())
 
 
@@ -415,7 +417,7 @@ def _plan(
         for rank in ranks:
             for graph in dump.graphs(rank).values():
                 if wdef.targets is not None:
-                    targets = wdef.targets.get(graph.name)
+                    targets = wdef.targets.get((rank, graph.name))
                     if not targets:
                         continue
                 else:
