@@ -46,7 +46,7 @@ def test_o2_layout_maps_devices_to_ranks_and_iteration_folders() -> None:
     assert dump.ranks == [0, 1]
     assert dump.iterations() == [0, 1]
     notice = dump.problems[0]
-    assert notice.startswith("Read as an Ascend O2 asynchronous dump")
+    assert notice.startswith("Read as an Ascend asynchronous dump (GE O2 layout)")
     assert "device 0 as rank 0, device 1 as rank 1" in notice
     assert "iteration folders 0, 1" in notice
     graph = dump.graph(0, "kernel_graph_1")

@@ -181,7 +181,7 @@ def _notice(found: list[_Where], ranks: dict[int, AsyncRankLayout]) -> str:
             f"{r.device_level_gid}" for r in ranks.values() if r.device_level_gid is not None
         )
     return (
-        f"Read as an Ascend O2 asynchronous dump ({', '.join(kinds)} layout): {devices}, "
+        f"Read as an Ascend asynchronous dump ({', '.join(kinds)} layout): {devices}, "
         f"{what} {iterations} as iterations{extra}; it has no graph file, so the graph is "
         "built from the operator names (give a synchronous dump of the same network with "
         "--graph for the real one)."
