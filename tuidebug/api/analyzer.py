@@ -358,6 +358,7 @@ class DumpAnalyzer:
         *,
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        cluster: Any = None,
     ) -> list[WatchpointHit]:
         """Check the watchpoints on their tensors, every tensor read once for all of them.
 
@@ -365,7 +366,9 @@ class DumpAnalyzer:
         skipped. With `error_on_no_value`, requested tensors that have no file are reported
         with error code 32. Hits come in iteration order, then kernel execution order, then
         watchpoint id. `workers` (default: all cores) and `progress(done, total)` are
-        tuidebug additions.
+        tuidebug additions, and so is `cluster`: a `distributed.Client` whose workers read
+        and check the tensors (the dump must be at the same path on each; same hits as a
+        local check; needs `pip install 'tuidebug[cluster]'`).
         """
         from tuidebug.core.condition_catalogue import CheckRequest, Param
         from tuidebug.offline.checker import Checker, Watch, needs_previous
@@ -424,10 +427,31 @@ class DumpAnalyzer:
                     )
                 )
         iterations = sorted({i for w in watches for i in (w.iterations or ())})
-        with Checker(self._dump, workers=workers) as checker:
-            report = checker.check(
-                watches, iterations, error_on_no_value=error_on_no_value, progress=progress
-            )
+        runner = None
+        # a cluster that cannot check the dump says why in one sentence (none without one)
+        cluster_errors: tuple[type[Exception], ...] = ()
+        if cluster is not None:
+            try:
+                from tuidebug.offline.cluster import ClusterError, ClusterRunner
+            except ImportError:
+                raise DebuggerParamValueError(
+                    "cluster needs Dask's distributed package: pip install 'tuidebug[cluster]'."
+                ) from None
+            try:
+                runner = ClusterRunner(cluster)
+            except TypeError:
+                raise DebuggerParamTypeError(
+                    f"The type of cluster should be distributed.Client, but got "
+                    f"{type_name(cluster)}."
+                ) from None
+            cluster_errors = (ClusterError,)
+        try:
+            with Checker(self._dump, workers=workers, runner=runner) as checker:
+                report = checker.check(
+                    watches, iterations, error_on_no_value=error_on_no_value, progress=progress
+                )
+        except cluster_errors as err:
+            raise DebuggerParamValueError(str(err)) from None
         for problem in report.problems:
             _warn(problem)
         for problem in self._dump.new_problems():

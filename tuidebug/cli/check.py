@@ -98,6 +98,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=None, metavar="N", help="checker threads (default: cores)"
     )
     p.add_argument(
+        "--cluster",
+        default=None,
+        metavar="ADDRESS|local[:N]",
+        help="check on a Dask cluster: a scheduler (tcp://host:8786) or local[:N] worker "
+        "processes; the dump must be at the same path on every worker "
+        "(needs pip install 'tuidebug[cluster]')",
+    )
+    p.add_argument(
         "--mem-limit",
         type=int,
         default=None,
@@ -293,23 +301,26 @@ def run(args: argparse.Namespace) -> int:
             narrowed = " matching --node" if node_filter is not None else ""
             _warn(f"--watch {wdef.spec} watches no {what}{narrowed}, so it was not checked.")
 
-    bar = _ProgressBar(sys.stderr) if is_tty(sys.stderr) and not args.json else None
-    cancel = threading.Event()
-    try:
-        with Checker(dump, workers=args.workers) as checker:
-            report = checker.check(
-                plan,
-                iterations,
-                error_on_no_value=args.error_on_no_value,
-                progress=bar.update if bar else None,
-                cancel=cancel,
-            )
-    except KeyboardInterrupt:
-        cancel.set()
-        raise
-    finally:
-        if bar:
-            bar.close()
+    if args.cluster is not None:
+        report = _check_on_cluster(args, dump, plan, iterations)
+    else:
+        bar = _ProgressBar(sys.stderr) if is_tty(sys.stderr) and not args.json else None
+        cancel = threading.Event()
+        try:
+            with Checker(dump, workers=args.workers) as checker:
+                report = checker.check(
+                    plan,
+                    iterations,
+                    error_on_no_value=args.error_on_no_value,
+                    progress=bar.update if bar else None,
+                    cancel=cancel,
+                )
+        except KeyboardInterrupt:
+            cancel.set()
+            raise
+        finally:
+            if bar:
+                bar.close()
     for problem in report.problems:
         if problem not in early:  # said once, above
             _warn(problem)
@@ -341,6 +352,32 @@ def run(args: argparse.Namespace) -> int:
 
 def _warn(problem: str) -> None:
     say(f"warning: {problem}")
+
+
+def _check_on_cluster(
+    args: argparse.Namespace, dump: OfflineDump, plan: list[Watch], iterations: Sequence[int]
+) -> CheckReport:
+    """The check with its tensors read and scanned on a Dask cluster (offline/cluster.py):
+    same hits, order and exit status as here. Ctrl+C cancels the cluster's tasks (the
+    runner does, on its way out)."""
+    try:
+        from tuidebug.offline import cluster
+    except ImportError:
+        raise UsageError(
+            "--cluster needs Dask's distributed package: pip install 'tuidebug[cluster]'."
+        ) from None
+    from tuidebug.offline.checker import Checker
+
+    shown = _ClusterProgress(sys.stderr, is_tty(sys.stderr) and not args.json)
+    try:
+        with cluster.connect(args.cluster) as client:
+            runner = cluster.ClusterRunner(client, on_progress=shown.update)
+            with Checker(dump, runner=runner) as checker:
+                return checker.check(plan, iterations, error_on_no_value=args.error_on_no_value)
+    except cluster.ClusterError as err:
+        raise UsageError(str(err)) from None
+    finally:
+        shown.close()
 
 
 def _write_results(
@@ -514,6 +551,46 @@ def _ranges(values: list[int]) -> str:
     if start is not None:
         parts.append(f"{start}" if start == prev else f"{start}-{prev}")
     return ",".join(parts)
+
+
+class _ClusterProgress:
+    """A cluster check's progress on stderr: batches done / total, tensors and bytes checked,
+    the rank with the most work left. Redrawn in place on a terminal; elsewhere (a log
+    file) one sentence every `LOG_SECONDS`, so a long run shows it is alive."""
+
+    LOG_SECONDS = 10.0
+
+    def __init__(self, stream: TextIO, tty: bool) -> None:
+        self.stream = stream
+        self.tty = tty
+        self._last = time.monotonic()
+        self._drawn = False
+
+    def update(self, p: Any) -> None:  # a cluster.ClusterProgress (not imported here)
+        now = time.monotonic()
+        interval = 0.1 if self.tty else self.LOG_SECONDS
+        if now - self._last < interval and p.done < p.total:
+            return
+        if not self.tty and p.done == p.total:
+            return  # the result follows at once
+        self._last = now
+        text = (
+            f"{p.done} of {p.total} tasks done on the cluster, {p.tensors} tensors and "
+            f"{p.nbytes / 1e9:.2f} GB checked"
+        )
+        if p.slowest_rank is not None:
+            text += f", slowest rank_{p.slowest_rank} ({p.slowest_left} left)"
+        if self.tty:
+            self.stream.write(f"\r\033[K{text}")
+            self.stream.flush()
+            self._drawn = True
+        else:
+            say(f"tuidebug check: {text}.")
+
+    def close(self) -> None:
+        if self._drawn:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
 
 
 class _ProgressBar:

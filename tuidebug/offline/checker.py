@@ -65,7 +65,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tuidebug.core import scan_engine
 from tuidebug.core.condition_catalogue import (
@@ -93,6 +93,24 @@ THREADED_MIN_BYTES = 8 << 20
 PROGRESS_SECONDS = 0.1
 
 ProgressCallback = Callable[[int, int], None]
+
+
+class TaskRunner(Protocol):
+    """What runs a check's tasks somewhere else than this process's threads (a Dask cluster:
+    `offline/cluster.py`). It gets the planned tasks with their tensors and answers one
+    `TaskResult` per task in task order (a task it could not run: unreadable, with a
+    sentence), so the merge below is the same as a local check's."""
+
+    def __call__(
+        self,
+        tasks: list[Task],
+        keys: list[TensorKey],
+        root: str,
+        max_bytes: int | None,
+        report: CheckReport,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> list[TaskResult]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,11 +239,15 @@ class Checker:
     """Runs watchpoint checks over an `OfflineDump`. Cheap to make: the threads belong to the
     process and are shared; `close()` is kept for the `with` habit and frees nothing."""
 
-    def __init__(self, dump: OfflineDump, workers: int | None = None) -> None:
+    def __init__(
+        self, dump: OfflineDump, workers: int | None = None, runner: TaskRunner | None = None
+    ) -> None:
         if workers is not None and workers < 1:
             raise ValueError("The number of workers must be at least 1.")
         self.dump = dump
         self.workers = workers or default_workers()
+        # planning and merging stay here either way: only reading and scanning move
+        self.runner = runner
 
     # -------------------------------------------------------------- lifecycle
     def close(self) -> None:
@@ -426,7 +448,12 @@ class Checker:
 
         total = len(tasks)
         report = CheckReport(outcomes, problems, tensors_checked=stat_checked)
-        results = self._run(tasks, str(dump.root), dump.mem_limit, report, progress, cancel)
+        if self.runner is not None:
+            results = self.runner(
+                tasks, task_keys, str(dump.root), dump.mem_limit, report, progress, cancel
+            )
+        else:
+            results = self._run(tasks, str(dump.root), dump.mem_limit, report, progress, cancel)
         for res in results:
             report.tensors_checked += res.readable
             report.bytes_read += res.nbytes

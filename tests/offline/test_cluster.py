@@ -1,0 +1,354 @@
+"""offline/cluster.py: a check run on a Dask cluster gives exactly the hits, order, problems
+and exit status of the same check run here — on the real fixtures, on a many-rank dump, with
+a worker killed mid-check — and a dump the workers cannot see is one sentence, exit 2.
+
+One `LocalCluster` of two single-threaded worker processes on loopback serves the module.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from tests.cli.support import check, sentences
+from tuidebug.api import DumpAnalyzer
+from tuidebug.api import Watchpoint as ApiWatchpoint
+from tuidebug.offline import cluster as cluster_mod
+from tuidebug.offline.checker import Checker, CheckReport, Watch
+from tuidebug.offline.cluster import ClusterProgress, ClusterRunner, connect, parse_cluster
+from tuidebug.offline.dump import OfflineDump
+from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+
+pytestmark = pytest.mark.timeout(60)
+
+WATCHES = [
+    "--watch",
+    "TO",
+    "--watch",
+    "TL:abs_mean_gt=0.1",
+    "--watch",
+    "TZ:zero_percentage_ge=10",
+    "--watch",
+    "WCL:abs_mean_update_ratio_gt=0.0001",
+    "--watch",
+    "WNC",
+    "--watch",
+    "GL:max_gt=0.01",
+    "--watch",
+    "TR:range_start_inclusive=-0.5,range_end_inclusive=0.5,range_percentage_lt=90",
+]
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Client]:
+    cluster = LocalCluster(
+        n_workers=2,
+        processes=True,
+        threads_per_worker=1,
+        host="127.0.0.1",
+        dashboard_address=":0",  # never the shared default 8787
+        silence_logs=logging.CRITICAL,
+    )
+    with Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def many_ranks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """4 ranks x 3 iterations of a small net; rank 2 overflows at iteration 1, and its weight
+    changes 1000 times more than the others'."""
+    root = tmp_path_factory.mktemp("ranks") / "dump"
+    write_ranks(root, ranks=4, iterations=3)
+    return root
+
+
+def write_ranks(root: Path, ranks: int, iterations: int) -> None:
+    f32 = np.float32
+    net = "Default/network"
+    mm, relu, opt = f"{net}/MatMul-op0", f"{net}/ReLU-op1", f"{net}/optimizer/ApplyMomentum-op2"
+    nodes = [
+        NodeDef(mm, "MatMul", ("inputs0", "fc.weight"), f32, (8, 16)),
+        NodeDef(relu, "ReLU", (mm,), f32, (8, 16)),
+        NodeDef(
+            opt, "ApplyMomentum", ("fc.weight", "moments.fc.weight", "lr", relu), f32, (16, 16)
+        ),
+    ]
+    params = [
+        ParamDef("inputs0", f32, (8, 16)),
+        ParamDef("fc.weight", f32, (16, 16)),
+        ParamDef("moments.fc.weight", f32, (16, 16)),
+        ParamDef("lr", f32, ()),
+    ]
+    for rank in range(ranks):
+        rng = np.random.default_rng(rank)
+        weight = rng.standard_normal((16, 16)).astype(f32)
+        with DumpWriter(root, net_name="Net", rank=rank, start_timestamp=1000) as w:
+            w.add_graph(0, nodes, params)
+            for it in range(iterations):
+                x = rng.standard_normal((8, 16)).astype(f32)
+                out = x @ weight
+                if rank == 2 and it == 1:
+                    out[0, :2] = (np.inf, np.nan)
+                step = 1e-1 if rank == 2 else 1e-4
+                weight = (weight + step * rng.standard_normal((16, 16))).astype(f32)
+                w.write_iteration(
+                    0,
+                    it,
+                    {
+                        ("inputs0", "output", 0): x,
+                        ("lr", "output", 0): np.asarray(0.01, f32),
+                        (mm, "output", 0): out,
+                        (relu, "output", 0): np.maximum(out, 0),
+                        (opt, "output", 0): weight,
+                        ("fc.weight", "output", 0): weight,
+                        ("moments.fc.weight", "output", 0): rng.standard_normal((16, 16)).astype(
+                            f32
+                        ),
+                    },
+                )
+
+
+def _both(capsys: pytest.CaptureFixture[str], address: str, *argv: str) -> None:
+    """`tuidebug check ARGV` here and on the cluster: same exit status, stdout, warnings."""
+    local = check(capsys, *argv)
+    remote = check(capsys, *argv, "--cluster", address)
+    assert remote[0] == local[0]
+    # the table's summary ends with the seconds the check took: all else is the same
+    assert re.sub(r"[\d.]+ s\.$", "", remote[1]) == re.sub(r"[\d.]+ s\.$", "", local[1])
+    assert sentences(remote[2], "check") == sentences(local[2], "check")
+
+
+# ------------------------------------------------------------------ same answers
+@pytest.mark.parametrize(
+    "dump",
+    [
+        "mindspore_lenet_dump/ms2_0_0",
+        "mindspore_lenet_dump/ms2_10_0",
+        "mindspore_int_fp16_dump/ms2_0_0",
+        "mindspore_int_fp16_dump/ms2_10_0",
+    ],
+)
+def test_cli_answers_as_a_local_check(
+    capsys: pytest.CaptureFixture[str], client: Client, fixtures_dir: Path, dump: str
+) -> None:
+    root = str(fixtures_dir / dump)
+    address = client.scheduler.address
+    _both(capsys, address, root, *WATCHES, "--json")
+    _both(capsys, address, root, "--recommended", "--json")
+    _both(capsys, address, root, "--watch", "TO", "--error-on-no-value", "--json")
+    _both(capsys, address, root, "--watch", "TO", "--watch", "WNC", "--iteration", "1-2")
+
+
+def _watches(dump: OfflineDump) -> list[Watch]:
+    """Every tensor watched by an overflow, a range and both change conditions."""
+    from tuidebug.cli.check import _plan, _WatchDef
+    from tuidebug.core.condition_catalogue import get_condition
+
+    defs = []
+    for spec, params in [
+        ("TO", {}),
+        ("TL", {"abs_mean_gt": 0.3}),
+        ("WCL", {"abs_mean_update_ratio_gt": 0.001}),
+        ("WNC", {}),
+    ]:
+        cond = get_condition(spec)
+        defs.append(_WatchDef(spec, cond, params))
+    return _plan(dump, dump.ranks, defs, None)
+
+
+def _compare(root: Path, runner: ClusterRunner) -> tuple[CheckReport, CheckReport]:
+    local_dump, remote_dump = OfflineDump(root), OfflineDump(root)
+    local = Checker(local_dump).check(_watches(local_dump), local_dump.iterations())
+    remote = Checker(remote_dump, runner=runner).check(
+        _watches(remote_dump), remote_dump.iterations()
+    )
+    assert remote.outcomes == local.outcomes
+    assert remote.problems == local.problems
+    assert (remote.tensors_checked, remote.bytes_read) == (local.tensors_checked, local.bytes_read)
+    assert not remote.cancelled
+    return local, remote
+
+
+def test_many_ranks_in_many_batches(client: Client, many_ranks: Path) -> None:
+    seen: list[ClusterProgress] = []
+    runner = ClusterRunner(client, on_progress=seen.append, batch_tensors=3)
+    local, _ = _compare(many_ranks, runner)
+    assert len(runner.batches) > 8  # several per (rank, graph): the merge puts them in order
+    assert {o.key.rank for o in local.outcomes if o.result.hit} >= {2}
+    assert {o.watchpoint_id for o in local.outcomes} >= {0, 2, 3}  # TO, WCL and WNC (error 4)
+    assert seen[-1].done == seen[-1].total == len(runner.batches)
+    assert seen[-1].tensors == local.tensors_checked
+    assert seen[0].slowest_rank is not None and seen[-1].slowest_rank is None
+
+
+def test_api_cluster_gives_the_local_hits(client: Client, dump_2_10: Path) -> None:
+    from tuidebug.api.conditions import (
+        TensorChangeAboveThresholdCondition,
+        TensorTooLargeCondition,
+        TensorUnchangedCondition,
+    )
+
+    analyzer = DumpAnalyzer(str(dump_2_10))
+    tensors = analyzer.select_tensors(".*", use_regex=True)
+    weights = [t for t in tensors if "weight" in t.node.name]
+    wps = [
+        ApiWatchpoint(tensors, TensorTooLargeCondition(abs_mean_gt=0.1)),
+        ApiWatchpoint(weights, TensorChangeAboveThresholdCondition(abs_mean_update_ratio_gt=1e-4)),
+        ApiWatchpoint(weights, TensorUnchangedCondition()),
+    ]
+
+    def shown(hits: list[Any]) -> list[tuple[Any, ...]]:
+        return [
+            (h.tensor.node.name, h.tensor.slot, h.tensor.iteration, h.error_code, h.watchpoint_id)
+            for h in hits
+        ]
+
+    local = analyzer.check_watchpoints(wps)
+    remote = analyzer.check_watchpoints(wps, cluster=client)
+    assert shown(remote) == shown(local) and local
+    with pytest.raises(TypeError, match=r"distributed\.Client"):
+        analyzer.check_watchpoints(wps, cluster="tcp://nowhere:1")
+
+
+# ------------------------------------------------------------------ failures
+def test_a_worker_killed_mid_check_loses_nothing(
+    client: Client, many_ranks: Path, tmp_path: Path
+) -> None:
+    """The first worker to start a batch dies in it (once): Dask runs the batch again on a
+    worker that lives, and the report is the local one, nothing lost or counted twice."""
+    from distributed import WorkerPlugin
+
+    marker = str(tmp_path / "killed")
+
+    class KillOnce(WorkerPlugin):  # defined here: pickled by value to the workers
+        name = "tuidebug-kill-once"
+
+        def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+            if finish != "executing" or "tuidebug-check" not in str(key):
+                return
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                return
+            os._exit(1)
+
+    before = set(client.scheduler_info()["workers"])
+    client.register_plugin(KillOnce())
+    try:
+        _compare(many_ranks, ClusterRunner(client, batch_tensors=5))
+    finally:
+        client.unregister_worker_plugin(KillOnce.name)
+    assert os.path.exists(marker)  # a worker did die mid-batch
+    client.wait_for_workers(2, timeout=30)  # the nanny restarted it for the next tests
+    assert set(client.scheduler_info()["workers"]) != before
+
+
+def test_a_batch_that_keeps_failing_names_its_rank_and_iterations() -> None:
+    """A failed future (after its retries) becomes unread tensors with one sentence."""
+
+    class Failed:
+        status = "error"
+
+        def exception(self) -> BaseException:
+            return RuntimeError("boom.")
+
+    batch = cluster_mod.Batch(3, "kernel_graph_0", 2, 4, (7, 8), 0)
+    runner = object.__new__(ClusterRunner)
+    results = runner._collect(Failed(), batch, [], "/d")
+    assert [r.tid for r in results] == [7, 8]
+    assert not any(r.readable for r in results)
+    (sentence,) = set(results[0].problems)
+    assert sentence == (
+        "rank_3 graph kernel_graph_0 iterations 2-4 could not be checked on the cluster "
+        "(boom), so its 2 tensors were not checked."
+    )
+
+
+def _hide_after_planning(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """The dump moves away between planning (here) and the workers' reading: what a
+    worker sees when the path is not on its file system."""
+    original = ClusterRunner.__call__
+
+    def moved(self: ClusterRunner, *args: Any, **kwargs: Any) -> Any:
+        shutil.move(root, root.with_name("elsewhere"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ClusterRunner, "__call__", moved)
+
+
+def test_a_dump_the_workers_cannot_see(
+    capsys: pytest.CaptureFixture[str],
+    client: Client,
+    many_ranks: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = tmp_path / "dump"
+    shutil.copytree(many_ranks, root)
+    _hide_after_planning(monkeypatch, root)
+    code, out, err = check(
+        capsys, str(root), "--watch", "TO", "--cluster", client.scheduler.address
+    )
+    assert code == 2 and out == ""
+    (line,) = sentences(err, "check")
+    assert line == (
+        f"tuidebug check: 2 of the cluster's 2 workers (e.g. {min(client.scheduler_info()['workers'])}) "
+        f"cannot see the dump at {root}: put it on a file system they share, at the same path."
+    )
+
+
+def test_api_dump_the_workers_cannot_see(
+    client: Client, many_ranks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tuidebug.api import DebuggerParamValueError
+    from tuidebug.api.conditions import TensorOverflowCondition
+
+    root = tmp_path / "dump"
+    shutil.copytree(many_ranks, root)
+    analyzer = DumpAnalyzer(str(root))
+    wps = [ApiWatchpoint(analyzer.select_tensors(".*", use_regex=True), TensorOverflowCondition())]
+    _hide_after_planning(monkeypatch, root)
+    with pytest.raises(DebuggerParamValueError, match="cannot see the dump"):
+        analyzer.check_watchpoints(wps, cluster=client)
+
+
+# ------------------------------------------------------------------ the command line
+def test_local_cluster_from_the_command_line(
+    capsys: pytest.CaptureFixture[str], many_ranks: Path
+) -> None:
+    _both(capsys, "local:1", str(many_ranks), *WATCHES)
+
+
+@pytest.mark.parametrize("text", ["local:0", "local:x", "local:999", " "])
+def test_bad_cluster_arguments(
+    capsys: pytest.CaptureFixture[str], dump_2_10: Path, text: str
+) -> None:
+    code, out, err = check(capsys, str(dump_2_10), "--watch", "TO", "--cluster", text)
+    assert code == 2 and out == ""
+    (line,) = sentences(err, "check")
+    assert "--cluster" in line
+
+
+def test_unreachable_scheduler_is_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster_mod, "CONNECT_SECONDS", 2)
+    with (
+        pytest.raises(cluster_mod.ClusterError, match=r"^cannot reach tcp://127\.0\.0\.1:9: "),
+        connect("tcp://127.0.0.1:9"),
+    ):
+        pass
+
+
+def test_parse_cluster() -> None:
+    assert parse_cluster("local") == ("local", None)
+    assert parse_cluster("local:3") == ("local", 3)
+    assert parse_cluster("tcp://h:8786") == ("tcp://h:8786", None)

@@ -1,0 +1,375 @@
+"""Checking a dump on a Dask cluster: `tuidebug check --cluster` and
+`DumpAnalyzer.check_watchpoints(..., cluster=client)`.
+
+The check is planned and merged here exactly as a local one (`offline/checker.py`): this
+process lists the dump and builds the checker's `Task`s, and `ClusterRunner` stands in for
+the checker's threads (its `TaskRunner`). The tasks are grouped into batches by (rank,
+graph, iteration range); each batch runs `check_task.run_task`, the checker's own unit of
+work, on the Dask worker that executes it, reading the tensor files from the shared file
+system (the dump must be at the same path on every worker). Results stream back with
+`as_completed` and go back to the checker in task order, so hits, their order, error codes
+and the incomplete-run rules are those of a local check.
+
+Failures: Dask retries a batch whose worker died (its scheduler does) and one that raised
+(`retries=`); a batch that still fails is answered as unreadable with one sentence naming
+its rank, graph and iterations, so the check is incomplete (exit 2 without hits), never
+silently short. Ctrl+C (or the checker's `cancel` event) cancels the futures on the cluster.
+
+`distributed` is an optional extra (`pip install 'tuidebug[cluster]'`); this is the only
+module that imports it (an import-linter contract says so).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tuidebug.core import scan_engine
+from tuidebug.offline.check_task import Task, TaskResult, run_task
+
+if TYPE_CHECKING:
+    from distributed import Client, LocalCluster
+
+    from tuidebug.offline.checker import CheckReport, ProgressCallback, TensorKey
+
+# A batch grows over the iterations of one (rank, graph) until it weighs this much (by the
+# graph's shapes): big enough that the scheduler's few ms per task vanish, small enough
+# that a 16-rank dump gives every worker of a small cluster several batches.
+BATCH_BYTES = 256 << 20
+# ... or holds this many tensors (a dump of tiny tensors, or one whose graph gives no shape)
+BATCH_TENSORS = 2000
+# How often Dask runs a batch that raised before the run calls it failed (a lost worker is
+# retried by the scheduler itself, up to its `allowed-failures`).
+RETRIES = 2
+# How long connecting to a scheduler may take before the check gives up.
+CONNECT_SECONDS = 30
+
+
+class ClusterError(Exception):
+    """The cluster cannot check this dump; the message is one sentence."""
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The tasks of one (rank, graph) over iterations `first`..`last`: one Dask task."""
+
+    rank: int
+    graph: str
+    first: int
+    last: int
+    tids: tuple[int, ...]
+    nbytes: int
+
+    def where(self) -> str:
+        its = (
+            f"iteration {self.first}"
+            if self.first == self.last
+            else f"iterations {self.first}-{self.last}"
+        )
+        return f"rank_{self.rank} graph {self.graph} {its}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterProgress:
+    """Where a cluster check stands (what the CLI shows while it runs)."""
+
+    done: int
+    total: int
+    tensors: int
+    nbytes: int
+    # the rank with the most batches still running or queued, and how many (None when done)
+    slowest_rank: int | None
+    slowest_left: int
+
+
+def plan_batches(
+    tasks: list[Task],
+    keys: list[TensorKey],
+    batch_bytes: int = BATCH_BYTES,
+    batch_tensors: int = BATCH_TENSORS,
+) -> list[Batch]:
+    """Group the checker's tasks by (rank, graph, iteration range), biggest batches first
+    (so the tail of the run is short, as the checker orders its own tasks)."""
+    groups: dict[tuple[int, str], dict[int, list[Task]]] = {}
+    for task in tasks:
+        key = keys[task.tid]
+        groups.setdefault((key.rank, key.graph), {}).setdefault(key.iteration, []).append(task)
+    batches: list[Batch] = []
+    for (rank, graph), by_iteration in sorted(groups.items()):
+        tids: list[int] = []
+        nbytes = 0
+        first = last = -1
+        for iteration in sorted(by_iteration):
+            if not tids:
+                first = iteration
+            last = iteration
+            for task in by_iteration[iteration]:
+                tids.append(task.tid)
+                nbytes += task.nbytes
+            if nbytes >= batch_bytes or len(tids) >= batch_tensors:
+                batches.append(Batch(rank, graph, first, last, tuple(tids), nbytes))
+                tids, nbytes = [], 0
+        if tids:
+            batches.append(Batch(rank, graph, first, last, tuple(tids), nbytes))
+    batches.sort(key=lambda b: -b.nbytes)  # stable: equal weights stay in dump order
+    return batches
+
+
+# ---------------------------------------------------------------------- on the workers
+def dump_visible(root: str) -> bool:
+    """Whether this worker sees the dump root (run on every worker before the check)."""
+    return os.path.isdir(root)
+
+
+def check_batch(tasks: list[Task], root: str, max_bytes: int | None) -> list[TaskResult]:
+    """One batch on the worker that runs it: the checker's `run_task` per tensor. Raises
+    (and so is retried elsewhere) when this worker cannot see the dump."""
+    if not dump_visible(root):
+        raise FileNotFoundError(f"the dump {root} is not visible on this worker")
+    big = scan_engine.KERNEL_MIN_ELEMENTS * 4  # as Checker._run decides it
+    scan_engine.prepare_kernel(
+        sum(
+            t.nbytes
+            for t in tasks
+            if t.nbytes >= big
+            and scan_engine.needs_float64_stage(t.requests, t.prev_path is not None)
+        )
+    )
+    return [run_task(task, root, max_bytes) for task in tasks]
+
+
+# ---------------------------------------------------------------------- in this process
+class ClusterRunner:
+    """The checker's `TaskRunner` on a Dask `Client`: `Checker(dump, runner=ClusterRunner(c))`."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        on_progress: Callable[[ClusterProgress], None] | None = None,
+        retries: int = RETRIES,
+        batch_bytes: int = BATCH_BYTES,
+        batch_tensors: int = BATCH_TENSORS,
+    ) -> None:
+        from distributed import Client
+
+        if not isinstance(client, Client):
+            raise TypeError(f"a distributed.Client is needed, not {type(client).__name__}")
+        self.client = client
+        self.on_progress = on_progress
+        self.retries = retries
+        self.batch_bytes = batch_bytes
+        self.batch_tensors = batch_tensors
+        # seconds per batch as the workers took them, and the submit-to-result time: the
+        # difference is the scheduler's cost (the benchmark reports it)
+        self.batches: list[Batch] = []
+        self.elapsed: float = 0.0
+
+    def check_visible(self, root: str) -> None:
+        """Every worker must see the dump at `root`; else one sentence (ClusterError)."""
+        try:
+            seen: dict[str, bool] = self.client.run(dump_visible, root)
+        except (OSError, TimeoutError) as err:
+            raise ClusterError(f"the Dask cluster cannot be asked about the dump: {err}.") from None
+        if not seen:
+            raise ClusterError("the Dask cluster has no worker, so nothing can be checked.")
+        blind = sorted(addr for addr, ok in seen.items() if not ok)
+        if blind:
+            raise ClusterError(
+                f"{len(blind)} of the cluster's {len(seen)} workers (e.g. {blind[0]}) cannot "
+                f"see the dump at {root}: put it on a file system they share, at the same path."
+            )
+
+    def __call__(
+        self,
+        tasks: list[Task],
+        keys: list[TensorKey],
+        root: str,
+        max_bytes: int | None,
+        report: CheckReport,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> list[TaskResult]:
+        from distributed import as_completed
+
+        started = time.perf_counter()
+        if tasks:
+            self.check_visible(root)
+        batches = plan_batches(tasks, keys, self.batch_bytes, self.batch_tensors)
+        self.batches = batches
+        info = self.client.scheduler_info()
+        report.workers = sum(int(w.get("nthreads", 1)) for w in info.get("workers", {}).values())
+        run_id = uuid.uuid4().hex[:8]
+        futures: dict[Any, Batch] = {}
+        for n, batch in enumerate(batches):
+            future = self.client.submit(
+                check_batch,
+                [tasks[tid] for tid in batch.tids],
+                root,
+                max_bytes,
+                key=f"tuidebug-check-{run_id}-{n}-rank{batch.rank}-it{batch.first}-{batch.last}",
+                pure=False,
+                retries=self.retries,
+            )
+            futures[future] = batch
+        results: list[TaskResult] = []
+        left_per_rank: dict[int, int] = {}
+        for batch in batches:
+            left_per_rank[batch.rank] = left_per_rank.get(batch.rank, 0) + 1
+        done = tensors = nbytes = 0
+        total_tensors = len(tasks)
+        if progress:
+            progress(0, total_tensors)
+        self._tell(0, len(batches), 0, 0, left_per_rank)
+        pending = set(futures)
+        try:
+            for future in as_completed(list(futures)):
+                pending.discard(future)
+                batch = futures[future]
+                results.extend(self._collect(future, batch, tasks, root))
+                done += 1
+                tensors += len(batch.tids)
+                nbytes += sum(r.nbytes for r in results[-len(batch.tids) :])
+                left_per_rank[batch.rank] -= 1
+                if progress:
+                    progress(tensors, total_tensors)
+                self._tell(done, len(batches), tensors, nbytes, left_per_rank)
+                if cancel is not None and cancel.is_set():
+                    report.cancelled = True
+                    break
+        finally:
+            if pending:  # Ctrl+C, a cancelled check or a bug here: nothing keeps running
+                self.client.cancel(list(pending))
+        self.elapsed = time.perf_counter() - started
+        return sorted(results, key=lambda r: r.tid)
+
+    def _collect(self, future: Any, batch: Batch, tasks: list[Task], root: str) -> list[TaskResult]:
+        """A batch's results, or (failed after its retries, or its workers kept dying) each
+        of its tensors unread with one sentence naming where: the check is incomplete."""
+        if future.status == "finished":
+            try:
+                answer: list[TaskResult] = future.result()
+                return answer
+            except Exception as err:  # lost between "finished" and the transfer
+                failure: BaseException = err
+        else:
+            try:
+                failure = future.exception() or RuntimeError(future.status)
+            except Exception as err:  # cancelled, or the scheduler forgot it
+                failure = err
+        reason = str(failure).strip().splitlines()[0] if str(failure).strip() else ""
+        reason = (reason or type(failure).__name__).rstrip(".")
+        if type(failure).__name__ == "KilledWorker":
+            reason = "its workers kept dying"
+        sentence = (
+            f"{batch.where()} could not be checked on the cluster ({reason}), so its "
+            f"{len(batch.tids)} tensor{'s' if len(batch.tids) != 1 else ''} were not checked."
+        )
+        return [TaskResult(tid, (), (sentence,), 0, False) for tid in batch.tids]
+
+    def _tell(
+        self, done: int, total: int, tensors: int, nbytes: int, left_per_rank: dict[int, int]
+    ) -> None:
+        if self.on_progress is None:
+            return
+        slowest: int | None = None
+        most = 0
+        for rank, left in sorted(left_per_rank.items()):
+            if left > most:
+                slowest, most = rank, left
+        self.on_progress(ClusterProgress(done, total, tensors, nbytes, slowest, most))
+
+
+def parse_cluster(text: str) -> tuple[str, int | None]:
+    """`local`, `local:4` → ("local", None | 4); anything else is a scheduler address.
+    Raises ValueError (one sentence) on a bad `local:N`."""
+    if text == "local" or text.startswith("local:"):
+        count = text.partition(":")[2]
+        if not count:
+            return "local", None
+        if not count.isdigit() or not 1 <= int(count) <= 256:
+            raise ValueError(
+                f"--cluster {text!r}: local:N needs a number of worker processes from 1 to 256."
+            )
+        return "local", int(count)
+    if not text.strip():
+        raise ValueError("--cluster needs a scheduler address (tcp://host:8786) or local[:N].")
+    return text, None
+
+
+@contextmanager
+def connect(text: str, *, quiet: bool = True) -> Iterator[Client]:
+    """A `Client` for `--cluster TEXT`: a running scheduler's address, or `local[:N]` (a
+    `LocalCluster` of N single-threaded worker processes, default one per core), closed on
+    exit. Raises ClusterError (one sentence) when it cannot be reached or started."""
+    from distributed import Client
+
+    from tuidebug.offline.checker import default_workers
+
+    try:
+        address, count = parse_cluster(text)
+    except ValueError as err:
+        raise ClusterError(str(err).rstrip(".") + ".") from None
+    level = logging.CRITICAL if quiet else logging.WARNING
+    if quiet:
+        # Dask's own log lines (a worker restarted, a task retried) would interleave with
+        # the check's one-sentence warnings: the check reports what matters itself
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    cluster: LocalCluster | None = None
+    try:
+        if address == "local":
+            with _workers_ignore_ctrl_c():
+                cluster = _local_cluster(count or default_workers(), level)
+            client = Client(cluster)
+        else:
+            client = Client(address, timeout=CONNECT_SECONDS)
+    except (OSError, TimeoutError, ValueError) as err:
+        if cluster is not None:
+            cluster.close()
+        what = "start a local Dask cluster" if address == "local" else f"reach {address}"
+        raise ClusterError(f"cannot {what}: {str(err).rstrip('.')}.") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+@contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Worker processes started inside inherit an ignored SIGINT: Ctrl+C in the terminal
+    reaches the whole process group, and it is this process that cancels the tasks and
+    closes the cluster, without a traceback from every worker."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _local_cluster(count: int, level: int) -> LocalCluster:
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=count,
+        threads_per_worker=1,  # the scan is single-threaded per tensor here
+        processes=True,
+        host="127.0.0.1",
+        # any free port: the default 8787 may be another session's, and the scheduler's
+        # HTTP server starts whatever this says
+        dashboard_address=":0",
+        silence_logs=level,
+    )
