@@ -7,6 +7,8 @@ Tests that need them skip only when that folder is absent (a wheel install); und
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,14 @@ def demo_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tuidebug.offline.demo import write_demo_dump
 
     return write_demo_dump(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(autouse=True)
+def _heatmap_palettes_reset() -> Iterator[None]:
+    """An app started for a real terminal (`TERM=xterm`, a non-UTF-8 locale) picks the
+    heatmap's palettes and glyphs module-wide (tui/colormap.py `use_terminal`); put the
+    truecolor / half-block defaults back so no later test in the process draws with them."""
+    yield
+    colormap = sys.modules.get("tuidebug.tui.colormap")
+    if colormap is not None:
+        colormap.use_terminal()

@@ -159,6 +159,19 @@ def test_offline_on_a_rank_folder_says_to_open_its_parent(
     assert "give its parent folder" in sentence and sentence == check_sentence(capsys, rank)
 
 
+def test_offline_with_an_unreachable_cluster_refuses_before_the_tui(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], small_dump: Path
+) -> None:
+    """`tuidebug offline DUMP --cluster ADDRESS` with no scheduler there: one sentence,
+    exit 2, and the TUI never starts (nothing to wait for inside it)."""
+    pytest.importorskip("distributed")
+    no_app(monkeypatch)
+    monkeypatch.setattr("tuidebug.offline.cluster.CONNECT_SECONDS", 2)
+    assert cli.main(["offline", str(small_dump), "--cluster", "tcp://127.0.0.1:9"]) == 2
+    sentence = one_sentence(capsys.readouterr().err, "offline")
+    assert sentence.startswith("cannot reach tcp://127.0.0.1:9: ") and sentence.endswith(".")
+
+
 def test_offline_on_a_dump_without_graphs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], small_dump: Path
 ) -> None:

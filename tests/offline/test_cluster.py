@@ -22,11 +22,14 @@ from distributed import Client, LocalCluster
 from tests.cli.support import check, sentences
 from tuidebug.api import DumpAnalyzer
 from tuidebug.api import Watchpoint as ApiWatchpoint
+from tuidebug.core.session import EventLog, Progress
 from tuidebug.offline import cluster as cluster_mod
+from tuidebug.offline import session as session_mod
 from tuidebug.offline.checker import Checker, CheckReport, Watch
 from tuidebug.offline.cluster import ClusterProgress, ClusterRunner, connect, parse_cluster
 from tuidebug.offline.dump import OfflineDump
 from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+from tuidebug.offline.session import OfflineSession
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -346,6 +349,64 @@ def test_unreachable_scheduler_is_one_sentence(monkeypatch: pytest.MonkeyPatch) 
         connect("tcp://127.0.0.1:9"),
     ):
         pass
+
+
+# ------------------------------------------------------------------ tuidebug offline --cluster
+def _session_run(
+    root: Path, runner: ClusterRunner | None
+) -> tuple[list[tuple[int, tuple[Any, ...]]], list[Progress]]:
+    """Rank 2 of the many-rank dump: continue to the overflow, then step on with a weight
+    change watchpoint; (step, hits) after each, and the Progress events."""
+    session = OfflineSession(root, rank=2, runner=runner)
+    log = EventLog()
+    session.subscribe(log)
+    try:
+        session.start()
+        answers = []
+        session.create_watchpoint("TO", {})
+        session.continue_()
+        answers.append((session.metadata.step, tuple(session.hits)))
+        session.create_watchpoint("WCL", {"abs_mean_update_ratio_gt": 0.0001})
+        session.step()
+        answers.append((session.metadata.step, tuple(session.hits)))
+        session.recheck()
+        answers.append((session.metadata.step, tuple(session.hits)))
+    finally:
+        session.close()
+    return answers, [e for e in log.events if isinstance(e, Progress)]
+
+
+def test_offline_session_on_the_cluster_gives_the_same_hits(
+    client: Client, many_ranks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tuidebug offline DUMP --cluster`: the session's step, continue and recheck checks
+    run on the cluster and find what they find here; the progress line says the cluster's
+    tasks and the ranks done."""
+    monkeypatch.setattr(session_mod, "PROGRESS_AFTER", 0.0)  # every check shows its line
+    local, _ = _session_run(many_ranks, None)
+    runner = ClusterRunner(client)
+    remote, progress = _session_run(many_ranks, runner)
+    assert remote == local
+    assert local[0][0] == 2 and local[0][1]  # the overflow at iteration 1 stopped it
+    assert local[1][0] == 3 and local[1][1]  # rank 2's weight changes a lot
+    labels = [p.label for p in progress if "on the cluster" in p.label]
+    assert labels and labels[-1].endswith("on the cluster: 1/1 tasks, ranks done 2")
+    assert client.status == "running"  # a client passed in stays its owner's to close
+
+
+def test_open_runner_is_closed_with_the_session(many_ranks: Path) -> None:
+    runner = cluster_mod.open_runner("local:1")
+    c = runner.client
+    session = OfflineSession(many_ranks, runner=runner)
+    session.close()
+    assert c.status == "closed"
+
+
+def test_progress_describes_tasks_and_ranks_done() -> None:
+    p = ClusterProgress(12, 16, 0, 0, 6, 1, (0, 1, 2, 3, 4, 5, 7))
+    assert p.describe() == "12/16 tasks, ranks done 0–5, 7"
+    assert ClusterProgress(0, 4, 0, 0, 0, 4).describe() == "0/4 tasks"
+    assert cluster_mod.rank_ranges((9, 3, 4, 11, 10)) == "3–4, 9–11"
 
 
 def test_parse_cluster() -> None:

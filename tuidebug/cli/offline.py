@@ -15,6 +15,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", type=int, default=None, help="rank to show first")
     add_graph_argument(p)
     add_watch_arguments(p)
+    p.add_argument(
+        "--cluster",
+        default=None,
+        metavar="ADDRESS|local[:N]",
+        help="run the checks of step, continue and recheck on a Dask cluster: a scheduler "
+        "(tcp://host:8786) or local[:N] worker processes; the dump must be at the same path "
+        "on every worker (needs pip install 'tuidebug[cluster]')",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

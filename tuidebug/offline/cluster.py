@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +87,26 @@ class ClusterProgress:
     # the rank with the most batches still running or queued, and how many (None when done)
     slowest_rank: int | None
     slowest_left: int
+    # the ranks whose batches have all come back (the TUI says which ranks are done)
+    ranks_done: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        """`12/16 tasks, ranks done 0–5, 7` (a progress label's tail)."""
+        text = f"{self.done}/{self.total} tasks"
+        if self.ranks_done:
+            text += f", ranks done {rank_ranges(self.ranks_done)}"
+        return text
+
+
+def rank_ranges(ranks: tuple[int, ...]) -> str:
+    """Sorted ranks as runs: (0, 1, 2, 3, 5) → `0–3, 5` (64 ranks stay one short line)."""
+    runs: list[list[int]] = []
+    for rank in sorted(set(ranks)):
+        if runs and rank == runs[-1][1] + 1:
+            runs[-1][1] = rank
+        else:
+            runs.append([rank, rank])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
 
 
 def plan_batches(
@@ -171,6 +191,15 @@ class ClusterRunner:
         # difference is the scheduler's cost (the benchmark reports it)
         self.batches: list[Batch] = []
         self.elapsed: float = 0.0
+        # what `close()` releases: the client (and local cluster) of `open_runner`
+        self._owned: ExitStack | None = None
+
+    def close(self) -> None:
+        """Close the client this runner was opened with (`open_runner`); a client passed
+        in by the caller stays the caller's to close."""
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            owned.close()
 
     def check_visible(self, root: str) -> None:
         """Every worker must see the dump at `root`; else one sentence (ClusterError)."""
@@ -284,7 +313,8 @@ class ClusterRunner:
         for rank, left in sorted(left_per_rank.items()):
             if left > most:
                 slowest, most = rank, left
-        self.on_progress(ClusterProgress(done, total, tensors, nbytes, slowest, most))
+        ranks_done = tuple(rank for rank, left in sorted(left_per_rank.items()) if left == 0)
+        self.on_progress(ClusterProgress(done, total, tensors, nbytes, slowest, most, ranks_done))
 
 
 def parse_cluster(text: str) -> tuple[str, int | None]:
@@ -341,6 +371,21 @@ def connect(text: str, *, quiet: bool = True) -> Iterator[Client]:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def open_runner(text: str) -> ClusterRunner:
+    """A `ClusterRunner` on `connect(text)` that outlives this call: an `OfflineSession`
+    holds it and `runner.close()` (the session's `close()`) closes the client. Raises
+    ClusterError (one sentence) when the cluster cannot be reached or started."""
+    stack = ExitStack()
+    client = stack.enter_context(connect(text))
+    try:
+        runner = ClusterRunner(client)
+    except BaseException:
+        stack.close()
+        raise
+    runner._owned = stack
+    return runner
 
 
 @contextmanager

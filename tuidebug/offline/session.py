@@ -25,7 +25,9 @@ again in full first (a step counts it as its one step), as does a recheck.
 Only one rank is shown at a time (`select_rank`). Everything that goes wrong with the dump is
 a `Notice` event with one sentence; `start()` raises `SessionError` only when the folder is
 not a dump at all. Checks run through the `Checker` (threads of this process, one
-for small steps); `close()` cancels a running check.
+for small steps, or a Dask cluster: `runner=cluster.open_runner(...)`, then its progress
+label says the cluster's tasks done and which ranks are done); `close()` cancels a
+running check and closes the cluster's client.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -61,6 +64,9 @@ from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
 from tuidebug.offline.checker import Checker, CheckReport, Watch
 from tuidebug.offline.dump import DumpError, OfflineDump
 from tuidebug.offline.tensor_store import TensorFileError
+
+if TYPE_CHECKING:
+    from tuidebug.offline.cluster import ClusterProgress, ClusterRunner
 
 __all__ = ["OfflineSession"]
 
@@ -98,6 +104,14 @@ class StepProgress:
             if now - shown_at >= PROGRESS_EVERY:
                 self._shown_at = now
                 self._emit(Progress(self._label, done, total))
+
+    def relabel(self, label: str) -> None:
+        """A new label (a cluster check's tasks and ranks done), shown at once when the
+        line is up: a cluster says it once per batch, rarely enough not to throttle."""
+        with self._lock:
+            self._label = label
+            if self._shown_at is not None and not self._ended:
+                self._emit(Progress(label, *self._counts))
 
     def _show(self) -> None:
         with self._lock:
@@ -140,8 +154,11 @@ class OfflineSession(DebugSession):
         workers: int | None = None,
         mem_limit: int | None = None,
         graph_dir: str | os.PathLike[str] | None = None,
+        runner: ClusterRunner | None = None,
     ) -> None:
         super().__init__()
+        # checks run on this Dask cluster when given; the session owns it (close() closes it)
+        self._runner = runner
         self.dump_dir = os.fspath(dump_dir)
         # a sync dump whose graphs stand for those of a dump without graph files (--graph)
         self._graph_dir = graph_dir
@@ -235,7 +252,7 @@ class OfflineSession(DebugSession):
             self._dump = dump
             if self._checker is not None:  # started again: the old workers are of no use
                 self._checker.close()
-            self._checker = Checker(dump, workers=self._workers)
+            self._checker = Checker(dump, workers=self._workers, runner=self._runner)
             self._closed = False
             ranks = dump.ranks
             rank = self._wanted_rank if self._wanted_rank is not None else ranks[0]
@@ -293,6 +310,11 @@ class OfflineSession(DebugSession):
         checker, self._checker = self._checker, None
         if checker is not None:
             checker.close()
+        # the client lives as long as the session: a session started again after close()
+        # checks with this process's threads
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            runner.close()
 
     def select_rank(self, rank: int) -> None:
         with self._control:
@@ -505,11 +527,27 @@ class OfflineSession(DebugSession):
                 self._notice(f"Watchpoint {wp.id} was skipped: {err}", "warning")
                 continue
             watches.append(Watch(wp.id, wp.request(), wp.condition.needs_prev, tensors))
-        progress = StepProgress(self.emit, f"Checking step {step} (iteration {iteration})")
+        label = f"Checking step {step} (iteration {iteration})"
+        progress = StepProgress(self.emit, label)
+        runner = self._runner
+        if runner is not None:
+
+            def on_cluster(p: ClusterProgress) -> None:
+                progress.relabel(f"{label} on the cluster: {p.describe()}")
+
+            runner.on_progress = on_cluster
         try:
             report = self._checker.check(
                 watches, [iteration], progress=progress, cancel=self._cancel
             )
+        except Exception as err:
+            if runner is None:
+                raise
+            # a lost scheduler, workers that cannot see the dump: one sentence, as any
+            # failed control action (the run ends, the step stays checked in part)
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            reason = (reason or type(err).__name__).rstrip(".")
+            raise SessionError(f"The check on the cluster failed: {reason}.") from None
         finally:
             progress.end()
         self._hits = self._to_hits(report)

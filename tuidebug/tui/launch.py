@@ -98,8 +98,11 @@ def open_offline(
     watch_specs: Sequence[str] = (),
     recommended: bool = False,
     graph_dir: str | None = None,
+    cluster: str | None = None,
 ) -> int:
-    """Open a dump directory in the TUI; loading runs in the app's worker with progress."""
+    """Open a dump directory in the TUI; loading runs in the app's worker with progress.
+    `cluster` (`--cluster ADDRESS|local[:N]`): the session's checks run on that Dask
+    cluster, connected here so that one that cannot be reached is refused before the TUI."""
     if rank is not None and rank < 0:
         return _fail(command, f"--rank must be 0 or more, not {rank}.")
     problem = check_dump_dir(str(dump), graph_dir) or terminal_problem()
@@ -108,9 +111,26 @@ def open_offline(
     from tuidebug.core.session import SessionError
     from tuidebug.offline.session import OfflineSession
 
+    runner = None
+    if cluster is not None:
+        try:
+            from tuidebug.offline import cluster as cluster_mod
+        except ImportError:
+            return _fail(
+                command,
+                "--cluster needs Dask's distributed package: pip install 'tuidebug[cluster]'.",
+            )
+        try:
+            runner = cluster_mod.open_runner(cluster)
+        except cluster_mod.ClusterError as exc:
+            return _fail(command, str(exc))
     try:
-        session = OfflineSession(Path(dump).expanduser(), rank=rank, graph_dir=graph_dir)
+        session = OfflineSession(
+            Path(dump).expanduser(), rank=rank, graph_dir=graph_dir, runner=runner
+        )
     except (SessionError, OSError, ValueError) as exc:
+        if runner is not None:
+            runner.close()
         return _fail(command, str(exc))
     from tuidebug.tui.app import run_app
 
@@ -131,6 +151,7 @@ def run_offline(
         watch_specs=watch_specs,
         recommended=recommended,
         graph_dir=getattr(args, "graph", None),
+        cluster=getattr(args, "cluster", None),
     )
 
 
