@@ -35,7 +35,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input, Static
@@ -43,6 +42,7 @@ from textual.widgets import Input, Static
 from tuidebug.commands import CommandRegistry, History, Link, Output, Span
 from tuidebug.core.text import printable
 from tuidebug.tui.messages import NodeChosen, TensorRequested
+from tuidebug.tui.styled_scroll_view import StyledScrollView
 
 __all__ = [
     "CommandInput",
@@ -136,7 +136,7 @@ def wrap_offsets(text: str, width: int) -> list[tuple[int, int]]:
     return rows
 
 
-class CommandOutput(ScrollView, can_focus=True):
+class CommandOutput(StyledScrollView, can_focus=True):
     """The commands' output: wrapped lines, links clickable and reachable by Tab."""
 
     CONTEXT_TITLE = "Command output"
@@ -210,13 +210,8 @@ class CommandOutput(ScrollView, can_focus=True):
         self._links: dict[int, tuple[int, Link]] = {}  # link id → (line number, link)
         self._next_link = 0
         self.selected: int | None = None  # the link id Enter follows
-        self._styles: dict[str, Style] = {}
 
     # ------------------------------------------------------------ styles
-    def notify_style_update(self) -> None:
-        self._styles.clear()
-        super().notify_style_update()
-
     def _overlay(self, name: str) -> Style:
         """A component class's own style (no background), cached: resolving CSS costs more
         than drawing a row. A style the pane does not know adds nothing."""

@@ -27,7 +27,6 @@ from textual.css.query import NoMatches
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Label, Static
 
@@ -43,6 +42,7 @@ from tuidebug.tui.graph_layout import (
     step,
 )
 from tuidebug.tui.labels import plain, shown
+from tuidebug.tui.styled_scroll_view import StyledScrollView
 
 
 def hit_counts(
@@ -62,7 +62,7 @@ def hit_counts(
     return counts
 
 
-class GraphCanvas(ScrollView, can_focus=True):
+class GraphCanvas(StyledScrollView, can_focus=True):
     """The drawing, scrollable both ways, with a selected box."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -130,7 +130,6 @@ class GraphCanvas(ScrollView, can_focus=True):
         self.centre = centre
         self.selected = centre
         self.picture: Picture = self._draw()
-        self._styles: dict[str, Style] = {}
 
     # ------------------------------------------------------------------ state
     def _draw(self) -> Picture:
@@ -232,29 +231,19 @@ class GraphCanvas(ScrollView, can_focus=True):
             self.select(name)
 
     # ----------------------------------------------------------------- render
-    def notify_style_update(self) -> None:
-        self._styles.clear()
-        super().notify_style_update()
-
-    def _style(self, component: str) -> Style:
-        style = self._styles.get(component)
-        if style is None:
-            style = self.get_component_rich_style(component) if component else self.rich_style
-            self._styles[component] = style
-        return style
 
     def box_style(self, name: str) -> Style:
         if name == self.selected:
-            return self._style("graph-canvas--selected")
+            return self.style_of("graph-canvas--selected")
         if name in self.hits:
-            return self._style("graph-canvas--hit")
+            return self.style_of("graph-canvas--hit")
         if name == self.centre:
-            return self._style("graph-canvas--centre")
-        return self._style("graph-canvas--box")
+            return self.style_of("graph-canvas--centre")
+        return self.style_of("graph-canvas--box")
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        base = self._style("")
+        base = self.style_of("")
         left, top = self.margins()
         row = round(self.scroll_y) + y - top
         picture = self.picture
@@ -264,7 +253,7 @@ class GraphCanvas(ScrollView, can_focus=True):
         boxes = sorted(
             (b for b in picture.boxes.values() if b.y <= row < b.y + b.height), key=lambda b: b.x
         )
-        edge = base + self._style("graph-canvas--edge")
+        edge = base + self.style_of("graph-canvas--edge")
         segments: list[Segment] = []
         at = 0
         for box in boxes:

@@ -22,7 +22,6 @@ from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -32,7 +31,6 @@ from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -42,6 +40,7 @@ from tuidebug.commands.source import SourceLine, source_lines
 from tuidebug.core.graph import Graph
 from tuidebug.core.text import printable
 from tuidebug.tui.labels import plain, shown
+from tuidebug.tui.styled_scroll_view import StyledScrollView
 
 MAX_HIGHLIGHT_CHARS = 1 << 20  # larger files stay uncoloured: Pygments takes seconds on them
 MAX_NODES_LISTED = 500
@@ -82,7 +81,7 @@ def highlight(lines: Sequence[str], path: str) -> list[Text] | None:
     return list(parts[: len(lines)]) if len(parts) >= len(lines) else None
 
 
-class SourceCode(ScrollView, can_focus=True):
+class SourceCode(StyledScrollView, can_focus=True):
     """The file's lines with a gutter (● a line that created nodes, ▶ the stack's line)
     and the created nodes after each line."""
 
@@ -130,7 +129,6 @@ class SourceCode(ScrollView, can_focus=True):
         self.cursor = 0  # row (index into `lines`)
         self.target: int | None = None  # the row of the stack's line
         self._gutter = 0
-        self._styles: dict[str, Style] = {}
 
     # ------------------------------------------------------------------- data
     def set_lines(self, lines: list[SourceLine], target_line: int | None) -> None:
@@ -228,33 +226,23 @@ class SourceCode(ScrollView, can_focus=True):
             self.post_message(self.Chosen())  # a click on the note follows it
 
     # ----------------------------------------------------------------- render
-    def notify_style_update(self) -> None:
-        self._styles.clear()
-        super().notify_style_update()
-
-    def _style(self, component: str) -> Style:
-        style = self._styles.get(component)
-        if style is None:
-            style = self.get_component_rich_style(component) if component else self.rich_style
-            self._styles[component] = style
-        return style
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        base = self._style("")
+        base = self.style_of("")
         row = round(self.scroll_y) + y
         if row >= len(self.lines) or width <= 0:
             return Strip.blank(max(width, 0), base)
         line = self.lines[row]
         if row == self.cursor:
-            background = base + self._style("source-code--cursor")
+            background = base + self.style_of("source-code--cursor")
         elif row == self.target:
-            background = base + self._style("source-code--target")
+            background = base + self.style_of("source-code--target")
         else:
             background = base
         marker = "▶" if row == self.target else ("●" if line.nodes else " ")
         gutter = f"{marker}{line.line_no:>{self._gutter - 4}} │ "
-        text = Text(gutter, style=self._style("source-code--gutter"))
+        text = Text(gutter, style=self.style_of("source-code--gutter"))
         coloured = self.coloured
         if coloured is not None:
             text.append_text(coloured[row])
@@ -263,7 +251,7 @@ class SourceCode(ScrollView, can_focus=True):
         note = line_note(line.nodes)
         if note:
             text.append("  ")
-            text.append(note, style=self._style("source-code--note"))
+            text.append(note, style=self.style_of("source-code--note"))
         segments = [
             Segment(segment.text, background + segment.style if segment.style else background)
             for segment in text.render(self.app.console)

@@ -24,7 +24,6 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tuidebug.core.tensor_search import Matcher, SearchSpec
@@ -33,6 +32,7 @@ from tuidebug.tui.colormap import (
     ColorScale,
     half_block_cell,
 )
+from tuidebug.tui.styled_scroll_view import StyledScrollView
 from tuidebug.tui.tensor_format import (
     CELL_NAN,
     CELL_NEG_INF,
@@ -66,7 +66,7 @@ class GridData:
     token: int
 
 
-class TensorCanvas(ScrollView, can_focus=True):
+class TensorCanvas(StyledScrollView, can_focus=True):
     """Shared cursor handling of the table and the heatmap."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -96,22 +96,10 @@ class TensorCanvas(ScrollView, can_focus=True):
         self.data: GridData | None = None
         self.cursor_row = 0
         self.cursor_col = 0
-        # Resolving CSS into rich styles costs more than drawing a line; resolve once per
-        # style change instead of per line (Textual calls notify_style_update on changes).
-        self._styles: dict[str, Style] = {}
 
     def notify_style_update(self) -> None:
-        self._styles.clear()
         self._clear_caches()  # cached strips carry the old styles
         super().notify_style_update()
-
-    def style_of(self, component: str) -> Style:
-        """The rich style of a component class ("" = the widget itself), cached."""
-        style = self._styles.get(component)
-        if style is None:
-            style = self.get_component_rich_style(component) if component else self.rich_style
-            self._styles[component] = style
-        return style
 
     # ---------------------------------------------------------------- data & cursor
     def set_data(self, data: GridData | None, cursor: tuple[int, int] = (0, 0)) -> None:

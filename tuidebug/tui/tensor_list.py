@@ -36,7 +36,6 @@ from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
@@ -49,6 +48,7 @@ from tuidebug.core.tensor_health import Health, HealthCancelled, tensor_health
 from tuidebug.core.tensor_listing import TensorEntry
 from tuidebug.core.text import printable
 from tuidebug.tui.messages import NodeChosen
+from tuidebug.tui.styled_scroll_view import StyledScrollView
 from tuidebug.tui.tensor_list_rows import (
     CATEGORY_CYCLE,
     SORT_CYCLE,
@@ -69,7 +69,7 @@ FILTER_DELAY = 0.12  # seconds of typing quiet before a big list is filtered aga
 BIG_LIST = 20_000  # entries from which filtering waits for a pause in the typing
 
 
-class TensorRows(ScrollView, can_focus=True):
+class TensorRows(StyledScrollView, can_focus=True):
     """The rows: a sticky column header on line 0, one entry per line below it."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -113,7 +113,6 @@ class TensorRows(ScrollView, can_focus=True):
         self.health: Sequence[Health | None] = ()
         self.cursor = 0  # position in `shown`
         self.ascii_only = False  # set on mount from the app's terminal (its -ascii class)
-        self._styles: dict[str, Style] = {}
 
     def on_mount(self) -> None:
         # the app decides from the locale (terminal_caps.py) and marks itself -ascii
@@ -206,20 +205,10 @@ class TensorRows(ScrollView, can_focus=True):
         self.post_message(self.ViewMoved())
 
     # ----------------------------------------------------------------- render
-    def notify_style_update(self) -> None:
-        self._styles.clear()
-        super().notify_style_update()
-
-    def _style(self, component: str) -> Style:
-        style = self._styles.get(component)
-        if style is None:
-            style = self.get_component_rich_style(component) if component else self.rich_style
-            self._styles[component] = style
-        return style
 
     def render_line(self, y: int) -> Strip:
         width = self.view_width
-        base = self._style("")
+        base = self.style_of("")
         if width <= 0:
             return Strip.blank(0, base)
         columns = columns_for(width)
@@ -232,7 +221,7 @@ class TensorRows(ScrollView, can_focus=True):
         entry = self.entries[index]
         health = self.health[index] if index < len(self.health) else None
         glyph, glyph_style = health_glyph(health, ascii_only=self.ascii_only)
-        line_style = self._style("tensor-rows--cursor") if position == self.cursor else base
+        line_style = self.style_of("tensor-rows--cursor") if position == self.cursor else base
         text = " " + " ".join(format_row(entry, columns, ascii_only=self.ascii_only))
         segments = [
             Segment(glyph, line_style + Style.parse(glyph_style)),
@@ -241,7 +230,7 @@ class TensorRows(ScrollView, can_focus=True):
         return Strip(segments).adjust_cell_length(width, line_style)
 
     def _header(self, columns: Columns, width: int) -> Strip:
-        style = self._style("tensor-rows--header")
+        style = self.style_of("tensor-rows--header")
         cells = [
             title.rjust(size) if right else title.ljust(size)
             for title, size, right in header_cells(columns)
