@@ -6,6 +6,7 @@ Every test points the persistent history at its own tmp folder (`XDG_STATE_HOME`
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,9 @@ def test_history_file_failures_are_harmless(tmp_path: Path) -> None:
     odd = tmp_path / "odd"
     odd.write_bytes(b"lt\n\x1b[31mpt x\n\xff\xfe\n" + b"a" * 5000 + b"\nni y\n")
     assert load_history(odd).lines == ["lt", "ni y"]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert load_history(fifo).lines == []  # refused at once: opening it must not block
     assert command_history_file({"XDG_STATE_HOME": "relative"}).parts[-3:] == (
         "state",
         "tuidebug",

@@ -41,6 +41,7 @@ from textual.widgets import Input, Static
 
 from tuidebug.commands import CommandRegistry, History, Link, Output, Span
 from tuidebug.core.text import printable
+from tuidebug.offline.regular_file import open_regular
 from tuidebug.tui.messages import NodeChosen, TensorRequested
 from tuidebug.tui.styled_scroll_view import StyledScrollView
 
@@ -76,7 +77,8 @@ def load_history(path: Path, limit: int = HISTORY_LIMIT) -> History:
     """The saved history; a missing, unreadable or odd file gives what could be read."""
     history = History(limit=limit)
     try:
-        with path.open("rb") as handle:
+        # a FIFO or a device in its place must not block the first `:`
+        with open_regular(path) as handle:
             raw = handle.read(MAX_HISTORY_BYTES)
     except OSError:
         return history
