@@ -237,3 +237,17 @@ def test_history_prefix_search() -> None:
     assert history.next() == "pt"  # back to what was typed
     history.add("pt a")  # a repeat moves to the newest place
     assert history.lines == ["lt", "ni b", "pt c", "pt a"]
+
+
+def test_saved_bfloat16_is_float32_npy(tmp_path: Path) -> None:
+    """`-w` writes what numpy can read back: bfloat16 has no .npy type code (numpy would
+    write an opaque |V2), so it is stored as float32, as MindSpore dumps it."""
+    import ml_dtypes
+
+    from tuidebug.commands.tensor_commands import save_npy
+
+    values = np.array([[1.5, -2.0], [np.inf, np.nan]], dtype=ml_dtypes.bfloat16)
+    path = save_npy(values.T, str(tmp_path / "bf"))  # a non-contiguous view too
+    back = np.load(path, allow_pickle=False)
+    assert back.dtype == np.float32
+    np.testing.assert_array_equal(back, values.T.astype(np.float32))

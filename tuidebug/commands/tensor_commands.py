@@ -30,6 +30,7 @@ from tuidebug.core.tensor import (
     format_slice,
     parse_slice,
     tensor_statistics,
+    write_npy,
 )
 from tuidebug.core.tensor_listing import TensorEntry
 
@@ -240,7 +241,8 @@ def save_npy(array: np.ndarray, target: str) -> Path:
     if path.suffix != ".npy":
         path = path.with_name(path.name + ".npy")
     try:
-        np.save(path, np.ascontiguousarray(array), allow_pickle=False)
+        with path.open("wb") as handle:
+            write_npy(handle, array)  # streamed; bfloat16 as float32, as MindSpore dumps it
     except OSError as err:
         raise CommandError(f"Cannot write {path}: {err.strerror or err}.") from None
     return path.resolve()

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
+from typing import BinaryIO, cast
 
 import ml_dtypes
 import numpy as np
@@ -763,3 +763,19 @@ def compare(
         previous_stats=tensor_statistics(previous, chunk),
         diff_stats=diff_stats,
     )
+
+
+def write_npy(handle: BinaryIO, array: np.ndarray) -> None:
+    """Write `array` as `.npy` without holding a converted copy of it in memory.
+
+    bfloat16 has no `.npy` type code (numpy would write an opaque `|V2`), so it is stored
+    as float32 like MindSpore's own dumps do, converted one chunk at a time.
+    """
+    if array.dtype != BFLOAT16:
+        # np.save streams non-contiguous views through a small buffer, never a full copy.
+        np.save(handle, array, allow_pickle=False)
+        return
+    header = {"descr": "<f4", "fortran_order": False, "shape": tuple(array.shape)}
+    np.lib.format.write_array_header_2_0(handle, header)
+    for piece in iter_chunks(array, by_rows=True):
+        handle.write(piece.astype("<f4").tobytes())

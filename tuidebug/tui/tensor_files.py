@@ -13,11 +13,8 @@ of the current folder on any file system and needs no quoting in a shell:
 from __future__ import annotations
 
 import re
-from typing import BinaryIO
 
-import numpy as np
-
-from tuidebug.core.tensor import BFLOAT16, Index, iter_chunks
+from tuidebug.core.tensor import Index
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-.]+")
 # A file name has at most 255 bytes; a stem this long leaves room for slice and suffixes.
@@ -74,20 +71,4 @@ def short_name_of(title: str) -> str:
     return tail.split(":", 1)[0].strip()
 
 
-def write_npy(handle: BinaryIO, array: np.ndarray) -> None:
-    """Write `array` as `.npy` without holding a converted copy of it in memory.
-
-    bfloat16 has no `.npy` type code (numpy would write an opaque `|V2`), so it is stored
-    as float32 like MindSpore's own dumps do, converted one chunk at a time.
-    """
-    if array.dtype != BFLOAT16:
-        # np.save streams non-contiguous views through a small buffer, never a full copy.
-        np.save(handle, array, allow_pickle=False)
-        return
-    header = {"descr": "<f4", "fortran_order": False, "shape": tuple(array.shape)}
-    np.lib.format.write_array_header_2_0(handle, header)
-    for piece in iter_chunks(array, by_rows=True):
-        handle.write(piece.astype("<f4").tobytes())
-
-
-__all__ = ["file_stem", "save_file_name", "short_name_of", "slice_tag", "write_npy"]
+__all__ = ["file_stem", "save_file_name", "short_name_of", "slice_tag"]

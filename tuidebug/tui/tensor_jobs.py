@@ -26,9 +26,9 @@ from tuidebug.core.tensor import (
     compare,
     histogram,
     tensor_statistics,
+    write_npy,
 )
 from tuidebug.tui.tensor_canvas import GridData
-from tuidebug.tui.tensor_files import write_npy
 from tuidebug.tui.tensor_find import SearchEvent, SearchKey
 from tuidebug.tui.tensor_format import block_extreme
 
