@@ -18,6 +18,10 @@ warm page cache (the floor pass reads everything first):
                start-up excluded; its report must equal the local one
     per task   the scheduler's round trip per task: `--tasks` no-op tasks submitted and
                gathered, divided by their number
+    continue   `tuidebug offline`'s session checking every rank: `continue` from step 0
+               until the last step (it stops at every step with hits, so it is called
+               again), here (`--all-ranks`, threads) and on the cluster (`--cluster
+               local:N`); the hits of every step must be equal
 
 and prints cluster / local against the goal (≤ 1.10, plus the stated start-up), and the
 per-task overhead, which with the batch count gives the speed-up to expect on a real
@@ -60,6 +64,27 @@ def _watches(dump: object) -> list[object]:
                 ]
         watches.append(Watch(wp_id, wp.request(), wp.condition.needs_prev, tensors))
     return watches
+
+
+def _continue_to_end(root: Path, runner: object | None) -> tuple[float, list[object], int]:
+    """Seconds for continue from step 0 to the last step in a session that checks every
+    rank (called again at each step it stops at), each stop's (step, hits), the steps."""
+    from tuidebug.offline.session import OfflineSession
+
+    session = OfflineSession(root, runner=runner, all_ranks=True)  # type: ignore[arg-type]
+    try:
+        session.start()
+        for cond, params in REFERENCE_WATCHPOINTS:
+            session.create_watchpoint(cond, params)
+        stops = []
+        last = session.metadata.max_step or 0
+        started = time.perf_counter()
+        while session.metadata.step < last:
+            session.continue_()
+            stops.append((session.metadata.step, tuple(session.hits)))
+        return time.perf_counter() - started, stops, last
+    finally:
+        session.close()  # a client passed in (ClusterRunner(client)) stays open
 
 
 def _floor(root: Path) -> tuple[float, dict[int, float], int]:
@@ -136,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             remote = Checker(dump2, runner=runner).check(_watches(dump2), dump2.iterations())  # type: ignore[arg-type]
             cluster_s = time.perf_counter() - started
+
+            # the TUI's continue over every rank, here and on the same cluster
+            cont_local_s, stops_local, steps = _continue_to_end(root, None)
+            cont_cluster_s, stops_cluster, _ = _continue_to_end(root, ClusterRunner(client))
         finally:
             client.close()
             cluster.close()
@@ -170,6 +199,13 @@ def main(argv: list[str] | None = None) -> int:
             f"scheduler per task:     {per_task_s * 1e3:.2f} ms ({args.tasks} no-op tasks); "
             f"{batches} tasks cost ~{batches * per_task_s:.2f} s of scheduling"
         )
+        same_stops = stops_local == stops_cluster
+        print(
+            f"continue, every rank:   {cont_local_s:.2f} s here, {cont_cluster_s:.2f} s on the "
+            f"cluster ({cont_cluster_s / cont_local_s:.3f}); {steps} steps, {len(stops_local)} "
+            f"stops, same hits: {same_stops}"
+        )
+        same = same and same_stops
         if not same:
             print("MISMATCH between the cluster and the local report", file=sys.stderr)
             return 1

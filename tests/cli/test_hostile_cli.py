@@ -371,3 +371,21 @@ def test_a_closed_pipe_is_no_traceback(tmp_path: Path) -> None:
     finally:
         os.close(write_end)
     assert proc.returncode == 0 and proc.stderr == ""
+
+
+@pytest.mark.parametrize(("argv", "all_ranks"), [([], False), (["--all-ranks"], True)])
+def test_offline_all_ranks_reaches_the_session(
+    monkeypatch: pytest.MonkeyPatch, small_dump: Path, argv: list[str], all_ranks: bool
+) -> None:
+    """`--all-ranks` makes the session check every rank (without it, and without
+    `--cluster`, only the rank shown)."""
+    seen: list[bool] = []
+
+    def fake_app(session: Any, **_kwargs: Any) -> int:
+        seen.append(session.all_ranks)
+        return 0
+
+    monkeypatch.setattr("tuidebug.tui.app.run_app", fake_app)
+    monkeypatch.setattr(launch, "on_terminal", lambda: True)
+    assert cli.main(["offline", str(small_dump), *argv]) == 0
+    assert seen == [all_ranks]

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
 from tests.cli.support import check, sentences
+from tests.offline.many_ranks import write_ranks
 from tuidebug.api import DumpAnalyzer
 from tuidebug.api import Watchpoint as ApiWatchpoint
 from tuidebug.core.session import EventLog, Progress
@@ -28,7 +28,6 @@ from tuidebug.offline import session as session_mod
 from tuidebug.offline.checker import Checker, CheckReport, Watch
 from tuidebug.offline.cluster import ClusterProgress, ClusterRunner, connect, parse_cluster
 from tuidebug.offline.dump import OfflineDump
-from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
 from tuidebug.offline.session import OfflineSession
 
 pytestmark = pytest.mark.timeout(60)
@@ -73,52 +72,6 @@ def many_ranks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("ranks") / "dump"
     write_ranks(root, ranks=4, iterations=3)
     return root
-
-
-def write_ranks(root: Path, ranks: int, iterations: int) -> None:
-    f32 = np.float32
-    net = "Default/network"
-    mm, relu, opt = f"{net}/MatMul-op0", f"{net}/ReLU-op1", f"{net}/optimizer/ApplyMomentum-op2"
-    nodes = [
-        NodeDef(mm, "MatMul", ("inputs0", "fc.weight"), f32, (8, 16)),
-        NodeDef(relu, "ReLU", (mm,), f32, (8, 16)),
-        NodeDef(
-            opt, "ApplyMomentum", ("fc.weight", "moments.fc.weight", "lr", relu), f32, (16, 16)
-        ),
-    ]
-    params = [
-        ParamDef("inputs0", f32, (8, 16)),
-        ParamDef("fc.weight", f32, (16, 16)),
-        ParamDef("moments.fc.weight", f32, (16, 16)),
-        ParamDef("lr", f32, ()),
-    ]
-    for rank in range(ranks):
-        rng = np.random.default_rng(rank)
-        weight = rng.standard_normal((16, 16)).astype(f32)
-        with DumpWriter(root, net_name="Net", rank=rank, start_timestamp=1000) as w:
-            w.add_graph(0, nodes, params)
-            for it in range(iterations):
-                x = rng.standard_normal((8, 16)).astype(f32)
-                out = x @ weight
-                if rank == 2 and it == 1:
-                    out[0, :2] = (np.inf, np.nan)
-                step = 1e-1 if rank == 2 else 1e-4
-                weight = (weight + step * rng.standard_normal((16, 16))).astype(f32)
-                w.write_iteration(
-                    0,
-                    it,
-                    {
-                        ("inputs0", "output", 0): x,
-                        ("lr", "output", 0): np.asarray(0.01, f32),
-                        (mm, "output", 0): out,
-                        (relu, "output", 0): np.maximum(out, 0),
-                        (opt, "output", 0): weight,
-                        ("fc.weight", "output", 0): weight,
-                        ("moments.fc.weight", "output", 0): rng.standard_normal((16, 16)).astype(
-                            f32
-                        ),
-                    },
-                )
 
 
 def _both(capsys: pytest.CaptureFixture[str], address: str, *argv: str) -> None:
@@ -355,9 +308,10 @@ def test_unreachable_scheduler_is_one_sentence(monkeypatch: pytest.MonkeyPatch) 
 def _session_run(
     root: Path, runner: ClusterRunner | None
 ) -> tuple[list[tuple[int, tuple[Any, ...]]], list[Progress]]:
-    """Rank 2 of the many-rank dump: continue to the overflow, then step on with a weight
-    change watchpoint; (step, hits) after each, and the Progress events."""
-    session = OfflineSession(root, rank=2, runner=runner)
+    """The many-rank dump shown at rank 2, every rank checked: continue to the overflow,
+    then step on with a weight change watchpoint; (step, hits) after each, and the
+    Progress events."""
+    session = OfflineSession(root, rank=2, runner=runner, all_ranks=True)
     log = EventLog()
     session.subscribe(log)
     try:
@@ -380,8 +334,8 @@ def test_offline_session_on_the_cluster_gives_the_same_hits(
     client: Client, many_ranks: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`tuidebug offline DUMP --cluster`: the session's step, continue and recheck checks
-    run on the cluster and find what they find here; the progress line says the cluster's
-    tasks and the ranks done."""
+    run on the cluster, over every rank, and find what they find here; the progress line
+    says the cluster's tasks and the ranks done."""
     monkeypatch.setattr(session_mod, "PROGRESS_AFTER", 0.0)  # every check shows its line
     local, _ = _session_run(many_ranks, None)
     runner = ClusterRunner(client)
@@ -390,7 +344,8 @@ def test_offline_session_on_the_cluster_gives_the_same_hits(
     assert local[0][0] == 2 and local[0][1]  # the overflow at iteration 1 stopped it
     assert local[1][0] == 3 and local[1][1]  # rank 2's weight changes a lot
     labels = [p.label for p in progress if "on the cluster" in p.label]
-    assert labels and labels[-1].endswith("on the cluster: 1/1 tasks, ranks done 2")
+    assert labels and labels[-1].endswith("on the cluster: 4/4 tasks, ranks done 0–3")
+    assert {h.tensor.rank for h in remote[0][1]} == {2}  # rank 2 alone overflows
     assert client.status == "running"  # a client passed in stays its owner's to close
 
 
@@ -398,6 +353,7 @@ def test_open_runner_is_closed_with_the_session(many_ranks: Path) -> None:
     runner = cluster_mod.open_runner("local:1")
     c = runner.client
     session = OfflineSession(many_ranks, runner=runner)
+    assert session.all_ranks  # a cluster is for checking every rank
     session.close()
     assert c.status == "closed"
 

@@ -15,6 +15,7 @@ what it waited for.
 from __future__ import annotations
 
 import itertools
+import re
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -429,3 +430,15 @@ def make_app(**kwargs: Any) -> tuple[DebuggerApp, FakeSession]:
     """The debugger app on a new `FakeSession(**kwargs)`, which the app starts."""
     session = FakeSession(**kwargs)
     return DebuggerApp(session, start_session=True), session
+
+
+_CSI = re.compile(r"\x1b\[(\d+);(\d+)H|\x1b\[[0-9;]*m")
+
+
+def screen_text(app: Any) -> str:
+    """What the app would write to the terminal for its whole screen now, with Textual's
+    own cursor moves and colours taken out (a move becomes a line break): whatever control
+    character is left came from a string the app showed."""
+    update = app.screen._compositor.render_update(full=True)
+    data = update.render_segments(app.console)
+    return _CSI.sub(lambda m: "\n" if m.group(1) else "", data)

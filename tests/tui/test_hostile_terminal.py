@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from textual.content import Content
 
-from tests.tui.support import settled, wait_for_screen, wait_until
+from tests.tui.support import screen_text, settled, wait_for_screen, wait_until
 from tuidebug import cli
 from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.cli import online as cli_online
@@ -249,16 +247,6 @@ def test_online_server_warnings_are_escaped_lines(
 
 
 # ------------------------------------------------------------------ the TUI
-_CSI = re.compile(r"\x1b\[(\d+);(\d+)H|\x1b\[[0-9;]*m")
-
-
-def screen_text(app: Any) -> str:
-    """What the app would write to the terminal for its whole screen now, with Textual's
-    own cursor moves and colours taken out (a move becomes a line break): whatever control
-    character is left came from a string the app showed."""
-    update = app.screen._compositor.render_update(full=True)
-    data = update.render_segments(app.console)
-    return _CSI.sub(lambda m: "\n" if m.group(1) else "", data)
 
 
 @pytest.mark.timeout(180)

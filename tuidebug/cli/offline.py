@@ -16,6 +16,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_graph_argument(p)
     add_watch_arguments(p)
     p.add_argument(
+        "--all-ranks",
+        action="store_true",
+        default=None,
+        help="check every rank at each step, not only the one shown (the default with "
+        "--cluster); Enter on another rank's hit shows that rank",
+    )
+    p.add_argument(
         "--cluster",
         default=None,
         metavar="ADDRESS|local[:N]",

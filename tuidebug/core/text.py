@@ -1,4 +1,5 @@
-"""Untrusted text made safe to show on a terminal.
+"""Text for a terminal: untrusted strings made safe (`printable`), rank lists made short
+(`rank_ranges`).
 
 Node names come from a `.pb` or a gRPC peer and file names from a dump folder: any of them
 may hold ESC sequences that set the terminal's title, clear the screen or overwrite a line,
@@ -10,7 +11,9 @@ the exact string.
 
 from __future__ import annotations
 
-__all__ = ["printable"]
+from collections.abc import Iterable
+
+__all__ = ["printable", "rank_ranges"]
 
 
 def _escape(char: str) -> str:
@@ -40,3 +43,14 @@ def printable(text: object) -> str:
     if text.isprintable():
         return text
     return "".join(char if char.isprintable() else _escape(char) for char in text)
+
+
+def rank_ranges(ranks: Iterable[int]) -> str:
+    """Sorted ranks as runs: (0, 1, 2, 3, 5) → `0–3, 5` (64 ranks stay one short line)."""
+    runs: list[list[int]] = []
+    for rank in sorted(set(ranks)):
+        if runs and rank == runs[-1][1] + 1:
+            runs[-1][1] = rank
+        else:
+            runs.append([rank, rank])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)

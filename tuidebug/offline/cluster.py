@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tuidebug.core import scan_engine
+from tuidebug.core.text import rank_ranges
 from tuidebug.offline.check_task import Task, TaskResult, run_task
 
 if TYPE_CHECKING:
@@ -96,17 +97,6 @@ class ClusterProgress:
         if self.ranks_done:
             text += f", ranks done {rank_ranges(self.ranks_done)}"
         return text
-
-
-def rank_ranges(ranks: tuple[int, ...]) -> str:
-    """Sorted ranks as runs: (0, 1, 2, 3, 5) → `0–3, 5` (64 ranks stay one short line)."""
-    runs: list[list[int]] = []
-    for rank in sorted(set(ranks)):
-        if runs and rank == runs[-1][1] + 1:
-            runs[-1][1] = rank
-        else:
-            runs.append([rank, rank])
-    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
 
 
 def plan_batches(

@@ -22,12 +22,17 @@ the next tensor (`can_stop_run`): the hits the interrupted check found so far ar
 part" (`Metadata.message`) until it is checked again: the next step or continue checks it
 again in full first (a step counts it as its one step), as does a recheck.
 
-Only one rank is shown at a time (`select_rank`). Everything that goes wrong with the dump is
+Only one rank is shown at a time (`select_rank`), but a session may check every rank
+(`all_ranks=True`, the default with a cluster): step `s` then checks iteration `s − 1` on
+every rank that dumped it, the hits are those of all ranks (each names its rank, the hit
+list filters by it), the last step is the dump's (not the shown rank's), and switching the
+shown rank keeps them. Everything that goes wrong with the dump is
 a `Notice` event with one sentence; `start()` raises `SessionError` only when the folder is
 not a dump at all. Checks run through the `Checker` (threads of this process, one
 for small steps, or a Dask cluster: `runner=cluster.open_runner(...)`, then its progress
 label says the cluster's tasks done and which ranks are done); `close()` cancels a
-running check and closes the cluster's client.
+running check and closes the cluster's client. After a check of every rank,
+`Metadata.message` says how many ranks were checked and which have hits.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from tuidebug.core.session import (
 )
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.tensor_listing import TensorEntry, entry_for
+from tuidebug.core.text import rank_ranges
 from tuidebug.core.watch_targets import watched_tensors
 from tuidebug.core.watchpoint_book import WatchpointChange
 from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
@@ -155,10 +161,13 @@ class OfflineSession(DebugSession):
         mem_limit: int | None = None,
         graph_dir: str | os.PathLike[str] | None = None,
         runner: ClusterRunner | None = None,
+        all_ranks: bool | None = None,
     ) -> None:
         super().__init__()
         # checks run on this Dask cluster when given; the session owns it (close() closes it)
         self._runner = runner
+        # check every rank at each step (module docstring); a cluster is for many ranks
+        self.all_ranks = runner is not None if all_ranks is None else all_ranks
         self.dump_dir = os.fspath(dump_dir)
         # a sync dump whose graphs stand for those of a dump without graph files (--graph)
         self._graph_dir = graph_dir
@@ -169,12 +178,15 @@ class OfflineSession(DebugSession):
         self._checker: Checker | None = None
         self._metadata = Metadata(mode="offline", source=self.dump_dir)
         self._graphs: dict[str, Graph] = {}
-        # watchpoint id → (that watchpoint, the graphs it was resolved in, its tensors)
+        # watchpoint id → (that watchpoint, what it was resolved in: the shown rank's graphs
+        # or, checking every rank, the dump; its tensors)
         self._resolved: dict[
-            int, tuple[Watchpoint, dict[str, Graph], dict[tuple[int, str], list[tuple[str, int]]]]
+            int, tuple[Watchpoint, object, dict[tuple[int, str], list[tuple[str, int]]]]
         ] = {}
         self._hits: tuple[WatchpointHit, ...] = ()
         self._rank = 0
+        # after a check of every rank: the ranks it checked and those with hits (the message)
+        self._ranks_checked: tuple[tuple[int, ...], tuple[int, ...]] | None = None
         # One control action at a time (the TUI runs them in workers); state reads are lock-free
         # because every published value is an immutable object swapped in whole.
         self._control = threading.RLock()
@@ -267,7 +279,7 @@ class OfflineSession(DebugSession):
             self._set(
                 state=SessionState.WAITING,
                 step=0,
-                max_step=dump.step_count(rank),
+                max_step=self._max_step(rank),
                 rank=rank,
                 ranks=tuple(ranks),
                 backend=dump.backend,
@@ -295,8 +307,9 @@ class OfflineSession(DebugSession):
         self.emit(Progress("Dump loaded", total, total))
         self._rank = rank
         self._graphs = dict(graphs)
-        self._hits = ()
-        self._partial_step = None
+        if not self.all_ranks:  # the hits and the partial check were the old rank's
+            self._hits = ()
+            self._partial_step = None
         self._flush_problems()
         if not graphs:
             self._notice(
@@ -325,35 +338,75 @@ class OfflineSession(DebugSession):
                 )
             self._set(state=SessionState.LOADING)
             self._load_rank(rank)
-            max_step = dump.step_count(rank)
+            max_step = self._max_step(rank)
             self._set(
                 state=SessionState.WAITING,
                 rank=rank,
                 step=min(self._metadata.step, max_step),
                 max_step=max_step,
                 graph_names=tuple(self._graphs),
-                message="",
+                message=self._step_message(min(self._metadata.step, max_step)),
             )
             self.emit(GraphsLoaded(dict(self._graphs), first_time=False))
-            self.emit(HitsArrived((), self._metadata.step))
+            if not self.all_ranks:  # every rank's hits stay when all are checked
+                self.emit(HitsArrived((), self._metadata.step))
+
+    def _max_step(self, rank: int) -> int:
+        """The last step: the shown rank's, or the whole dump's when every rank is checked."""
+        return self.dump.step_count(None if self.all_ranks else rank)
 
     # ------------------------------------------------------------------ watchpoints
     def _resolve(self, wp: Watchpoint) -> dict[tuple[int, str], list[tuple[str, int]]]:
-        """(rank, graph) → (node, slot) pairs the watchpoint watches on the current rank.
-        Kept until the watchpoint or the rank's graphs change: every step asks again."""
+        """(rank, graph) → (node, slot) pairs the watchpoint watches: on the shown rank, or
+        on every rank when all are checked (a target that no graph of a rank has is noted
+        once for those ranks: raising would stop the check of the others). Kept until the
+        watchpoint or the graphs it was resolved in change: every step asks again."""
+        basis: object = self._dump if self.all_ranks else self._graphs
         cached = self._resolved.get(wp.id)
-        if cached is not None and cached[0] is wp and cached[1] is self._graphs:
+        if cached is not None and cached[0] is wp and cached[1] is basis:
             return cached[2]
+        out = {(self._rank, name): pairs for name, pairs in self._resolve_in(wp, self._graphs)}
+        if self.all_ranks:
+            others = [r for r in self.dump.ranks if r != self._rank]
+            missing: list[int] = []
+            reason = ""
+            for i, rank in enumerate(others):
+                self.emit(
+                    Progress(f"Reading the graphs of {len(others)} more ranks", i, len(others))
+                )
+                try:
+                    found = self._resolve_in(wp, self.dump.graphs(rank))
+                except WatchpointError as err:
+                    missing.append(rank)
+                    reason = reason or str(err)
+                    continue
+                out.update({(rank, name): pairs for name, pairs in found})
+            if others:
+                self.emit(Progress("Graphs read", 1, 1))  # the progress line goes
+            self._flush_problems()  # damaged graph files of the other ranks
+            if missing:
+                self._notice(
+                    f"Watchpoint {wp.id} watches nothing on rank{'s' if len(missing) > 1 else ''} "
+                    f"{rank_ranges(missing)}: {reason.rstrip('.')}.",
+                    "warning",
+                )
+        self._resolved[wp.id] = (wp, basis, out)
+        return out
+
+    @staticmethod
+    def _resolve_in(
+        wp: Watchpoint, rank_graphs: Mapping[str, Graph]
+    ) -> list[tuple[str, list[tuple[str, int]]]]:
+        """(graph, watched (node, slot) pairs) of one rank's graphs; `WatchpointError` when
+        a target is in none of them."""
         if wp.graph_name:
-            graph = self._graphs.get(wp.graph_name)
+            graph = rank_graphs.get(wp.graph_name)
             graphs = [graph] if graph is not None else []
         else:
-            graphs = list(self._graphs.values())
+            graphs = list(rank_graphs.values())
         # the watchpoint watches every graph it resolves in; constants are never checked
         found = watched_tensors(wp.condition, wp.targets, graphs, constants=False, tolerate=True)
-        out = {(self._rank, name): pairs for name, pairs in found.items()}
-        self._resolved[wp.id] = (wp, self._graphs, out)
-        return out
+        return list(found.items())
 
     def _watch_graph(self, graph_name: str | None) -> str | None:
         if graph_name is not None and self._graphs and graph_name not in self._graphs:
@@ -361,8 +414,14 @@ class OfflineSession(DebugSession):
         return graph_name
 
     def _check_targets(self, watchpoint: Watchpoint, targets_changed: bool) -> None:
-        if self._graphs:
-            self._resolve(watchpoint)  # unknown targets raise here, not at the next step
+        if not self._graphs:
+            return
+        # unknown targets raise here, not at the next step (the shown rank decides: the
+        # other ranks' graphs are read at the first check)
+        if self.all_ranks:
+            self._resolve_in(watchpoint, self._graphs)
+        else:
+            self._resolve(watchpoint)  # kept for the steps
 
     def _watchpoints_changed(self, change: WatchpointChange) -> None:
         if change.kind == "deleted" and change.watchpoint is not None:
@@ -462,6 +521,7 @@ class OfflineSession(DebugSession):
                 )
             self._hits = ()
             self._partial_step = None
+            self._ranks_checked = None
             self._set(step=step, message="")
             self.emit(HitsArrived((), step))
 
@@ -490,13 +550,7 @@ class OfflineSession(DebugSession):
         step = self._metadata.step
         partial = self._partial_step == step
         self.emit(HitsArrived(self._hits, step, partial=partial))
-        message = ""
-        if partial:
-            message = f"Step {step} was checked in part: " + (
-                "recheck it to check it in full."
-                if step >= (self._metadata.max_step or 0)
-                else "a step or continue checks it again in full first."
-            )
+        message = self._step_message(step)
         if self._cancel.is_set() and not self._closed:
             count = len(self._hits)
             self._notice(
@@ -506,6 +560,29 @@ class OfflineSession(DebugSession):
             )
         self._set(state=SessionState.WAITING, message=message)
 
+    def _step_message(self, step: int) -> str:
+        """The header's line for the step shown: that it was checked in part, or which
+        ranks a check of every rank checked."""
+        if self._partial_step == step:
+            return f"Step {step} was checked in part: " + (
+                "recheck it to check it in full."
+                if step >= (self._metadata.max_step or 0)
+                else "a step or continue checks it again in full first."
+            )
+        return self._ranks_message(step)
+
+    def _ranks_message(self, step: int) -> str:
+        """After a check of every rank: how many ranks it checked and which have hits."""
+        if not self.all_ranks or self._ranks_checked is None or step != self._metadata.step:
+            return ""
+        checked, with_hits = self._ranks_checked
+        if len(checked) < 2 and not with_hits:
+            return ""
+        text = f"Step {step}: {len(checked)} rank{'s' if len(checked) != 1 else ''} checked"
+        if not with_hits:
+            return text + ", no hits."
+        return text + f"; hits on rank{'s' if len(with_hits) > 1 else ''} {rank_ranges(with_hits)}."
+
     def _check_current(self) -> bool:
         """Check the iteration of the current step into `_hits` (published by the caller
         when the run stops there). False when the check was stopped part-way: the step is
@@ -514,6 +591,7 @@ class OfflineSession(DebugSession):
         iteration = step - 1
         self._hits = ()
         self._partial_step = step
+        self._ranks_checked = None
         active = [wp for wp in self.watchpoint_book if wp.enabled]
         if not (active and self._graphs and self._checker is not None):
             self._flush_problems()
@@ -554,6 +632,18 @@ class OfflineSession(DebugSession):
         self._flush_problems(report.problems)
         if report.cancelled:
             return False
+        if self.all_ranks:
+            dump = self.dump
+            checked = {
+                rank
+                for watch in watches
+                for rank, graph in watch.tensors
+                if iteration in dump.index(rank, graph).iterations
+            }
+            self._ranks_checked = (
+                tuple(sorted(checked)),
+                tuple(sorted({hit.tensor.rank for hit in self._hits})),
+            )
         self._partial_step = None
         return True
 

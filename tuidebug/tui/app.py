@@ -858,10 +858,16 @@ class DebuggerApp(App[int]):
     def _hit_chosen(self, message: HitChosen) -> None:
         ref: TensorRef = message.hit.tensor
         if ref.rank != self._metadata.rank and len(self._metadata.ranks) > 1:
-            self.notify(
-                f"This hit is on rank {ref.rank}; switch rank from the palette (Ctrl+P) first.",
-                severity="warning",
-            )
+            # a hit of another rank (a session that checks every rank): show that rank,
+            # then open the hit (posted after the switch's events, so handled after them)
+            hit = message.hit
+
+            def switch() -> None:
+                self.session.select_rank(ref.rank)
+                with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
+                    self.post_message(HitChosen(hit))
+
+            self._runs.call(f"Switching to rank {ref.rank}", switch)
             return
         graph_name = ref.graph or self.current_graph or ""
         if graph_name not in self.graphs:

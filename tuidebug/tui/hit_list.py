@@ -9,6 +9,7 @@ ones) as `tuidebug check --json` prints them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -242,10 +243,15 @@ class HitList(Vertical):
             self.query_one("#hit-filter-graph", Select),
             [("all graphs", ALL)] + [(plain(name), name) for name in graph_names],
         )
-        ranks = sorted({hit.tensor.rank for hit in self._hits} | set(self._ranks))
+        # each rank with its hit count: which ranks a check of every rank found hits on
+        per_rank = Counter(hit.tensor.rank for hit in self._hits)
+        ranks = sorted(set(per_rank) | set(self._ranks))
         self._set_options(
             self.query_one("#hit-filter-rank", Select),
-            [("all ranks", ALL)] + [(f"rank {r}", str(r)) for r in ranks],
+            [("all ranks", ALL)]
+            + [
+                (f"rank {r} ({per_rank[r]})" if per_rank[r] else f"rank {r}", str(r)) for r in ranks
+            ],
         )
 
     @staticmethod

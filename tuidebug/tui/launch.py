@@ -99,10 +99,12 @@ def open_offline(
     recommended: bool = False,
     graph_dir: str | None = None,
     cluster: str | None = None,
+    all_ranks: bool | None = None,
 ) -> int:
     """Open a dump directory in the TUI; loading runs in the app's worker with progress.
     `cluster` (`--cluster ADDRESS|local[:N]`): the session's checks run on that Dask
-    cluster, connected here so that one that cannot be reached is refused before the TUI."""
+    cluster, connected here so that one that cannot be reached is refused before the TUI.
+    `all_ranks`: check every rank at each step (None: only with a cluster)."""
     if rank is not None and rank < 0:
         return _fail(command, f"--rank must be 0 or more, not {rank}.")
     problem = check_dump_dir(str(dump), graph_dir) or terminal_problem()
@@ -126,7 +128,11 @@ def open_offline(
             return _fail(command, str(exc))
     try:
         session = OfflineSession(
-            Path(dump).expanduser(), rank=rank, graph_dir=graph_dir, runner=runner
+            Path(dump).expanduser(),
+            rank=rank,
+            graph_dir=graph_dir,
+            runner=runner,
+            all_ranks=all_ranks,
         )
     except (SessionError, OSError, ValueError) as exc:
         if runner is not None:
@@ -152,6 +158,7 @@ def run_offline(
         recommended=recommended,
         graph_dir=getattr(args, "graph", None),
         cluster=getattr(args, "cluster", None),
+        all_ranks=getattr(args, "all_ranks", None),
     )
 
 
