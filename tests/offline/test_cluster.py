@@ -11,6 +11,8 @@ import logging
 import os
 import re
 import shutil
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -220,7 +222,7 @@ def test_a_batch_that_keeps_failing_names_its_rank_and_iterations() -> None:
 
     batch = cluster_mod.Batch(3, "kernel_graph_0", 2, 4, (7, 8), 0)
     runner = object.__new__(ClusterRunner)
-    results = runner._collect(Failed(), batch, [], "/d")
+    results = runner._collect(Failed(), batch)
     assert [r.tid for r in results] == [7, 8]
     assert not any(r.readable for r in results)
     (sentence,) = set(results[0].problems)
@@ -369,3 +371,79 @@ def test_parse_cluster() -> None:
     assert parse_cluster("local") == ("local", None)
     assert parse_cluster("local:3") == ("local", 3)
     assert parse_cluster("tcp://h:8786") == ("tcp://h:8786", None)
+
+
+# ------------------------------------------------------------------ a hung worker
+_REAL_CHECK_BATCH = cluster_mod.check_batch
+_RELEASE = threading.Event()
+_HUNG: list[str] = []  # the workers that hang (their address), or "*" for every worker
+
+
+def _hanging_check_batch(tasks: Any, root: str, max_bytes: int | None) -> Any:
+    """`check_batch` on a worker that hangs: the first worker to take a batch (or, with
+    "*" in _HUNG, every worker) blocks until the test releases it."""
+    from distributed import get_worker
+
+    me = get_worker().address
+    if not _HUNG:
+        _HUNG.append(me)
+    if me in _HUNG or "*" in _HUNG:
+        _RELEASE.wait(60)
+    return _REAL_CHECK_BATCH(tasks, root, max_bytes)
+
+
+@pytest.fixture
+def threads_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Client]:
+    """Two in-process workers (so a test's function can hang them), released at the end."""
+    monkeypatch.setattr(cluster_mod, "check_batch", _hanging_check_batch)
+    monkeypatch.setattr(cluster_mod, "POLL_SECONDS", 0.05)
+    _HUNG.clear()
+    _RELEASE.clear()
+    cluster = LocalCluster(
+        n_workers=2,
+        processes=False,
+        threads_per_worker=1,
+        dashboard_address=":0",
+        silence_logs=logging.CRITICAL,
+    )
+    try:
+        with Client(cluster) as c:
+            yield c
+    finally:
+        _RELEASE.set()
+        cluster.close()
+
+
+def test_a_hung_workers_batches_run_again_on_an_idle_worker(
+    threads_cluster: Client, many_ranks: Path
+) -> None:
+    """A worker alive to Dask's heartbeats that never finishes: after `stall_seconds`
+    without a result its batches run on the idle worker, and the report is the local one."""
+    runner = ClusterRunner(threads_cluster, stall_seconds=1.0)
+    started = time.monotonic()
+    _compare(many_ranks, runner)
+    assert time.monotonic() - started < 20
+    assert runner.rerun  # at least the batch the hung worker held
+
+
+def test_every_worker_hung_gives_up_with_one_sentence_per_batch(
+    threads_cluster: Client, many_ranks: Path
+) -> None:
+    """No idle worker to move the batches to: they are given up after the bound, named,
+    and the check is incomplete, instead of waiting for ever."""
+    _HUNG.append("*")
+    dump = OfflineDump(many_ranks)
+    runner = ClusterRunner(threads_cluster, stall_seconds=1.0)
+    started = time.monotonic()
+    report = Checker(dump, runner=runner).check(_watches(dump), dump.iterations())
+    assert time.monotonic() - started < 20
+    assert not report.outcomes or all(not o.result.hit for o in report.outcomes)
+    sentences = set(report.problems)
+    assert len(sentences) == len(runner.batches)
+    for sentence in sentences:
+        assert re.fullmatch(
+            r"rank_\d graph \S+ iterations? [\d-]+ could not be checked on the cluster \(no "
+            r"result after 1 s( on \S+)?: is a worker hung\?\), so its \d+ tensors were not "
+            r"checked\.",
+            sentence,
+        ), sentence

@@ -13,7 +13,9 @@ and the incomplete-run rules are those of a local check.
 Failures: Dask retries a batch whose worker died (its scheduler does) and one that raised
 (`retries=`); a batch that still fails is answered as unreadable with one sentence naming
 its rank, graph and iterations, so the check is incomplete (exit 2 without hits), never
-silently short. Ctrl+C (or the checker's `cancel` event) cancels the futures on the cluster.
+silently short. A hung worker (alive to Dask's heartbeats, never finishing) is bounded by
+`STALL_SECONDS`: its batches run once more on idle workers, then are given up the same way.
+Ctrl+C (or the checker's `cancel` event) cancels the futures on the cluster.
 
 `distributed` is an optional extra (`pip install 'tuidebug[cluster]'`); this is the only
 module that imports it (an import-linter contract says so).
@@ -51,6 +53,14 @@ BATCH_TENSORS = 2000
 RETRIES = 2
 # How long connecting to a scheduler may take before the check gives up.
 CONNECT_SECONDS = 30
+# A check in which no batch has come back for this long is stalled: Dask's heartbeats
+# catch a dead worker, not a hung one (a read blocked on a stuck file system, a wedged
+# process). The batches on the workers that hold them are run once more on idle workers,
+# and given up (unchecked, named, the run incomplete) when they stall again or no worker
+# is idle. A batch is at most BATCH_BYTES: 5 minutes is under 1 MB/s.
+STALL_SECONDS = 300.0
+# How often the wait for batches looks at the cancel event and the stall clock.
+POLL_SECONDS = 0.5
 
 
 class ClusterError(Exception):
@@ -167,6 +177,7 @@ class ClusterRunner:
         retries: int = RETRIES,
         batch_bytes: int = BATCH_BYTES,
         batch_tensors: int = BATCH_TENSORS,
+        stall_seconds: float = STALL_SECONDS,
     ) -> None:
         from distributed import Client
 
@@ -177,9 +188,12 @@ class ClusterRunner:
         self.retries = retries
         self.batch_bytes = batch_bytes
         self.batch_tensors = batch_tensors
+        self.stall_seconds = stall_seconds
         # seconds per batch as the workers took them, and the submit-to-result time: the
         # difference is the scheduler's cost (the benchmark reports it)
         self.batches: list[Batch] = []
+        # batches of the last check run again elsewhere because they stalled (a hung worker)
+        self.rerun: list[Batch] = []
         self.elapsed: float = 0.0
         # what `close()` releases: the client (and local cluster) of `open_runner`
         self._owned: ExitStack | None = None
@@ -216,28 +230,19 @@ class ClusterRunner:
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> list[TaskResult]:
-        from distributed import as_completed
-
         started = time.perf_counter()
         if tasks:
             self.check_visible(root)
         batches = plan_batches(tasks, keys, self.batch_bytes, self.batch_tensors)
         self.batches = batches
+        self.rerun = []
         info = self.client.scheduler_info()
         report.workers = sum(int(w.get("nthreads", 1)) for w in info.get("workers", {}).values())
         run_id = uuid.uuid4().hex[:8]
         futures: dict[Any, Batch] = {}
         for n, batch in enumerate(batches):
-            future = self.client.submit(
-                check_batch,
-                [tasks[tid] for tid in batch.tids],
-                root,
-                max_bytes,
-                key=f"tuidebug-check-{run_id}-{n}-rank{batch.rank}-it{batch.first}-{batch.last}",
-                pure=False,
-                retries=self.retries,
-            )
-            futures[future] = batch
+            key = f"tuidebug-check-{run_id}-{n}-rank{batch.rank}-it{batch.first}-{batch.last}"
+            futures[self._submit(batch, tasks, root, max_bytes, key)] = batch
         results: list[TaskResult] = []
         left_per_rank: dict[int, int] = {}
         for batch in batches:
@@ -248,11 +253,11 @@ class ClusterRunner:
             progress(0, total_tensors)
         self._tell(0, len(batches), 0, 0, left_per_rank)
         pending = set(futures)
+        stall = _Stall(self, tasks, root, max_bytes)
         try:
-            for future in as_completed(list(futures)):
-                pending.discard(future)
+            for future, answer in stall.completed(pending, futures, cancel):
                 batch = futures[future]
-                results.extend(self._collect(future, batch, tasks, root))
+                results.extend(answer if answer is not None else self._collect(future, batch))
                 done += 1
                 tensors += len(batch.tids)
                 nbytes += sum(r.nbytes for r in results[-len(batch.tids) :])
@@ -261,15 +266,37 @@ class ClusterRunner:
                     progress(tensors, total_tensors)
                 self._tell(done, len(batches), tensors, nbytes, left_per_rank)
                 if cancel is not None and cancel.is_set():
-                    report.cancelled = True
                     break
+            report.cancelled = cancel is not None and cancel.is_set() and bool(pending)
         finally:
             if pending:  # Ctrl+C, a cancelled check or a bug here: nothing keeps running
                 self.client.cancel(list(pending))
         self.elapsed = time.perf_counter() - started
         return sorted(results, key=lambda r: r.tid)
 
-    def _collect(self, future: Any, batch: Batch, tasks: list[Task], root: str) -> list[TaskResult]:
+    def _submit(
+        self,
+        batch: Batch,
+        tasks: list[Task],
+        root: str,
+        max_bytes: int | None,
+        key: str,
+        workers: list[str] | None = None,
+    ) -> Any:
+        # `workers`: only there (a batch moved off a hung worker); else wherever Dask likes
+        placed: dict[str, Any] = {"workers": workers, "allow_other_workers": False}
+        return self.client.submit(
+            check_batch,
+            [tasks[tid] for tid in batch.tids],
+            root,
+            max_bytes,
+            key=key,
+            pure=False,
+            retries=self.retries,
+            **(placed if workers else {}),
+        )
+
+    def _collect(self, future: Any, batch: Batch) -> list[TaskResult]:
         """A batch's results, or (failed after its retries, or its workers kept dying) each
         of its tensors unread with one sentence naming where: the check is incomplete."""
         if future.status == "finished":
@@ -287,11 +314,7 @@ class ClusterRunner:
         reason = (reason or type(failure).__name__).rstrip(".")
         if type(failure).__name__ == "KilledWorker":
             reason = "its workers kept dying"
-        sentence = (
-            f"{batch.where()} could not be checked on the cluster ({reason}), so its "
-            f"{len(batch.tids)} tensor{'s' if len(batch.tids) != 1 else ''} were not checked."
-        )
-        return [TaskResult(tid, (), (sentence,), 0, False) for tid in batch.tids]
+        return unchecked(batch, reason)
 
     def _tell(
         self, done: int, total: int, tensors: int, nbytes: int, left_per_rank: dict[int, int]
@@ -305,6 +328,96 @@ class ClusterRunner:
                 slowest, most = rank, left
         ranks_done = tuple(rank for rank, left in sorted(left_per_rank.items()) if left == 0)
         self.on_progress(ClusterProgress(done, total, tensors, nbytes, slowest, most, ranks_done))
+
+
+def unchecked(batch: Batch, reason: str) -> list[TaskResult]:
+    """Each tensor of a batch unread, with one sentence naming where and why."""
+    sentence = (
+        f"{batch.where()} could not be checked on the cluster ({reason}), so its "
+        f"{len(batch.tids)} tensor{'s' if len(batch.tids) != 1 else ''} were not checked."
+    )
+    return [TaskResult(tid, (), (sentence,), 0, False) for tid in batch.tids]
+
+
+class _Stall:
+    """The wait for a check's batches, bounded (`STALL_SECONDS`): it yields each future as
+    it completes (with None: the runner collects it) or, for a batch given up as hung, its
+    unchecked answer; it returns early when `cancel` is set."""
+
+    def __init__(
+        self, runner: ClusterRunner, tasks: list[Task], root: str, max_bytes: int | None
+    ) -> None:
+        self._runner = runner
+        self._tasks = tasks
+        self._root = root
+        self._max_bytes = max_bytes
+        self._moved: set[Batch] = set()  # batches already run again elsewhere
+
+    def completed(
+        self,
+        pending: set[Any],
+        futures: dict[Any, Batch],
+        cancel: threading.Event | None,
+    ) -> Iterator[tuple[Any, list[TaskResult] | None]]:
+        from distributed import wait
+
+        client = self._runner.client
+        last = time.monotonic()
+        while pending:
+            if cancel is not None and cancel.is_set():
+                return
+            try:
+                finished = wait(list(pending), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                finished = None
+            if finished is not None and finished.done:
+                last = time.monotonic()
+                for future in finished.done:
+                    pending.discard(future)
+                    yield future, None
+                continue
+            if time.monotonic() - last < self._runner.stall_seconds:
+                continue
+            last = time.monotonic()  # the batches moved get a full bound of their own
+            for future, answer in self._unstall(client, pending, futures):
+                yield future, answer
+
+    def _unstall(
+        self, client: Client, pending: set[Any], futures: dict[Any, Batch]
+    ) -> Iterator[tuple[Any, list[TaskResult]]]:
+        """No batch came back for `stall_seconds`: run the ones on busy workers once more on
+        idle workers; give up those moved before, or all when no worker is idle."""
+        processing: dict[str, list[str]] = client.processing()
+        on = {key: worker for worker, keys in processing.items() for key in keys}
+        idle = sorted(worker for worker, keys in processing.items() if not keys)
+        seconds = self._runner.stall_seconds
+        for future in list(pending):
+            batch = futures[future]
+            worker = on.get(future.key)
+            if worker is None and idle:
+                continue  # still waiting for a worker: not stuck itself
+            if batch in self._moved or not idle:
+                pending.discard(future)
+                client.cancel([future])
+                where = f" on {worker}" if worker else ""
+                yield future, unchecked(
+                    batch, f"no result after {seconds:.0f} s{where}: is a worker hung?"
+                )
+                continue
+            self._moved.add(batch)
+            pending.discard(future)
+            client.cancel([future])
+            again = self._runner._submit(
+                batch,
+                self._tasks,
+                self._root,
+                self._max_bytes,
+                f"{future.key}-again",
+                workers=idle,
+            )
+            futures[again] = batch
+            pending.add(again)
+            self._runner.rerun.append(batch)
 
 
 def parse_cluster(text: str) -> tuple[str, int | None]:
