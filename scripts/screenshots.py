@@ -212,6 +212,24 @@ async def small_80x24(app: DebuggerApp, pilot: Any) -> None:
     await settle(pilot)
 
 
+async def all_ranks(app: DebuggerApp, pilot: Any) -> None:
+    """A 4-rank demo dump with every rank checked (`--all-ranks`, as with `--cluster`):
+    continue to the overflow, then Enter on a hit of rank 2 shows that rank."""
+    await _open(app, pilot, recommended=True)
+    await _first_overflow(app, pilot)
+    await pilot.press("2")
+    hits = app.query_one(HitList)
+    groups = hits.tree_view.root.children
+    overflow = next(g for g in groups if " TO " in f" {g.label} ")
+    on_rank_2 = next(n for n in overflow.children if " r2 " in f"{n.label} ")
+    hits.tree_view.move_cursor(on_rank_2)
+    await settle(pilot)
+    await pilot.press("enter")
+    await settle(pilot, rounds=8)
+    await pilot.press("2")
+    await settle(pilot)
+
+
 SCENES: dict[str, Scene] = {
     "tree_and_details": tree_and_details,
     "hit_list": hit_list,
@@ -225,13 +243,16 @@ SCENES: dict[str, Scene] = {
     "source_view": source_view,
     "compare": compare,
     "small_80x24": small_80x24,
+    "all_ranks": all_ranks,
 }
+# scenes shown on the 4-rank demo dump, every rank checked
+MANY_RANKS = {"all_ranks"}
 # scenes shot at their own size whatever --size says
 SIZES: dict[str, tuple[int, int]] = {"small_80x24": (80, 24)}
 
 
 async def shoot(dump: Path, name: str, scene: Scene, out: Path, size: tuple[int, int]) -> Path:
-    session = OfflineSession(dump)
+    session = OfflineSession(dump, all_ranks=name in MANY_RANKS)
     app = DebuggerApp(session, start_session=True, source_label="demo dump")
     try:
         async with app.run_test(size=size) as pilot:
@@ -266,9 +287,11 @@ def main(argv: list[str] | None = None) -> int:
         # the command line's history goes here, not into the user's (nor comes from it)
         os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")
         dump = write_demo_dump(Path(tmp))
+        many = write_demo_dump(Path(tmp) / "ranks", ranks=4)
         for name in args.scenes or list(SCENES):
             size = SIZES.get(name, (cols, rows))
-            path = asyncio.run(shoot(dump, name, SCENES[name], out, size))
+            where = many if name in MANY_RANKS else dump
+            path = asyncio.run(shoot(where, name, SCENES[name], out, size))
             print(f"wrote {path}")
     return 0
 

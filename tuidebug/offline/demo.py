@@ -238,9 +238,9 @@ class Momentum:
             rec.kernel(kernel, "ApplyMomentum", inputs, update)
 
 
-def train(steps: int, rec: Recorder) -> list[dict[TensorKey, np.ndarray]]:
+def train(steps: int, rec: Recorder, seed: int = SEED) -> list[dict[TensorKey, np.ndarray]]:
     """Run `steps` training steps; per step, every kernel tensor and parameter value."""
-    rng = np.random.default_rng(SEED)
+    rng = np.random.default_rng(seed)
     net = MLP(rng)
     optimizer = Momentum(net.parameters())
     iterations: list[dict[TensorKey, np.ndarray]] = []
@@ -275,24 +275,29 @@ def _parameter_values(
     return values
 
 
-def write_demo_dump(out_dir: Path, steps: int = 6) -> Path:
+def write_demo_dump(out_dir: Path, steps: int = 6, ranks: int = 1) -> Path:
     """Train the demo MLP for `steps` steps and write its dump under `out_dir` (which gets
-    `rank_0/`). Returns `out_dir`, the dump root to open with `tuidebug offline`."""
+    `rank_0/`; with `ranks` > 1 also `rank_1/`…, each rank its own seed, as ranks of a
+    data-parallel run see other data). Returns `out_dir`, the dump root to open with
+    `tuidebug offline`."""
     if steps < 1:
         raise ValueError("The demo needs at least one step.")
-    rec = Recorder()
-    iterations = train(steps, rec)
-    first = iterations[0]
-    params = [
-        ParamDef(name, first[(name, "output", 0)].dtype, tuple(first[(name, "output", 0)].shape))
-        for name in _parameter_order()
-    ]
-    with DumpWriter(
-        Path(out_dir), net_name=NET_NAME, rank=0, start_timestamp=START_TIMESTAMP
-    ) as writer:
-        writer.add_graph(GRAPH_ID, rec.nodes, params)
-        for iteration, tensors in enumerate(iterations):
-            writer.write_iteration(GRAPH_ID, iteration, tensors)
+    for rank in range(ranks):
+        rec = Recorder()
+        iterations = train(steps, rec, seed=SEED + rank)
+        first = iterations[0]
+        params = [
+            ParamDef(
+                name, first[(name, "output", 0)].dtype, tuple(first[(name, "output", 0)].shape)
+            )
+            for name in _parameter_order()
+        ]
+        with DumpWriter(
+            Path(out_dir), net_name=NET_NAME, rank=rank, start_timestamp=START_TIMESTAMP
+        ) as writer:
+            writer.add_graph(GRAPH_ID, rec.nodes, params)
+            for iteration, tensors in enumerate(iterations):
+                writer.write_iteration(GRAPH_ID, iteration, tensors)
     return Path(out_dir)
 
 
