@@ -19,6 +19,7 @@ from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.header import SessionHeader
 from tuidebug.tui.hit_list import HitList
 from tuidebug.tui.messages import HitChosen
+from tuidebug.tui.scope_tree import ScopeTree
 from tuidebug.tui.tensor_view import TensorView
 
 SIZE = (140, 40)
@@ -64,6 +65,8 @@ async def test_enter_on_another_ranks_hit_shows_that_rank(dump: Path) -> None:
         assert f"rank 2 ({len(session.hits)})" in labels and "rank 1" in labels
         hit = session.hits[0]
         assert hit.tensor.rank == 2
+        tree = app.query_one(ScopeTree).tree_view
+        assert not tree.node_hits  # rank 0's tree: rank 2's hits are not on its nodes
         app.post_message(HitChosen(hit))  # as Enter on the row
         view = app.query_one(TensorView)
         await wait_until(pilot, lambda: view.title.startswith("MatMul-op0"), what="the tensor")
@@ -71,5 +74,6 @@ async def test_enter_on_another_ranks_hit_shows_that_rank(dump: Path) -> None:
         assert session.metadata.rank == 2
         assert app.current_node is not None and app.current_node.name == hit.tensor.node
         assert tuple(session.hits) and session.hits[0] == hit  # the hits stayed
+        assert tree.node_hits.get(hit.tensor.node)  # rank 2's tree shows its hits
         await settled(pilot)
         assert app.query_one(HitList).hit_count == len(session.hits)

@@ -533,8 +533,12 @@ class DebuggerApp(App[int]):
         if graph is None:
             tree.set_badges((), (), {}, {})
             return
+        # the tree is the shown rank's: other ranks' hits (a check of every rank) are
+        # counted in the hit list, not on these nodes
+        rank = self._metadata.rank
+        hits = [h for h in self.session.hits if h.tensor.rank in (rank, None)]
         watched_nodes, watched_scopes, node_hits, scope_hits = watch_badges(
-            graph, self.session.watchpoints, self.session.hits
+            graph, self.session.watchpoints, hits
         )
         tree.set_badges(watched_nodes, watched_scopes, node_hits, scope_hits)
 
