@@ -400,8 +400,9 @@ class _Stall:
                 pending.discard(future)
                 client.cancel([future])
                 where = f" on {worker}" if worker else ""
-                yield future, unchecked(
-                    batch, f"no result after {seconds:.0f} s{where}: is a worker hung?"
+                yield (
+                    future,
+                    unchecked(batch, f"no result after {seconds:.0f} s{where}: is a worker hung?"),
                 )
                 continue
             self._moved.add(batch)
