@@ -242,7 +242,7 @@ class ClusterRunner:
         futures: dict[Any, Batch] = {}
         for n, batch in enumerate(batches):
             key = f"tuidebug-check-{run_id}-{n}-rank{batch.rank}-it{batch.first}-{batch.last}"
-            futures[self._submit(batch, tasks, root, max_bytes, key)] = batch
+            futures[self.submit_batch(batch, tasks, root, max_bytes, key)] = batch
         results: list[TaskResult] = []
         left_per_rank: dict[int, int] = {}
         for batch in batches:
@@ -253,9 +253,9 @@ class ClusterRunner:
             progress(0, total_tensors)
         self._tell(0, len(batches), 0, 0, left_per_rank)
         pending = set(futures)
-        stall = _Stall(self, tasks, root, max_bytes)
+        waiting = _BoundedWait(self, tasks, root, max_bytes)
         try:
-            for future, answer in stall.completed(pending, futures, cancel):
+            for future, answer in waiting.completed(pending, futures, cancel):
                 batch = futures[future]
                 results.extend(answer if answer is not None else self._collect(future, batch))
                 done += 1
@@ -274,7 +274,7 @@ class ClusterRunner:
         self.elapsed = time.perf_counter() - started
         return sorted(results, key=lambda r: r.tid)
 
-    def _submit(
+    def submit_batch(
         self,
         batch: Batch,
         tasks: list[Task],
@@ -339,7 +339,7 @@ def unchecked(batch: Batch, reason: str) -> list[TaskResult]:
     return [TaskResult(tid, (), (sentence,), 0, False) for tid in batch.tids]
 
 
-class _Stall:
+class _BoundedWait:
     """The wait for a check's batches, bounded (`STALL_SECONDS`): it yields each future as
     it completes (with None: the runner collects it) or, for a batch given up as hung, its
     unchecked answer; it returns early when `cancel` is set."""
@@ -408,7 +408,7 @@ class _Stall:
             self._moved.add(batch)
             pending.discard(future)
             client.cancel([future])
-            again = self._runner._submit(
+            again = self._runner.submit_batch(
                 batch,
                 self._tasks,
                 self._root,
