@@ -283,7 +283,8 @@ class ClusterRunner:
         key: str,
         workers: list[str] | None = None,
     ) -> Any:
-        # `workers`: only there (a batch moved off a hung worker); else wherever Dask likes
+        """One batch as one Dask task (a future); `workers`: only on those (a batch moved
+        off a hung worker), else wherever the scheduler likes."""
         placed: dict[str, Any] = {"workers": workers, "allow_other_workers": False}
         return self.client.submit(
             check_batch,
