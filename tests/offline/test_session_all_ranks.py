@@ -82,6 +82,12 @@ def test_continue_stops_at_the_first_hit_of_any_rank(dump: Path) -> None:
         session.continue_()
         assert session.metadata.step == 4 and not session.hits
         assert session.metadata.message == "Step 4: 4 ranks checked, no hits."
+        session.reset_step(3)
+        session.recheck()
+        assert session.metadata.message == "Step 3: 4 ranks checked; hits on ranks 0, 2."
+        session.delete_watchpoint(session.hits[0].watchpoint_id)  # its hits go, and the line
+        assert not session.hits
+        assert session.metadata.message == "Step 3: 4 ranks checked, no hits."
     finally:
         session.close()
 

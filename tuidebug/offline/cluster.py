@@ -352,7 +352,6 @@ class _BoundedWait:
         self._tasks = tasks
         self._root = root
         self._max_bytes = max_bytes
-        self._moved: set[Batch] = set()  # batches already run again elsewhere
 
     def completed(
         self,
@@ -397,7 +396,7 @@ class _BoundedWait:
             worker = on.get(future.key)
             if worker is None and idle:
                 continue  # still waiting for a worker: not stuck itself
-            if batch in self._moved or not idle:
+            if batch in self._runner.rerun or not idle:  # moved once already: given up
                 pending.discard(future)
                 client.cancel([future])
                 where = f" on {worker}" if worker else ""
@@ -406,7 +405,6 @@ class _BoundedWait:
                     unchecked(batch, f"no result after {seconds:.0f} s{where}: is a worker hung?"),
                 )
                 continue
-            self._moved.add(batch)
             pending.discard(future)
             client.cancel([future])
             again = self._runner.submit_batch(

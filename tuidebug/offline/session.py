@@ -185,8 +185,9 @@ class OfflineSession(DebugSession):
         ] = {}
         self._hits: tuple[WatchpointHit, ...] = ()
         self._rank = 0
-        # after a check of every rank: the ranks it checked and those with hits (the message)
-        self._ranks_checked: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+        # after a check of every rank: the ranks it checked (the message; the ranks with
+        # hits are those of `_hits`, which a deleted watchpoint may thin out)
+        self._ranks_checked: tuple[int, ...] | None = None
         # One control action at a time (the TUI runs them in workers); state reads are lock-free
         # because every published value is an immutable object swapped in whole.
         self._control = threading.RLock()
@@ -432,6 +433,8 @@ class OfflineSession(DebugSession):
         if any(h.watchpoint_id == watchpoint_id for h in self._hits):
             self._hits = tuple(h for h in self._hits if h.watchpoint_id != watchpoint_id)
             self.emit(HitsArrived(self._hits, self._metadata.step))
+            if self.all_ranks:  # the header's line names the ranks with hits
+                self._set(message=self._step_message(self._metadata.step))
 
     # ------------------------------------------------------------------ control
     def _require_loaded(self) -> OfflineDump:
@@ -575,7 +578,8 @@ class OfflineSession(DebugSession):
         """After a check of every rank: how many ranks it checked and which have hits."""
         if not self.all_ranks or self._ranks_checked is None or step != self._metadata.step:
             return ""
-        checked, with_hits = self._ranks_checked
+        checked = self._ranks_checked
+        with_hits = sorted({hit.tensor.rank for hit in self._hits})
         if len(checked) < 2 and not with_hits:
             return ""
         text = f"Step {step}: {len(checked)} rank{'s' if len(checked) != 1 else ''} checked"
@@ -640,10 +644,7 @@ class OfflineSession(DebugSession):
                 for rank, graph in watch.tensors
                 if iteration in dump.index(rank, graph).iterations
             }
-            self._ranks_checked = (
-                tuple(sorted(checked)),
-                tuple(sorted({hit.tensor.rank for hit in self._hits})),
-            )
+            self._ranks_checked = tuple(sorted(checked))
         self._partial_step = None
         return True
 

@@ -536,7 +536,7 @@ class DebuggerApp(App[int]):
         # the tree is the shown rank's: other ranks' hits (a check of every rank) are
         # counted in the hit list, not on these nodes
         rank = self._metadata.rank
-        hits = [h for h in self.session.hits if h.tensor.rank in (rank, None)]
+        hits = [h for h in self.session.hits if h.tensor.rank == rank]
         watched_nodes, watched_scopes, node_hits, scope_hits = watch_badges(
             graph, self.session.watchpoints, hits
         )
