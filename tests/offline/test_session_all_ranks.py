@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.offline.dump_copy import copy_dump
 from tests.offline.many_ranks import write_ranks
 from tuidebug.core.session import EventLog, HitsArrived, Notice
 from tuidebug.core.watchpoints import WatchpointHit
@@ -159,5 +160,30 @@ def test_a_target_missing_on_other_ranks_is_one_notice(tmp_path: Path) -> None:
         session.step()  # resolved once: no second notice
         notices = [e.message for e in log.events if isinstance(e, Notice)]
         assert sum(m.startswith("Watchpoint 1 watches nothing") for m in notices) == 1
+    finally:
+        session.close()
+
+
+def test_real_mindspore_files_on_two_ranks(lenet_dump: Path, tmp_path: Path) -> None:
+    """The real LeNet dump (both file grammars) as rank 0 and, copied, rank 1: checking
+    every rank finds each rank's hits exactly as a one-rank session does on it."""
+    root = tmp_path / "dump"
+    for rank in (0, 1):
+        copy_dump(lenet_dump / "rank_0", root / f"rank_{rank}", with_data=True)
+    watches = [("TL", {"abs_mean_gt": 1.0}), ("WCL", {"abs_mean_update_ratio_gt": 1e-4})]
+    session = OfflineSession(root, rank=0, all_ranks=True)
+    try:
+        session.start()
+        for condition, params in watches:
+            session.create_watchpoint(condition, params)
+        session.continue_()
+        step = session.metadata.step
+        assert session.hits and {h.tensor.rank for h in session.hits} == {0, 1}
+        union = _one_rank_hits(root, 0, step, watches) | _one_rank_hits(root, 1, step, watches)
+        assert {_key(h) for h in session.hits} == union
+        assert len(session.hits) == len(union)
+        # the same tensors on both ranks: each rank's hits are the other's, rank aside
+        per_rank = [{k[1:] for k in union if k[0] == r} for r in (0, 1)]
+        assert per_rank[0] == per_rank[1]
     finally:
         session.close()
