@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.tui.support import notices, settled, wait_until
-from tuidebug.core.session import SessionEvent, SessionState
+from tuidebug.core.session import Progress, SessionEvent, SessionState
 from tuidebug.offline.checker import CheckReport
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
@@ -106,7 +106,10 @@ async def test_a_continue_refreshes_the_panes_once_at_its_stop(
         assert counters.reads_running == 0  # nothing read for steps 2 and 3
         assert counters.reads_after >= 2  # the summary and the open tensor, at step 4
         steps = OVERFLOW_STEP - 1
-        assert len(counters.events) <= steps + 2  # a step each, then the hits and the stop
+        # A step each, then the hits and the stop. A step whose check is slow (a loaded
+        # machine) adds its progress line and that line's end: those are not refreshes.
+        events = [e for e in counters.events if not isinstance(e, Progress)]
+        assert len(events) <= steps + 2, events
         assert app.query_one(HitList).hit_count == len(session.hits) > 0
     session.close()
 
