@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -414,18 +413,18 @@ def threads_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Client]:
         cluster.close()
 
 
+@pytest.mark.timeout(120)
 def test_a_hung_workers_batches_run_again_on_an_idle_worker(
     threads_cluster: Client, many_ranks: Path
 ) -> None:
     """A worker alive to Dask's heartbeats that never finishes: after `stall_seconds`
     without a result its batches run on the idle worker, and the report is the local one."""
     runner = ClusterRunner(threads_cluster, stall_seconds=1.0)
-    started = time.monotonic()
-    _compare(many_ranks, runner)
-    assert time.monotonic() - started < 20
+    _compare(many_ranks, runner)  # without the bound it waits for ever: the timeout fails it
     assert runner.rerun  # at least the batch the hung worker held
 
 
+@pytest.mark.timeout(120)
 def test_every_worker_hung_gives_up_with_one_sentence_per_batch(
     threads_cluster: Client, many_ranks: Path
 ) -> None:
@@ -434,9 +433,7 @@ def test_every_worker_hung_gives_up_with_one_sentence_per_batch(
     _HUNG.append("*")
     dump = OfflineDump(many_ranks)
     runner = ClusterRunner(threads_cluster, stall_seconds=1.0)
-    started = time.monotonic()
     report = Checker(dump, runner=runner).check(_watches(dump), dump.iterations())
-    assert time.monotonic() - started < 20
     assert not report.outcomes or all(not o.result.hit for o in report.outcomes)
     sentences = set(report.problems)
     assert len(sentences) == len(runner.batches)
