@@ -173,8 +173,14 @@ def test_api_cluster_gives_the_local_hits(client: Client, dump_2_10: Path) -> No
     local = analyzer.check_watchpoints(wps)
     remote = analyzer.check_watchpoints(wps, cluster=client)
     assert shown(remote) == shown(local) and local
-    with pytest.raises(TypeError, match=r"distributed\.Client"):
-        analyzer.check_watchpoints(wps, cluster="tcp://nowhere:1")
+    # the scheduler's address, as --cluster takes it: connected for the call, then closed
+    by_address = analyzer.check_watchpoints(wps, cluster=client.scheduler.address)
+    assert shown(by_address) == shown(local)
+    assert client.status == "running"  # the caller's client is not the one closed
+    with pytest.raises(TypeError, match=r"distributed\.Client or an address"):
+        analyzer.check_watchpoints(wps, cluster=8786)
+    with pytest.raises(ValueError, match=r"^cannot reach tcp://no-such-host\.invalid:1: unknown"):
+        analyzer.check_watchpoints(wps, cluster="tcp://no-such-host.invalid:1")
 
 
 # ------------------------------------------------------------------ failures

@@ -367,8 +367,10 @@ class DumpAnalyzer:
         with error code 32. Hits come in iteration order, then kernel execution order, then
         watchpoint id. `workers` (default: all cores) and `progress(done, total)` are
         tuidebug additions, and so is `cluster`: a `distributed.Client` whose workers read
-        and check the tensors (the dump must be at the same path on each; same hits as a
-        local check; needs `pip install 'tuidebug[cluster]'`).
+        and check the tensors, or an address as `tuidebug check --cluster` takes it
+        (`"tcp://host:8786"`, `"local:4"`: connected for this call and closed after it);
+        the dump must be at the same path on each worker; same hits as a local check;
+        needs `pip install 'tuidebug[cluster]'`.
         """
         from tuidebug.core.condition_catalogue import CheckRequest, Param
         from tuidebug.offline.checker import Checker, Watch, needs_previous
@@ -432,18 +434,23 @@ class DumpAnalyzer:
         cluster_errors: tuple[type[Exception], ...] = ()
         if cluster is not None:
             try:
-                from tuidebug.offline.cluster import ClusterError, ClusterRunner
+                from tuidebug.offline.cluster import ClusterError, ClusterRunner, open_runner
             except ImportError:
                 raise DebuggerParamValueError(
                     "cluster needs Dask's distributed package: pip install 'tuidebug[cluster]'."
                 ) from None
             try:
-                runner = ClusterRunner(cluster)
+                # an address as `--cluster` takes it: connected here, closed after the check
+                runner = (
+                    open_runner(cluster) if isinstance(cluster, str) else ClusterRunner(cluster)
+                )
             except TypeError:
                 raise DebuggerParamTypeError(
-                    f"The type of cluster should be distributed.Client, but got "
-                    f"{type_name(cluster)}."
+                    f"The type of cluster should be distributed.Client or an address str, but "
+                    f"got {type_name(cluster)}."
                 ) from None
+            except ClusterError as err:
+                raise DebuggerParamValueError(str(err)) from None
             cluster_errors = (ClusterError,)
         try:
             with Checker(self._dump, workers=workers, runner=runner) as checker:
@@ -452,6 +459,9 @@ class DumpAnalyzer:
                 )
         except cluster_errors as err:
             raise DebuggerParamValueError(str(err)) from None
+        finally:
+            if runner is not None:
+                runner.close()  # closes only what open_runner opened; a Client stays the caller's
         for problem in report.problems:
             _warn(problem)
         for problem in self._dump.new_problems():

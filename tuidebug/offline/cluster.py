@@ -462,6 +462,7 @@ def connect(text: str, *, quiet: bool = True) -> Iterator[Client]:
                 cluster = _local_cluster(count or default_workers(), level)
             client = Client(cluster)
         else:
+            _probe_scheduler(address, CONNECT_SECONDS)
             client = Client(address, timeout=CONNECT_SECONDS)
     except (OSError, TimeoutError, ValueError) as err:
         if cluster is not None:
@@ -474,6 +475,72 @@ def connect(text: str, *, quiet: bool = True) -> Iterator[Client]:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+# A Dask handshake is a few dozen bytes: a peer announcing more is not a scheduler.
+HANDSHAKE_MAX_BYTES = 64 << 10
+
+
+def _probe_scheduler(address: str, seconds: float) -> None:
+    """Raise ClusterError (one sentence) unless a TCP `address` answers as a Dask scheduler
+    does: it writes its handshake as soon as it accepts. Dask's own client waits for that
+    handshake without a bound (a port that accepts and says nothing hangs it for ever) and
+    trusts its length prefix (an SSH banner read as one asks for exabytes), so a plain
+    socket reads it first, within `seconds`. Other schemes (tls://, ucx://) go to Dask."""
+    import socket
+    import struct
+
+    import msgpack
+    from distributed.comm import parse_address, parse_host_port
+    from distributed.protocol.utils import unpack_frames
+
+    scheme, location = parse_address(address)
+    if scheme != "tcp":
+        return
+    try:
+        host, port = parse_host_port(location)
+    except ValueError as err:
+        raise ClusterError(f"cannot reach {address}: {str(err).rstrip('.')}.") from None
+    if not 0 < port < 1 << 16:
+        raise ClusterError(f"cannot reach {address}: {port} is not a TCP port (1-65535).")
+    deadline = time.monotonic() + seconds
+    not_dask = f"{address} is not a Dask scheduler (it does not answer with Dask's handshake)."
+
+    def read(sock: socket.socket, count: int) -> bytes:
+        data = bytearray()
+        while len(data) < count:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = sock.recv(count - len(data))
+            if not chunk:
+                raise ClusterError(not_dask)
+            data += chunk
+        return bytes(data)
+
+    try:
+        with socket.create_connection((host, port), timeout=seconds) as sock:
+            (size,) = struct.unpack("<Q", read(sock, 8))
+            if not 0 < size <= HANDSHAKE_MAX_BYTES:
+                raise ClusterError(not_dask)
+            frames = unpack_frames(read(sock, size))
+            hello = msgpack.loads(frames[0]) if frames else None
+    except ConnectionRefusedError:
+        raise ClusterError(
+            f"cannot reach {address}: nothing listens there (is the scheduler running? "
+            f"`dask scheduler` prints its address)."
+        ) from None
+    except socket.gaierror:
+        raise ClusterError(f"cannot reach {address}: unknown host {host}.") from None
+    except TimeoutError:
+        raise ClusterError(
+            f"cannot reach {address}: no Dask handshake within {seconds:g} s "
+            f"(a firewall, or something other than a Dask scheduler on that port)."
+        ) from None
+    except OSError as err:
+        raise ClusterError(f"cannot reach {address}: {err.strerror or err}.") from None
+    except (ValueError, IndexError, struct.error, msgpack.UnpackException):
+        raise ClusterError(not_dask) from None
+    if not isinstance(hello, dict) or "python" not in hello:
+        raise ClusterError(not_dask)
 
 
 def open_runner(text: str) -> ClusterRunner:
