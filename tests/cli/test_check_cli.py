@@ -688,3 +688,40 @@ def test_a_watch_that_watches_nothing_is_named(
         "was not checked.",
         "warning: --watch GE watches no gradient node matching --node, so it was not checked.",
     ]
+
+
+def test_many_ranks_are_named_as_runs(capsys, tmp_path: Path) -> None:
+    """A many-rank dump's summary names its ranks as runs, not one name per rank."""
+    from tests.offline.many_ranks import write_ranks
+
+    write_ranks(tmp_path / "dump", ranks=4, iterations=3)
+    code, out, _ = check(capsys, str(tmp_path / "dump"), "--watch", "TO")
+    assert code == 1
+    assert " tensors checked, iterations 0-2 of ranks 0-3, " in out.splitlines()[-1]
+    for argv, ranks in [
+        (["--rank", "1,3"], "1,3"),
+        (["--rank", "1-2", "--rank", "0"], "0-2"),
+        (["--rank", "2-99"], "2-3"),
+    ]:
+        code, out, _ = check(capsys, str(tmp_path / "dump"), "--watch", "TO", *argv)
+        assert f" of ranks {ranks}, " in out.splitlines()[-1], argv
+    code, out, _ = check(capsys, str(tmp_path / "dump"), "--watch", "TO", "--rank", "2")
+    assert " of rank_2, " in out.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("rank", "said"),
+    [
+        ("7", "rank 7 is not in the dump (ranks: 0-3)."),
+        ("5-9", "no rank from 5 to 9 is in the dump (ranks: 0-3)."),
+        ("x", "--rank 'x' is not a rank, a range like 2-5, or a list of them."),
+        ("3-1", "--rank range '3-1' ends before it starts."),
+    ],
+)
+def test_bad_ranks_are_one_sentence(capsys, tmp_path: Path, rank: str, said: str) -> None:
+    from tests.offline.many_ranks import write_ranks
+
+    write_ranks(tmp_path / "dump", ranks=4, iterations=1)
+    code, out, err = check(capsys, str(tmp_path / "dump"), "--watch", "TO", "--rank", rank)
+    assert code == 2 and out == ""
+    assert sentences(err, "check") == [f"tuidebug check: {said}"]

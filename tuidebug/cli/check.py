@@ -83,7 +83,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dump", help="dump root (the folder holding rank_N/)")
     add_watch_arguments(p)
     p.add_argument(
-        "--rank", action="append", type=int, default=None, metavar="R", help="rank(s) to check"
+        "--rank",
+        action="append",
+        default=None,
+        metavar="R|A-B",
+        help="rank(s) to check: 3, 0-7 or 0,2,4-6 (repeatable; default: every rank)",
     )
     p.add_argument(
         "--iteration",
@@ -132,23 +136,41 @@ class _WatchDef:
 IterationRanges = list[tuple[int, int]]
 
 
-def parse_iteration_ranges(text: str) -> IterationRanges:
+def parse_iteration_ranges(text: str, noun: str = "iteration") -> IterationRanges:
     """`3`, `2-5`, `0,2,4-6` → [(3, 3)], [(2, 5)], [(0, 0), (2, 2), (4, 6)], never expanded
-    (`0-999999999999` costs nothing). Raises UsageError on anything else."""
+    (`0-999999999999` costs nothing). Raises UsageError on anything else, naming the
+    option `--{noun}`."""
     out: IterationRanges = []
     for part in text.split(","):
         part = part.strip()
         m = re.fullmatch(r"(\d+)\s*(?:-\s*(\d+))?", part, flags=re.ASCII)
         if not m:
             raise UsageError(
-                f"--iteration {text!r} is not an iteration, a range like 2-5, or a list of them."
+                f"--{noun} {text!r} is not {'an' if noun[0] in 'aeiou' else 'a'} {noun}, "
+                f"a range like 2-5, or a list of them."
             )
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
-            raise UsageError(f"--iteration range {part!r} ends before it starts.")
+            raise UsageError(f"--{noun} range {part!r} ends before it starts.")
         out.append((lo, hi))
     return out
+
+
+def select_ranks(texts: Sequence[str], ranks: Sequence[int]) -> list[int]:
+    """The dump's `ranks` that `--rank` options name (`3`, `0-7`, `0,2,4-6` each). A rank
+    named on its own must be in the dump; a range takes the ranks it covers, and must
+    cover one. Raises UsageError (one sentence)."""
+    have = set(ranks)
+    chosen: set[int] = set()
+    for text in texts:
+        for lo, hi in parse_iteration_ranges(text, "rank"):
+            covered = {r for r in have if lo <= r <= hi}
+            if not covered:
+                what = f"rank {lo} is not" if lo == hi else f"no rank from {lo} to {hi} is"
+                raise UsageError(f"{what} in the dump (ranks: {_ranges(list(ranks))}).")
+            chosen |= covered
+    return sorted(chosen)
 
 
 def parse_iterations(text: str) -> list[int]:
@@ -240,6 +262,8 @@ def run(args: argparse.Namespace) -> int:
             ) from None
     if args.iteration is not None:
         parse_iteration_ranges(args.iteration)  # syntax errors before the dump is read
+    for text in args.rank or ():
+        parse_iteration_ranges(text, "rank")
 
     try:
         dump = OfflineDump(
@@ -251,12 +275,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     ranks = dump.ranks
     if args.rank:
-        unknown = [r for r in args.rank if r not in ranks]
-        if unknown:
-            raise UsageError(
-                f"rank {unknown[0]} is not in the dump (ranks: {', '.join(map(str, ranks))})."
-            )
-        ranks = sorted(set(args.rank))
+        ranks = select_ranks(args.rank, ranks)
 
     usable_ranks = []
     for rank in ranks:
@@ -266,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
     for problem in early:
         _warn(problem)
     if not usable_ranks:
-        which = ", ".join(f"rank_{r}" for r in ranks)
+        which = f"rank_{ranks[0]}" if len(ranks) == 1 else f"ranks {_ranges(list(ranks))}"
         raise UsageError(
             f"{which} ha{'s' if len(ranks) == 1 else 've'} no readable graph, so nothing can be checked."
         )
@@ -529,7 +548,8 @@ def _print_summary(
     what = f"{hits} hit{'s' if hits != 1 else ''}"
     if errors:
         what += f" ({errors} with an error code)"
-    rank_text = ", ".join(f"rank_{r}" for r in ranks)
+    # a 1000-rank dump's ranks are runs (`ranks 0-999`), not a thousand names
+    rank_text = f"rank_{ranks[0]}" if len(ranks) == 1 else f"ranks {_ranges(list(ranks))}"
     out.write(
         f"{what}; {report.tensors_checked} tensor{'s' if report.tensors_checked != 1 else ''} "
         f"checked, iteration{'s' if len(iterations) != 1 else ''} {_ranges(list(iterations))} "
