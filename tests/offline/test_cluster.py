@@ -7,6 +7,7 @@ One `LocalCluster` of two single-threaded worker processes on loopback serves th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -416,7 +417,9 @@ def threads_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Client]:
             yield c
     finally:
         _RELEASE.set()
-        cluster.close()
+        # bounded: a test that closed the scheduler leaves nothing for it to wait for
+        with contextlib.suppress(TimeoutError):
+            cluster.close(timeout=5)
 
 
 @pytest.mark.timeout(120)
@@ -450,3 +453,99 @@ def test_every_worker_hung_gives_up_with_one_sentence_per_batch(
             r"checked\.",
             sentence,
         ), sentence
+
+
+# ------------------------------------------------------------------ a lost or hung scheduler
+@pytest.mark.timeout(120)
+def test_a_scheduler_lost_mid_check_is_one_sentence(
+    threads_cluster: Client, many_ranks: Path
+) -> None:
+    """The scheduler goes away while every batch runs: Dask cancels the futures; the check
+    ends at once, incomplete, with one sentence for all the batches it lost."""
+    _HUNG.append("*")
+    dump = OfflineDump(many_ranks)
+    runner = ClusterRunner(threads_cluster)
+    cluster = threads_cluster.cluster
+    assert cluster is not None
+    threading.Timer(1.0, lambda: cluster.sync(cluster.scheduler.close)).start()
+    report = Checker(dump, runner=runner).check(_watches(dump), dump.iterations())
+    assert not report.outcomes
+    (sentence,) = set(report.problems)
+    assert sentence == (
+        f"{len(runner.batches)} tasks of ranks 0-3 (iterations 0-2) could not be checked on "
+        f"the cluster (the connection to the Dask scheduler was lost), so their "
+        f"{sum(len(b.tids) for b in runner.batches)} tensors were "
+        f"not checked."
+    )
+
+
+@pytest.mark.timeout(120)
+def test_a_scheduler_hung_mid_check_gives_up_within_the_bounds(
+    threads_cluster: Client, many_ranks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing comes back and the scheduler does not say which workers are busy (it is
+    stopped, wedged): after the stall bound and one unanswered question, every batch is
+    given up in one sentence, instead of waiting for the scheduler for ever."""
+    _HUNG.append("*")
+    monkeypatch.setattr(cluster_mod, "ANSWER_SECONDS", 0.5)
+    monkeypatch.setattr(Client, "processing", lambda self, workers=None: _RELEASE.wait(60))
+    dump = OfflineDump(many_ranks)
+    runner = ClusterRunner(threads_cluster, stall_seconds=1.0)
+    report = Checker(dump, runner=runner).check(_watches(dump), dump.iterations())
+    assert not report.outcomes
+    (sentence,) = set(report.problems)
+    assert sentence.startswith(f"{len(runner.batches)} tasks of ranks 0-3 (iterations 0-2) ")
+    assert "(no result after 1 s and no answer from the scheduler)" in sentence
+
+
+def test_a_request_the_scheduler_never_answers_is_bounded() -> None:
+    never = threading.Event()
+    with pytest.raises(
+        cluster_mod.ClusterError,
+        match=r"^the Dask scheduler did not answer \(its workers\) within 0\.2 s: is it hung\?$",
+    ):
+        cluster_mod.ask(lambda: never.wait(30), "its workers", 0.2)
+    with pytest.raises(ZeroDivisionError):  # the request's own error is the caller's
+        cluster_mod.ask(lambda: 1 / 0, "a sum")
+    assert cluster_mod.ask(lambda: 42, "the answer") == 42
+
+
+@pytest.mark.timeout(120)
+def test_a_stopped_scheduler_process_is_one_sentence(
+    many_ranks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real `dask scheduler` process, stopped (SIGSTOP) after the client connected: the
+    check's first question to it is bounded and said in one sentence."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    monkeypatch.setattr(cluster_mod, "ANSWER_SECONDS", 1.0)
+    address_file = tmp_path / "scheduler.json"
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", "0", "--no-dashboard", "--scheduler-file", str(address_file)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        import json
+
+        address = json.loads(address_file.read_text())["address"]
+        dump = OfflineDump(many_ranks)
+        with connect(address) as client:
+            scheduler.send_signal(signal.SIGSTOP)
+            try:
+                with pytest.raises(cluster_mod.ClusterError, match=r"did not answer .* 1 s"):
+                    Checker(dump, runner=ClusterRunner(client)).check(
+                        _watches(dump), dump.iterations()
+                    )
+            finally:
+                scheduler.send_signal(signal.SIGCONT)
+    finally:
+        scheduler.terminate()
+        scheduler.wait(30)

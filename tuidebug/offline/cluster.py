@@ -29,9 +29,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tuidebug.core import scan_engine
 from tuidebug.core.text import rank_ranges
@@ -61,10 +61,43 @@ CONNECT_SECONDS = 30
 STALL_SECONDS = 300.0
 # How often the wait for batches looks at the cancel event and the stall clock.
 POLL_SECONDS = 0.5
+# How long one request to the scheduler (asking the workers, cancelling) may wait: Dask's
+# blocking calls have no bound of their own, and a stopped or wedged scheduler never answers.
+ANSWER_SECONDS = 30.0
+
+
+T = TypeVar("T")
 
 
 class ClusterError(Exception):
     """The cluster cannot check this dump; the message is one sentence."""
+
+
+def ask(call: Callable[[], T], what: str, seconds: float | None = None) -> T:
+    """`call()`, a blocking request to the scheduler, within `seconds` (`ANSWER_SECONDS`),
+    else ClusterError naming `what` was asked. The request runs in a daemon thread that
+    is left waiting when the scheduler is hung: the check goes on (or ends) without it."""
+    bound = ANSWER_SECONDS if seconds is None else seconds
+    answer: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            answer.append((True, call()))
+        except BaseException as err:  # handed to the caller's thread
+            answer.append((False, err))
+
+    thread = threading.Thread(target=run, name="tuidebug-dask-request", daemon=True)
+    thread.start()
+    thread.join(bound)
+    if not answer:
+        raise ClusterError(
+            f"the Dask scheduler did not answer ({what}) within {bound:g} s: is it hung?"
+        )
+    ok, value = answer[0]
+    if not ok:
+        raise value
+    result: T = value
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +241,9 @@ class ClusterRunner:
     def check_visible(self, root: str) -> None:
         """Every worker must see the dump at `root`; else one sentence (ClusterError)."""
         try:
-            seen: dict[str, bool] = self.client.run(dump_visible, root)
+            seen: dict[str, bool] = ask(
+                lambda: self.client.run(dump_visible, root), "which workers see the dump"
+            )
         except (OSError, TimeoutError) as err:
             raise ClusterError(f"the Dask cluster cannot be asked about the dump: {err}.") from None
         if not seen:
@@ -236,7 +271,7 @@ class ClusterRunner:
         batches = plan_batches(tasks, keys, self.batch_bytes, self.batch_tensors)
         self.batches = batches
         self.rerun = []
-        info = self.client.scheduler_info()
+        info = ask(self.client.scheduler_info, "its workers")
         report.workers = sum(int(w.get("nthreads", 1)) for w in info.get("workers", {}).values())
         run_id = uuid.uuid4().hex[:8]
         futures: dict[Any, Batch] = {}
@@ -270,9 +305,16 @@ class ClusterRunner:
             report.cancelled = cancel is not None and cancel.is_set() and bool(pending)
         finally:
             if pending:  # Ctrl+C, a cancelled check or a bug here: nothing keeps running
-                self.client.cancel(list(pending))
+                self.cancel(list(pending))
         self.elapsed = time.perf_counter() - started
         return sorted(results, key=lambda r: r.tid)
+
+    def cancel(self, futures: list[Any]) -> None:
+        """Cancel `futures` on the cluster, best effort: a scheduler that does not answer
+        (lost, hung) has nothing to run them on either."""
+        # the check's answer is decided by then: a failure here adds nothing to it
+        with suppress(Exception):
+            ask(lambda: self.client.cancel(futures), "to cancel tasks")
 
     def submit_batch(
         self,
@@ -340,6 +382,23 @@ def unchecked(batch: Batch, reason: str) -> list[TaskResult]:
     return [TaskResult(tid, (), (sentence,), 0, False) for tid in batch.tids]
 
 
+def unchecked_together(batches: list[Batch], reason: str) -> list[list[TaskResult]]:
+    """Batches given up for one reason (a lost or hung scheduler takes every batch left):
+    one sentence for all of them, naming their ranks and iterations, so a 1000-rank dump
+    gets one line, not a thousand; each batch's unread results, in `batches` order."""
+    if len(batches) == 1:
+        return [unchecked(batches[0], reason)]
+    first, last = min(b.first for b in batches), max(b.last for b in batches)
+    its = f"iteration {first}" if first == last else f"iterations {first}-{last}"
+    count = sum(len(b.tids) for b in batches)
+    sentence = (
+        f"{len(batches)} tasks of ranks {rank_ranges((b.rank for b in batches), '-')} ({its}) "
+        f"could not be checked on the cluster ({reason}), so their {count} tensors were not "
+        f"checked."
+    )
+    return [[TaskResult(tid, (), (sentence,), 0, False) for tid in b.tids] for b in batches]
+
+
 class _BoundedWait:
     """The wait for a check's batches, bounded (`STALL_SECONDS`): it yields each future as
     it completes (with None: the runner collects it) or, for a batch given up as hung, its
@@ -370,6 +429,9 @@ class _BoundedWait:
                 finished = wait(list(pending), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 finished = None
+            except Exception as err:  # futures cancelled under the check: a lost scheduler
+                yield from self._cancelled(client, pending, futures, err)
+                continue
             if finished is not None and finished.done:
                 last = time.monotonic()
                 for future in finished.done:
@@ -382,15 +444,42 @@ class _BoundedWait:
             for future, answer in self._unstall(client, pending, futures):
                 yield future, answer
 
+    def _cancelled(
+        self, client: Client, pending: set[Any], futures: dict[Any, Batch], err: Exception
+    ) -> Iterator[tuple[Any, list[TaskResult]]]:
+        """`wait` raised: batches were cancelled under the check (the connection to the
+        scheduler was lost, or another client cancelled them). Those cannot come back: they
+        are given up, named; the rest are still waited for. When none can be told apart
+        (some other failure of the wait), every batch left is given up, so it never spins."""
+        text = str(err).strip()
+        if "connection-lost" in text or client.status != "running":
+            reason = "the connection to the Dask scheduler was lost"
+        else:
+            reason = (text.splitlines()[0] if text else type(err).__name__).rstrip(".:")
+        gone = [f for f in pending if f.status in ("cancelled", "lost")] or list(pending)
+        pending.difference_update(gone)
+        answers = unchecked_together([futures[f] for f in gone], reason)
+        yield from zip(gone, answers, strict=True)
+
     def _unstall(
         self, client: Client, pending: set[Any], futures: dict[Any, Batch]
     ) -> Iterator[tuple[Any, list[TaskResult]]]:
         """No batch came back for `stall_seconds`: run the ones on busy workers once more on
-        idle workers; give up those moved before, or all when no worker is idle."""
-        processing: dict[str, list[str]] = client.processing()
+        idle workers; give up those moved before, or all when no worker is idle (or the
+        scheduler does not say which are busy: it is hung too)."""
+        seconds = self._runner.stall_seconds
+        try:
+            processing: dict[str, list[str]] = ask(client.processing, "which workers are busy")
+        except Exception:  # a hung or lost scheduler: nothing can be moved
+            gone = list(pending)
+            pending.clear()
+            reason = f"no result after {seconds:.0f} s and no answer from the scheduler"
+            yield from zip(
+                gone, unchecked_together([futures[f] for f in gone], reason), strict=True
+            )
+            return
         on = {key: worker for worker, keys in processing.items() for key in keys}
         idle = sorted(worker for worker, keys in processing.items() if not keys)
-        seconds = self._runner.stall_seconds
         for future in list(pending):
             batch = futures[future]
             worker = on.get(future.key)
@@ -398,7 +487,7 @@ class _BoundedWait:
                 continue  # still waiting for a worker: not stuck itself
             if batch in self._runner.rerun or not idle:  # moved once already: given up
                 pending.discard(future)
-                client.cancel([future])
+                self._runner.cancel([future])
                 where = f" on {worker}" if worker else ""
                 yield (
                     future,
@@ -406,7 +495,7 @@ class _BoundedWait:
                 )
                 continue
             pending.discard(future)
-            client.cancel([future])
+            self._runner.cancel([future])
             again = self._runner.submit_batch(
                 batch,
                 self._tasks,
@@ -453,8 +542,12 @@ def connect(text: str, *, quiet: bool = True) -> Iterator[Client]:
     level = logging.CRITICAL if quiet else logging.WARNING
     if quiet:
         # Dask's own log lines (a worker restarted, a task retried) would interleave with
-        # the check's one-sentence warnings: the check reports what matters itself
-        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        # the check's one-sentence warnings: the check reports what matters itself. Dask's
+        # config gives some of its loggers levels of their own (distributed.client: a lost scheduler's traceback), so each
+        # one is quieted, not only the parent.
+        for name in [*logging.root.manager.loggerDict, "distributed"]:
+            if name == "distributed" or name.startswith("distributed."):
+                logging.getLogger(name).setLevel(logging.CRITICAL)
     cluster: LocalCluster | None = None
     try:
         if address == "local":
