@@ -286,6 +286,58 @@ def test_api_dump_the_workers_cannot_see(
         analyzer.check_watchpoints(wps, cluster=client)
 
 
+def test_workers_of_another_tuidebug_version_are_refused(
+    capsys: pytest.CaptureFixture[str],
+    client: Client,
+    many_ranks: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The workers run their own tuidebug (worker processes: the real import): another
+    version than this one's would check with other code, so the check does not start."""
+    import tuidebug
+
+    theirs = tuidebug.__version__
+    monkeypatch.setattr(tuidebug, "__version__", "0.0.1")
+    code, out, err = check(
+        capsys, str(many_ranks), "--watch", "TO", "--cluster", client.scheduler.address
+    )
+    assert code == 2 and out == ""
+    (line,) = sentences(err, "check")
+    assert line == (
+        f"tuidebug check: 2 of the cluster's 2 workers (e.g. "
+        f"{min(client.scheduler_info()['workers'])}) run tuidebug {theirs}, not 0.0.1: install "
+        f"the same version on every worker."
+    )
+
+
+def test_a_worker_without_tuidebug_is_named(
+    client: Client, many_ranks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `Client.run(on_error="return")` hands back for a worker whose Python has no
+    tuidebug (seen on a real worker in a venv without it): one sentence saying to install it."""
+    import tuidebug
+
+    answers = {
+        "tcp://10.0.0.7:40001": ModuleNotFoundError("No module named 'tuidebug'"),
+        "tcp://10.0.0.8:40001": (tuidebug.__version__, True),
+    }
+    monkeypatch.setattr(Client, "run", lambda self, *a, **k: answers)
+    with pytest.raises(cluster_mod.ClusterError) as err:
+        ClusterRunner(client).check_workers(str(many_ranks))
+    assert str(err.value) == (
+        f"1 of the cluster's 2 workers (e.g. tcp://10.0.0.7:40001) cannot import tuidebug: "
+        f"install tuidebug {tuidebug.__version__} on every worker "
+        f"(pip install 'tuidebug[cluster]=={tuidebug.__version__}')."
+    )
+    answers["tcp://10.0.0.7:40001"] = RuntimeError("disk quota exceeded\nmore")
+    with pytest.raises(cluster_mod.ClusterError) as err:
+        ClusterRunner(client).check_workers(str(many_ranks))
+    assert str(err.value) == (
+        "1 of the cluster's 2 workers (e.g. tcp://10.0.0.7:40001) failed when asked about the "
+        "dump (disk quota exceeded): see their logs."
+    )
+
+
 # ------------------------------------------------------------------ the command line
 def test_local_cluster_from_the_command_line(
     capsys: pytest.CaptureFixture[str], many_ranks: Path

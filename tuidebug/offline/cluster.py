@@ -177,8 +177,16 @@ def plan_batches(
 
 # ---------------------------------------------------------------------- on the workers
 def dump_visible(root: str) -> bool:
-    """Whether this worker sees the dump root (run on every worker before the check)."""
+    """Whether this worker sees the dump root."""
     return os.path.isdir(root)
+
+
+def worker_view(root: str) -> tuple[str, bool]:
+    """Run on every worker before the check: its tuidebug version (the tasks are this
+    version's code and answers) and whether it sees the dump root."""
+    from tuidebug import __version__
+
+    return __version__, dump_visible(root)
 
 
 def check_batch(tasks: list[Task], root: str, max_bytes: int | None) -> list[TaskResult]:
@@ -238,21 +246,55 @@ class ClusterRunner:
         if owned is not None:
             owned.close()
 
-    def check_visible(self, root: str) -> None:
-        """Every worker must see the dump at `root`; else one sentence (ClusterError)."""
+    def check_workers(self, root: str) -> None:
+        """Every worker must run this tuidebug version and see the dump at `root`; else
+        one sentence (ClusterError) naming how many do not and one of them."""
+        from tuidebug import __version__
+
         try:
-            seen: dict[str, bool] = ask(
-                lambda: self.client.run(dump_visible, root), "which workers see the dump"
+            views: dict[str, Any] = ask(
+                lambda: self.client.run(worker_view, root, on_error="return"),
+                "which workers see the dump",
             )
         except (OSError, TimeoutError) as err:
             raise ClusterError(f"the Dask cluster cannot be asked about the dump: {err}.") from None
-        if not seen:
+        if not views:
             raise ClusterError("the Dask cluster has no worker, so nothing can be checked.")
-        blind = sorted(addr for addr, ok in seen.items() if not ok)
+
+        def few(addrs: list[str], what: str, fix: str) -> ClusterError:
+            return ClusterError(
+                f"{len(addrs)} of the cluster's {len(views)} workers (e.g. {addrs[0]}) {what}: "
+                f"{fix}."
+            )
+
+        failed = sorted(a for a, v in views.items() if isinstance(v, BaseException))
+        if failed:
+            failure = views[failed[0]]
+            text = str(failure).strip()
+            text = text.splitlines()[0] if text else type(failure).__name__
+            if "No module named 'tuidebug" in text:
+                raise few(
+                    failed,
+                    "cannot import tuidebug",
+                    f"install tuidebug {__version__} on every worker "
+                    f"(pip install 'tuidebug[cluster]=={__version__}')",
+                )
+            raise few(
+                failed, f"failed when asked about the dump ({text.rstrip('.')})", "see their logs"
+            )
+        other = sorted(a for a, (version, _) in views.items() if version != __version__)
+        if other:
+            raise few(
+                other,
+                f"run tuidebug {views[other[0]][0]}, not {__version__}",
+                "install the same version on every worker",
+            )
+        blind = sorted(a for a, (_, seen) in views.items() if not seen)
         if blind:
-            raise ClusterError(
-                f"{len(blind)} of the cluster's {len(seen)} workers (e.g. {blind[0]}) cannot "
-                f"see the dump at {root}: put it on a file system they share, at the same path."
+            raise few(
+                blind,
+                f"cannot see the dump at {root}",
+                "put it on a file system they share, at the same path",
             )
 
     def __call__(
@@ -267,7 +309,7 @@ class ClusterRunner:
     ) -> list[TaskResult]:
         started = time.perf_counter()
         if tasks:
-            self.check_visible(root)
+            self.check_workers(root)
         batches = plan_batches(tasks, keys, self.batch_bytes, self.batch_tensors)
         self.batches = batches
         self.rerun = []
