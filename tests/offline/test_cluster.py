@@ -24,7 +24,7 @@ from tests.cli.support import check, sentences
 from tests.offline.many_ranks import write_ranks
 from tuidebug.api import DumpAnalyzer
 from tuidebug.api import Watchpoint as ApiWatchpoint
-from tuidebug.core.session import EventLog, Progress
+from tuidebug.core.session import EventLog, Progress, SessionError
 from tuidebug.offline import cluster as cluster_mod
 from tuidebug.offline import session as session_mod
 from tuidebug.offline.checker import Checker, CheckReport, Watch
@@ -529,6 +529,20 @@ def test_a_scheduler_lost_mid_check_is_one_sentence(
         f"{sum(len(b.tids) for b in runner.batches)} tensors were "
         f"not checked."
     )
+    # the next check (a TUI step) says at once that the scheduler is gone, in one sentence
+    session = OfflineSession(many_ranks, runner=runner, all_ranks=True)
+    try:
+        session.start()
+        session.create_watchpoint("TO", {})
+        with pytest.raises(SessionError) as err:
+            session.step()
+    finally:
+        session.close()
+    assert re.fullmatch(
+        r"The check on the cluster failed: the connection to the Dask scheduler at "
+        r"\S+ was lost \(\w+\): is it still running\?",
+        str(err.value),
+    ), str(err.value)
 
 
 @pytest.mark.timeout(120)

@@ -251,6 +251,12 @@ class ClusterRunner:
         one sentence (ClusterError) naming how many do not and one of them."""
         from tuidebug import __version__
 
+        if self.client.status != "running":  # lost (reconnecting, then closed): say so now
+            address = getattr(self.client.scheduler, "address", None) or "the scheduler"
+            raise ClusterError(
+                f"the connection to the Dask scheduler at {address} was lost "
+                f"({self.client.status}): is it still running?"
+            )
         try:
             views: dict[str, Any] = ask(
                 lambda: self.client.run(worker_view, root, on_error="return"),

@@ -629,7 +629,8 @@ class OfflineSession(DebugSession):
             # failed control action (the run ends, the step stays checked in part)
             reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
             reason = (reason or type(err).__name__).rstrip(".")
-            raise SessionError(f"The check on the cluster failed: {reason}.") from None
+            end = "" if reason.endswith(("?", "!")) else "."  # "is it hung?" ends a sentence
+            raise SessionError(f"The check on the cluster failed: {reason}{end}") from None
         finally:
             progress.end()
         self._hits = self._to_hits(report)
