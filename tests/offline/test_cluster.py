@@ -345,6 +345,20 @@ def test_local_cluster_from_the_command_line(
     _both(capsys, "local:1", str(many_ranks), *WATCHES)
 
 
+def test_workers_with_a_cluster_is_said_to_be_ignored(
+    capsys: pytest.CaptureFixture[str], client: Client, many_ranks: Path
+) -> None:
+    code, _, err = check(
+        capsys, str(many_ranks), "--watch", "TO", "--workers", "4",
+        "--cluster", client.scheduler.address,
+    )  # fmt: skip
+    assert code == 1
+    assert sentences(err, "check") == [
+        "warning: --workers sets this machine's checker threads; with --cluster the "
+        "cluster's workers check, so it was ignored."
+    ]
+
+
 @pytest.mark.parametrize("text", ["local:0", "local:x", "local:999", " "])
 def test_bad_cluster_arguments(
     capsys: pytest.CaptureFixture[str], dump_2_10: Path, text: str

@@ -321,6 +321,11 @@ def run(args: argparse.Namespace) -> int:
             _warn(f"--watch {wdef.spec} watches no {what}{narrowed}, so it was not checked.")
 
     if args.cluster is not None:
+        if args.workers is not None:
+            _warn(
+                "--workers sets this machine's checker threads; with --cluster the cluster's "
+                "workers check, so it was ignored."
+            )
         report = _check_on_cluster(args, dump, plan, iterations)
     else:
         bar = _ProgressBar(sys.stderr) if is_tty(sys.stderr) and not args.json else None
