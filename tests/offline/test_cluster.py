@@ -497,6 +497,10 @@ def test_a_hung_workers_batches_run_again_on_an_idle_worker(
     runner = ClusterRunner(threads_cluster, stall_seconds=1.0)
     _compare(many_ranks, runner)  # without the bound it waits for ever: the timeout fails it
     assert runner.rerun  # at least the batch the hung worker held
+    assert runner.hung == set(_HUNG)
+    # the next check (the TUI's next step) sends the hung worker nothing: no stall again
+    _compare(many_ranks, runner)
+    assert not runner.rerun
 
 
 @pytest.mark.timeout(120)

@@ -14,7 +14,9 @@ Failures: Dask retries a batch whose worker died (its scheduler does) and one th
 (`retries=`); a batch that still fails is answered as unreadable with one sentence naming
 its rank, graph and iterations, so the check is incomplete (exit 2 without hits), never
 silently short. A hung worker (alive to Dask's heartbeats, never finishing) is bounded by
-`STALL_SECONDS`: its batches run once more on idle workers, then are given up the same way.
+`STALL_SECONDS`: its batches run once more on idle workers, then are given up the same way,
+and later checks prefer the other workers. A scheduler lost or hung mid-check gives up the
+batches it held (one sentence); no request to it waits more than `ANSWER_SECONDS`.
 Ctrl+C (or the checker's `cancel` event) cancels the futures on the cluster.
 
 `distributed` is an optional extra (`pip install 'tuidebug[cluster]'`); this is the only
@@ -235,6 +237,9 @@ class ClusterRunner:
         self.batches: list[Batch] = []
         # batches of the last check run again elsewhere because they stalled (a hung worker)
         self.rerun: list[Batch] = []
+        # workers that held a batch past the stall bound: later checks prefer the others (a
+        # hung worker's thread stays stuck, and each batch sent to it would wait the bound)
+        self.hung: set[str] = set()
         self.elapsed: float = 0.0
         # what `close()` releases: the client (and local cluster) of `open_runner`
         self._owned: ExitStack | None = None
@@ -320,12 +325,19 @@ class ClusterRunner:
         self.batches = batches
         self.rerun = []
         info = ask(self.client.scheduler_info, "its workers")
-        report.workers = sum(int(w.get("nthreads", 1)) for w in info.get("workers", {}).values())
+        workers: dict[str, Any] = info.get("workers", {})
+        report.workers = sum(int(w.get("nthreads", 1)) for w in workers.values())
+        self.hung &= set(workers)  # a worker gone (restarted) is forgotten
+        healthy = sorted(set(workers) - self.hung)
         run_id = uuid.uuid4().hex[:8]
         futures: dict[Any, Batch] = {}
         for n, batch in enumerate(batches):
             key = f"tuidebug-check-{run_id}-{n}-rank{batch.rank}-it{batch.first}-{batch.last}"
-            futures[self.submit_batch(batch, tasks, root, max_bytes, key)] = batch
+            future = self.submit_batch(
+                batch, tasks, root, max_bytes, key,
+                workers=healthy if self.hung and healthy else None, strict=False,
+            )  # fmt: skip
+            futures[future] = batch
         results: list[TaskResult] = []
         left_per_rank: dict[int, int] = {}
         for batch in batches:
@@ -372,10 +384,12 @@ class ClusterRunner:
         max_bytes: int | None,
         key: str,
         workers: list[str] | None = None,
+        strict: bool = True,
     ) -> Any:
         """One batch as one Dask task (a future); `workers`: only on those (a batch moved
-        off a hung worker), else wherever the scheduler likes."""
-        placed: dict[str, Any] = {"workers": workers, "allow_other_workers": False}
+        off a hung worker), or with `strict=False` preferably on those (not on the workers
+        known to be hung, while others are up), else wherever the scheduler likes."""
+        placed: dict[str, Any] = {"workers": workers, "allow_other_workers": not strict}
         return self.client.submit(
             check_batch,
             [tasks[tid] for tid in batch.tids],
@@ -533,6 +547,8 @@ class _BoundedWait:
             worker = on.get(future.key)
             if worker is None and idle:
                 continue  # still waiting for a worker: not stuck itself
+            if worker is not None:
+                self._runner.hung.add(worker)
             if batch in self._runner.rerun or not idle:  # moved once already: given up
                 pending.discard(future)
                 self._runner.cancel([future])
