@@ -166,7 +166,7 @@ def test_offline_with_an_unreachable_cluster_refuses_before_the_tui(
     exit 2, and the TUI never starts (nothing to wait for inside it)."""
     pytest.importorskip("distributed")
     no_app(monkeypatch)
-    monkeypatch.setattr("tuidebug.offline.cluster.CONNECT_SECONDS", 2)
+    monkeypatch.setattr("tuidebug.offline.cluster_connect.CONNECT_SECONDS", 2)
     assert cli.main(["offline", str(small_dump), "--cluster", "tcp://127.0.0.1:9"]) == 2
     sentence = one_sentence(capsys.readouterr().err, "offline")
     assert sentence.startswith("cannot reach tcp://127.0.0.1:9: ") and sentence.endswith(".")

@@ -28,7 +28,8 @@ from tuidebug.core.session import EventLog, Progress, SessionError
 from tuidebug.offline import cluster as cluster_mod
 from tuidebug.offline import session as session_mod
 from tuidebug.offline.checker import Checker, CheckReport, Watch
-from tuidebug.offline.cluster import ClusterProgress, ClusterRunner, connect, parse_cluster
+from tuidebug.offline.cluster import ClusterProgress, ClusterRunner
+from tuidebug.offline.cluster_connect import connect, open_runner, parse_cluster
 from tuidebug.offline.dump import OfflineDump
 from tuidebug.offline.session import OfflineSession
 
@@ -370,7 +371,7 @@ def test_bad_cluster_arguments(
 
 
 def test_unreachable_scheduler_is_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cluster_mod, "CONNECT_SECONDS", 2)
+    monkeypatch.setattr("tuidebug.offline.cluster_connect.CONNECT_SECONDS", 2)
     with (
         pytest.raises(cluster_mod.ClusterError, match=r"^cannot reach tcp://127\.0\.0\.1:9: "),
         connect("tcp://127.0.0.1:9"),
@@ -424,7 +425,7 @@ def test_offline_session_on_the_cluster_gives_the_same_hits(
 
 
 def test_open_runner_is_closed_with_the_session(many_ranks: Path) -> None:
-    runner = cluster_mod.open_runner("local:1")
+    runner = open_runner("local:1")
     c = runner.client
     session = OfflineSession(many_ranks, runner=runner)
     assert session.all_ranks  # a cluster is for checking every rank

@@ -17,13 +17,14 @@ import pytest
 pytest.importorskip("distributed")
 
 from tests.cli.support import check, sentences
-from tuidebug.offline import cluster as cluster_mod
-from tuidebug.offline.cluster import ClusterError, connect
+from tuidebug.offline import cluster_connect as connect_mod
+from tuidebug.offline.cluster import ClusterError
+from tuidebug.offline.cluster_connect import connect
 
 
 @pytest.fixture(autouse=True)
 def short_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cluster_mod, "CONNECT_SECONDS", 1)
+    monkeypatch.setattr(connect_mod, "CONNECT_SECONDS", 1)
 
 
 def _serve(greeting: bytes | None) -> Iterator[str]:
@@ -136,6 +137,6 @@ def test_a_real_scheduler_passes_the_probe() -> None:
     with LocalCluster(
         n_workers=1, processes=False, dashboard_address=":0", scheduler_port=0
     ) as cluster:
-        cluster_mod._probe_scheduler(cluster.scheduler_address, 5)
+        connect_mod._probe_scheduler(cluster.scheduler_address, 5)
         with connect(cluster.scheduler_address) as client:
             assert client.scheduler_info()["workers"]

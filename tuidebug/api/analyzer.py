@@ -434,7 +434,8 @@ class DumpAnalyzer:
         cluster_errors: tuple[type[Exception], ...] = ()
         if cluster is not None:
             try:
-                from tuidebug.offline.cluster import ClusterError, ClusterRunner, open_runner
+                from tuidebug.offline.cluster import ClusterError, ClusterRunner
+                from tuidebug.offline.cluster_connect import open_runner
             except ImportError:
                 raise DebuggerParamValueError(
                     "cluster needs Dask's distributed package: pip install 'tuidebug[cluster]'."

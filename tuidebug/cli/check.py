@@ -385,7 +385,7 @@ def _check_on_cluster(
     same hits, order and exit status as here. Ctrl+C cancels the cluster's tasks (the
     runner does, on its way out)."""
     try:
-        from tuidebug.offline import cluster
+        from tuidebug.offline import cluster, cluster_connect
     except ImportError:
         raise UsageError(
             "--cluster needs Dask's distributed package: pip install 'tuidebug[cluster]'."
@@ -394,7 +394,7 @@ def _check_on_cluster(
 
     shown = _ClusterProgress(sys.stderr, is_tty(sys.stderr) and not args.json)
     try:
-        with cluster.connect(args.cluster) as client:
+        with cluster_connect.connect(args.cluster) as client:
             runner = cluster.ClusterRunner(client, on_progress=shown.update)
             with Checker(dump, runner=runner) as checker:
                 return checker.check(plan, iterations, error_on_no_value=args.error_on_no_value)

@@ -29,7 +29,7 @@ list filters by it), the last step is the dump's (not the shown rank's), and swi
 shown rank keeps them. Everything that goes wrong with the dump is
 a `Notice` event with one sentence; `start()` raises `SessionError` only when the folder is
 not a dump at all. Checks run through the `Checker` (threads of this process, one
-for small steps, or a Dask cluster: `runner=cluster.open_runner(...)`, then its progress
+for small steps, or a Dask cluster: `runner=cluster_connect.open_runner(...)`, then its progress
 label says the cluster's tasks done and which ranks are done); `close()` cancels a
 running check and closes the cluster's client. After a check of every rank,
 `Metadata.message` says how many ranks were checked and which have hits.

@@ -116,15 +116,16 @@ def open_offline(
     runner = None
     if cluster is not None:
         try:
-            from tuidebug.offline import cluster as cluster_mod
+            from tuidebug.offline.cluster import ClusterError
+            from tuidebug.offline.cluster_connect import open_runner
         except ImportError:
             return _fail(
                 command,
                 "--cluster needs Dask's distributed package: pip install 'tuidebug[cluster]'.",
             )
         try:
-            runner = cluster_mod.open_runner(cluster)
-        except cluster_mod.ClusterError as exc:
+            runner = open_runner(cluster)
+        except ClusterError as exc:
             return _fail(command, str(exc))
     try:
         session = OfflineSession(
