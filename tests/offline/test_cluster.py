@@ -330,6 +330,27 @@ def test_a_worker_without_tuidebug_is_named(
         f"install tuidebug {tuidebug.__version__} on every worker "
         f"(pip install 'tuidebug[cluster]=={tuidebug.__version__}')."
     )
+    # tuidebug there, a dependency not (seen on a real worker, as the exception's repr)
+    answers["tcp://10.0.0.7:40001"] = Exception(
+        "ModuleNotFoundError(\"No module named 'ml_dtypes'\")"
+    )
+    with pytest.raises(cluster_mod.ClusterError) as err:
+        ClusterRunner(client).check_workers(str(many_ranks))
+    assert str(err.value) == (
+        f"1 of the cluster's 2 workers (e.g. tcp://10.0.0.7:40001) cannot import what "
+        f"tuidebug needs (no module ml_dtypes): install tuidebug {tuidebug.__version__} with "
+        f"pip on every worker (it brings its dependencies)."
+    )
+    # a worker started before tuidebug was upgraded (seen on a real `dask worker`)
+    answers["tcp://10.0.0.7:40001"] = AttributeError(
+        "Can't get attribute 'worker_view' on <module 'tuidebug.offline.cluster'>"
+    )
+    with pytest.raises(cluster_mod.ClusterError) as err:
+        ClusterRunner(client).check_workers(str(many_ranks))
+    assert str(err.value) == (
+        f"1 of the cluster's 2 workers (e.g. tcp://10.0.0.7:40001) run another tuidebug "
+        f"version: install tuidebug {tuidebug.__version__} on every worker and restart them."
+    )
     answers["tcp://10.0.0.7:40001"] = RuntimeError("disk quota exceeded\nmore")
     with pytest.raises(cluster_mod.ClusterError) as err:
         ClusterRunner(client).check_workers(str(many_ranks))

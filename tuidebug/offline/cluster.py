@@ -27,6 +27,7 @@ only modules that import it (an import-linter contract says so).
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import uuid
@@ -206,6 +207,29 @@ def check_batch(tasks: list[Task], root: str, max_bytes: int | None) -> list[Tas
     return [run_task(task, root, max_bytes) for task in tasks]
 
 
+def _failed_worker(text: str, version: str) -> tuple[str, str]:
+    """What a worker that failed `worker_view` lacks, and the fix, from its error's text
+    (Dask hands back the worker's exception, often as its repr)."""
+    if "No module named 'tuidebug" in text:
+        return (
+            "cannot import tuidebug",
+            f"install tuidebug {version} on every worker (pip install 'tuidebug[cluster]=={version}')",
+        )
+    missing = re.search(r"No module named '([^']+)'", text)
+    if missing:  # tuidebug is there, one of its dependencies not
+        return (
+            f"cannot import what tuidebug needs (no module {missing.group(1)})",
+            f"install tuidebug {version} with pip on every worker (it brings its dependencies)",
+        )
+    if "Can't get attribute" in text or "has no attribute" in text:
+        # an older tuidebug (no worker_view), or a worker started before an upgrade
+        return (
+            "run another tuidebug version",
+            f"install tuidebug {version} on every worker and restart them",
+        )
+    return f"failed when asked about the dump ({text.rstrip('.')})", "see their logs"
+
+
 # ---------------------------------------------------------------------- in this process
 class ClusterRunner:
     """The checker's `TaskRunner` on a Dask `Client`: `Checker(dump, runner=ClusterRunner(c))`."""
@@ -281,16 +305,7 @@ class ClusterRunner:
             failure = views[failed[0]]
             text = str(failure).strip()
             text = text.splitlines()[0] if text else type(failure).__name__
-            if "No module named 'tuidebug" in text:
-                raise few(
-                    failed,
-                    "cannot import tuidebug",
-                    f"install tuidebug {__version__} on every worker "
-                    f"(pip install 'tuidebug[cluster]=={__version__}')",
-                )
-            raise few(
-                failed, f"failed when asked about the dump ({text.rstrip('.')})", "see their logs"
-            )
+            raise few(failed, *_failed_worker(text, __version__))
         other = sorted(a for a, (version, _) in views.items() if version != __version__)
         if other:
             raise few(
