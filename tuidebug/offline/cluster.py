@@ -213,7 +213,8 @@ def _failed_worker(text: str, version: str) -> tuple[str, str]:
     if "No module named 'tuidebug" in text:
         return (
             "cannot import tuidebug",
-            f"install tuidebug {version} on every worker (pip install 'tuidebug[cluster]=={version}')",
+            f"install tuidebug {version} on every worker "
+            f"(pip install 'tuidebug[cluster]=={version}')",
         )
     missing = re.search(r"No module named '([^']+)'", text)
     if missing:  # tuidebug is there, one of its dependencies not
