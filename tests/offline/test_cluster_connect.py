@@ -140,3 +140,12 @@ def test_a_real_scheduler_passes_the_probe() -> None:
         connect_mod._probe_scheduler(cluster.scheduler_address, 5)
         with connect(cluster.scheduler_address) as client:
             assert client.scheduler_info()["workers"]
+
+
+def test_the_line_shown_while_connecting() -> None:
+    from tuidebug.offline.cluster_connect import connecting_to
+
+    assert connecting_to("local:2") == connecting_to("local") == "Starting a local Dask cluster…"
+    assert connecting_to("tcp://h:8786") == (
+        "Connecting to the Dask scheduler at tcp://h:8786 (up to 1 s)…"  # the bound in force
+    )

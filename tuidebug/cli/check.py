@@ -393,6 +393,10 @@ def _check_on_cluster(
     from tuidebug.offline.checker import Checker
 
     shown = _ClusterProgress(sys.stderr, is_tty(sys.stderr) and not args.json)
+    if is_tty(sys.stderr):  # the address is the user's own text, escaped all the same
+        from tuidebug.core.text import printable
+
+        print(printable(cluster_connect.connecting_to(args.cluster)), file=sys.stderr)
     try:
         with cluster_connect.connect(args.cluster) as client:
             runner = cluster.ClusterRunner(client, on_progress=shown.update)

@@ -39,6 +39,14 @@ def parse_cluster(text: str) -> tuple[str, int | None]:
     return text, None
 
 
+def connecting_to(text: str) -> str:
+    """The line a terminal shows while `connect(text)` works (it may take `CONNECT_SECONDS`
+    on an address that does not answer, or seconds to start local workers)."""
+    if text == "local" or text.startswith("local:"):
+        return "Starting a local Dask cluster…"
+    return f"Connecting to the Dask scheduler at {text} (up to {CONNECT_SECONDS:g} s)…"
+
+
 @contextmanager
 def connect(text: str, *, quiet: bool = True) -> Iterator[Client]:
     """A `Client` for `--cluster TEXT`: a running scheduler's address, or `local[:N]` (a

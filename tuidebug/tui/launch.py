@@ -117,12 +117,14 @@ def open_offline(
     if cluster is not None:
         try:
             from tuidebug.offline.cluster import ClusterError
-            from tuidebug.offline.cluster_connect import open_runner
+            from tuidebug.offline.cluster_connect import connecting_to, open_runner
         except ImportError:
             return _fail(
                 command,
                 "--cluster needs Dask's distributed package: pip install 'tuidebug[cluster]'.",
             )
+        if sys.stderr is not None and sys.stderr.isatty():
+            print(printable(connecting_to(cluster)), file=sys.stderr)
         try:
             runner = open_runner(cluster)
         except ClusterError as exc:
