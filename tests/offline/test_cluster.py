@@ -8,11 +8,16 @@ One `LocalCluster` of two single-threaded worker processes on loopback serves th
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -622,11 +627,6 @@ def test_a_stopped_scheduler_process_is_one_sentence(
 ) -> None:
     """A real `dask scheduler` process, stopped (SIGSTOP) after the client connected: the
     check's first question to it is bounded and said in one sentence."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
     monkeypatch.setattr(cluster_mod, "ANSWER_SECONDS", 1.0)
     address_file = tmp_path / "scheduler.json"
     scheduler = subprocess.Popen(
@@ -639,8 +639,6 @@ def test_a_stopped_scheduler_process_is_one_sentence(
         deadline = time.monotonic() + 60
         while not address_file.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        import json
-
         address = json.loads(address_file.read_text())["address"]
         dump = OfflineDump(many_ranks)
         with connect(address) as client:
