@@ -20,12 +20,18 @@ if TYPE_CHECKING:
 
 # How long connecting to a scheduler may take before the check gives up.
 CONNECT_SECONDS = 30
+# A Dask handshake is a few dozen bytes: a peer announcing more is not a scheduler.
+HANDSHAKE_MAX_BYTES = 64 << 10
+
+
+def _is_local(text: str) -> bool:
+    return text == "local" or text.startswith("local:")
 
 
 def parse_cluster(text: str) -> tuple[str, int | None]:
     """`local`, `local:4` → ("local", None | 4); anything else is a scheduler address.
     Raises ValueError (one sentence) on a bad `local:N`."""
-    if text == "local" or text.startswith("local:"):
+    if _is_local(text):
         count = text.partition(":")[2]
         if not count:
             return "local", None
@@ -42,7 +48,7 @@ def parse_cluster(text: str) -> tuple[str, int | None]:
 def connecting_to(text: str) -> str:
     """The line a terminal shows while `connect(text)` works (it may take `CONNECT_SECONDS`
     on an address that does not answer, or seconds to start local workers)."""
-    if text == "local" or text.startswith("local:"):
+    if _is_local(text):
         return "Starting a local Dask cluster…"
     return f"Connecting to the Dask scheduler at {text} (up to {CONNECT_SECONDS:g} s)…"
 
@@ -64,8 +70,8 @@ def connect(text: str, *, quiet: bool = True) -> Iterator[Client]:
     if quiet:
         # Dask's own log lines (a worker restarted, a task retried) would interleave with
         # the check's one-sentence warnings: the check reports what matters itself. Dask's
-        # config gives some of its loggers levels of their own (distributed.client: a lost scheduler's traceback), so each
-        # one is quieted, not only the parent.
+        # config gives some of its loggers levels of their own (distributed.client logs a
+        # lost scheduler's traceback), so each one is quieted, not only the parent.
         for name in [*logging.root.manager.loggerDict, "distributed"]:
             if name == "distributed" or name.startswith("distributed."):
                 logging.getLogger(name).setLevel(logging.CRITICAL)
@@ -89,10 +95,6 @@ def connect(text: str, *, quiet: bool = True) -> Iterator[Client]:
         client.close()
         if cluster is not None:
             cluster.close()
-
-
-# A Dask handshake is a few dozen bytes: a peer announcing more is not a scheduler.
-HANDSHAKE_MAX_BYTES = 64 << 10
 
 
 def _probe_scheduler(address: str, seconds: float) -> None:
