@@ -567,19 +567,10 @@ def _print_summary(
 
 
 def _ranges(values: list[int]) -> str:
-    parts: list[str] = []
-    start = prev = None
-    for v in sorted(values):
-        if start is None:
-            start = prev = v
-        elif prev is not None and v == prev + 1:
-            prev = v
-        else:
-            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = prev = v
-    if start is not None:
-        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-    return ",".join(parts)
+    """`0-3,5`: iterations or ranks as runs, in the CLI's plain ASCII."""
+    from tuidebug.core.text import rank_ranges
+
+    return rank_ranges(values, dash="-", sep=",")
 
 
 class _ClusterProgress:

@@ -45,13 +45,13 @@ def printable(text: object) -> str:
     return "".join(char if char.isprintable() else _escape(char) for char in text)
 
 
-def rank_ranges(ranks: Iterable[int], dash: str = "–") -> str:
-    """Sorted ranks as runs: (0, 1, 2, 3, 5) → `0–3, 5` (64 ranks stay one short line);
-    `dash="-"` for plain-ASCII text (the CLI's sentences)."""
+def rank_ranges(ranks: Iterable[int], dash: str = "–", sep: str = ", ") -> str:
+    """Sorted ranks (or iterations) as runs: (0, 1, 2, 3, 5) → `0–3, 5` (64 ranks stay one
+    short line); `dash="-", sep=","` for the CLI's plain-ASCII `0-3,5`."""
     runs: list[list[int]] = []
     for rank in sorted(set(ranks)):
         if runs and rank == runs[-1][1] + 1:
             runs[-1][1] = rank
         else:
             runs.append([rank, rank])
-    return ", ".join(str(a) if a == b else f"{a}{dash}{b}" for a, b in runs)
+    return sep.join(str(a) if a == b else f"{a}{dash}{b}" for a, b in runs)
