@@ -27,6 +27,7 @@ from distributed import Client, LocalCluster
 
 from tests.cli.support import check, sentences
 from tests.offline.many_ranks import write_ranks
+from tuidebug import __version__ as _VERSION
 from tuidebug.api import DumpAnalyzer
 from tuidebug.api import Watchpoint as ApiWatchpoint
 from tuidebug.core.session import EventLog, Progress, SessionError
@@ -316,53 +317,46 @@ def test_workers_of_another_tuidebug_version_are_refused(
     )
 
 
-def test_a_worker_without_tuidebug_is_named(
-    client: Client, many_ranks: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("failure", "said"),
+    [
+        (
+            ModuleNotFoundError("No module named 'tuidebug'"),
+            f"cannot import tuidebug: install tuidebug {_VERSION} on every worker "
+            f"(pip install 'tuidebug[cluster]=={_VERSION}').",
+        ),
+        (  # tuidebug there, a dependency not (seen on a real worker, as the exception's repr)
+            Exception("ModuleNotFoundError(\"No module named 'ml_dtypes'\")"),
+            f"cannot import what tuidebug needs (no module ml_dtypes): install tuidebug "
+            f"{_VERSION} with pip on every worker (it brings its dependencies).",
+        ),
+        (  # a worker started before tuidebug was upgraded (seen on a real `dask worker`)
+            AttributeError(
+                "Can't get attribute 'worker_view' on <module 'tuidebug.offline.cluster'>"
+            ),
+            f"run another tuidebug version: install tuidebug {_VERSION} on every worker and "
+            f"restart them.",
+        ),
+        (
+            RuntimeError("disk quota exceeded\nmore"),
+            "failed when asked about the dump (disk quota exceeded): see their logs.",
+        ),
+    ],
+)
+def test_a_worker_that_cannot_answer_is_named_with_its_fix(
+    client: Client,
+    many_ranks: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Exception,
+    said: str,
 ) -> None:
-    """What `Client.run(on_error="return")` hands back for a worker whose Python has no
-    tuidebug (seen on a real worker in a venv without it): one sentence saying to install it."""
-    import tuidebug
-
-    answers = {
-        "tcp://10.0.0.7:40001": ModuleNotFoundError("No module named 'tuidebug'"),
-        "tcp://10.0.0.8:40001": (tuidebug.__version__, True),
-    }
+    """What `Client.run(on_error="return")` hands back for a worker that fails the question
+    before a check (each case seen on a real worker): one sentence with the fix."""
+    answers = {"tcp://10.0.0.7:40001": failure, "tcp://10.0.0.8:40001": (_VERSION, True)}
     monkeypatch.setattr(Client, "run", lambda self, *a, **k: answers)
     with pytest.raises(cluster_mod.ClusterError) as err:
         ClusterRunner(client).check_workers(str(many_ranks))
-    assert str(err.value) == (
-        f"1 of the cluster's 2 workers (e.g. tcp://10.0.0.7:40001) cannot import tuidebug: "
-        f"install tuidebug {tuidebug.__version__} on every worker "
-        f"(pip install 'tuidebug[cluster]=={tuidebug.__version__}')."
-    )
-    # tuidebug there, a dependency not (seen on a real worker, as the exception's repr)
-    answers["tcp://10.0.0.7:40001"] = Exception(
-        "ModuleNotFoundError(\"No module named 'ml_dtypes'\")"
-    )
-    with pytest.raises(cluster_mod.ClusterError) as err:
-        ClusterRunner(client).check_workers(str(many_ranks))
-    assert str(err.value) == (
-        f"1 of the cluster's 2 workers (e.g. tcp://10.0.0.7:40001) cannot import what "
-        f"tuidebug needs (no module ml_dtypes): install tuidebug {tuidebug.__version__} with "
-        f"pip on every worker (it brings its dependencies)."
-    )
-    # a worker started before tuidebug was upgraded (seen on a real `dask worker`)
-    answers["tcp://10.0.0.7:40001"] = AttributeError(
-        "Can't get attribute 'worker_view' on <module 'tuidebug.offline.cluster'>"
-    )
-    with pytest.raises(cluster_mod.ClusterError) as err:
-        ClusterRunner(client).check_workers(str(many_ranks))
-    assert str(err.value) == (
-        f"1 of the cluster's 2 workers (e.g. tcp://10.0.0.7:40001) run another tuidebug "
-        f"version: install tuidebug {tuidebug.__version__} on every worker and restart them."
-    )
-    answers["tcp://10.0.0.7:40001"] = RuntimeError("disk quota exceeded\nmore")
-    with pytest.raises(cluster_mod.ClusterError) as err:
-        ClusterRunner(client).check_workers(str(many_ranks))
-    assert str(err.value) == (
-        "1 of the cluster's 2 workers (e.g. tcp://10.0.0.7:40001) failed when asked about the "
-        "dump (disk quota exceeded): see their logs."
-    )
+    assert str(err.value) == f"1 of the cluster's 2 workers (e.g. tcp://10.0.0.7:40001) {said}"
 
 
 # ------------------------------------------------------------------ the command line
