@@ -13,6 +13,7 @@ import pytest
 
 from tuidebug.commands import CommandRegistry, History, command_registry, parse_tensor_name
 from tuidebug.commands.output import Link
+from tuidebug.commands.registry import PATH_CANDIDATES
 from tuidebug.offline.session import OfflineSession
 
 FC3_BIAS = "fc3.bias"
@@ -212,6 +213,24 @@ def test_completion_of_commands_flags_and_names(registry: CommandRegistry) -> No
     assert any(c.endswith("Conv2D-op77") for c in deeper.candidates)
 
 
+def test_path_completion_stops_at_the_cap_and_keeps_the_prefix(
+    registry: CommandRegistry, tmp_path: Path
+) -> None:
+    for i in range(PATH_CANDIDATES + 60):  # more matches than the cap
+        (tmp_path / f"a{i:04}.py").touch()
+    for name in ("b2.py", "b1.py"):
+        (tmp_path / name).touch()
+    (tmp_path / "bdir").mkdir()
+    crowded = registry.complete(f"ps {tmp_path}/a").candidates
+    assert len(crowded) == PATH_CANDIDATES and list(crowded) == sorted(crowded)
+    assert all(c.startswith(f"{tmp_path}/a") for c in crowded)
+    # a small set of matches: all of them, sorted, a folder with its slash
+    few = registry.complete(f"ps {tmp_path}/b").candidates
+    assert few == (f"{tmp_path}/b1.py", f"{tmp_path}/b2.py", f"{tmp_path}/bdir/")
+    assert registry.complete(f"ps {tmp_path}/zz").candidates == ()
+    assert registry.complete(f"ps {tmp_path}/missing/a").candidates == ()
+
+
 def test_untrusted_names_are_printable() -> None:
     from tuidebug.commands.output import Output
 
@@ -251,3 +270,17 @@ def test_saved_bfloat16_is_float32_npy(tmp_path: Path) -> None:
     back = np.load(path, allow_pickle=False)
     assert back.dtype == np.float32
     np.testing.assert_array_equal(back, values.T.astype(np.float32))
+
+
+def test_source_lines_are_numbered_as_python_numbers_them(tmp_path: Path) -> None:
+    """A form feed or U+2028 inside a line does not start a new one (Python's line numbers,
+    which the stack frames give, count only \\n, \\r\\n and \\r)."""
+    from tuidebug.commands.source import read_source
+
+    path = tmp_path / "train.py"
+    path.write_bytes("a = 1\f# page\nb = '\u2028'\r\nc = 3\rd = 4\n".encode())
+    assert read_source(str(path)) == ["a = 1\f# page", "b = '\u2028'", "c = 3", "d = 4"]
+    path.write_bytes(b"no newline at the end")
+    assert read_source(str(path)) == ["no newline at the end"]
+    path.write_bytes(b"")
+    assert read_source(str(path)) == []

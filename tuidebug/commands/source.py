@@ -87,7 +87,12 @@ def read_source(path: str) -> list[str] | None:
         data = read_regular(path, MAX_SOURCE_BYTES)
     except OSError:
         return None
-    return data.decode("utf-8", "replace").splitlines()
+    # lines as Python numbers them (\n, \r\n, \r): str.splitlines() also breaks at form
+    # feeds and \u2028, which would shift every stack frame's line number after one
+    lines = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the newline that ends the file starts no line
+    return lines
 
 
 def source_lines(graphs: list[Graph], path: str) -> tuple[list[SourceLine], str, bool]:
