@@ -7,6 +7,7 @@ from __future__ import annotations
 import filecmp
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,8 @@ from tests.cli.support import check, sentences
 from tests.constructed import async_bin
 from tests.constructed.async_dump import CONV, RELU
 from tests.tui.support import settled, tensor_shown, wait_for_notice, wait_for_screen, wait_until
-from tuidebug.offline import bin_files
+from tuidebug._proto import dump_data_pb2 as pb
+from tuidebug.offline import bin_dump, bin_files
 from tuidebug.offline.bin_files import BinTensorFile
 from tuidebug.offline.dump import OfflineDump
 
@@ -170,6 +172,49 @@ def test_a_truncated_bin_is_one_sentence_and_the_rest_still_check(
     assert dump.value(0, GRAPH, RELU_NODE, 0, 0) is None  # not listed: no value, no crash
     assert dump.value(0, GRAPH, CONV_NODE, 0, 0) is not None
     assert dump.value(0, GRAPH, RELU_NODE, 0, 1) is not None
+
+
+def _rewrite_header(path: Path, change: Callable[[pb.DumpData], None]) -> None:
+    """`path` with its header changed by `change`, the data segment kept (a change must
+    keep every buffer's size, or empty the ones it drops from the end)."""
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[:8], "little")
+    message = pb.DumpData.FromString(raw[8 : 8 + length])
+    change(message)
+    header = message.SerializeToString()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + raw[8 + length :])
+
+
+def test_hostile_headers_are_one_sentence_each_and_the_rest_still_check(
+    copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    it0, it1 = async_bin.folder(copy, 0), async_bin.folder(copy, 1)
+
+    def huge_shape(message: pb.DumpData) -> None:
+        # the last buffer of the file (its bytes stay, unread): 0 bytes, uint64 dims
+        out = message.output[-1]
+        out.size = 0
+        del out.shape.dim[:]
+        out.shape.dim.extend([0, 1 << 63])
+        out.format = pb.FORMAT_ND  # type: ignore[assignment]
+
+    def many_slots(message: pb.DumpData) -> None:
+        for _ in range(bin_dump.MAX_SLOTS):
+            message.output.add()  # 2 bytes each, 0 bytes of data
+
+    conv = next(it1.glob(f"Conv2D.{CONV}.*"))
+    _rewrite_header(conv, huge_shape)
+    relu = next(it0.glob(f"ReLU.{RELU}.*"))
+    _rewrite_header(relu, many_slots)
+    code, out, err = check(capsys, str(copy), "--watch", "TO")
+    assert code == 1  # the NaN of iteration 1 is still found
+    rows = [line.split() for line in out.splitlines() if "TO" in line.split()]
+    assert [(r[0], r[-1]) for r in rows] == [("1", RELU_NODE)]
+    lines = sentences(err, "check")
+    about_conv = [line for line in lines if conv.name in line and "no array" in line]
+    about_relu = [line for line in lines if relu.name in line]
+    assert len(about_conv) == 1, lines
+    assert len(about_relu) == 1 and "inputs and outputs" in about_relu[0]
 
 
 async def test_tui_opens_a_bin_tensor() -> None:

@@ -268,6 +268,82 @@ def test_size_disagreeing_with_shape_is_raw(tmp_path: Path) -> None:
     np.testing.assert_array_equal(read_bin_tensor(path, dump, "output", 0), [1, 2])
 
 
+def test_a_shape_no_array_can_have_is_one_sentence(tmp_path: Path) -> None:
+    """Dims are uint64: (0, 2**63) holds 0 bytes, so its size agrees, yet numpy's reshape
+    raised ValueError (no file error) and aborted the whole check."""
+    message = pb.DumpData(op_name="x")
+    huge = message.output.add(data_type=pb.DT_FLOAT, format=pb.FORMAT_ND, size=0)
+    huge.shape.dim.extend([0, 1 << 63])
+    bytes_ = message.output.add(data_type=pb.DT_FLOAT, format=pb.FORMAT_ND, size=0)
+    bytes_.shape.dim.extend([0, 1 << 61, 4])  # each dim fits intp, their bytes do not
+    deep = message.output.add(data_type=pb.DT_FLOAT, format=pb.FORMAT_ND, size=4)
+    deep.shape.dim.extend([1] * 65)  # more dimensions than numpy has
+    # FRACTAL_NZ of an empty batch: the device shape is fine, the original is not
+    nz = message.output.add(data_type=pb.DT_FLOAT16, format=pb.FORMAT_FRACTAL_NZ, size=0)
+    nz.shape.dim.extend([0, 1, 1, 16, 16])
+    nz.original_shape.dim.extend([0, 1 << 63, 3, 5])
+    fine = message.output.add(data_type=pb.DT_FLOAT, format=pb.FORMAT_ND, size=8)
+    fine.shape.dim.extend([2])
+    path = _write(tmp_path / "f", message, b"\x00" * 4 + np.array([1, 2], "<f4").tobytes())
+    dump = read_bin_header(path)
+    for slot in (0, 1):
+        t = dump.outputs[slot]
+        assert not t.converted and "is too large for an array" in t.reason, t.reason
+        with pytest.raises(TensorHeaderError, match="no array can have") as err:
+            read_bin_tensor(path, dump, "output", slot)
+        _one_sentence(err.value, "f")
+    with pytest.raises(TensorHeaderError, match="no array can have") as deep_err:
+        read_bin_tensor(path, dump, "output", 2)
+    _one_sentence(deep_err.value, "f")
+    assert not dump.outputs[3].converted and "original shape" in dump.outputs[3].reason
+    assert read_bin_tensor(path, dump, "output", 3).shape == (0, 1, 1, 16, 16)  # raw
+    np.testing.assert_array_equal(read_bin_tensor(path, dump, "output", 4), [1, 2])
+
+
+@pytest.mark.timeout(10)
+def test_a_header_of_too_many_slots_is_refused_before_building_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty OpOutput is 2 bytes: 2 MiB of header made 1M tensors of the dump's index."""
+    built: list[int] = []
+    real = bin_dump._tensor
+
+    def counted(*args: object) -> bin_dump.BinTensor:
+        built.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bin_dump, "_tensor", counted)
+    header = b"\x1a\x00" * (1 << 20)  # field 3 (output), length 0: a million outputs
+    path = tmp_path / "Add.op.1.2.3"
+    path.write_bytes(len(header).to_bytes(8, "little") + header)
+    with pytest.raises(TensorHeaderError, match="refused") as err:
+        read_bin_header(path)
+    _one_sentence(err.value, path.name)
+    assert "1,048,576 inputs and outputs" in str(err.value)
+    assert built == []
+    # at the cap, inputs and outputs together, it is read
+    message = pb.DumpData(op_name="x")
+    for _ in range(bin_dump.MAX_SLOTS // 2):
+        message.input.add()
+        message.output.add()
+    assert len(read_bin_header(_write(tmp_path / "g", message)).outputs) == bin_dump.MAX_SLOTS // 2
+    message.output.add()
+    with pytest.raises(TensorHeaderError, match="refused"):
+        read_bin_header(_write(tmp_path / "g", message))
+
+
+@pytest.mark.timeout(10)
+def test_a_header_past_the_real_cap_is_not_parsed(tmp_path: Path) -> None:
+    """Parsing 64 MiB of empty entries built 33M messages (2.6 GiB); the cap is a few MiB."""
+    header = b"\x1a\x00" * ((bin_dump.MAX_HEADER_BYTES >> 1) + 1)
+    path = tmp_path / "Add.op.1.2.3"
+    path.write_bytes(len(header).to_bytes(8, "little") + header)
+    with pytest.raises(TensorHeaderError, match="larger than") as err:
+        read_bin_header(path)
+    _one_sentence(err.value, path.name)
+    assert bin_dump.MAX_HEADER_BYTES <= 8 << 20
+
+
 @pytest.mark.timeout(10)
 def test_fifo_is_refused_at_once(tmp_path: Path) -> None:
     path = tmp_path / "Add.op.1.2.3"

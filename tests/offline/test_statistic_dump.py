@@ -105,6 +105,30 @@ def test_a_row_that_contradicts_its_node_is_not_shown(tmp_path: Path) -> None:
     assert any("ReLU-op0:output:0" in p and "int8" in p for p in dump.problems)
 
 
+def test_a_data_type_cell_in_numpy_grammar_is_not_evaluated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`Data Type` is untrusted text: numpy's dtype grammar raised ValueError ("(1,)("),
+    SyntaxError ("(2)f4,(") or made a struct ("f4,f4": a false conflict). An unknown name
+    is not checked: the rows stay, nothing is said, and the check runs."""
+    root = sd.write_old(tmp_path / "d")
+    csv = root / "rank_0" / sd.NET / "0" / "0" / "statistic.csv"
+    text = csv.read_text()
+    for op, cell in (("MatMul-op0", "(1,)("), ("ReLU-op0", "(2)f4,("), ("Log-op0", "f4,f4")):
+        row = next(line for line in text.splitlines() if f",{op}," in line and ",output," in line)
+        text = text.replace(row, row.replace(',float32,"', f',"{cell}","'))
+    csv.write_text(text)
+    dump = OfflineDump(root)
+    index = dump.index(0, next(iter(dump.graphs(0))))
+    for node in (sd.MATMUL, sd.RELU, sd.LOG):
+        assert index.statistic_row(node, 0, 0) is not None, node
+    assert index.statistic_row(sd.LOG, 0, 0).data_type == "f4,f4"  # type: ignore[union-attr]
+    assert dump.problems == []
+    code, out, err = check(capsys, str(root), "--watch", "TO")
+    assert code == 1 and "Log-op0" in out and not sentences(err, "check")
+    assert "Traceback" not in err
+
+
 # ------------------------------------------------------------------ checks
 @pytest.mark.parametrize("kind", ["old", "new"])
 def test_hits_are_those_of_the_same_values_dumped_in_full(

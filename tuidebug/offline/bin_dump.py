@@ -84,6 +84,7 @@ from tuidebug.offline.tensor_store import (
 __all__ = [
     "LENGTH_PREFIX_BYTES",
     "MAX_HEADER_BYTES",
+    "MAX_SLOTS",
     "BinDump",
     "BinFileName",
     "BinTensor",
@@ -94,10 +95,15 @@ __all__ = [
 ]
 
 LENGTH_PREFIX_BYTES = 8
-# A real header is a few hundred bytes per tensor (shapes and enums, no data); the cap only
-# matters for headers that embed tensor bytes in `data` fields, and bounds what a lying
-# length prefix can make us read.
-MAX_HEADER_BYTES = 64 << 20
+# A real header is a few hundred bytes per tensor (shapes and enums, no data); the cap
+# bounds what a lying length prefix can make us read, and what parsing can build: an empty
+# OpOutput is 2 bytes, so 64 MiB parsed into 33M messages (2.6 GiB, 4 s). Tensor bytes
+# embedded in `data` fields (never seen, module docstring) are read up to this size.
+MAX_HEADER_BYTES = 4 << 20
+# Inputs plus outputs one header may describe: real operators have a handful (a concat of
+# a few hundred tensors is already rare); each becomes a tensor of the dump's index, built
+# while the folder is listed, so a header of millions of empty entries is refused instead.
+MAX_SLOTS = 4096
 
 IO = Literal["input", "output"]
 
@@ -288,6 +294,13 @@ def _read_message(fd: int, size: int, path: Path) -> tuple[pb.DumpData, int]:
         raise TensorHeaderError(
             path, f"{_name(path)} is not a valid Ascend dump: its header does not parse."
         ) from None
+    slots = len(message.input) + len(message.output)
+    if slots > MAX_SLOTS:  # refused before one BinTensor is built
+        raise TensorHeaderError(
+            path,
+            f"{_name(path)} is refused: its header describes {slots:,} inputs and outputs, "
+            f"more than the {MAX_SLOTS:,} an operator may have.",
+        )
     return message, length
 
 
@@ -315,6 +328,11 @@ def _plan(
     """(host shape, "") when the buffer converts to the host layout, else (None, reason)."""
     if dtype is None:
         return None, "its data type has no numpy type"
+    for kind, dims in (("shape", shape), ("original shape", original)):
+        # dims are uint64: (0, 2**63) holds 0 bytes, so the size check below passes, but
+        # numpy cannot make an array of it (reading it raw refuses it, see read_bin_slot)
+        if not _fits_numpy(dims, dtype.itemsize):
+            return None, f"its {kind} {_shape_text(dims)} is too large for an array"
     if math.prod(shape) * dtype.itemsize != size:
         return None, (
             f"its shape {_shape_text(shape)} does not match its {size:,} bytes of "
@@ -331,6 +349,13 @@ def _plan(
     if format_name.startswith("format "):  # a number the proto does not name
         return None, f"its device format number {fmt} is unknown"
     return None, f"the device format {format_name} is not converted"
+
+
+def _fits_numpy(dims: tuple[int, ...], itemsize: int) -> bool:
+    """Whether numpy can make an array of `dims` (its own limits: every dimension, and the
+    bytes of the non-zero ones, within intp)."""
+    limit = int(np.iinfo(np.intp).max)
+    return all(d <= limit for d in dims) and math.prod(d for d in dims if d) * itemsize <= limit
 
 
 def _no_original(format_name: str) -> tuple[None, str]:
@@ -572,6 +597,22 @@ def read_bin_slot(
     if tensor.size % tensor.dtype.itemsize:
         return raw  # _plan refused it already (shape and size disagree)
     values = raw.view(tensor.dtype)
+    try:
+        return _shaped(values, tensor)
+    except ValueError:
+        # a shape numpy cannot hold (dims past intp, more than its 64 dimensions) that the
+        # size check let through: the header lies, and only this tensor is refused
+        shape = tensor.host_shape if tensor.converted and tensor.host_shape else tensor.shape
+        raise TensorHeaderError(
+            path,
+            f"{_name(path)} is not a valid Ascend dump: {tensor.io} {tensor.slot} has the "
+            f"shape {_shape_text(shape)}, which no array can have.",
+        ) from None
+
+
+def _shaped(values: np.ndarray, tensor: BinTensor) -> np.ndarray:
+    """`values` in the host layout when converted, else raw (`ValueError` from numpy when
+    a shape cannot be made)."""
     if not tensor.converted or tensor.host_shape is None:
         # raw: in its device shape when that fits the bytes, else flat
         return values.reshape(tensor.shape) if values.size == math.prod(tensor.shape) else values

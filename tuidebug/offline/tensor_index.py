@@ -297,13 +297,15 @@ class TensorIndex:
 
     def _row_fits(self, node: Node, row: StatisticRow, iteration: int) -> bool:
         """A row's `Data Type` and `Shape` against the node's declared output (as a file's
-        header is checked); a type name numpy does not know is not checked."""
+        header is checked); a type name that is no dump type name is not checked."""
         spec = _spec(node, row.slot)
         if spec is None or row.shape is None or (spec.dtype is None and spec.shape is None):
             return True
-        try:
-            dtype = np.dtype(row.data_type)
-        except TypeError:
+        # the cell is untrusted text: only the dump's own type names (`float32`, `bfloat16`)
+        # are read, never numpy's dtype grammar (`"f4,f4"`, `"(1,)("` raise or build structs);
+        # an unknown name contradicts nothing, so the row is kept unchecked
+        dtype = dtype_from_dump_name(row.data_type)
+        if dtype is None:
             return True
         conflict = spec_conflict(dtype, row.shape, spec, reshaped_ok=True)
         if conflict is None:
