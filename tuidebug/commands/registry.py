@@ -14,6 +14,7 @@ import os
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import NoReturn
 
@@ -185,17 +186,22 @@ def _names(names: Sequence[str], word: str) -> list[str]:
     return sorted(out)
 
 
+PATH_CANDIDATES = 200  # at most this many paths complete a Tab
+
+
 def _paths(word: str) -> list[str]:
     folder, _, stem = word.rpartition("/")
     base = Path(folder or ".").expanduser()
     try:
-        entries = sorted(os.scandir(base), key=lambda e: e.name)
+        # Tab runs on the UI thread: the typed prefix filters while the folder is read, and
+        # the read stops at the cap, so a 10⁵-file folder is neither listed whole nor sorted
+        with os.scandir(base) as scan:
+            matching = (e for e in scan if e.name.startswith(stem))
+            entries = sorted(islice(matching, PATH_CANDIDATES), key=lambda e: e.name)
     except OSError:
         return []
     prefix = f"{folder}/" if folder else ""
-    return [
-        f"{prefix}{e.name}{'/' if e.is_dir() else ''}" for e in entries if e.name.startswith(stem)
-    ][:200]
+    return [f"{prefix}{e.name}{'/' if e.is_dir() else ''}" for e in entries]
 
 
 def parser(prog: str, description: str) -> CommandParser:
