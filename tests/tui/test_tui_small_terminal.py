@@ -267,6 +267,25 @@ async def test_hit_list_filter_takes_a_regex() -> None:
         del session
 
 
+async def test_hit_list_filter_error_with_brackets_is_a_sentence() -> None:
+    app, _session = make_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await start(pilot, recommended=True)
+        await pilot.press("n")
+        hits = app.query_one(HitList)
+        await wait_until(pilot, lambda: hits.hit_count, what="hits")
+        await pilot.press("2", "slash")
+        # re's error quotes the group name: "[/]" would close a markup tag that never opened
+        app.query_one("#hit-filter-text", Input).value = "(?P<[/]>x)"
+        status = hits.query_one("#hit-status", Static)
+        sentence = (
+            "Not a regular expression (bad character in group name '[/]' at position 4): "
+            "matched as plain text."
+        )
+        await wait_until(pilot, lambda: sentence in str(status.render()), what="the sentence")
+        assert str(status.render()).startswith(sentence + "\n")
+
+
 # ----------------------------------------------------------- colours and glyphs
 @pytest.mark.parametrize(
     ("environ", "depth"),

@@ -19,6 +19,7 @@ from tests.tui.support import (
     make_app,
     notices,
     run_palette,
+    screen_text,
     settled,
     tensor_shown,
     wait_for_notice,
@@ -33,12 +34,17 @@ from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.dialogs import ConfirmScreen, PromptScreen
 from tuidebug.tui.messages import HitChosen, TensorRequested
+from tuidebug.tui.tensor_statistics_panel import StatisticsPanel
 from tuidebug.tui.tensor_view import TensorView
 
 SIZE = (120, 40)
 MATMUL = "Default/net/MatMul-op0"
 RELU_OP = "Default/net/ReLU-op1"
 SUM = "Default/net/ReduceSum-op2"
+# node names from a hostile .pb: OSC 0 (sets the terminal's title, ended by BEL) and markup
+TITLE = "\x1b]0;pwned\x07"
+EVIL = f"Default/net/Evil[bold]{TITLE}-op3"
+EVIL_SUM = f"Default/net/Sum[bold]{TITLE}-op4"
 
 
 def value(rank: int, iteration: int, which: int) -> np.ndarray:
@@ -74,6 +80,35 @@ def two_rank_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 },
             )
         writer.finish()
+    return root
+
+
+@pytest.fixture(scope="module")
+def hostile_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One rank: MatMul, a tensor of its shape and one of another shape, both named hostile."""
+    root = tmp_path_factory.mktemp("hostile") / "dump"
+    writer = DumpWriter(root, rank=0, start_timestamp=1000)
+    writer.add_graph(
+        0,
+        [
+            NodeDef(MATMUL, "MatMul", ["w"], shape=(2, 3)),
+            NodeDef(EVIL, "ReLU", [MATMUL], shape=(2, 3)),
+            NodeDef(EVIL_SUM, "ReduceSum", [EVIL], shape=(3,)),
+        ],
+        [ParamDef("w", np.float32, (2, 3))],
+    )
+    for iteration in range(3):
+        writer.write_iteration(
+            0,
+            iteration,
+            {
+                ("w", "output", 0): value(0, iteration, 0),
+                (MATMUL, "output", 0): value(0, iteration, 1),
+                (EVIL, "output", 0): value(0, iteration, 2),
+                (EVIL_SUM, "output", 0): np.zeros(3, np.float32),
+            },
+        )
+    writer.finish()
     return root
 
 
@@ -247,3 +282,54 @@ async def test_the_palette_compares_with_the_other_rank(two_rank_dump: Path) -> 
         prompt = await wait_for_screen(pilot, PromptScreen)
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is not prompt, what="the prompt to close")
+
+
+async def test_a_hostile_tensor_name_is_escaped_wherever_the_view_names_it(
+    hostile_dump: Path,
+) -> None:
+    app = DebuggerApp(OfflineSession(hostile_dump), start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        view = await opened(pilot, app, MATMUL)
+
+        def assert_clean(where: str, text: str) -> None:
+            assert "\x1b" not in text and "\x07" not in text, f"{where}: {text!r}"
+
+        def stats_text() -> str:
+            return str(view.query_one(StatisticsPanel).content)
+
+        await pilot.press("D")
+        prompt = await wait_for_screen(pilot, PromptScreen)
+        prompt.query_one("#prompt-input", Input).value = f"{EVIL}:0@1"
+        await pilot.press("enter")
+        diff = await diff_shown(pilot, view)
+        np.testing.assert_array_equal(diff, value(0, 1, 1) - value(0, 1, 2))
+        label = "Evil[bold]\\x1b]0;pwned\\x07-op3:0 @ step 2"
+        assert f"[diff vs {label}]" in mode_text(view)
+        assert label in view.status_text
+        for where, text in [
+            ("mode", mode_text(view)),
+            ("status", view.status_text),
+            ("title", str(view.query_one("#tv-title", Static).content)),
+            ("statistics", stats_text()),
+            ("screen", screen_text(app)),
+        ]:
+            assert_clean(where, text)
+
+        await pilot.press("d")  # the reference's own values: the statistics name it
+        await wait_until(pilot, lambda: view.mode == "previous", what="the reference's values")
+        await wait_until(pilot, lambda: label in stats_text(), what="the reference's statistics")
+        assert_clean("statistics", stats_text())
+        assert_clean("mode", mode_text(view))
+
+        await pilot.press("D")  # another shape: the error sentence names it
+        prompt = await wait_for_screen(pilot, PromptScreen)
+        prompt.query_one("#prompt-input", Input).value = f"{EVIL_SUM}:0"
+        await pilot.press("enter")
+        sentence = (
+            "Sum[bold]\\x1b]0;pwned\\x07-op4:0 @ step 2 has shape (3,), not (2, 3), "
+            "so it cannot be compared."
+        )
+        await wait_until(pilot, lambda: view.error_text == sentence, what="the shape sentence")
+        assert sentence in notices(app)
+        assert_clean("error", view.error_text)
+        assert_clean("screen", screen_text(app))

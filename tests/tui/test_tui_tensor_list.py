@@ -7,12 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from textual.widgets import Static
+
 from tests.tui.support import (
     CONV,
     RELU,
     FakeSession,
     make_app,
     run_palette,
+    screen_text,
     settled,
     synthetic_graph,
     tensor_shown,
@@ -20,7 +23,9 @@ from tests.tui.support import (
     wait_until,
 )
 from tuidebug.core.graph import Category
+from tuidebug.core.session import SessionError
 from tuidebug.core.tensor_health import Health
+from tuidebug.core.tensor_listing import TensorEntry
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.dialogs import ConfirmScreen
@@ -158,7 +163,24 @@ async def test_a_bad_regex_is_searched_as_text() -> None:
         screen = await open_list(pilot)
         await pilot.press("slash", *"op0[")
         await wait_until(pilot, lambda: not screen.rows.shown, what="no row matches 'op0['")
-        assert "not a regex" in screen.status_text()
+        assert "Not a regular expression" in screen.status_text()
+
+
+async def test_a_listing_error_naming_a_hostile_file_is_escaped() -> None:
+    app, session = make_app()
+
+    def unreadable(iteration: int | None = None) -> list[TensorEntry]:
+        raise SessionError("Cannot read junk\x1b]0;pwned\x07[bold].npy.")
+
+    session.tensor_entries = unreadable  # type: ignore[method-assign]
+    async with app.run_test(size=SMALL) as pilot:
+        await loaded_without_offer(pilot)
+        await pilot.press("L")
+        screen = await wait_for_screen(pilot, TensorListScreen)
+        await wait_until(pilot, lambda: not screen.listing, what="the listing to fail")
+        status = str(screen.query_one("#tensors-status", Static).render())
+        assert status == "Cannot read junk\\x1b]0;pwned\\x07[bold].npy."
+        assert "\x1b" not in screen_text(app) and "\x07" not in screen_text(app)
 
 
 async def test_enter_opens_the_tensor_and_the_tree_goes_to_its_node() -> None:

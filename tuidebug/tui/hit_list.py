@@ -168,7 +168,10 @@ class HitList(Vertical):
         yield Input(
             placeholder="filter by node name or regex  (/)", compact=True, id="hit-filter-text"
         )
-        yield Static("no hits yet: step (n), continue (c) or recheck (r)", id="hit-status")
+        # markup off: the filter's problem sentence quotes the typed text (`_with`)
+        yield Static(
+            "no hits yet: step (n), continue (c) or recheck (r)", id="hit-status", markup=False
+        )
         tree: Tree[Any] = Tree("hits", id="hit-tree")
         tree.show_root = False
         tree.guide_depth = 2

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from tuidebug.commands.context import CommandContext, CommandError, parse_tensor_name
 from tuidebug.core.tensor import TensorRef
+from tuidebug.core.text import printable
 from tuidebug.tui.dialogs import PromptScreen
 
 if TYPE_CHECKING:
@@ -127,8 +128,10 @@ class TensorCompareFlows:
 
 
 def tensor_label(ref: TensorRef, step: int) -> str:
-    """`Conv2D-op1:0 @ step 2`: what the view calls a tensor it compares with."""
-    return f"{ref.node.rsplit('/', 1)[-1]}:{ref.slot} @ step {step}"
+    """`Conv2D-op1:0 @ step 2`: what the view calls a tensor it compares with. Escaped here,
+    once: the node name comes from the graph and the label reaches the status, mode, title,
+    statistics and error lines (`markup=False`, which still passes ESC bytes through)."""
+    return printable(f"{ref.node.rsplit('/', 1)[-1]}:{ref.slot} @ step {step}")
 
 
 __all__ = ["TensorCompareFlows", "tensor_label"]

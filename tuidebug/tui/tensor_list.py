@@ -47,6 +47,7 @@ from tuidebug.core.tensor import TensorRef
 from tuidebug.core.tensor_health import Health, HealthCancelled, tensor_health
 from tuidebug.core.tensor_listing import TensorEntry
 from tuidebug.core.text import printable
+from tuidebug.tui.labels import shown
 from tuidebug.tui.messages import NodeChosen
 from tuidebug.tui.styled_scroll_view import StyledScrollView
 from tuidebug.tui.tensor_list_rows import (
@@ -378,11 +379,13 @@ Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not r
                 graphs[e.graph].categories(e.node) if e.graph in graphs else frozenset()
                 for e in entries
             ]
-        except SessionError as exc:
-            self._post(EntriesLoaded(generation, [], [], step, error=str(exc)))
+        except SessionError as exc:  # its text may quote a file or node name: escaped
+            self._post(EntriesLoaded(generation, [], [], step, error=shown(exc)))
             return
         except Exception as exc:  # a bug, but a sentence rather than a dead list
-            self._post(EntriesLoaded(generation, [], [], step, error=f"Listing failed: {exc}"))
+            self._post(
+                EntriesLoaded(generation, [], [], step, error=f"Listing failed: {shown(exc)}")
+            )
             return
         if not get_current_worker().is_cancelled:
             self._post(EntriesLoaded(generation, entries, categories, step))
