@@ -10,7 +10,6 @@ from tuidebug.core.tensor_listing import TensorEntry
 from tuidebug.tui.tensor_list_rows import (
     ListQuery,
     columns_for,
-    compile_pattern,
     format_row,
     health_glyph,
     human_bytes,
@@ -72,10 +71,11 @@ def test_filters_and_sorts(query: ListQuery, expected: list[int]) -> None:
 
 def test_a_bad_regex_is_plain_text_and_says_so() -> None:
     indices, problem = select(ENTRIES, CATEGORIES, HEALTH, ListQuery(pattern="op0["))
-    assert indices == [] and "not a regex" in problem
-    regex, problem = compile_pattern("(")
-    assert regex is not None and regex.search("a(b") and problem
-    assert compile_pattern("") == (None, "")
+    assert indices == [] and problem.startswith("Not a regular expression")
+    hostile = [entry("net/a(b-op9", "Add", 4, 0), entry("net/ab-op8", "Add", 4, 1)]
+    indices, problem = select(hostile, CATEGORIES[:2], HEALTH[:2], ListQuery(pattern="("))
+    assert indices == [0] and problem  # "(" searched as text: only the name holding one
+    assert select(hostile, CATEGORIES[:2], HEALTH[:2], ListQuery(pattern="")) == ([0, 1], "")
 
 
 def test_columns_fit_the_width_and_the_name_keeps_its_end() -> None:

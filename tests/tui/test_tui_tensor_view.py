@@ -184,7 +184,7 @@ async def test_bfloat16_and_empty_selection(
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(TensorView)
         array = np.array([[1.5, -2.25], [np.nan, 4.0]], dtype=np.float32).astype(BFLOAT16)
-        view.show("Default/fc1/bf:0", array, node_type="MatMul", short_name="fc1")
+        view.show("Default/fc1/bf:0", array, short_name="fc1")
         await tensor_shown(pilot, view)
         assert lines(view.table)[1].split("│")[1].split() == ["1.5000", "-2.2500"]
         assert view.status_text.startswith("[0, 0] = 1.5")
@@ -551,7 +551,7 @@ def test_snapshot_table_and_heatmap(snap_compare) -> None:  # type: ignore[no-un
 
     async def open_tensor(pilot: Pilot[None]) -> None:
         view = pilot.app.query_one(TensorView)
-        view.show("Default/conv1-Conv2d/Conv2D-op7:0", array[None], node_type="Conv2D")
+        view.show("Default/conv1-Conv2d/Conv2D-op7:0", array[None])
         await tensor_shown(pilot, view)
         view.table.focus()
         await pilot.press("down", "right")

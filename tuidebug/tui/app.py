@@ -704,7 +704,6 @@ class DebuggerApp(App[int]):
                 array=answer.array,
                 previous=answer.previous,
                 note=answer.note,
-                node_type=node.op_type,
                 short_name=node.short_name,
                 slot=ref.slot,
                 file_stem=file_stem(
@@ -731,7 +730,6 @@ class DebuggerApp(App[int]):
             message.array,
             message.previous,
             note=message.note,
-            node_type=message.node_type,
             short_name=message.short_name,
             slot=message.slot,
             file_stem=message.file_stem,

@@ -162,7 +162,6 @@ class TensorRead(Message):
         array: np.ndarray | None = None,
         previous: np.ndarray | None = None,
         note: str = "",
-        node_type: str = "",
         short_name: str = "",
         slot: int = 0,
         file_stem: str = "",
@@ -175,7 +174,6 @@ class TensorRead(Message):
         self.array = array
         self.previous = previous
         self.note = note
-        self.node_type = node_type
         self.short_name = short_name
         self.slot = slot
         self.file_stem = file_stem  # saved files' default name (tensor_files.file_stem)

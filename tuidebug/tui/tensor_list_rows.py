@@ -9,7 +9,6 @@ Names and op types come from a dump or a training: every cell passes through `pr
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -17,6 +16,7 @@ from tuidebug.core.graph import Category
 from tuidebug.core.tensor_health import Health
 from tuidebug.core.tensor_listing import TensorEntry
 from tuidebug.core.text import printable
+from tuidebug.tui.name_filter import name_filter
 
 __all__ = [
     "CATEGORY_CYCLE",
@@ -25,7 +25,6 @@ __all__ = [
     "Columns",
     "ListQuery",
     "columns_for",
-    "compile_pattern",
     "format_row",
     "header_cells",
     "health_glyph",
@@ -79,18 +78,7 @@ class ListQuery:
 
     @property
     def filtered(self) -> bool:
-        return bool(self.pattern or self.category or self.op_type or self.problems_only)
-
-
-def compile_pattern(text: str) -> tuple[re.Pattern[str] | None, str]:
-    """(the regex to search names with, or None for no filter; a problem sentence). A
-    pattern that is not a valid regex is searched as plain text, and the sentence says so."""
-    if not text:
-        return None, ""
-    try:
-        return re.compile(text, re.IGNORECASE), ""
-    except re.error as exc:
-        return re.compile(re.escape(text), re.IGNORECASE), f"not a regex ({exc}): plain text"
+        return bool(self.pattern.strip() or self.category or self.op_type or self.problems_only)
 
 
 def select(
@@ -100,8 +88,9 @@ def select(
     query: ListQuery,
 ) -> tuple[list[int], str]:
     """(indices of the entries to show, in the query's order; a problem sentence).
-    `categories` and `health` run parallel to `entries`."""
-    regex, problem = compile_pattern(query.pattern)
+    `categories` and `health` run parallel to `entries`. The pattern reads as the other
+    name filters read theirs (`name_filter`: a bad regex is plain text, and one sentence)."""
+    names = name_filter(query.pattern)
     shown: list[int] = []
     for i, entry in enumerate(entries):
         if query.op_type is not None and entry.op_type != query.op_type:
@@ -112,7 +101,7 @@ def select(
             known = health[i]
             if known is None or not known.is_problem:
                 continue
-        if regex is not None and regex.search(entry.name) is None:
+        if names and not names.matches(entry.name):
             continue
         shown.append(i)
     if query.sort == "size":
@@ -120,7 +109,7 @@ def select(
         shown.sort(key=lambda i: (entries[i].nbytes is None, -(entries[i].nbytes or 0), i))
     elif query.sort == "op type":
         shown.sort(key=lambda i: (entries[i].op_type.lower(), i))
-    return shown, problem
+    return shown, names.problem
 
 
 # -------------------------------------------------------------------- drawing

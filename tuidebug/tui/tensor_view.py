@@ -328,7 +328,6 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         previous: np.ndarray | None = None,
         *,
         note: str = "",
-        node_type: str = "",
         short_name: str = "",
         slot: int = 0,
         file_stem: str = "",
@@ -337,11 +336,9 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         """Display a tensor (None → an empty state saying `note`).
 
         `previous` enables compare mode (`d`). `file_stem` starts the default name of saved
-        files (`tensor_files.file_stem`; else made of `short_name` and `slot`; `node_type`
-        is no longer used). `context` is shown above the tensor: the hit it was opened
-        from. The array is never copied whole.
+        files (`tensor_files.file_stem`; else made of `short_name` and `slot`). `context` is
+        shown above the tensor: the hit it was opened from. The array is never copied whole.
         """
-        del node_type  # kept for callers of the former download naming
         self._generation += 1
         self._title = title
         self._file_stem = file_stem or make_file_stem(short_name or short_name_of(title), slot)
