@@ -106,11 +106,15 @@ def read_bin_file(f: BinTensorFile, root: Path | str, max_bytes: int | None = No
     return read_bin_slot(path, f.bin, max_bytes=max_bytes)
 
 
+def read_raw(f: TensorFile) -> bool:
+    """Whether `f` is a `.bin` tensor read raw (its device format not converted)."""
+    return isinstance(f, BinTensorFile) and not f.bin.converted
+
+
 def raw_sentence(f: TensorFile, shown: str) -> str | None:
-    """One sentence when `f` is a `.bin` tensor read raw (its device format not converted),
-    naming the format and why; None for every other tensor. `shown`: the file as messages
-    name it."""
-    if not isinstance(f, BinTensorFile) or f.bin.converted:
+    """One sentence when `f` is a `.bin` tensor read raw (`read_raw`), naming the format and
+    why; None for every other tensor. `shown`: the file as messages name it."""
+    if not isinstance(f, BinTensorFile) or f.bin.converted:  # read_raw, spelled for mypy
         return None
     t = f.bin
     layout = "its device shape " + _shape_text(t.shape) if t.shape else "flat"

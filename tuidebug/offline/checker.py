@@ -77,7 +77,7 @@ from tuidebug.core.condition_catalogue import (
 )
 from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.tensor import UnsupportedDataTypeError, numpy_dtype
-from tuidebug.offline.bin_files import BinTensorFile, raw_sentence
+from tuidebug.offline.bin_files import BinTensorFile, raw_sentence, read_raw
 from tuidebug.offline.check_task import Task, TaskResult, error_result, run_task
 from tuidebug.offline.statistic_check import Missing, decide, refusal_sentence
 
@@ -462,7 +462,9 @@ class Checker:
             key = task_keys[res.tid]
             wps = task_wps[res.tid]
             dtype, shape = res.dtype, res.shape
-            raw = raw_sentence(task_files[res.tid], _shown(task_files[res.tid], dump.root))
+            f = task_files[res.tid]
+            # the file's shown name only for the few tensors read raw: not per tensor
+            raw = raw_sentence(f, _shown(f, dump.root)) if read_raw(f) else None
             if raw is not None and dtype is not None:  # read (not refused as too large)
                 # checked raw, in its device layout: the report says so (bin_files)
                 problem(raw)
