@@ -209,3 +209,18 @@ def test_check_recommended_on_every_async_fixture(
     err = capsys.readouterr().err
     assert code in (0, 1), err
     assert "Traceback" not in err
+
+
+def test_device_folder_subfolders_are_layout_not_garbage(tmp_path: Path) -> None:
+    """The ACL device folder holds its `kernel_graph0/` folders beside its own tensors: no
+    sentence for them, while a stray file, even one named like such a folder, still gets one."""
+    import shutil
+
+    root = tmp_path / "async_acl"
+    shutil.copytree(DATA / "async_acl", root)
+    device = root / "0" / "20240101120000" / "0"
+    (device / "kernel_graph0_notes.txt").write_text("not a tensor", encoding="utf-8")
+    dump = OfflineDump(root)
+    dump.graph(0, "kernel_graph_1")
+    named = [p for p in dump.problems if "kernel_graph0" in p]
+    assert len(named) == 1 and "kernel_graph0_notes.txt" in named[0], dump.problems

@@ -244,9 +244,8 @@ class AsyncRankLayout(RankLayout):
             merged = IterationListing(folders[0])
             device_level = graph_id == self.device_level_gid
             for folder in folders:
-                one = list_iteration_folder(folder, self._scanner)
-                subdirs = self._subfolder_names(folder) if device_level else set()
-                merged.problems.extend(p for p in one.problems if not any(s in p for s in subdirs))
+                one = list_iteration_folder(folder, self._scanner, skip_dirs=device_level)
+                merged.problems.extend(one.problems)
                 files = one.tensor_files
                 if device_level:
                     files = [_aclnn_swapped(f) for f in files]
@@ -259,15 +258,6 @@ class AsyncRankLayout(RankLayout):
             self.problems.extend(merged.problems)
             self._listings[key] = merged
         return self._listings[key]
-
-    def _subfolder_names(self, folder: Path) -> set[str]:
-        """The device folder's sub-folders (its `{model_name}/` folders), shown as the
-        listing shows them: not "files that are not tensor files"."""
-        out: set[str] = set()
-        for e in self._scanner.scan(str(folder), []) or []:
-            if e.is_dir:
-                out.add(self._scanner.show(folder / e.name))
-        return out
 
 
 def _aclnn_swapped(f: TensorFile) -> TensorFile:

@@ -52,8 +52,12 @@ class IterationListing:
     blockers: list[str] = field(default_factory=list)
 
 
-def list_iteration_folder(folder: Path, scanner: Scanner) -> IterationListing:
-    """List `folder` once: its tensor files, statistics, overflow records and problems."""
+def list_iteration_folder(
+    folder: Path, scanner: Scanner, *, skip_dirs: bool = False
+) -> IterationListing:
+    """List `folder` once: its tensor files, statistics, overflow records and problems.
+    `skip_dirs`: its sub-folders are part of the layout (an Ascend device folder holds its
+    `{model_name}/` folders), not files that are no tensor files."""
     listing = IterationListing(folder)
     problems = listing.problems
     entries = scanner.scan(str(folder), problems)
@@ -80,7 +84,8 @@ def list_iteration_folder(folder: Path, scanner: Scanner) -> IterationListing:
             _refused_entry(listing, e, mapping, directory)
             continue
         if not e.is_file:
-            garbage.append(name)
+            if not (skip_dirs and e.is_dir):
+                garbage.append(name)
             continue
         parsed = (
             _tensor_name(name, directory, mapping)
