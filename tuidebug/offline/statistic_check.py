@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from tuidebug.core.condition_catalogue import (
     CHANGE_CONDITIONS,
+    CLEARS_ERRORS,
     LEGACY_STAT,
     CheckRequest,
     CheckResult,
@@ -160,7 +161,7 @@ def decide(req: CheckRequest, stats: Mapping[str, StatValue]) -> CheckResult | M
         # MindSpore skips a tensor with no element: nothing is reported
         return CheckResult(False, 0, untouched_params(req))
     has_nan, has_inf = nan > 0, inf > 0
-    clears = cond in (ConditionType.HAS_NAN, ConditionType.HAS_INF, ConditionType.GENERAL_OVERFLOW)
+    clears = cond in CLEARS_ERRORS
     values: dict[str, float] = {}
     if clears or not (has_nan or has_inf):
         # thresholds are read only where MindSpore evaluates them: no error bit set
