@@ -50,7 +50,7 @@ from bench_offline import REFERENCE_WATCHPOINTS, write_dump
 
 def _watches(dump: object) -> list[object]:
     from tuidebug.core.watchpoints import Watchpoint, resolve_targets
-    from tuidebug.offline.checker import Watch
+    from tuidebug.offline.check.checker import Watch
 
     watches = []
     for wp_id, (cond, params) in enumerate(REFERENCE_WATCHPOINTS):
@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from distributed import Client, LocalCluster
 
-    from tuidebug.offline.checker import Checker
-    from tuidebug.offline.cluster import ClusterRunner
+    from tuidebug.offline.check.checker import Checker
+    from tuidebug.offline.check.cluster import ClusterRunner
     from tuidebug.offline.dump import OfflineDump
 
     root = Path(tempfile.mkdtemp(prefix="tuidebug-cluster-", dir=args.tmp)) / "dump"

@@ -101,9 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dump", type=Path, default=DEFAULT_DUMP)
     args = parser.parse_args(argv)
     dump = str(args.dump)
-    check_imports = (
-        "import tuidebug.cli, tuidebug.cli.check, tuidebug.offline.dump, tuidebug.offline.checker"
-    )
+    check_imports = "import tuidebug.cli, tuidebug.cli.check, tuidebug.offline.dump, tuidebug.offline.check.checker"
     cases = {
         "python floor": ["-c", "pass"],
         "import tuidebug.api": ["-c", "import tuidebug.api"],

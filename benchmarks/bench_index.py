@@ -32,10 +32,10 @@ import numpy as np
 
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.tensor import DT_FLOAT32
-from tuidebug.offline.dump_layout import DumpLayout
-from tuidebug.offline.dump_names import kernel_dump_names
-from tuidebug.offline.filenames import encode_dump_name
-from tuidebug.offline.tensor_index import TensorIndex
+from tuidebug.offline.files.names import encode_dump_name
+from tuidebug.offline.files.names_24 import kernel_dump_names
+from tuidebug.offline.layout.root import DumpLayout
+from tuidebug.offline.layout.tensor_index import TensorIndex
 
 _OPS = ["Conv2D", "BiasAdd", "ReLU", "MatMul", "Add", "Mul", "Cast", "Reshape"]
 _FILES_PER_OP = 4  # input.0, input.1, input.2, output.0

@@ -100,7 +100,7 @@ def write_dump(
     """`sizes` = (hidden, batch, embedding rows) instead of deriving them from `gb`;
     `overflow_from_layer`: in the last iteration, the outputs of that layer's forward kernels
     and every later kernel's (the backward pass included) start with Inf and NaN."""
-    from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+    from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 
     hidden, batch, vocab = sizes or _sizes(gb, ranks, iterations, layers)
     f32 = np.float32
@@ -243,7 +243,7 @@ def _reset_peak() -> None:
 
 def measure(root: Path, workers: int | None) -> dict[str, float]:
     from tuidebug.core.watchpoints import Watchpoint, resolve_targets
-    from tuidebug.offline.checker import Checker, Watch
+    from tuidebug.offline.check.checker import Checker, Watch
     from tuidebug.offline.dump import OfflineDump
 
     _reset_peak()
@@ -326,7 +326,7 @@ _TINY_SCOPES = 100  # kernels per scope: names look like real ones, folders stay
 def write_tiny_dump(root: Path, files: int, iterations: int) -> None:
     """One rank, one graph of `files // iterations - 1` Add kernels plus one parameter, every
     tensor four float32 values; at the last iteration every 1000th kernel holds an Inf."""
-    from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+    from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 
     per_iteration = max(2, files // iterations)
     kernels = per_iteration - 1
@@ -369,9 +369,9 @@ def measure_tiny(root: Path, stage: str, profile: bool) -> dict[str, float]:
     import pstats
 
     from tuidebug.core.watchpoints import Watchpoint, resolve_targets
-    from tuidebug.offline.checker import Checker, Watch
+    from tuidebug.offline.check.checker import Checker, Watch
     from tuidebug.offline.dump import OfflineDump
-    from tuidebug.offline.tensor_store import load_npy
+    from tuidebug.offline.files.npy import load_npy
 
     out: dict[str, float] = {"rss_start": _vm_rss()}
     profiler = cProfile.Profile() if profile else None
@@ -414,7 +414,7 @@ def measure_tiny(root: Path, stage: str, profile: bool) -> dict[str, float]:
         files = [os.fspath(f.path) for files in listed for f in files]
         out["rss_before_read"] = _vm_rss()  # the list of paths is the benchmark's
         real_root = dump.root
-        from tuidebug.offline import tensor_store
+        from tuidebug.offline.files import npy as tensor_store
 
         read_dump_tensor = getattr(tensor_store, "read_dump_tensor", None)
 

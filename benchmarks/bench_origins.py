@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from tuidebug.core.origins import OriginTrace, trace_in_session
-from tuidebug.offline.demo import write_demo_dump
-from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
 from tuidebug.offline.session import OfflineSession
+from tuidebug.offline.writer.demo import write_demo_dump
+from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 
 LOSS = (
     "Default/network-WithLossCell/_loss_fn-SoftmaxCrossEntropyWithLogits/"

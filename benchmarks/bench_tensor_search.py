@@ -36,9 +36,9 @@ import numpy as np
 from bench_tensor_view import BenchApp, PaintClock, render_all
 
 from tuidebug.core.tensor_search import DEFAULT_CHUNK, count_matches, find_next
-from tuidebug.tui.tensor_canvas import TensorTable
-from tuidebug.tui.tensor_find import SEARCH_CHUNK
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.tensor.canvas import TensorTable
+from tuidebug.tui.tensor.find import SEARCH_CHUNK
+from tuidebug.tui.tensor.view import TensorView
 
 
 def make_tensor(folder: Path, rows: int, cols: int) -> tuple[np.ndarray, int]:

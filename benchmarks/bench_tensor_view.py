@@ -31,9 +31,9 @@ import numpy as np
 from textual.app import App, ComposeResult
 from textual.screen import Screen
 
-from tuidebug.tui.tensor_canvas import TensorCanvas
-from tuidebug.tui.tensor_format import Zoom
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.tensor.canvas import TensorCanvas
+from tuidebug.tui.tensor.format import Zoom
+from tuidebug.tui.tensor.view import TensorView
 
 
 class BenchApp(App[None]):

@@ -43,8 +43,8 @@ from tuidebug.core.session import (  # noqa: E402
 )
 from tuidebug.offline.session import OfflineSession  # noqa: E402
 from tuidebug.tui.app import DebuggerApp  # noqa: E402
-from tuidebug.tui.hit_list import HitList  # noqa: E402
-from tuidebug.tui.scope_tree import GraphTree  # noqa: E402
+from tuidebug.tui.panes.hit_list import HitList  # noqa: E402
+from tuidebug.tui.panes.scope_tree import GraphTree  # noqa: E402
 
 SIZE = (160, 48)
 DEFAULT_LENET = REPO.parent / "shared" / "fixtures" / "mindspore_lenet_dump" / "ms2_0_0"
@@ -151,7 +151,7 @@ def write_run_dump(root: Path, iterations: int, nodes: int, side: int) -> Path:
     `iterations` iterations: nothing overflows, so a continue with TO runs to the end."""
     import numpy as np
 
-    from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+    from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 
     scope = "Default/network-Chain"
     defs = [ParamDef("w", np.float32, (side, side))]

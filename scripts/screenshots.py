@@ -24,13 +24,13 @@ from textual.scroll_view import ScrollView
 from textual.widgets import Label, OptionList
 
 import tuidebug
-from tuidebug.offline.demo import write_demo_dump
 from tuidebug.offline.session import OfflineSession
+from tuidebug.offline.writer.demo import write_demo_dump
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.hit_list import HitList
 from tuidebug.tui.messages import HitChosen
-from tuidebug.tui.tensor_list import TensorListScreen
-from tuidebug.tui.watchpoint_editor import WatchpointEditor
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.tensor_list.screen import TensorListScreen
+from tuidebug.tui.watchpoints.editor import WatchpointEditor
 
 Scene = Callable[[DebuggerApp, Any], Awaitable[None]]
 

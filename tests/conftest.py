@@ -54,7 +54,7 @@ def lenet_dump(request: pytest.FixtureRequest, fixtures_dir: Path) -> Path:
 def demo_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo dump (`tuidebug demo`): healthy, then +Inf in fc2's forward MatMul at
     iteration 3, then NaN. One per test module: a module may not change another's."""
-    from tuidebug.offline.demo import write_demo_dump
+    from tuidebug.offline.writer.demo import write_demo_dump
 
     return write_demo_dump(tmp_path_factory.mktemp("demo"))
 
@@ -62,9 +62,9 @@ def demo_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _heatmap_palettes_reset() -> Iterator[None]:
     """An app started for a real terminal (`TERM=xterm`, a non-UTF-8 locale) picks the
-    heatmap's palettes and glyphs module-wide (tui/colormap.py `use_terminal`); put the
+    heatmap's palettes and glyphs module-wide (tui/kit/colormap.py `use_terminal`); put the
     truecolor / half-block defaults back so no later test in the process draws with them."""
     yield
-    colormap = sys.modules.get("tuidebug.tui.colormap")
+    colormap = sys.modules.get("tuidebug.tui.kit.colormap")
     if colormap is not None:
         colormap.use_terminal()

@@ -534,7 +534,7 @@ def test_check_in_a_process_pool_matches_in_process(
         Watchpoint(a20.select_tensors("weight"), TensorChangeBelowThresholdCondition(1e-3)),
     ]
     inproc = a20.check_watchpoints(wps)
-    from tuidebug.offline import checker
+    from tuidebug.offline.check import checker
 
     monkeypatch.setattr(checker, "THREADED_MIN_BYTES", 0)  # LeNet is small: force threads
     seen: list[tuple[int, int]] = []
@@ -663,7 +663,7 @@ def test_a_script_without_a_main_guard_can_use_the_pool(dump_2_10: Path, tmp_pat
     script.write_text(
         textwrap.dedent(
             f"""
-            from tuidebug.offline import checker
+            from tuidebug.offline.check import checker
             checker.THREADED_MIN_BYTES = 0
             from tuidebug.api import DumpAnalyzer, Watchpoint, TensorTooLargeCondition
             run = DumpAnalyzer({str(dump_2_10)!r})

@@ -20,7 +20,7 @@ from tuidebug import api
 from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.api import DumpAnalyzer, NodeType, Source
 from tuidebug.offline.dump import OfflineDump
-from tuidebug.tui.stack_list import index_source_lines
+from tuidebug.tui.panes.stack_list import index_source_lines
 
 FUSED = f"{LENET}/relu-ReLU/MatMulBiasAddReluFusion-op84"
 RELU_GRAD = f"Gradients/{LENET}/relu-ReLU/gradReLU-expand/ReluGrad-op93"

@@ -34,7 +34,7 @@ from tests.api.mindinsight_script import PROJECT_DUMPS, graphs_without_history, 
 from tuidebug.cli import main as cli_main
 from tuidebug.core.graph import Category
 from tuidebug.offline.dump import OfflineDump
-from tuidebug.offline.filenames import encode_dump_name
+from tuidebug.offline.files.names import encode_dump_name
 
 REL = 1e-6
 Key = tuple[int, str, int, int, str]  # iteration, node, slot, error code, graph ("" : any)

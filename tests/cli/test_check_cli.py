@@ -151,7 +151,7 @@ def test_mem_limit_gives_error_8(capsys, tmp_path: Path) -> None:
     """A tensor above --mem-limit is not read: error code 8, and the rest is checked."""
     import numpy as np
 
-    from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+    from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 
     writer = DumpWriter(tmp_path / "d", start_timestamp=1000)
     relu = "Default/net/ReLU-op0"
@@ -549,7 +549,7 @@ def test_python_dash_m_with_checker_threads(dump_2_10: Path) -> None:
     """`python -m tuidebug check` with the checker threads (forced: LeNet is small)."""
     code = (
         "import runpy, sys\n"
-        "from tuidebug.offline import checker\n"
+        "from tuidebug.offline.check import checker\n"
         "checker.THREADED_MIN_BYTES = 0\n"
         f"sys.argv = ['tuidebug', 'check', {str(dump_2_10)!r}, '--watch', 'TL:abs_mean_gt=1',"
         " '--workers', '2', '--json']\n"
@@ -593,7 +593,7 @@ def test_a_zero_padded_iteration_folder_is_not_a_second_copy(
     assert code == 1
     assert "rank_0/MLP/0/03 is not an iteration folder" in err
     assert "35 hits; 42 tensors checked, iteration 3 of rank_0" in out
-    from tuidebug.offline.dump_layout import DumpLayout
+    from tuidebug.offline.layout.root import DumpLayout
 
     assert DumpLayout.open(root).rank(0).dumped_iterations[0] == [0, 1, 2, 3, 4, 5]
 

@@ -25,9 +25,9 @@ import pytest
 
 from tests.tui.support import wait_until
 from tuidebug import cli
+from tuidebug.cli import launch
 from tuidebug.cli import online as cli_online
-from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
-from tuidebug.tui import launch
+from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 
 TUIDEBUG = [sys.executable, "-m", "tuidebug"]
 
@@ -100,7 +100,7 @@ def test_demo_without_a_terminal_writes_nothing_and_refuses(
 ) -> None:
     no_app(monkeypatch, terminal=False)
     written: list[Path] = []
-    monkeypatch.setattr("tuidebug.offline.demo.write_demo_dump", written.append)
+    monkeypatch.setattr("tuidebug.offline.writer.demo.write_demo_dump", written.append)
     assert cli.main(["demo"]) == 2
     assert one_sentence(capsys.readouterr().err, "demo").startswith("the TUI needs a terminal")
     assert written == []  # a temporary dump nobody could open
@@ -166,7 +166,7 @@ def test_offline_with_an_unreachable_cluster_refuses_before_the_tui(
     exit 2, and the TUI never starts (nothing to wait for inside it)."""
     pytest.importorskip("distributed")
     no_app(monkeypatch)
-    monkeypatch.setattr("tuidebug.offline.cluster_connect.CONNECT_SECONDS", 2)
+    monkeypatch.setattr("tuidebug.offline.check.cluster_connect.CONNECT_SECONDS", 2)
     assert cli.main(["offline", str(small_dump), "--cluster", "tcp://127.0.0.1:9"]) == 2
     sentence = one_sentence(capsys.readouterr().err, "offline")
     assert sentence.startswith("cannot reach tcp://127.0.0.1:9: ") and sentence.endswith(".")
@@ -205,7 +205,7 @@ async def test_tui_failed_start_replaces_the_reading_line(tmp_path: Path) -> Non
     then say why, not keep "Reading the dump folder…" as if still reading."""
     from tuidebug.offline.session import OfflineSession
     from tuidebug.tui.app import DebuggerApp
-    from tuidebug.tui.header import SessionHeader
+    from tuidebug.tui.panes.header import SessionHeader
 
     folder = tmp_path / "gone"
     folder.mkdir()

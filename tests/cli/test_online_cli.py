@@ -15,12 +15,12 @@ import pytest
 from tests.cli.support import sentences
 from tests.online.support import TIMEOUT, make_session, wait_state, wait_until
 from tuidebug import cli
+from tuidebug.cli import launch
 from tuidebug.cli import online as cli_online
 from tuidebug.cli.common import EXIT_OK, EXIT_USAGE
 from tuidebug.core.session import SessionState
 from tuidebug.online.server import ServerStartError
 from tuidebug.online.session import OnlineSession
-from tuidebug.tui import launch
 
 
 def _one_sentence(text: str) -> None:

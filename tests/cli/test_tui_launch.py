@@ -57,7 +57,7 @@ def test_offline_opens_the_app_on_the_dump(monkeypatch: pytest.MonkeyPatch, dump
         return 0
 
     monkeypatch.setattr("tuidebug.tui.app.run_app", fake_run_app)
-    monkeypatch.setattr("tuidebug.tui.launch.on_terminal", lambda: True)  # the app would need one
+    monkeypatch.setattr("tuidebug.cli.launch.on_terminal", lambda: True)  # the app would need one
     assert main(["offline", str(dump_2_0), "--rank", "0"]) == 0
     from tuidebug.offline.session import OfflineSession
 
@@ -75,7 +75,7 @@ def test_demo_writes_the_dump_and_opens_it(
         return 0
 
     monkeypatch.setattr("tuidebug.tui.app.run_app", fake_run_app)
-    monkeypatch.setattr("tuidebug.tui.launch.on_terminal", lambda: True)  # the app would need one
+    monkeypatch.setattr("tuidebug.cli.launch.on_terminal", lambda: True)  # the app would need one
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out)]) == 0
     assert len(opened) == 1 and Path(opened[0]).is_relative_to(out)

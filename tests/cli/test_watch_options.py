@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tuidebug import cli
+from tuidebug.cli import launch
 from tuidebug.cli import online as cli_online
-from tuidebug.tui import launch
 
 FAKE_APP = "tuidebug.tui.app.run_app"
 

@@ -11,7 +11,7 @@ The device layouts are written here straight from their definitions, element by 
 (CANN `aclFormat` docs: NC1HWC0 pads C up to C1·C0; FRACTAL_Z puts weight [n, c, h, w] at
 [(c // C0)·H·W + h·W + w, n // N0, n % N0, c % C0]; FRACTAL_NZ puts [.., h, w] at
 [.., w // W0, h // H0, h % H0, w % W0]), independently of the vectorised reader in
-`tuidebug/offline/bin_dump.py`, so reading them back is a real round trip.
+`tuidebug/offline/files/bin.py`, so reading them back is a real round trip.
 
 `write(root)` writes `root/bin/`; `expected()` gives the host arrays each file holds, by
 file name and (io, slot).

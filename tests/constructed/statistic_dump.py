@@ -18,7 +18,7 @@ means ("Negative/Positive Zero Count" count values < 0 and > 0).
 * `write(root)`: `root/statistic_old` and `root/statistic_new` (the committed fixtures
   under `tests/data/constructed/`).
 
-The graph, execution order and history come from `tuidebug.offline.dump_writer`; an
+The graph, execution order and history come from `tuidebug.offline.writer.dump_writer`; an
 iteration folder then gets a statistic.csv instead of tensor files. Values are chosen so
 that the CSV's 6-digit numbers are exact for max and min.
 """
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef, TensorKey
-from tuidebug.offline.filenames import encode_dump_name
+from tuidebug.offline.files.names import encode_dump_name
+from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef, TensorKey
 
 NET = "StatNet"
 MATMUL = "Default/network/MatMul-op0"

@@ -1,4 +1,4 @@
-"""core/graph_pb.py and offline/graph_files.py: real LeNet graphs, hand-built protos, stacks, `.ir` fallback, bad files."""
+"""core/graph_pb.py and offline/files/graphs.py: real LeNet graphs, hand-built protos, stacks, `.ir` fallback, bad files."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from tuidebug.core.graph_pb import (
     parse_source_address,
     render_value,
 )
-from tuidebug.offline import graph_files
-from tuidebug.offline.graph_files import load_graph_file, stacks_from_ir
+from tuidebug.offline.files import graphs as graph_files
+from tuidebug.offline.files.graphs import load_graph_file, stacks_from_ir
 
 GRAPH_STEM = "rank_0/graphs/ms_output_trace_code_graph_0"
 WEIGHTS = {

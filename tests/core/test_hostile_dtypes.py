@@ -21,7 +21,7 @@ from tuidebug.core import condition_catalogue as c
 from tuidebug.core import scan_engine
 from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.tensor import histogram, tensor_statistics
-from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 
 _CT = c.ConditionType
 MUL = "Default/net/Mul-op0"

@@ -30,8 +30,8 @@ from tuidebug.core.graph_pb import (
     GraphLimitError,
     graph_from_proto,
 )
-from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
-from tuidebug.offline.graph_files import load_graph_file, stacks_from_ir
+from tuidebug.offline.files.graphs import load_graph_file, stacks_from_ir
+from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 
 RELU = "Default/net/ReLU-op0"
 DT_TENSOR, DT_TUPLE, DT_FLOAT32 = 14, 31, 11

@@ -25,7 +25,7 @@ from tuidebug.core.watchpoints import (
     validate_params,
     watch_file_specs,
 )
-from tuidebug.tui.watch_export import check_command, watch_file_text
+from tuidebug.tui.watchpoints.export import check_command, watch_file_text
 
 
 def _value(spec: ParamSpec) -> st.SearchStrategy[float]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 
 
 def write_ranks(

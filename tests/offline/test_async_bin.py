@@ -18,9 +18,10 @@ from tests.constructed import async_bin
 from tests.constructed.async_dump import CONV, RELU
 from tests.tui.support import settled, tensor_shown, wait_for_notice, wait_for_screen, wait_until
 from tuidebug._proto import dump_data_pb2 as pb
-from tuidebug.offline import bin_dump, bin_files
-from tuidebug.offline.bin_files import BinTensorFile
 from tuidebug.offline.dump import OfflineDump
+from tuidebug.offline.files import bin as bin_dump
+from tuidebug.offline.files import bin_tensors as bin_files
+from tuidebug.offline.files.bin_tensors import BinTensorFile
 
 DATA = Path(__file__).parent.parent / "data" / "constructed" / "async_bin"
 GRAPH = "kernel_graph_1"
@@ -220,9 +221,9 @@ def test_hostile_headers_are_one_sentence_each_and_the_rest_still_check(
 async def test_tui_opens_a_bin_tensor() -> None:
     from tuidebug.offline.session import OfflineSession
     from tuidebug.tui.app import DebuggerApp
-    from tuidebug.tui.dialogs import ConfirmScreen
+    from tuidebug.tui.kit.dialogs import ConfirmScreen
     from tuidebug.tui.messages import TensorRequested
-    from tuidebug.tui.tensor_view import TensorView
+    from tuidebug.tui.tensor.view import TensorView
 
     app = DebuggerApp(OfflineSession(DATA), start_session=True)
     async with app.run_test(size=(120, 40)) as pilot:

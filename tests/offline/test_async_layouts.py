@@ -14,7 +14,7 @@ import pytest
 
 from tests.constructed import async_dump, overflow_dump
 from tuidebug.offline.dump import OfflineDump
-from tuidebug.offline.name_graph import decode_scope_name
+from tuidebug.offline.layout.name_graph import decode_scope_name
 
 DATA = Path(__file__).parent.parent / "data" / "constructed"
 LENET = Path("/work/shared/fixtures/mindspore_lenet_dump/ms2_0_0")
@@ -190,7 +190,7 @@ def test_giant_overflow_record_is_never_read(tmp_path: Path) -> None:
 
 
 def test_not_a_dump_still_says_so(tmp_path: Path) -> None:
-    from tuidebug.offline.dump_error import DumpError
+    from tuidebug.offline.layout.errors import DumpError
 
     (tmp_path / "x").mkdir()
     with pytest.raises(DumpError, match="rank_<N>"):

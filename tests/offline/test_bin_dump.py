@@ -12,14 +12,14 @@ import pytest
 from tests.conftest import REPO
 from tests.constructed import bin_dump as constructed
 from tuidebug._proto import dump_data_pb2 as pb
-from tuidebug.offline import bin_dump
-from tuidebug.offline.bin_dump import (
+from tuidebug.offline.files import bin as bin_dump
+from tuidebug.offline.files.bin import (
     BinFileName,
     parse_bin_file_name,
     read_bin_header,
     read_bin_tensor,
 )
-from tuidebug.offline.tensor_store import (
+from tuidebug.offline.files.npy import (
     TensorFileError,
     TensorHeaderError,
     TensorMissingError,

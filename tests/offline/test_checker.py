@@ -14,8 +14,8 @@ import pytest
 
 from tests.offline.dump_copy import copy_dump
 from tuidebug.core.watchpoints import Watchpoint, resolve_targets
-from tuidebug.offline import checker as checker_module
-from tuidebug.offline.checker import Checker, CheckOutcome, Watch, needs_previous
+from tuidebug.offline.check import checker as checker_module
+from tuidebug.offline.check.checker import Checker, CheckOutcome, Watch, needs_previous
 from tuidebug.offline.dump import OfflineDump
 
 GRAPH = "kernel_graph0"
@@ -238,7 +238,7 @@ def test_a_bug_in_a_checker_thread_reaches_the_caller(
 
 
 @pytest.mark.parametrize(
-    "module", ["tuidebug.offline.checker", "tuidebug.offline.session", "tuidebug.cli.check"]
+    "module", ["tuidebug.offline.check.checker", "tuidebug.offline.session", "tuidebug.cli.check"]
 )
 def test_loads_without_textual(module: str) -> None:
     code = f"import sys, importlib; importlib.import_module({module!r}); print('textual' in sys.modules)"
@@ -249,7 +249,7 @@ def test_loads_without_textual(module: str) -> None:
 def test_each_file_is_opened_once(dump_2_10: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check reads a file's header with its data and verifies it against the graph
     then: no separate header pass (a dump of many tiny files would pay it per file)."""
-    from tuidebug.offline import tensor_index
+    from tuidebug.offline.layout.sync_rank import tensor_index
 
     peeks: list[object] = []
     real = tensor_index.peek_header

@@ -1,4 +1,4 @@
-"""offline/cluster.py: a check run on a Dask cluster gives exactly the hits, order, problems
+"""offline/check/cluster.py: a check run on a Dask cluster gives exactly the hits, order, problems
 and exit status of the same check run here — on the real fixtures, on a many-rank dump, with
 a worker killed mid-check — and a dump the workers cannot see is one sentence, exit 2.
 
@@ -31,11 +31,11 @@ from tuidebug import __version__ as _VERSION
 from tuidebug.api import DumpAnalyzer
 from tuidebug.api import Watchpoint as ApiWatchpoint
 from tuidebug.core.session import EventLog, Progress, SessionError
-from tuidebug.offline import cluster as cluster_mod
 from tuidebug.offline import session as session_mod
-from tuidebug.offline.checker import Checker, CheckReport, Watch
-from tuidebug.offline.cluster import ClusterProgress, ClusterRunner
-from tuidebug.offline.cluster_connect import connect, open_runner, parse_cluster
+from tuidebug.offline.check import cluster as cluster_mod
+from tuidebug.offline.check.checker import Checker, CheckReport, Watch
+from tuidebug.offline.check.cluster import ClusterProgress, ClusterRunner
+from tuidebug.offline.check.cluster_connect import connect, open_runner, parse_cluster
 from tuidebug.offline.dump import OfflineDump
 from tuidebug.offline.session import OfflineSession
 
@@ -332,7 +332,7 @@ def test_workers_of_another_tuidebug_version_are_refused(
         ),
         (  # a worker started before tuidebug was upgraded (seen on a real `dask worker`)
             AttributeError(
-                "Can't get attribute 'worker_view' on <module 'tuidebug.offline.cluster'>"
+                "Can't get attribute 'worker_view' on <module 'tuidebug.offline.check.cluster'>"
             ),
             f"run another tuidebug version: install tuidebug {_VERSION} on every worker and "
             f"restart them.",
@@ -391,7 +391,7 @@ def test_bad_cluster_arguments(
 
 
 def test_unreachable_scheduler_is_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tuidebug.offline.cluster_connect.CONNECT_SECONDS", 2)
+    monkeypatch.setattr("tuidebug.offline.check.cluster_connect.CONNECT_SECONDS", 2)
     with (
         pytest.raises(cluster_mod.ClusterError, match=r"^cannot reach tcp://127\.0\.0\.1:9: "),
         connect("tcp://127.0.0.1:9"),

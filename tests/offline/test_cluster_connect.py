@@ -17,9 +17,9 @@ import pytest
 pytest.importorskip("distributed")
 
 from tests.cli.support import check, sentences
-from tuidebug.offline import cluster_connect as connect_mod
-from tuidebug.offline.cluster import ClusterError
-from tuidebug.offline.cluster_connect import connect
+from tuidebug.offline.check import cluster_connect as connect_mod
+from tuidebug.offline.check.cluster import ClusterError
+from tuidebug.offline.check.cluster_connect import connect
 
 
 @pytest.fixture(autouse=True)
@@ -143,7 +143,7 @@ def test_a_real_scheduler_passes_the_probe() -> None:
 
 
 def test_the_line_shown_while_connecting() -> None:
-    from tuidebug.offline.cluster_connect import connecting_to
+    from tuidebug.offline.check.cluster_connect import connecting_to
 
     assert connecting_to("local:2") == connecting_to("local") == "Starting a local Dask cluster…"
     assert connecting_to("tcp://h:8786") == (

@@ -1,4 +1,4 @@
-"""offline/dump_writer.py and offline/demo.py: MindSpore 2.10-layout dumps we write ourselves
+"""offline/writer/dump_writer.py and offline/writer/demo.py: MindSpore 2.10-layout dumps we write ourselves
 must read exactly like the real ones."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from tuidebug.core.tensor import (
     DT_TENSOR,
     DT_TUPLE,
 )
-from tuidebug.offline import demo
-from tuidebug.offline.dump_writer import (
+from tuidebug.offline.writer import demo
+from tuidebug.offline.writer.dump_writer import (
     EXECUTION_ORDER_HEADER,
     DumpWriter,
     DumpWriterError,
@@ -231,7 +231,7 @@ def test_demo_refuses_a_used_folder(demo_dump: Path) -> None:
 
 
 def test_demo_is_discovered_by_layout(demo_dump: Path) -> None:
-    from tuidebug.offline.dump_layout import DumpLayout
+    from tuidebug.offline.layout.root import DumpLayout
 
     layout = DumpLayout.open(demo_dump)
     assert layout.rank_ids == [0]
@@ -247,9 +247,9 @@ def test_demo_is_discovered_by_layout(demo_dump: Path) -> None:
 
 
 def test_demo_graph_and_tensor_index(demo_dump: Path) -> None:
-    from tuidebug.offline.dump_layout import DumpLayout
-    from tuidebug.offline.graph_files import load_graph_file
-    from tuidebug.offline.tensor_index import TensorIndex
+    from tuidebug.offline.files.graphs import load_graph_file
+    from tuidebug.offline.layout.root import DumpLayout
+    from tuidebug.offline.layout.tensor_index import TensorIndex
 
     graph = load_graph_file(demo_dump / "rank_0/graphs/ms_output_trace_code_graph_0.pb")
     fc1 = graph.node("Default/network-WithLossCell/_backbone-MLP/fc1-Dense/MatMul-op0")

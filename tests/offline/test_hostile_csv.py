@@ -18,21 +18,21 @@ from pathlib import Path
 import pytest
 
 from tests.offline.dump_copy import copy_dump
-from tuidebug.offline.dump_layout import DumpLayout
-from tuidebug.offline.execution_order import (
+from tuidebug.offline.files.execution_order import (
     MAX_HISTORY_BYTES,
     MAX_ORDER_BYTES,
     OrderFileError,
     read_execution_order,
     read_graph_history,
 )
-from tuidebug.offline.filenames import parse_mapping_csv
-from tuidebug.offline.iteration_listing import MAX_MAPPING_BYTES
-from tuidebug.offline.statistic_csv import (
+from tuidebug.offline.files.names import parse_mapping_csv
+from tuidebug.offline.files.statistic_csv import (
     MAX_STATISTIC_BYTES,
     StatisticCsvError,
     read_statistic_csv,
 )
+from tuidebug.offline.layout.iteration_folder import MAX_MAPPING_BYTES
+from tuidebug.offline.layout.root import DumpLayout
 
 NET = "rank_0/LeNet/0"
 LONG_FIELD = b'"' + b"x" * 200_000 + b'"\n'  # over the csv module's 128 KiB field limit
@@ -233,8 +233,8 @@ def test_readers_refuse_a_fifo_at_once(tmp_path: Path) -> None:
         f"""
         import json
         from pathlib import Path
-        from tuidebug.offline.execution_order import read_execution_order, read_graph_history
-        from tuidebug.offline.statistic_csv import read_statistic_csv
+        from tuidebug.offline.files.execution_order import read_execution_order, read_graph_history
+        from tuidebug.offline.files.statistic_csv import read_statistic_csv
         out = []
         for read in (read_statistic_csv, read_execution_order, read_graph_history):
             try:

@@ -30,11 +30,11 @@ import pytest
 
 from tests.offline.dump_copy import copy_dump
 from tuidebug.cli import main as cli_main
-from tuidebug.offline import layout as layout_module
-from tuidebug.offline import tensor_store
 from tuidebug.offline.dump import OfflineDump
-from tuidebug.offline.dump_layout import DumpLayout
-from tuidebug.offline.tensor_store import TensorFileError
+from tuidebug.offline.files import npy as tensor_store
+from tuidebug.offline.files.npy import TensorFileError
+from tuidebug.offline.layout import sync_rank as layout_module
+from tuidebug.offline.layout.root import DumpLayout
 
 NET = "rank_0/LeNet/0"
 FIFO = "is a FIFO (named pipe), not a regular file"
@@ -149,8 +149,8 @@ def test_npy_swapped_for_a_fifo_after_indexing(dump: Path) -> None:
         f"""
         import os
         from tuidebug.offline.dump import OfflineDump
-        from tuidebug.offline.checker import Checker, Watch
-        from tuidebug.offline.tensor_store import (
+        from tuidebug.offline.check.checker import Checker, Watch
+        from tuidebug.offline.files.npy import (
             TensorFileError, load_npy, peek_header, read_header,
         )
         from tuidebug.core.condition_catalogue import CheckRequest
@@ -190,8 +190,8 @@ def test_fifo_statistic_csv(dump: Path) -> None:
     result = in_child(
         f"""
         from pathlib import Path
-        from tuidebug.offline.dump_layout import DumpLayout
-        from tuidebug.offline.statistic_csv import StatisticCsvError, read_statistic_csv
+        from tuidebug.offline.layout.root import DumpLayout
+        from tuidebug.offline.files.statistic_csv import StatisticCsvError, read_statistic_csv
         rank = DumpLayout.open({str(dump)!r}).rank(0)
         table = rank.statistics(0, 1)
         try:
@@ -218,8 +218,8 @@ def test_fifo_execution_order_files(dump: Path) -> None:
     result = in_child(
         f"""
         from pathlib import Path
-        from tuidebug.offline.dump_layout import DumpLayout
-        from tuidebug.offline.execution_order import OrderFileError, read_execution_order
+        from tuidebug.offline.layout.root import DumpLayout
+        from tuidebug.offline.files.execution_order import OrderFileError, read_execution_order
         rank = DumpLayout.open({str(dump)!r}).rank(0)
         order = rank.execution_order(0)
         try:
@@ -253,7 +253,7 @@ def test_fifo_json_settings(dump_2_0: Path, tmp_path: Path) -> None:
     os.mkfifo(meta / "data_dump.json")
     result = in_child(
         f"""
-        from tuidebug.offline.dump_layout import DumpLayout
+        from tuidebug.offline.layout.root import DumpLayout
         dump = DumpLayout.open({str(root)!r})
         result = {{"problems": dump.problems, "version": dump.settings.ms_version}}
         """
@@ -287,7 +287,7 @@ def test_fifo_graphs_folder_and_graph_file(dump: Path, tmp_path: Path) -> None:
     os.mkfifo(pb)
     result = in_child(
         f"""
-        from tuidebug.offline.dump_layout import DumpLayout
+        from tuidebug.offline.layout.root import DumpLayout
         result = [DumpLayout.open(p).rank(0).problems for p in ({str(dump)!r}, {str(other)!r})]
         """
     )
@@ -525,7 +525,7 @@ def test_dump_changed_after_it_was_indexed(dump: Path) -> None:
     folder.mkdir()
 
     from tuidebug.core.condition_catalogue import CheckRequest
-    from tuidebug.offline.checker import Checker, Watch
+    from tuidebug.offline.check.checker import Checker, Watch
 
     pairs = [("fc3.bias", 0), ("fc2.bias", 0), ("fc1.bias", 0), ("fc1.weight", 0)]
     report = Checker(dump_model, workers=1).check(
@@ -585,7 +585,7 @@ async def test_tui_opens_a_dump_with_a_fifo_mapping_csv(dump: Path) -> None:
     from tests.tui.support import wait_for_notice, wait_for_screen
     from tuidebug.offline.session import OfflineSession
     from tuidebug.tui.app import DebuggerApp
-    from tuidebug.tui.dialogs import ConfirmScreen
+    from tuidebug.tui.kit.dialogs import ConfirmScreen
 
     os.mkfifo(dump / NET / "0" / "mapping.csv")
     app = DebuggerApp(OfflineSession(dump), start_session=True)

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tuidebug.offline import tensor_store
-from tuidebug.offline.tensor_store import (
+from tuidebug.offline.files import npy as tensor_store
+from tuidebug.offline.files.npy import (
     TensorDtypeError,
     TensorFileError,
     TensorHeaderError,
@@ -222,7 +222,7 @@ def test_a_fifo_named_npy_never_blocks(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     script = textwrap.dedent(
         f"""
-        from tuidebug.offline.tensor_store import TensorFileError, load_npy, read_header
+        from tuidebug.offline.files.npy import TensorFileError, load_npy, read_header
         for call in (lambda: load_npy({str(fifo)!r}), lambda: load_npy({str(fifo)!r}, mmap=False),
                      lambda: read_header({str(fifo)!r})):
             try:

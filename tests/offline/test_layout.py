@@ -1,4 +1,4 @@
-"""Dump discovery (offline/layout.py), the file-name grammar (offline/filenames.py), the
+"""Dump discovery (offline/layout/sync_rank.py), the file-name grammar (offline/files/names.py), the
 statistic.csv reader and the execution-order readers, on the real fixture dumps and on
 damaged copies of them."""
 
@@ -17,11 +17,8 @@ from hypothesis import strategies as st
 from tests.dump_names import CONV1_2_10
 from tests.offline.dump_copy import copy_dump
 from tests.offline.subgraph_dump import add_graph_without_history
-from tuidebug.offline import layout as layout_module
-from tuidebug.offline.dump_error import DumpError
-from tuidebug.offline.dump_layout import DumpLayout
-from tuidebug.offline.execution_order import read_execution_order, read_graph_history
-from tuidebug.offline.filenames import (
+from tuidebug.offline.files.execution_order import read_execution_order, read_graph_history
+from tuidebug.offline.files.names import (
     FileKind,
     classify_file_name,
     constant_data_name,
@@ -29,7 +26,10 @@ from tuidebug.offline.filenames import (
     parse_mapping_csv,
     parse_tensor_file_name,
 )
-from tuidebug.offline.statistic_csv import StatisticCsvError, read_statistic_csv
+from tuidebug.offline.files.statistic_csv import StatisticCsvError, read_statistic_csv
+from tuidebug.offline.layout import sync_rank as layout_module
+from tuidebug.offline.layout.errors import DumpError
+from tuidebug.offline.layout.root import DumpLayout
 
 TS = 1795310476258960
 NAME_2_10 = (

@@ -27,7 +27,7 @@ from tuidebug.core.session import (
     SessionState,
 )
 from tuidebug.offline import session as offline_session
-from tuidebug.offline.checker import CheckReport
+from tuidebug.offline.check.checker import CheckReport
 from tuidebug.offline.session import OfflineSession
 
 

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from tuidebug.core.tensor import BFLOAT16
-from tuidebug.offline import tensor_store
-from tuidebug.offline.filenames import parse_tensor_file_name
-from tuidebug.offline.tensor_store import (
+from tuidebug.offline.files import npy as tensor_store
+from tuidebug.offline.files.names import parse_tensor_file_name
+from tuidebug.offline.files.npy import (
     SMALL_READ_BYTES,
     TensorFileError,
     TensorMissingError,

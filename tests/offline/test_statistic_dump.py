@@ -20,11 +20,11 @@ from tuidebug.core.condition_catalogue import CheckRequest, Param
 from tuidebug.core.session import Notice
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, parse_watch_spec
-from tuidebug.offline.checker import Checker, CheckReport, Watch
+from tuidebug.offline.check.checker import Checker, CheckReport, Watch
+from tuidebug.offline.check.statistic import Missing, decide
 from tuidebug.offline.dump import OfflineDump
 from tuidebug.offline.session import OfflineSession
-from tuidebug.offline.statistic_check import Missing, decide
-from tuidebug.tui.tensor_reads import NOT_DUMPED, read_tensor, summarize
+from tuidebug.tui.tensor.reads import NOT_DUMPED, read_tensor, summarize
 
 COMMITTED = Path(__file__).resolve().parents[1] / "data" / "constructed"
 # decided exactly from either header (max/min/max_min/zero_percentage and the counts)

@@ -1,4 +1,4 @@
-"""The tensor-file index (offline/tensor_index.py): every file of both real dumps matched to
+"""The tensor-file index (offline/layout/tensor_index.py): every file of both real dumps matched to
 a graph node or accounted for, MindSpore 2.4+ op numbers (spec §5.2a), the dtype/shape
 cross-check, 2.0 constants, newest-wins."""
 
@@ -15,13 +15,13 @@ from tests.offline.dump_copy import copy_dump
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.tensor import DT_FLOAT16, DT_FLOAT32, numpy_dtype
 from tuidebug.offline.dump import OfflineDump
-from tuidebug.offline.dump_layout import DumpLayout
-from tuidebug.offline.dump_names import kernel_dump_names
-from tuidebug.offline.filenames import parse_tensor_file_name
-from tuidebug.offline.graph_files import load_graph_file
-from tuidebug.offline.layout import RankLayout
-from tuidebug.offline.tensor_index import TensorIndex
-from tuidebug.offline.tensor_store import check_expected, load_npy
+from tuidebug.offline.files.graphs import load_graph_file
+from tuidebug.offline.files.names import parse_tensor_file_name
+from tuidebug.offline.files.names_24 import kernel_dump_names
+from tuidebug.offline.files.npy import check_expected, load_npy
+from tuidebug.offline.layout.root import DumpLayout
+from tuidebug.offline.layout.sync_rank import RankLayout
+from tuidebug.offline.layout.tensor_index import TensorIndex
 
 RESHAPES = {"Reshape", "Flatten", "ExpandDims", "Squeeze"}  # dumped in their input's shape
 GRAD = f"Gradients/{LENET}"

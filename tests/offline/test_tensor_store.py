@@ -1,4 +1,4 @@
-"""offline/tensor_store.py: safe .npy loading and the graph dtype/shape check."""
+"""offline/files/npy.py: safe .npy loading and the graph dtype/shape check."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from tuidebug.core.graph import TensorSpec
 from tuidebug.core.tensor import DT_BFLOAT16_TUIDEBUG, DT_FLOAT32, DT_INT32, DT_STRING
-from tuidebug.offline.tensor_store import (
+from tuidebug.offline.files.npy import (
     TensorDtypeError,
     TensorFileError,
     TensorHeaderError,

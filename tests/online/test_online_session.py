@@ -25,8 +25,8 @@ from tuidebug.core.session import (
     SessionState,
 )
 from tuidebug.core.tensor import TensorRef, data_type_of
-from tuidebug.offline.dump_layout import DumpLayout
-from tuidebug.offline.tensor_index import TensorIndex
+from tuidebug.offline.layout.root import DumpLayout
+from tuidebug.offline.layout.tensor_index import TensorIndex
 from tuidebug.online.session import OnlineSession
 
 

@@ -33,7 +33,7 @@ from tuidebug.online.versions import (
     parse_strict_version,
     parse_version,
 )
-from tuidebug.tui.header import SessionHeader, fit_line, header_segments
+from tuidebug.tui.panes.header import SessionHeader, fit_line, header_segments
 
 OK = pb.EventReply.OK
 

@@ -13,10 +13,10 @@ import pytest
 import tuidebug.torch as tdb
 from tests.torch.support import LogNet, TinyCNN, node_named, torch
 from tuidebug.core.graph import Category, NodeKind
-from tuidebug.offline.dump_layout import DumpLayout
-from tuidebug.offline.graph_files import load_graph_file
-from tuidebug.offline.tensor_index import TensorIndex
-from tuidebug.offline.tensor_store import load_npy
+from tuidebug.offline.files.graphs import load_graph_file
+from tuidebug.offline.files.npy import load_npy
+from tuidebug.offline.layout.root import DumpLayout
+from tuidebug.offline.layout.tensor_index import TensorIndex
 
 nn = torch.nn
 

@@ -13,10 +13,10 @@ from tests.torch.support import TIMEOUT, LogNet, Training, make_session, sgd_loo
 from tests.tui.support import wait_until
 from tuidebug.core.graph import Category
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.header import SessionHeader
-from tuidebug.tui.hit_list import HitList
-from tuidebug.tui.scope_tree import ScopeTree
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.panes.header import SessionHeader
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.panes.scope_tree import ScopeTree
 
 torch = pytest.importorskip("torch")
 

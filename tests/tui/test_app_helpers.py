@@ -12,11 +12,11 @@ from typing import Any, cast
 from tests.tui.support import FakeSession
 from tuidebug.core.session import Metadata, Notice, SessionError, SessionState
 from tuidebug.core.watchpoints import WatchpointError
-from tuidebug.tui.dialogs import ConfirmScreen
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.kit.session_text import burst_toast, is_user_error, no_graph_text
 from tuidebug.tui.messages import StartupWatchpointsCreated, WatchpointAction, WorkerNotice
-from tuidebug.tui.navigation import FocusHistory
-from tuidebug.tui.session_text import burst_toast, is_user_error, no_graph_text
-from tuidebug.tui.watchpoint_flows import WatchpointFlows
+from tuidebug.tui.navigation.pane_keys import FocusHistory
+from tuidebug.tui.watchpoints.flows import WatchpointFlows
 
 
 # ------------------------------------------------------------------ focus history

@@ -20,7 +20,7 @@ import pytest
 from tests.cli.test_cold_imports import offenders
 from tests.conftest import REPO
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.keymap import _own_bindings, _tui_classes, active_keys, known_bindings
+from tuidebug.tui.keys.keymap import _own_bindings, _tui_classes, active_keys, known_bindings
 
 TIMEOUT = 180  # seconds: a fresh interpreter loading the dump and drawing, on a busy machine
 
@@ -53,10 +53,10 @@ NOT_AT_FIRST_FRAME = (
     "llvmlite",
     "tuidebug.online",
     "tuidebug._proto.debug_grpc_pb2",
-    "tuidebug.tui.watchpoint_editor",
-    "tuidebug.tui.origin_screen",
-    "tuidebug.tui.palette",
-    "tuidebug.tui.command_line",
+    "tuidebug.tui.watchpoints.editor",
+    "tuidebug.tui.origins.screen",
+    "tuidebug.tui.palette.entries",
+    "tuidebug.tui.panes.command_line",
     "tuidebug.core.origins",
     "tomllib",
 )
@@ -75,7 +75,7 @@ def test_first_frame_loads_no_screen_opened_later(dump_2_10: Path, tmp_path: Pat
     )
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
-    assert "tuidebug.tui.tensor_view" in loaded  # the frame was built
+    assert "tuidebug.tui.tensor.view" in loaded  # the frame was built
     assert offenders(loaded, NOT_AT_FIRST_FRAME) == []
 
 

@@ -8,8 +8,8 @@ from tests.tui.support import CONV, RELU, synthetic_graph
 from tuidebug.core.condition_catalogue import get_condition
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import WatchpointHit
-from tuidebug.tui.downstream import downstream_of
-from tuidebug.tui.downstream_screen import downstream_summary
+from tuidebug.tui.neighbours.downstream import downstream_of
+from tuidebug.tui.neighbours.downstream_screen import downstream_summary
 
 GRAPH = synthetic_graph()
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.tui.support import CONV, RELU, synthetic_graph
 from tuidebug.core.graph import Graph, Node, NodeKind
-from tuidebug.tui.graph_layout import (
+from tuidebug.tui.neighbours.graph_layout import (
     GAP,
     MAX_BOXES,
     Picture,

@@ -27,7 +27,7 @@ from tuidebug.cli.common import EXIT_OK, LogLine
 from tuidebug.core.graph import StackFrame
 from tuidebug.core.session import HitsArrived, Metadata, MetadataChanged, SessionState
 from tuidebug.core.text import printable
-from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
+from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 
 # What a hostile dump carries: OSC 0 (set the window title, ended by BEL), CSI 2J (clear
 # the screen), a carriage return (overwrite the line), U+202E (show the rest reversed),
@@ -105,7 +105,7 @@ def test_printable_makes_every_attack_visible() -> None:
 def test_tui_markup_helper_keeps_every_bracket() -> None:
     """Textual's and Rich's own escape() leave `[$accent]`, `[B]`, `[ bold ]` to be read
     as tags; the TUI's markup_safe leaves none."""
-    from tuidebug.tui.labels import markup_safe, plain, shown_lines
+    from tuidebug.tui.kit.labels import markup_safe, plain, shown_lines
 
     for text in (
         "[red]x[/red]",
@@ -255,10 +255,10 @@ async def test_tui_shows_every_hostile_string_escaped(hostile_dump: Path) -> Non
 
     from tuidebug.offline.session import OfflineSession
     from tuidebug.tui.app import DebuggerApp
-    from tuidebug.tui.dialogs import ConfirmScreen, HistoryScreen
-    from tuidebug.tui.hit_list import HitList
-    from tuidebug.tui.node_details import NodeDetails
-    from tuidebug.tui.tensor_view import TensorView
+    from tuidebug.tui.kit.dialogs import ConfirmScreen, HistoryScreen
+    from tuidebug.tui.panes.hit_list import HitList
+    from tuidebug.tui.panes.node_details import NodeDetails
+    from tuidebug.tui.tensor.view import TensorView
 
     session = OfflineSession(hostile_dump)
     app = DebuggerApp(session, start_session=True)

@@ -15,10 +15,8 @@ from tuidebug import cli
 from tuidebug.cli.common import EXIT_USAGE
 from tuidebug.core.session import SessionState
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.control_bar import ControlBar
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.help_screen import HelpScreen, context_help
-from tuidebug.tui.keymap import (
+from tuidebug.tui.keys.help_screen import HelpScreen, context_help
+from tuidebug.tui.keys.keymap import (
     ENV_VAR,
     active_keys,
     keys_file,
@@ -27,7 +25,9 @@ from tuidebug.tui.keymap import (
     load_keymap,
     parse_keymap,
 )
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.run.control_bar import ControlBar
+from tuidebug.tui.tensor.view import TensorView
 
 SIZE = (160, 48)
 FILE = "/home/u/.config/tuidebug/keys.toml"

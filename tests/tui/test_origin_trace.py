@@ -10,7 +10,7 @@ from tuidebug.core.condition_catalogue import get_condition
 from tuidebug.core.origins import Origin, OriginTrace, TraceCancelled
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import WatchpointHit
-from tuidebug.tui.origin_trace import (
+from tuidebug.tui.origins.trace import (
     TraceTarget,
     nothing_found,
     origin_counts,

@@ -8,7 +8,7 @@ from textual.actions import parse
 
 from tests.tui.support import synthetic_graph
 from tuidebug.core.session import Metadata, SessionState
-from tuidebug.tui.palette import PaletteState, palette_entries
+from tuidebug.tui.palette.entries import PaletteState, palette_entries
 
 PANES = {1: "scope tree", 2: "hit list"}
 

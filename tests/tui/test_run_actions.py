@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tuidebug.core.session import Capabilities, Metadata, SessionState
-from tuidebug.tui.run_actions import BAR_ACTIONS, BY_ID, RUN_ACTIONS, GuardContext
+from tuidebug.tui.run.actions import BAR_ACTIONS, BY_ID, RUN_ACTIONS, GuardContext
 
 S = SessionState
 OFFLINE = Capabilities(can_reset_step=True, step_zero_has_values=False)
@@ -205,7 +205,7 @@ def test_the_table_is_what_the_app_binds_bars_and_helps() -> None:
     from textual.binding import Binding
 
     from tuidebug.tui.app import DebuggerApp
-    from tuidebug.tui.help_screen import APP_HELP
+    from tuidebug.tui.keys.help_screen import APP_HELP
 
     bound = [b for b in DebuggerApp.BINDINGS if isinstance(b, Binding) and b.action in BY_ID]
     assert [(b.key, b.action, b.description, b.id, b.show) for b in bound] == [

@@ -7,7 +7,7 @@ import pytest
 from tuidebug.core.graph import Category, NodeKind
 from tuidebug.core.tensor_health import Health
 from tuidebug.core.tensor_listing import TensorEntry
-from tuidebug.tui.tensor_list_rows import (
+from tuidebug.tui.tensor_list.rows import (
     ListQuery,
     columns_for,
     format_row,

@@ -16,11 +16,11 @@ from tests.tui.support import settled, tensor_shown, wait_until
 from tuidebug.core.session import SessionState
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.header import SessionHeader
-from tuidebug.tui.hit_list import HitList
 from tuidebug.tui.messages import HitChosen
-from tuidebug.tui.scope_tree import ScopeTree
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.panes.header import SessionHeader
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.panes.scope_tree import ScopeTree
+from tuidebug.tui.tensor.view import TensorView
 
 SIZE = (140, 40)
 

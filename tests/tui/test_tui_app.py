@@ -27,16 +27,16 @@ from tests.tui.support import (
 )
 from tuidebug.core.session import SessionState
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen, HistoryScreen, PromptScreen
-from tuidebug.tui.header import SessionHeader
-from tuidebug.tui.help_screen import HelpScreen
-from tuidebug.tui.hit_list import HitList
-from tuidebug.tui.node_details import NodeDetails
-from tuidebug.tui.scope_tree import GraphTree, ScopeTree, walk
-from tuidebug.tui.stack_list import StackList
-from tuidebug.tui.tensor_view import TensorView
-from tuidebug.tui.watchpoint_editor import WatchpointEditor
-from tuidebug.tui.watchpoint_list import WatchpointList
+from tuidebug.tui.keys.help_screen import HelpScreen
+from tuidebug.tui.kit.dialogs import ConfirmScreen, HistoryScreen, PromptScreen
+from tuidebug.tui.panes.header import SessionHeader
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.panes.node_details import NodeDetails
+from tuidebug.tui.panes.scope_tree import GraphTree, ScopeTree, walk
+from tuidebug.tui.panes.stack_list import StackList
+from tuidebug.tui.tensor.view import TensorView
+from tuidebug.tui.watchpoints.editor import WatchpointEditor
+from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
 SIZE = (160, 48)
 

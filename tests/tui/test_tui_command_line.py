@@ -16,7 +16,8 @@ from tests.tui.support import CONV, make_app, settled, wait_for_screen, wait_unt
 from tuidebug.commands import History
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.command_line import (
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.panes.command_line import (
     CommandInput,
     CommandLine,
     CommandOutput,
@@ -25,8 +26,7 @@ from tuidebug.tui.command_line import (
     save_history,
     wrap_offsets,
 )
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.tensor.view import TensorView
 
 SIZE = (160, 48)
 
@@ -257,7 +257,7 @@ async def test_redirect_writes_the_file(tmp_path: Path) -> None:
 
 async def test_palette_opens_it_and_help_lists_the_key() -> None:
     from tests.tui.support import run_palette
-    from tuidebug.tui.help_screen import HelpScreen
+    from tuidebug.tui.keys.help_screen import HelpScreen
 
     app, _session = make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -21,10 +21,10 @@ from tests.tui.support import (
     wait_until,
 )
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.graph_view import GraphCanvas, GraphScreen
-from tuidebug.tui.help_screen import HelpScreen
-from tuidebug.tui.scope_tree import GraphTree
+from tuidebug.tui.keys.help_screen import HelpScreen
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.neighbours.graph_screen import GraphCanvas, GraphScreen
+from tuidebug.tui.panes.scope_tree import GraphTree
 
 GRAPH = "kernel_graph_0"
 WEIGHT = "layer0.weight"

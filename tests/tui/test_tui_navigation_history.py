@@ -21,12 +21,12 @@ from tests.tui.support import (
 )
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.downstream_screen import DownstreamScreen
-from tuidebug.tui.hit_list import HitList
-from tuidebug.tui.tensor_list import TensorListScreen
-from tuidebug.tui.tensor_view import TensorView
-from tuidebug.tui.visit_history import Visit
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.navigation.visit_history import Visit
+from tuidebug.tui.neighbours.downstream_screen import DownstreamScreen
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.tensor.view import TensorView
+from tuidebug.tui.tensor_list.screen import TensorListScreen
 
 GRAPH = "kernel_graph_0"
 MATMUL = "Default/network-Net/layer0-Block/MatMul-op2"

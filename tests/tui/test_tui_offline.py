@@ -19,14 +19,14 @@ from tests.tui.support import notices, settled, wait_for_screen, wait_until
 from tuidebug.core.tensor import TensorRef, tensor_statistics
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen, HistoryScreen, PromptScreen
-from tuidebug.tui.header import SessionHeader
-from tuidebug.tui.hit_list import HitList
+from tuidebug.tui.kit.dialogs import ConfirmScreen, HistoryScreen, PromptScreen
 from tuidebug.tui.messages import HitChosen
-from tuidebug.tui.node_details import NodeDetails
-from tuidebug.tui.scope_tree import GraphTree
-from tuidebug.tui.tensor_view import TensorView
-from tuidebug.tui.watchpoint_editor import WatchpointEditor
+from tuidebug.tui.panes.header import SessionHeader
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.panes.node_details import NodeDetails
+from tuidebug.tui.panes.scope_tree import GraphTree
+from tuidebug.tui.tensor.view import TensorView
+from tuidebug.tui.watchpoints.editor import WatchpointEditor
 
 SIZE = (160, 48)
 

@@ -23,16 +23,16 @@ from tuidebug.client.simulator import DumpSimulator
 from tuidebug.core.graph import Graph
 from tuidebug.core.session import SessionState
 from tuidebug.core.tensor import TensorRef
-from tuidebug.offline.dump_layout import DumpLayout
-from tuidebug.offline.tensor_index import TensorIndex
+from tuidebug.offline.layout.root import DumpLayout
+from tuidebug.offline.layout.tensor_index import TensorIndex
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.control_bar import ControlBar
-from tuidebug.tui.dialogs import ConfirmScreen, PromptScreen
-from tuidebug.tui.header import SessionHeader
-from tuidebug.tui.hit_list import HitList
-from tuidebug.tui.scope_tree import ScopeTree
-from tuidebug.tui.tensor_view import TensorView
-from tuidebug.tui.watchpoint_list import WatchpointList
+from tuidebug.tui.kit.dialogs import ConfirmScreen, PromptScreen
+from tuidebug.tui.panes.header import SessionHeader
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.panes.scope_tree import ScopeTree
+from tuidebug.tui.run.control_bar import ControlBar
+from tuidebug.tui.tensor.view import TensorView
+from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
 SIZE = (160, 48)
 # The watchdog expects a heartbeat every (5 + 0.5) × 0.1 s: a killed training is noticed

@@ -13,11 +13,11 @@ from tests.dump_names import DEMO_FIRST_INF, DEMO_LOSS
 from tests.tui.support import settled, wait_for_notice, wait_for_screen, wait_until
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.header import SessionHeader
-from tuidebug.tui.hit_list import HitList
-from tuidebug.tui.origin_screen import OriginScreen
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.origins.screen import OriginScreen
+from tuidebug.tui.panes.header import SessionHeader
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.tensor.view import TensorView
 
 SIZE = (160, 48)
 

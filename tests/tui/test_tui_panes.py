@@ -12,13 +12,13 @@ from tuidebug.core.condition_catalogue import ParamResult, get_condition
 from tuidebug.core.session import Metadata, SessionState
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
-from tuidebug.tui.dialogs import int_check
-from tuidebug.tui.header import fit_line, header_segments
-from tuidebug.tui.hit_list import distinct_names, hit_detail
-from tuidebug.tui.labels import dtype_label, number, shape_label, state_label
-from tuidebug.tui.scope_tree import GraphTree, ScopeTree, walk
-from tuidebug.tui.stack_list import index_source_lines
-from tuidebug.tui.watchpoint_list import params_text, targets_text, watch_badges
+from tuidebug.tui.kit.dialogs import int_check
+from tuidebug.tui.kit.labels import dtype_label, number, shape_label, state_label
+from tuidebug.tui.panes.header import fit_line, header_segments
+from tuidebug.tui.panes.hit_list import distinct_names, hit_detail
+from tuidebug.tui.panes.scope_tree import GraphTree, ScopeTree, walk
+from tuidebug.tui.panes.stack_list import index_source_lines
+from tuidebug.tui.watchpoints.list_pane import params_text, targets_text, watch_badges
 
 
 def test_badges_mark_watched_nodes_their_scopes_and_hit_counts() -> None:

@@ -19,11 +19,11 @@ import pytest
 
 from tests.tui.support import notices, settled, wait_until
 from tuidebug.core.session import Progress, SessionEvent, SessionState
-from tuidebug.offline.checker import CheckReport
+from tuidebug.offline.check.checker import CheckReport
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.header import SessionHeader
-from tuidebug.tui.hit_list import HitList
+from tuidebug.tui.panes.header import SessionHeader
+from tuidebug.tui.panes.hit_list import HitList
 
 SIZE = (160, 48)
 OVERFLOW_STEP = 4  # the demo's first Inf is at iteration 3

@@ -10,11 +10,11 @@ from typing import Any
 
 from tests.tui.support import CONV, make_app, settled, wait_for_screen, wait_until
 from tests.tui.test_tui_source_view import graph_for, open_frame, source_file
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.downstream_screen import DownstreamScreen
-from tuidebug.tui.graph_view import GraphScreen
-from tuidebug.tui.help_screen import HelpScreen
-from tuidebug.tui.tensor_list import TensorListScreen
+from tuidebug.tui.keys.help_screen import HelpScreen
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.neighbours.downstream_screen import DownstreamScreen
+from tuidebug.tui.neighbours.graph_screen import GraphScreen
+from tuidebug.tui.tensor_list.screen import TensorListScreen
 
 GRAPH = "kernel_graph_0"
 SIZE = (100, 30)

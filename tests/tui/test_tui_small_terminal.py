@@ -27,16 +27,16 @@ from tuidebug.core.condition_catalogue import ParamResult, get_condition
 from tuidebug.core.session import HitsArrived
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import WatchpointHit
-from tuidebug.tui import colormap
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.help_screen import HelpScreen
-from tuidebug.tui.hit_list import HitList, hits_announcement
-from tuidebug.tui.name_filter import name_filter
-from tuidebug.tui.node_details import NodeDetails
-from tuidebug.tui.scope_tree import GraphTree, ScopeTree, walk
-from tuidebug.tui.terminal_caps import TerminalCaps, color_depth, takes_unicode
-from tuidebug.tui.watchpoint_list import WatchpointList
+from tuidebug.tui.keys.help_screen import HelpScreen
+from tuidebug.tui.kit import colormap
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.kit.name_filter import name_filter
+from tuidebug.tui.kit.terminal_caps import TerminalCaps, color_depth, takes_unicode
+from tuidebug.tui.panes.hit_list import HitList, hits_announcement
+from tuidebug.tui.panes.node_details import NodeDetails
+from tuidebug.tui.panes.scope_tree import GraphTree, ScopeTree, walk
+from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
 SMALL = (80, 24)
 

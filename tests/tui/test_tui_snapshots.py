@@ -22,12 +22,12 @@ from tests.tui.support import (
     wait_for_screen,
     wait_until,
 )
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.header import SessionHeader
-from tuidebug.tui.hit_list import HitList
-from tuidebug.tui.tensor_view import TensorView
-from tuidebug.tui.watchpoint_editor import WatchpointEditor
-from tuidebug.tui.watchpoint_list import WatchpointList
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.panes.header import SessionHeader
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.tensor.view import TensorView
+from tuidebug.tui.watchpoints.editor import WatchpointEditor
+from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
 SIZE = (160, 48)
 
@@ -159,7 +159,7 @@ def test_snapshot_command_line_lt(
     snap_compare: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`:` then `lt -s size`: the command line's output under the panes, a link selected."""
-    from tuidebug.tui.command_line import CommandInput, CommandLine
+    from tuidebug.tui.panes.command_line import CommandInput, CommandLine
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))  # no history of the developer's
     app, _session = make_app(nan_node=RELU)

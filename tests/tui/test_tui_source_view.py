@@ -13,9 +13,9 @@ from textual.widgets import OptionList
 
 from tests.tui.support import make_app, settled, wait_for_screen, wait_until
 from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.scope_tree import GraphTree
-from tuidebug.tui.source_view import SourceCode, SourceScreen
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.neighbours.source_screen import SourceCode, SourceScreen
+from tuidebug.tui.panes.scope_tree import GraphTree
 
 GRAPH = "kernel_graph_0"
 SCOPE = "Default/net"

@@ -11,8 +11,8 @@ from tests.constructed import statistic_dump as sd
 from tests.tui.support import settled, wait_for_notice, wait_until
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.tensor_reads import NOT_DUMPED
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.tensor.reads import NOT_DUMPED
+from tuidebug.tui.tensor.view import TensorView
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "constructed" / "statistic_new"
 SIZE = (120, 40)

@@ -29,13 +29,13 @@ from tests.tui.support import (
 from tuidebug.core.condition_catalogue import ParamResult, get_condition
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import WatchpointHit
-from tuidebug.offline.dump_writer import DumpWriter, NodeDef, ParamDef
 from tuidebug.offline.session import OfflineSession
+from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen, PromptScreen
+from tuidebug.tui.kit.dialogs import ConfirmScreen, PromptScreen
 from tuidebug.tui.messages import HitChosen, TensorRequested
-from tuidebug.tui.tensor_statistics_panel import StatisticsPanel
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.tensor.statistics_panel import StatisticsPanel
+from tuidebug.tui.tensor.view import TensorView
 
 SIZE = (120, 40)
 MATMUL = "Default/net/MatMul-op0"

@@ -22,9 +22,9 @@ from tests.tui.support import (
 )
 from tuidebug.core.tensor_search import MatchCount, parse_search
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.tensor_canvas import TensorCanvas
-from tuidebug.tui.tensor_find import (
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.tensor.canvas import TensorCanvas
+from tuidebug.tui.tensor.find import (
     Counted,
     Landed,
     Missed,
@@ -34,9 +34,9 @@ from tuidebug.tui.tensor_find import (
     TensorFind,
     scan,
 )
-from tuidebug.tui.tensor_format import SliceGeometry, full_value
-from tuidebug.tui.tensor_text import GotoError, goto_cell, status_line
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.tensor.format import SliceGeometry, full_value
+from tuidebug.tui.tensor.text import GotoError, goto_cell, status_line
+from tuidebug.tui.tensor.view import TensorView
 
 SIZE = (100, 32)
 

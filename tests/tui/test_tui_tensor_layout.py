@@ -12,8 +12,8 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tests.tui.support import RELU, make_app, settled, tensor_shown, wait_for_screen, wait_until
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.tensor.view import TensorView
 
 SSH = (80, 24)
 CLEAR = ("end", *["backspace"] * 8)  # empties a short box, as a user would

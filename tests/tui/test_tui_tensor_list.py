@@ -28,10 +28,10 @@ from tuidebug.core.tensor_health import Health
 from tuidebug.core.tensor_listing import TensorEntry
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen
-from tuidebug.tui.help_screen import HelpScreen
-from tuidebug.tui.tensor_list import TensorListScreen, TensorRows
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.keys.help_screen import HelpScreen
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.tensor.view import TensorView
+from tuidebug.tui.tensor_list.screen import TensorListScreen, TensorRows
 
 SMALL = (80, 24)
 

@@ -15,7 +15,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
-import tuidebug.tui.tensor_jobs as tensor_jobs_module
+import tuidebug.tui.tensor.jobs as tensor_jobs_module
 from tests.tui.support import (
     settled,
     tensor_shown,
@@ -24,7 +24,7 @@ from tests.tui.support import (
     wait_until,
 )
 from tuidebug.core.tensor import BFLOAT16, Histogram, TensorStatistics, parse_slice
-from tuidebug.tui.colormap import (
+from tuidebug.tui.kit.colormap import (
     CODE_NAN,
     CODE_NEG_INF,
     CODE_POS_INF,
@@ -34,17 +34,17 @@ from tuidebug.tui.colormap import (
     scale_for,
     special_counts,
 )
-from tuidebug.tui.dialogs import PromptScreen
-from tuidebug.tui.tensor_canvas import TensorCanvas
-from tuidebug.tui.tensor_files import file_stem, save_file_name, slice_tag
-from tuidebug.tui.tensor_format import (
+from tuidebug.tui.kit.dialogs import PromptScreen
+from tuidebug.tui.tensor.canvas import TensorCanvas
+from tuidebug.tui.tensor.files import file_stem, save_file_name, slice_tag
+from tuidebug.tui.tensor.format import (
     SliceGeometry,
     block_extreme,
     choose_format,
     parse_index_tuple,
     sparkline,
 )
-from tuidebug.tui.tensor_view import TensorView
+from tuidebug.tui.tensor.view import TensorView
 
 SIZE = (100, 32)
 

@@ -29,10 +29,10 @@ from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.watchpoints import parse_watch_spec
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
-from tuidebug.tui.dialogs import ConfirmScreen, PromptScreen
-from tuidebug.tui.help_screen import context_help
-from tuidebug.tui.hit_list import HitList
-from tuidebug.tui.watchpoint_list import WatchpointList
+from tuidebug.tui.keys.help_screen import context_help
+from tuidebug.tui.kit.dialogs import ConfirmScreen, PromptScreen
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
 SIZE = (160, 48)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuidebug.tui.visit_history import Visit, VisitHistory
+from tuidebug.tui.navigation.visit_history import Visit, VisitHistory
 
 A, B, C, D = (Visit("g", name) for name in "ABCD")
 

@@ -8,7 +8,7 @@ import json
 from tests.tui.support import FakeSession, synthetic_graph
 from tuidebug.core.condition_catalogue import get_condition
 from tuidebug.core.watchpoints import Watchpoint
-from tuidebug.tui.watch_export import (
+from tuidebug.tui.watchpoints.export import (
     copied_note,
     create_from_specs,
     exported_specs,

@@ -373,7 +373,7 @@ class DumpAnalyzer:
         needs `pip install 'tuidebug[cluster]'`.
         """
         from tuidebug.core.condition_catalogue import CheckRequest, Param
-        from tuidebug.offline.checker import Checker, Watch, needs_previous
+        from tuidebug.offline.check.checker import Checker, Watch, needs_previous
 
         if isinstance(watchpoints, (str, bytes)) or not isinstance(watchpoints, Iterable):
             raise DebuggerParamTypeError(
@@ -434,8 +434,8 @@ class DumpAnalyzer:
         cluster_errors: tuple[type[Exception], ...] = ()
         if cluster is not None:
             try:
-                from tuidebug.offline.cluster import ClusterError, ClusterRunner
-                from tuidebug.offline.cluster_connect import open_runner
+                from tuidebug.offline.check.cluster import ClusterError, ClusterRunner
+                from tuidebug.offline.check.cluster_connect import open_runner
             except ImportError:
                 raise DebuggerParamValueError(
                     "cluster needs Dask's distributed package: pip install 'tuidebug[cluster]'."

@@ -317,7 +317,7 @@ class DebuggerTensor:
                 node.rank, node.graph_name, node._node.name, self._slot, self._iteration
             )
         except Exception as err:
-            from tuidebug.offline.tensor_store import TensorFileError
+            from tuidebug.offline.files.npy import TensorFileError
 
             if isinstance(err, TensorFileError):
                 raise TensorValueError(str(err)) from None

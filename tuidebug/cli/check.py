@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from tuidebug.core.condition_catalogue import ConditionSpec
     from tuidebug.core.graph import Node
     from tuidebug.core.watchpoints import WatchpointHit
-    from tuidebug.offline.checker import CheckOutcome, CheckReport, Watch
+    from tuidebug.offline.check.checker import CheckOutcome, CheckReport, Watch
     from tuidebug.offline.dump import OfflineDump
 
 
@@ -308,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
     for note in _condition_notes(watches, dump.backend):
         _warn(note)
 
-    from tuidebug.offline.checker import Checker
+    from tuidebug.offline.check.checker import Checker
 
     plan = _plan(dump, usable_ranks, watches, node_filter)
     if not any(w.tensors for w in plan):
@@ -381,16 +381,16 @@ def _warn(problem: str) -> None:
 def _check_on_cluster(
     args: argparse.Namespace, dump: OfflineDump, plan: list[Watch], iterations: Sequence[int]
 ) -> CheckReport:
-    """The check with its tensors read and scanned on a Dask cluster (offline/cluster.py):
+    """The check with its tensors read and scanned on a Dask cluster (offline/check/cluster.py):
     same hits, order and exit status as here. Ctrl+C cancels the cluster's tasks (the
     runner does, on its way out)."""
     try:
-        from tuidebug.offline import cluster, cluster_connect
+        from tuidebug.offline.check import cluster, cluster_connect
     except ImportError:
         raise UsageError(
             "--cluster needs Dask's distributed package: pip install 'tuidebug[cluster]'."
         ) from None
-    from tuidebug.offline.checker import Checker
+    from tuidebug.offline.check.checker import Checker
 
     shown = _ClusterProgress(sys.stderr, is_tty(sys.stderr) and not args.json)
     if is_tty(sys.stderr):  # the address is the user's own text, escaped all the same
@@ -469,7 +469,7 @@ def _plan(
     from tuidebug.core.condition_catalogue import CheckRequest
     from tuidebug.core.watch_targets import watched_tensors
     from tuidebug.core.watchpoints import Watchpoint
-    from tuidebug.offline.checker import Watch
+    from tuidebug.offline.check.checker import Watch
 
     def matches(node: Node) -> bool:
         return node_filter is None or node_filter.search(node.name) is not None

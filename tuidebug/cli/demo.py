@@ -18,8 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Write the demo dump and open it (`--online`: the hook in tuidebug.tui.launch)."""
+    """Write the demo dump and open it (`--online`: the hook in tuidebug.cli.launch)."""
     specs = watch_specs(args)  # before the demo dump is written
-    from tuidebug.tui.launch import run_demo
+    from tuidebug.cli.launch import run_demo
 
     return run_demo(args, watch_specs=specs, recommended=args.recommended)

@@ -19,7 +19,7 @@ def run(_args: argparse.Namespace) -> int:
     a bad keys file: its problems on stderr (one sentence each) and exit status 2.
     Loads the TUI's classes (and so Textual), as only this subcommand needs them."""
     from tuidebug.core.text import printable
-    from tuidebug.tui.keymap import EXAMPLE, keys_file_origin, known_bindings, load_keymap
+    from tuidebug.tui.keys.keymap import EXAMPLE, keys_file_origin, known_bindings, load_keymap
 
     path, origin = keys_file_origin()
     keymap, problems = load_keymap(path)

@@ -33,9 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Open a dump in the TUI (tuidebug.tui.launch; imported here so other commands never
+    """Open a dump in the TUI (tuidebug.cli.launch; imported here so other commands never
     load Textual)."""
     specs = watch_specs(args)  # mistakes end here, before Textual loads
-    from tuidebug.tui.launch import run_offline
+    from tuidebug.cli.launch import run_offline
 
     return run_offline(args, watch_specs=specs, recommended=args.recommended)

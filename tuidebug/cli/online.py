@@ -74,7 +74,7 @@ def _listening_where(host: str, port: int) -> str:
 def run(args: argparse.Namespace) -> int:
     """Serve the debugger protocol; the TUI when it is built and stdin/stdout are a
     terminal, else the session's events as lines on stdout."""
-    from tuidebug.online.session import parse_strict_version
+    from tuidebug.online.versions import parse_strict_version
 
     strict = None
     if args.strict_version is not None:
@@ -114,7 +114,7 @@ def _serve_online(args: argparse.Namespace, strict: str | None, specs: list[str]
     except ServerStartError as exc:
         raise UsageError(str(exc)) from None
     try:
-        from tuidebug.tui import launch  # no Textual: it is loaded by the runner
+        from tuidebug.cli import launch  # no Textual: the runner loads it
 
         run_app = _tui_runner() if launch.on_terminal() else None
         if run_app is not None:
@@ -129,15 +129,12 @@ def _serve_online(args: argparse.Namespace, strict: str | None, specs: list[str]
         session.close()
 
 
-def _tui_runner() -> Callable[..., int | None] | None:
-    try:
-        import importlib
+def _tui_runner() -> Callable[..., int | None]:
+    """The TUI's entry point, imported here (as `offline` does) so a headless server never
+    loads Textual."""
+    from tuidebug.tui.app import run_app
 
-        module = importlib.import_module("tuidebug.tui.app")
-    except ImportError:
-        return None
-    run_app = getattr(module, "run_app", None)
-    return run_app if callable(run_app) else None
+    return run_app
 
 
 def _headless_online(session: object) -> int:

@@ -27,7 +27,13 @@ from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug._proto import debug_grpc_pb2_grpc as pb_grpc
 from tuidebug.core import scan_engine
-from tuidebug.core.condition_catalogue import CheckRequest, CheckResult, ConditionType, Param
+from tuidebug.core.condition_catalogue import (
+    CHANGE_CONDITIONS,
+    CheckRequest,
+    CheckResult,
+    ConditionType,
+    Param,
+)
 from tuidebug.core.graph_pb import put_raw_enum
 from tuidebug.core.scan_engine import evaluate
 from tuidebug.core.tensor import (
@@ -37,7 +43,6 @@ from tuidebug.core.tensor import (
     tensor_statistics,
 )
 from tuidebug.core.text import printable
-from tuidebug.offline.checker import CHANGE_CONDITIONS
 
 log = logging.getLogger("tuidebug.client")
 GOODBYE_TIMEOUT = 3.0  # seconds the end-of-training SendMetadata may take

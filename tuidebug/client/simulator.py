@@ -26,11 +26,11 @@ import numpy as np
 from tuidebug.client.protocol import CheckItem, ClientError, ProtocolClient, RunCommand
 from tuidebug.core.graph import Graph, Node, NodeKind
 from tuidebug.core.graph_pb import GraphFileError, graph_from_proto, parse_model_proto
-from tuidebug.offline.dump_layout import DumpLayout
-from tuidebug.offline.dump_names import kernel_dump_names
-from tuidebug.offline.layout import RankLayout
-from tuidebug.offline.tensor_index import TensorIndex
-from tuidebug.offline.tensor_store import TensorFileError, load_npy
+from tuidebug.offline.files.names_24 import kernel_dump_names
+from tuidebug.offline.files.npy import TensorFileError, load_npy
+from tuidebug.offline.layout.root import DumpLayout
+from tuidebug.offline.layout.sync_rank import RankLayout
+from tuidebug.offline.layout.tensor_index import TensorIndex
 
 log = logging.getLogger("tuidebug.client")
 

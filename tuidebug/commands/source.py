@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from tuidebug.core.graph import Graph, Node
-from tuidebug.offline.regular_file import read_regular
+from tuidebug.offline.files.regular_file import read_regular
 
 __all__ = ["MAX_SOURCE_BYTES", "SourceLine", "nodes_by_line", "source_files", "source_lines"]
 

@@ -2,7 +2,7 @@
 
 Spec §5.6 (building the graph, code stacks), §1.3 (the messages), §2.14 (names).
 `graph_from_proto` works on a message alone: the online session (graphs received over gRPC),
-the simulator, the PyTorch adapter and the dump reader (offline/graph_files.py, which adds what
+the simulator, the PyTorch adapter and the dump reader (offline/files/graphs.py, which adds what
 only a dump has: a file to size-check and decode, and the `.ir` text beside it as a fallback
 source of code stacks) all use it. It needs protobuf and the generated messages only.
 

@@ -25,27 +25,27 @@ import numpy as np
 from tuidebug.core.graph import Graph, Node, NodeKind
 from tuidebug.core.graph_pb import GraphFileError, GraphTooLargeError
 from tuidebug.core.graph_run import GraphRun
-from tuidebug.offline.async_layout import AsyncRankLayout
-from tuidebug.offline.bin_files import BinTensorFile, raw_sentence, read_bin_file
-from tuidebug.offline.dump_error import DumpError
-from tuidebug.offline.dump_layout import DumpLayout
-from tuidebug.offline.dump_names import kernel_dump_names
-from tuidebug.offline.dump_scan import Scanner
-from tuidebug.offline.filenames import encode_dump_name, show_name
-from tuidebug.offline.graph_files import load_graph_file
-from tuidebug.offline.layout import RankLayout
-from tuidebug.offline.name_graph import graph_from_files
-from tuidebug.offline.overflow import OverflowMap, tensor_name_pair, tie_overflows
-from tuidebug.offline.tensor_index import TensorIndex
-from tuidebug.offline.tensor_store import (
+from tuidebug.offline.files.bin_tensors import BinTensorFile, raw_sentence, read_bin_file
+from tuidebug.offline.files.graphs import load_graph_file
+from tuidebug.offline.files.listing import Scanner
+from tuidebug.offline.files.names import encode_dump_name, show_name
+from tuidebug.offline.files.names_24 import kernel_dump_names
+from tuidebug.offline.files.npy import (
     TensorFileError,
     TensorRefusedError,
     TensorTooLargeError,
     load_npy,
 )
+from tuidebug.offline.files.overflow import OverflowMap, tensor_name_pair, tie_overflows
+from tuidebug.offline.layout.async_rank import AsyncRankLayout
+from tuidebug.offline.layout.errors import DumpError
+from tuidebug.offline.layout.name_graph import graph_from_files
+from tuidebug.offline.layout.root import DumpLayout
+from tuidebug.offline.layout.sync_rank import RankLayout
+from tuidebug.offline.layout.tensor_index import TensorIndex
 
 if TYPE_CHECKING:
-    from tuidebug.offline.filenames import TensorFile
+    from tuidebug.offline.files.names import TensorFile
 
 __all__ = ["DumpError", "OfflineDump", "TensorFileError", "TensorTooLargeError"]
 

@@ -67,12 +67,12 @@ from tuidebug.core.text import rank_ranges
 from tuidebug.core.watch_targets import watched_tensors
 from tuidebug.core.watchpoint_book import WatchpointChange
 from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
-from tuidebug.offline.checker import Checker, CheckReport, Watch
+from tuidebug.offline.check.checker import Checker, CheckReport, Watch
 from tuidebug.offline.dump import DumpError, OfflineDump
-from tuidebug.offline.tensor_store import TensorFileError
+from tuidebug.offline.files.npy import TensorFileError
 
 if TYPE_CHECKING:
-    from tuidebug.offline.cluster import ClusterProgress, ClusterRunner
+    from tuidebug.offline.check.cluster import ClusterProgress, ClusterRunner
 
 __all__ = ["OfflineSession"]
 

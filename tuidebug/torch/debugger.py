@@ -66,8 +66,7 @@ from tuidebug.client.protocol import (
     RunCommand,
     Selection,
 )
-from tuidebug.core.condition_catalogue import CheckRequest, CheckResult
-from tuidebug.offline.checker import CHANGE_CONDITIONS
+from tuidebug.core.condition_catalogue import CHANGE_CONDITIONS, CheckRequest, CheckResult
 from tuidebug.torch.deferred import Launched, launch, settle
 from tuidebug.torch.dump import DumpSink, StepSelection
 from tuidebug.torch.graph import (

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tuidebug.offline.dump_writer import DumpWriter, TensorKey
+from tuidebug.offline.writer.dump_writer import DumpWriter, TensorKey
 from tuidebug.torch.graph import GRAPH_ID, ModelGraph
 from tuidebug.torch.stats import to_numpy
 

@@ -34,7 +34,7 @@ from torch import nn
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug.core.graph import Graph, StackFrame
 from tuidebug.core.tensor import BFLOAT16
-from tuidebug.offline.dump_writer import NodeDef, ParamDef, TensorDef, build_model_proto
+from tuidebug.offline.writer.dump_writer import NodeDef, ParamDef, TensorDef, build_model_proto
 
 __all__ = [
     "GRAPH_ID",

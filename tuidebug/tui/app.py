@@ -62,15 +62,12 @@ from tuidebug.core.session import (
 )
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
-from tuidebug.tui import colormap, prompts
-from tuidebug.tui.commands import DebuggerCommands, PaletteCommand
-from tuidebug.tui.control_bar import ControlBar
-from tuidebug.tui.header import SessionHeader
-from tuidebug.tui.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
-from tuidebug.tui.hit_list import HitList, hits_announcement
-from tuidebug.tui.kept_views import KeptViews
-from tuidebug.tui.keymap import Keymap, active_keys, load_keymap
-from tuidebug.tui.labels import shown_lines
+from tuidebug.tui.keys.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
+from tuidebug.tui.keys.keymap import Keymap, active_keys, load_keymap
+from tuidebug.tui.kit import colormap, prompts
+from tuidebug.tui.kit.labels import shown_lines
+from tuidebug.tui.kit.session_text import burst_toast, no_graph_text
+from tuidebug.tui.kit.terminal_caps import TerminalCaps, terminal_caps
 from tuidebug.tui.messages import (
     ControlDone,
     ControlRequested,
@@ -89,26 +86,29 @@ from tuidebug.tui.messages import (
     WatchpointAction,
     WorkerNotice,
 )
-from tuidebug.tui.navigation import PANES, Navigation
-from tuidebug.tui.node_details import NodeDetails
-from tuidebug.tui.node_screens import NodeScreens
-from tuidebug.tui.origin_tracing import OriginTracing
-from tuidebug.tui.run_actions import RUN_ACTIONS, ActionState, GuardContext
-from tuidebug.tui.run_controls import RunControls
-from tuidebug.tui.scope_tree import ScopeTree, TreeEntry
-from tuidebug.tui.session_text import burst_toast, no_graph_text
-from tuidebug.tui.stack_list import StackList
-from tuidebug.tui.tensor_compare import TensorCompareFlows
-from tuidebug.tui.tensor_files import file_stem
-from tuidebug.tui.tensor_reads import read_tensor, summarize
-from tuidebug.tui.tensor_text import hit_context
-from tuidebug.tui.tensor_view import TensorView
-from tuidebug.tui.terminal_caps import TerminalCaps, terminal_caps
-from tuidebug.tui.visit_history import Visit
-from tuidebug.tui.visit_navigation import VisitNavigation
-from tuidebug.tui.watch_export import check_command, copied_note, exported_specs
-from tuidebug.tui.watchpoint_flows import WatchpointFlows
-from tuidebug.tui.watchpoint_list import WatchpointList, watch_badges
+from tuidebug.tui.navigation.kept_views import KeptViews
+from tuidebug.tui.navigation.pane_keys import PANES, Navigation
+from tuidebug.tui.navigation.visit_history import Visit
+from tuidebug.tui.navigation.visits import VisitNavigation
+from tuidebug.tui.neighbours.opener import NodeScreens
+from tuidebug.tui.origins.runner import OriginTracing
+from tuidebug.tui.palette.provider import DebuggerCommands, PaletteCommand
+from tuidebug.tui.panes.header import SessionHeader
+from tuidebug.tui.panes.hit_list import HitList, hits_announcement
+from tuidebug.tui.panes.node_details import NodeDetails
+from tuidebug.tui.panes.scope_tree import ScopeTree, TreeEntry
+from tuidebug.tui.panes.stack_list import StackList
+from tuidebug.tui.run.actions import RUN_ACTIONS, ActionState, GuardContext
+from tuidebug.tui.run.control_bar import ControlBar
+from tuidebug.tui.run.controls import RunControls
+from tuidebug.tui.tensor.compare import TensorCompareFlows
+from tuidebug.tui.tensor.files import file_stem
+from tuidebug.tui.tensor.reads import read_tensor, summarize
+from tuidebug.tui.tensor.text import hit_context
+from tuidebug.tui.tensor.view import TensorView
+from tuidebug.tui.watchpoints.export import check_command, copied_note, exported_specs
+from tuidebug.tui.watchpoints.flows import WatchpointFlows
+from tuidebug.tui.watchpoints.list_pane import WatchpointList, watch_badges
 
 # A run is under way: the panes wait for its end (the header follows every step).
 RUNNING = frozenset({SessionState.RUNNING, SessionState.SENDING})
@@ -1057,7 +1057,7 @@ class DebuggerApp(App[int]):
 
     # ----------------------------------------------------------------- palette
     def palette_commands(self) -> list[PaletteCommand]:
-        from tuidebug.tui.palette import PaletteState, palette_entries  # on Ctrl+P only
+        from tuidebug.tui.palette.entries import PaletteState, palette_entries  # on Ctrl+P only
 
         guards = self.guard_context()
         # asked while the palette is open: the screen it was opened from, not the palette

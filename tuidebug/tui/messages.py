@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from tuidebug.core.graph import Graph
     from tuidebug.core.origins import OriginTrace
     from tuidebug.core.watchpoints import WatchpointHit
-    from tuidebug.tui.origin_trace import Counts
+    from tuidebug.tui.origins.trace import Counts
 
 
 @dataclass(frozen=True)

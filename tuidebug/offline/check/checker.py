@@ -1,0 +1,610 @@
+"""The offline watchpoint checker: many watchpoints over many dump tensors, in parallel.
+
+How a check runs (spec §3.5, §3.6, §5.8):
+
+* Every tensor is read once per check, however many watchpoints watch it: all the requests of
+  one tensor go to a single `core.scan_engine.evaluate` call (one chunked pass).
+* Work runs in threads of the calling process (default: one per core, the calling thread
+  included), started once and reused by every check: the compiled scan kernel runs without
+  the GIL and numpy releases it on large arrays, so threads scale on big tensors with no
+  process to start, no pickling and no shutdown to wait for. Each thread memory-maps one file
+  at a time (`tensor_store.load_npy`), so memory stays bounded by the largest tensors being
+  processed whatever the dump size. Tensors go biggest first, so the tail is short; a check
+  of one tensor (or fewer tensors than threads) scans each tensor with several threads
+  instead.
+* Change conditions (`needs_prev`) read the previous value from the previous iteration in which
+  the tensor's root graph ran, per the graph execution history (`ms_global_execution_order_
+  graph_<id>.csv`). The first run of a graph has no previous value: error 4.
+
+Error codes (bits, spec §3.6): 1 NaN, 2 ±Inf (both from `evaluate`), 4 no previous value,
+8 tensor larger than the memory limit (not read), 16 no graph history, 32 no dumped value
+(only with ``error_on_no_value=True``).
+
+**Missing history (error 16), a deliberate choice.** MindSpore's engine overwrites the error
+code of *every* watchpoint with 16 when the history file of the tensor's graph is missing, which
+turns every watched tensor into an error "hit" and makes dumps without history (Ascend from
+2.4, some CPU runs) uncheckable. tuidebug treats the history as optional: without it, only the
+watchpoints whose condition needs the previous value (WNC, WCL, WCS: conditions 18, 19, 20)
+report error 16, because only they cannot tell which iteration is "previous"; every other
+condition is evaluated normally. `OfflineSession` also says so once in a Notice.
+
+Results are `CheckOutcome`s (reported when hit or error_code ≠ 0) ordered by iteration, rank,
+graph, the node's position in the kernel execution order (parameters and unlisted nodes after
+the kernels), node name, slot, then watchpoint id. Unreadable files never stop a check: each
+gives one sentence in `CheckReport.problems` and the rest is checked.
+
+**Watched data skipped at discovery makes the check incomplete.** `CheckReport.problems`
+lists every watched tensor that could not be read, not only files that failed when read:
+
+* a watched tensor whose own file was refused by discovery (a FIFO, a dangling or looping
+  link, a link out of the dump): its sentence, whether or not another file of it was read
+  (the refused one may have been the newer);
+* data that could not be read and cannot be tied to one tensor (an unreadable iteration,
+  graph or net folder, a refused iteration folder or `mapping.csv`, a refused entry with a
+  name that is not a tensor's): its sentence, when a watched tensor of that graph has no
+  readable file at that iteration. When every watched tensor there was read, the lost entry
+  cannot have been one of them. A refused iteration or graph folder counts whenever the
+  graph is watched: its iterations are not known to the check at all.
+
+So "0 hits" with an empty `problems` means every watched tensor that was dumped was read.
+
+Ascend `.bin` files (`bin_files`): each watched slot is read from its file; one whose device
+format is not converted to the host layout is checked raw, in its device shape (as
+MindSpore's offline debugger checked what CANN could not convert), with one sentence in
+`problems` naming the format, and is not checked against the graph's declared shape.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tuidebug.core import scan_engine
+from tuidebug.core.condition_catalogue import (
+    CHANGE_CONDITIONS,
+    CheckRequest,
+    CheckResult,
+    ConditionType,
+    untouched_params,
+)
+from tuidebug.core.error_codes import ErrorCode
+from tuidebug.core.tensor import UnsupportedDataTypeError, numpy_dtype
+from tuidebug.offline.check.statistic import Missing, decide, refusal_sentence
+from tuidebug.offline.check.task import Task, TaskResult, error_result, run_task
+from tuidebug.offline.files.bin_tensors import BinTensorFile, raw_sentence, read_raw
+
+if TYPE_CHECKING:
+    from tuidebug.core.graph import Graph
+    from tuidebug.offline.dump import OfflineDump
+    from tuidebug.offline.files.names import TensorFile
+
+# Below this many bytes a check runs in the calling thread alone: handing tiny tensors to
+# other threads costs more than it saves (their numpy calls hold the GIL).
+THREADED_MIN_BYTES = 8 << 20
+# How often the calling thread reports progress.
+PROGRESS_SECONDS = 0.1
+
+ProgressCallback = Callable[[int, int], None]
+
+
+class TaskRunner(Protocol):
+    """What runs a check's tasks somewhere else than this process's threads (a Dask cluster:
+    `offline/check/cluster.py`). It gets the planned tasks with their tensors and answers one
+    `TaskResult` per task in task order (a task it could not run: unreadable, with a
+    sentence), so the merge below is the same as a local check's."""
+
+    def __call__(
+        self,
+        tasks: list[Task],
+        keys: list[TensorKey],
+        root: str,
+        max_bytes: int | None,
+        report: CheckReport,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> list[TaskResult]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TensorKey:
+    """One dumped tensor: an output slot of a graph node at an iteration on a rank."""
+
+    rank: int
+    graph: str
+    node: str
+    slot: int
+    iteration: int
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One watchpoint as the checker sees it.
+
+    `tensors` maps (rank, graph name) to the (node name, slot) pairs to check there;
+    `iterations` restricts the watch to some iterations (None = all the check covers).
+    """
+
+    watchpoint_id: int
+    request: CheckRequest
+    needs_prev: bool
+    tensors: Mapping[tuple[int, str], Sequence[tuple[str, int]]]
+    iterations: frozenset[int] | None = None
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A reported result: hit, or an error code (then `result.hit` may be False)."""
+
+    key: TensorKey
+    watchpoint_id: int
+    result: CheckResult
+
+    @property
+    def error_code(self) -> int:
+        return self.result.error_code
+
+
+@dataclass
+class CheckReport:
+    outcomes: list[CheckOutcome]
+    problems: list[str]
+    tensors_checked: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+    cancelled: bool = False
+    workers: int = 1  # threads that checked tensors (the calling thread included)
+
+
+def needs_previous(condition: int) -> bool:
+    """True for the wire condition numbers that compare with the previous value (18–20)."""
+    return condition in CHANGE_CONDITIONS
+
+
+# ---------------------------------------------------------------------- the threads
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The checker threads, shared by every check of the process and started on first need
+    (a thread costs nothing while idle; `concurrent.futures` ends them at exit)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max(1, default_workers() - 1), thread_name_prefix="tuidebug-check"
+            )
+        return _POOL
+
+
+class _Run:
+    """One check's tasks shared by its threads: each claims the next task (biggest first)
+    until none is left or the check stops."""
+
+    def __init__(
+        self,
+        tasks: list[Task],
+        root: str,
+        max_bytes: int | None,
+        scan_threads: int,
+        cancel: threading.Event | None,
+    ) -> None:
+        self.tasks = sorted(tasks, key=lambda t: -t.nbytes)
+        self.root = root
+        self.max_bytes = max_bytes
+        self.scan_threads = scan_threads
+        self.cancel = cancel
+        self.results: list[TaskResult] = []  # list.append is atomic: no lock
+        self.stop = False
+        self.cancelled = False
+        self._next = itertools.count()  # next() on a count is atomic under the GIL
+
+    def work(self) -> None:
+        """Check tasks until none is left or the check stops (a helper thread's job)."""
+        while self.claim_and_run():
+            pass
+
+    def claim_and_run(self) -> bool:
+        """Check one more task; False once there is none left or the check stopped."""
+        if self.stop:
+            return False
+        if self.cancel is not None and self.cancel.is_set():
+            self.cancelled = self.stop = True
+            return False
+        index = next(self._next)
+        if index >= len(self.tasks):
+            return False
+        self.results.append(
+            run_task(self.tasks[index], self.root, self.max_bytes, self.scan_threads)
+        )
+        return True
+
+
+class Checker:
+    """Runs watchpoint checks over an `OfflineDump`. Cheap to make: the threads belong to the
+    process and are shared; `close()` is kept for the `with` habit and frees nothing."""
+
+    def __init__(
+        self, dump: OfflineDump, workers: int | None = None, runner: TaskRunner | None = None
+    ) -> None:
+        if workers is not None and workers < 1:
+            raise ValueError("The number of workers must be at least 1.")
+        self.dump = dump
+        self.workers = workers or default_workers()
+        # planning and merging stay here either way: only reading and scanning move
+        self.runner = runner
+
+    # -------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        """Nothing to release: a check's threads are done when `check` returns."""
+
+    def __enter__(self) -> Checker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ check
+    def check(
+        self,
+        watches: Sequence[Watch],
+        iterations: Iterable[int],
+        error_on_no_value: bool = False,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> CheckReport:
+        """Check `watches` at each of `iterations`. `progress(done, total)` counts tensors;
+        setting `cancel` stops the check soon (the report then has `cancelled=True` and the
+        outcomes found so far)."""
+        started = time.perf_counter()
+        dump = self.dump
+        outcomes: list[CheckOutcome] = []
+        problems: list[str] = []
+        tasks: list[Task] = []
+        task_keys: list[TensorKey] = []
+        task_wps: list[tuple[int, ...]] = []
+        task_files: list[TensorFile] = []
+        seen_problem: set[str] = set()
+        stat_checked = 0  # tensors decided from statistic.csv rows (statistic-only dumps)
+
+        def problem(msg: str) -> None:
+            if msg not in seen_problem:
+                seen_problem.add(msg)
+                problems.append(msg)
+
+        weights = _Weights(dump)
+        names: dict[tuple[int, str, str], str] = {}  # the graph's name of a watched node
+        for iteration in sorted(set(iterations)):
+            # (rank, graph) groups with a watched tensor that has no readable file here
+            missing: set[tuple[int, str]] = set()
+            # per tensor, each watchpoint id once (the first watch), even if listed twice
+            wanted: dict[TensorKey, dict[int, Watch]] = {}
+            for watch in watches:
+                if watch.iterations is not None and iteration not in watch.iterations:
+                    continue
+                for (rank, graph), pairs in watch.tensors.items():
+                    for node, slot in pairs:
+                        key = TensorKey(rank, graph, node, slot, iteration)
+                        wanted.setdefault(key, {}).setdefault(watch.watchpoint_id, watch)
+            tables: dict[tuple[int, str], Mapping[tuple[str, str, int], TensorFile]] = {}
+            refusing: set[tuple[int, str]] = set()  # groups with a file discovery refused
+            stat_tables: dict[tuple[int, str], Mapping[tuple[str, str, int], Any]] = {}
+            overflowing: dict[tuple[int, str], set[str]] = {}
+            for key, uniq in wanted.items():
+                if any(w.request.condition == ConditionType.IS_OVERFLOW for w in uniq.values()):
+                    # OperatorOverflow is decided from Ascend's overflow records, never from
+                    # values (spec §5.2): a hit per watched tensor of an overflowing node
+                    group = (key.rank, key.graph)
+                    if group not in overflowing:
+                        overflowing[group] = dump.overflow_nodes(key.rank, key.graph, iteration)
+                    node_name = dump.data_node_name(key.rank, key.graph, key.node) or key.node
+                    for wp_id, watch in list(uniq.items()):
+                        if watch.request.condition != ConditionType.IS_OVERFLOW:
+                            continue
+                        del uniq[wp_id]
+                        if node_name in overflowing[group]:
+                            outcomes.append(
+                                CheckOutcome(
+                                    key,
+                                    wp_id,
+                                    CheckResult(True, 0, untouched_params(watch.request)),
+                                )
+                            )
+                    if not uniq:
+                        continue
+                # what dump.tensor_file(..., checked=False) answers, with what does not
+                # change between iterations resolved once per check (a dump of many tiny
+                # files pays this per file); unchecked: the read gives the header,
+                # verified against the graph below
+                group = (key.rank, key.graph)
+                table = tables.get(group)
+                if table is None:
+                    index = dump.index(*group)
+                    table = tables[group] = index.unchecked_files(iteration)
+                    if index.refused_any():
+                        refusing.add(group)
+                found = names.get((key.rank, key.graph, key.node))
+                if found is None:
+                    found = names[(key.rank, key.graph, key.node)] = dump.data_node_name(
+                        key.rank, key.graph, key.node
+                    )
+                tensor_file = table.get((found, "output", key.slot)) if found else None
+                if group in refusing:
+                    refused = dump.refused_reason(
+                        key.rank, key.graph, key.node, key.slot, iteration
+                    )
+                    if refused is not None:
+                        problem(refused)
+                if tensor_file is None and found:
+                    # a statistic-only iteration: decided from the tensor's statistic.csv row
+                    # (statistic_check), or refused per watchpoint with one sentence
+                    rows = stat_tables.get(group)
+                    if rows is None:
+                        rows = stat_tables[group] = dump.index(*group).statistic_rows(iteration)
+                    row = rows.get((found, "output", key.slot))
+                    if row is not None:
+                        stat_checked += 1
+                        for wp_id, watch in uniq.items():
+                            decided = decide(watch.request, row.stats)
+                            if isinstance(decided, Missing):
+                                problem(refusal_sentence(watch.request, decided))
+                            elif decided.reported:
+                                outcomes.append(CheckOutcome(key, wp_id, decided))
+                        continue
+                if tensor_file is None:
+                    missing.add((key.rank, key.graph))
+                    if error_on_no_value:
+                        for wp_id, watch in uniq.items():
+                            outcomes.append(
+                                CheckOutcome(
+                                    key, wp_id, error_result(watch.request, ErrorCode.NO_VALUE)
+                                )
+                            )
+                    continue
+                if len(uniq) == 1:  # the usual case, without the lists below
+                    ((wp_id, watch),) = uniq.items()
+                    if not watch.needs_prev:
+                        tasks.append(
+                            Task(
+                                len(tasks),
+                                tensor_file.fspath,
+                                None,
+                                (watch.request,),
+                                (False,),
+                                weights.nbytes(key.rank, key.graph, key.node, key.slot),
+                                _in_bin(tensor_file),
+                            )
+                        )
+                        task_keys.append(key)
+                        task_wps.append((wp_id,))
+                        task_files.append(tensor_file)
+                        continue
+                requests: list[CheckRequest] = []
+                needs: list[bool] = []
+                wp_ids: list[int] = []
+                prev_path: str | None = None
+                prev_bin: BinTensorFile | None = None
+                prev_looked_up = False
+                for wp_id, watch in uniq.items():
+                    if watch.needs_prev:
+                        if not dump.has_history(key.rank, key.graph):
+                            outcomes.append(
+                                CheckOutcome(
+                                    key, wp_id, error_result(watch.request, ErrorCode.NO_HISTORY)
+                                )
+                            )
+                            continue
+                        if not prev_looked_up:
+                            prev_looked_up = True
+                            prev_it = dump.previous_iteration(key.rank, key.graph, iteration)
+                            if prev_it is not None:
+                                prev_file = dump.tensor_file(
+                                    key.rank, key.graph, key.node, key.slot, prev_it
+                                )
+                                if prev_file is not None:
+                                    prev_path = prev_file.fspath
+                                    prev_bin = _in_bin(prev_file)
+                    requests.append(watch.request)
+                    needs.append(watch.needs_prev)
+                    wp_ids.append(wp_id)
+                if not requests:
+                    continue
+                tasks.append(
+                    Task(
+                        len(tasks),
+                        tensor_file.fspath,
+                        prev_path if any(needs) else None,
+                        tuple(requests),
+                        tuple(needs),
+                        weights.nbytes(key.rank, key.graph, key.node, key.slot),
+                        _in_bin(tensor_file),
+                        prev_bin if any(needs) else None,
+                    )
+                )
+                task_keys.append(key)
+                task_wps.append(tuple(wp_ids))
+                task_files.append(tensor_file)
+            for rank, graph in sorted({(k.rank, k.graph) for k in wanted}):
+                for sentence in dump.graph_blockers(rank, graph):
+                    problem(sentence)
+                if (rank, graph) in missing:
+                    for sentence in dump.blockers(rank, graph, iteration):
+                        problem(sentence)
+
+        total = len(tasks)
+        report = CheckReport(outcomes, problems, tensors_checked=stat_checked)
+        if self.runner is not None:
+            results = self.runner(
+                tasks, task_keys, str(dump.root), dump.mem_limit, report, progress, cancel
+            )
+        else:
+            results = self._run(tasks, str(dump.root), dump.mem_limit, report, progress, cancel)
+        for res in results:
+            report.tensors_checked += res.readable
+            report.bytes_read += res.nbytes
+            for msg in res.problems:
+                problem(msg)
+            key = task_keys[res.tid]
+            wps = task_wps[res.tid]
+            dtype, shape = res.dtype, res.shape
+            f = task_files[res.tid]
+            # the file's shown name only for the few tensors read raw: not per tensor
+            raw = raw_sentence(f, _shown(f, dump.root)) if read_raw(f) else None
+            if raw is not None and dtype is not None:  # read (not refused as too large)
+                # checked raw, in its device layout: the report says so (bin_files)
+                problem(raw)
+            if (
+                raw is None
+                and dtype is not None
+                and shape is not None
+                and not dump.verify_read(
+                    key.rank, key.graph, key.node, task_files[res.tid], key.iteration, dtype, shape
+                )
+            ):
+                # the file contradicts its node (the dump's problems say so): not its value
+                report.tensors_checked -= 1
+                report.bytes_read -= res.nbytes
+                for sentence in dump.blockers(key.rank, key.graph, key.iteration):
+                    problem(sentence)
+                if error_on_no_value:
+                    for wp_id in wps:
+                        watch = next(w for w in watches if w.watchpoint_id == wp_id)
+                        outcomes.append(
+                            CheckOutcome(
+                                key, wp_id, error_result(watch.request, ErrorCode.NO_VALUE)
+                            )
+                        )
+                continue
+            for position, result in res.reported:
+                outcomes.append(CheckOutcome(key, wps[position], result))
+        report.outcomes = self._ordered(outcomes)
+        report.seconds = time.perf_counter() - started
+        # callers show `problems` and then the dump's new problems: each sentence once
+        dump.mark_reported(problems)
+        if progress and not report.cancelled:
+            progress(total, total)
+        return report
+
+    def _run(
+        self,
+        tasks: list[Task],
+        root: str,
+        max_bytes: int | None,
+        report: CheckReport,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> list[TaskResult]:
+        """Check `tasks` in this thread and, for a big check, `workers - 1` pool threads.
+        Progress is reported from this thread only. Fewer tensors than threads: each tensor
+        is scanned by several threads instead (the scan engine's own)."""
+        total = len(tasks)
+        # the compiled kernel only for big float tensors whose watchpoints read sums; its
+        # load costs more than a small check (file sizes: float32 elements, headers aside)
+        big = scan_engine.KERNEL_MIN_ELEMENTS * 4
+        scan_engine.prepare_kernel(
+            sum(
+                t.nbytes
+                for t in tasks
+                if t.nbytes >= big
+                and scan_engine.needs_float64_stage(t.requests, t.prev_path is not None)
+            )
+        )
+        helpers = 0
+        if self.workers > 1 and sum(t.nbytes for t in tasks) >= THREADED_MIN_BYTES:
+            helpers = min(self.workers, total) - 1
+        scan_threads = 1 if helpers else min(self.workers, scan_engine.THREADS)
+        run = _Run(tasks, root, max_bytes, scan_threads, cancel)
+        futures: list[Future[None]] = [_pool().submit(run.work) for _ in range(helpers)]
+        report.workers = 1 + helpers
+        if progress:
+            progress(0, total)
+        last = time.monotonic()
+        try:
+            while run.claim_and_run():
+                if progress and time.monotonic() - last >= PROGRESS_SECONDS:
+                    last = time.monotonic()
+                    progress(len(run.results), total)
+        finally:
+            run.stop = True  # also on KeyboardInterrupt: helpers finish their tensor and stop
+            for future in futures:
+                if not future.cancel():  # a helper still queued behind another check: dropped
+                    future.result()  # re-raises a helper's bug here
+        report.cancelled = run.cancelled
+        # in task order, so that problems are listed as the tensors were
+        return sorted(run.results, key=lambda r: r.tid)
+
+    def _ordered(self, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
+        dump = self.dump
+        cache: dict[tuple[int, str, str], int] = {}
+        graph_rank: dict[tuple[int, str], int] = {}
+
+        def position(o: CheckOutcome) -> tuple[Any, ...]:
+            k = o.key
+            gk = (k.rank, k.graph)
+            if gk not in graph_rank:
+                graph_rank[gk] = dump.graph_order(k.rank, k.graph)
+            nk = (k.rank, k.graph, k.node)
+            if nk not in cache:
+                cache[nk] = dump.execution_position(k.rank, k.graph, k.node)
+            return (k.iteration, k.rank, graph_rank[gk], cache[nk], k.node, k.slot, o.watchpoint_id)
+
+        return sorted(outcomes, key=position)
+
+
+def _in_bin(f: TensorFile) -> BinTensorFile | None:
+    """`f` when it is one tensor of a `.bin` file (the task reads it from there)."""
+    return f if isinstance(f, BinTensorFile) else None
+
+
+def _shown(f: TensorFile, root: Path) -> str:
+    """A file as the check's sentences name it: relative to the dump root."""
+    try:
+        return os.path.relpath(f.fspath, root)
+    except ValueError:
+        return f.fspath
+
+
+class _Weights:
+    """What each tensor weighs by its graph (dtype × shape), 0 where the graph does not say:
+    it orders the work and decides threads and the kernel, so no file is stat-ed for it."""
+
+    def __init__(self, dump: OfflineDump) -> None:
+        self.dump = dump
+        self.graphs: dict[tuple[int, str], Graph | None] = {}
+        self.itemsizes: dict[int, int] = {}
+
+    def nbytes(self, rank: int, graph: str, node: str, slot: int) -> int:
+        key = (rank, graph)
+        if key not in self.graphs:
+            try:
+                self.graphs[key] = self.dump.graph(rank, graph)
+            except Exception:  # an unreadable graph is the dump's problem, reported there
+                self.graphs[key] = None
+        g = self.graphs[key]
+        found = g.get(node) if g is not None else None
+        if found is None or slot >= len(found.outputs):
+            return 0
+        spec = found.outputs[slot]
+        if spec.dtype is None or spec.shape is None:
+            return 0
+        if spec.dtype not in self.itemsizes:
+            try:
+                self.itemsizes[spec.dtype] = numpy_dtype(spec.dtype).itemsize
+            except UnsupportedDataTypeError:
+                self.itemsizes[spec.dtype] = 0
+        return self.itemsizes[spec.dtype] * math.prod(spec.shape)

@@ -1,0 +1,24 @@
+"""One dump file format per module, each opened safely (regular files only, bounded reads).
+Nothing here knows which rank or iteration a file belongs to.
+
+Modules (this docstring is the table of contents; the package imports nothing):
+- `bin`: Reading Ascend asynchronous dump `.bin` files (`file_format: "bin"`) without CANN.
+- `bin_tensors`: `.bin` dump files (Ascend `file_format: "bin"`) as tensors of the dump's
+  index.
+- `execution_order`: Readers for `execution_order/` (spec §5.4): the kernel execution order
+  of a graph and the graph execution history (the iterations in which a root graph ran).
+- `graphs`: A dump's graph files: `graphs/*.pb` (a serialized `ModelProto`) and the `.ir`
+  text beside it, read into a `core.Graph` (spec §5.6).
+- `listing`: Listing the folders of a dump without following what must not be followed.
+- `metadata`: What `.dump_metadata/` says about a dump (spec §5.1): net name, MindSpore
+  version, device, sync or async, file format.
+- `names`: The grammar of MindSpore dump file names (spec §5.1, §5.2).
+- `names_24`: The names MindSpore 2.4+ gives a kernel's dump files (spec §5.2a).
+- `npy`: Reading one dump tensor file safely: header first, then a read-only memory map.
+- `overflow`: Ascend operator-overflow records (issue 16 item 4; spec §5.2 "Operator
+  overflow").
+- `regular_file`: Opening dump files that may not be files: the one way every dump file is
+  opened.
+- `statistic_csv`: `statistic.csv` (spec §5.3): both column layouts, columns mapped by
+  header name.
+"""

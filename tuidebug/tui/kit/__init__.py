@@ -1,0 +1,25 @@
+"""What every feature of the TUI shares and none owns: escaping and short labels, the name
+filter, a styled scroll view, colour maps, terminal capabilities, dialogs and their wording,
+the sentences about the session. It imports no other part of the TUI.
+
+Modules (this docstring is the table of contents; the package imports nothing):
+- `colormap`: Colour maps for the tensor heatmap: value → 256-entry palette index →
+  truecolor style.
+- `dialogs`: Small modal dialogs: yes/no, a one-line prompt with inline validation, the run
+  history.
+- `labels`: Short text forms shared by several panes (dtype, shape, numbers, states), and
+  the one path untrusted text takes onto the screen.
+- `name_filter`: The name filters' matching: a regular expression, and plain text as a
+  substring.
+- `prompts`: The questions the app asks — how many steps, which step, really terminate,
+  where to save — each built here with its wording, so the app only says when to ask and
+  what to do with the answer.
+- `session_text`: Sentences the app says about its session: what the tree pane says before
+  there is a graph to show (`no_graph_text`), the one toast for a burst of the session's
+  notices (`burst_toast`), and which errors are meant for the user as they are
+  (`is_user_error`: one sentence, shown without a "… failed:" in front).
+- `styled_scroll_view`: `StyledScrollView`: a ScrollView that draws its own lines with its
+  component styles.
+- `terminal_caps`: What the terminal can show, read from the environment: its colour depth
+  and whether it takes UTF-8 (box drawing, half blocks).
+"""

@@ -1,0 +1,14 @@
+"""Moving around: the pane keys and Esc, back and forward over visited places, and the views
+kept between uses.
+
+Modules (this docstring is the table of contents; the package imports nothing):
+- `kept_views`: The views the app makes on their first use and keeps, so what the user set
+  up in them survives closing them: the step's tensor list (`L`: its filters, sort and the
+  health already read) and the command line (`:`: its output and history).
+- `pane_keys`: Moving around the app's panes: the pane keys (1–6), the filter key (/), and
+  where Esc goes back to.
+- `visit_history`: Back and forward over the nodes and tensors visited, like a browser's
+  history.
+- `visits`: Back and forward (Alt+← / Alt+→, `[` / `]`) over the nodes and tensors the user
+  went to.
+"""

@@ -1,0 +1,413 @@
+"""The hit list: watchpoint hits grouped by watchpoint, in execution order, with filters.
+
+Each row says which tensor hit, the condition's abbreviation, and either the threshold
+against the measured value (`abs_mean_gt 1 ← 2.303`) or the error text (`previous step
+value cannot be found`). Enter on a row asks the app to jump to the node and open the
+tensor at the hit's iteration. `s` asks the app to save every hit (not only the filtered
+ones) as `tuidebug check --json` prints them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Input, Select, Static, Tree
+from textual.widgets.tree import TreeNode
+
+from tuidebug.core.graph import Graph
+from tuidebug.core.hit_rules import only_no_previous
+from tuidebug.core.watchpoints import WatchpointHit
+from tuidebug.tui.kit.labels import plain, shown, shown_lines
+from tuidebug.tui.kit.name_filter import name_filter
+from tuidebug.tui.messages import HitChosen
+
+ALL = "*"
+MAX_ROWS_PER_GROUP = 2000
+
+
+def hit_detail(hit: WatchpointHit) -> tuple[str, bool]:
+    """(text, is_error): the statistic that hit against its threshold
+    (`abs_mean_gt: 2.3025 > 1`), or the error text."""
+    # the row shows the abbreviation in its own column
+    return hit.detail() or "hit", hit.is_error
+
+
+def _with(problem: str, status: str) -> str:
+    """The status line, after the filter's problem sentence when there is one."""
+    return f"{shown_lines(problem)}\n{status}" if problem else status
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def hits_announcement(hits: Sequence[WatchpointHit], shown: int) -> tuple[str, bool] | None:
+    """(toast text, is a real hit) for hits a stopped run found; None for no hits.
+
+    The toast counts what the hit list shows: real hits apart from check errors (a
+    weight-change watchpoint at the first dumped step reports error 4, "no previous step
+    value", for every weight: those are listed as errors, not announced as hits), and how
+    many the hit list's filters let through when they hide some."""
+    if not hits:
+        return None
+    errors = [hit for hit in hits if hit.is_error]
+    real = len(hits) - len(errors)
+    if real:
+        text = _count(real, "watchpoint hit")
+        if errors:
+            text += f" and {_count(len(errors), 'check error')}"
+        text += " — press 2 to see them."
+    elif all(only_no_previous(hit) for hit in errors):
+        text = (
+            f"No watchpoint hit; {_count(len(errors), 'check')} had no previous step value "
+            "to compare with (error 4) — listed in 2."
+        )
+    else:
+        text = f"No watchpoint hit, but {_count(len(errors), 'check')} failed — press 2 for why."
+    if shown < len(hits):
+        text += f" The hit list's filters show {shown} of {len(hits)}."
+    return text, bool(real)
+
+
+def distinct_names(names: Iterable[str]) -> dict[str, str]:
+    """A short label per full node name: the last path component, and where that names
+    several nodes (`MatMul-op0` of fc1, fc2…) the nearest scope that tells them apart,
+    e.g. `fc2-Dense/MatMul-op0` or `gradFc2-Dense/…/MatMul-op0`."""
+    by_short: dict[str, set[str]] = {}
+    for name in names:
+        by_short.setdefault(name.rsplit("/", 1)[-1], set()).add(name)
+    labels: dict[str, str] = {}
+    for short, fulls in by_short.items():
+        if len(fulls) == 1:
+            labels[next(iter(fulls))] = short
+            continue
+        parts = {full: full.split("/") for full in fulls}
+        for full, p in parts.items():
+            labels[full] = full
+            for k in range(2, len(p) + 1):
+                others = (q for other, q in parts.items() if other != full)
+                if all(q[-k:] != p[-k:] for q in others):
+                    labels[full] = p[-k] + ("/…/" if k > 2 else "/") + short
+                    break
+    return labels
+
+
+class HitList(Vertical):
+    """Left pane, tab 2."""
+
+    DEFAULT_CSS = """
+    HitList { height: 1fr; }
+    HitList #hit-filters { height: 1; }
+    HitList #hit-filters Select { width: 1fr; }
+    HitList #hit-filter-text { height: 1; }
+    HitList #hit-status { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
+    HitList #hit-tree { height: 1fr; }
+    HitList #hit-detail {
+        height: auto; max-height: 3; padding: 0 1; background: $boost; display: none;
+    }
+    HitList #hit-detail.-shown { display: block; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "save", "Save hits", id="hits.save"),
+    ]
+
+    CONTEXT_TITLE = "hit list"
+    CONTEXT_HELP = (
+        "Watchpoint hits grouped by watchpoint, in execution order. Each row shows the\n"
+        "condition, the tensor, and the threshold against the actual value (or the error).\n"
+        "Enter jumps to the node in the tree and opens the tensor at the hit's iteration;\n"
+        "Esc comes back here. / moves to the filters: the node name (plain text, or a regular\n"
+        "expression such as fc[12]\\.weight$), then Tab to the watchpoint, graph and rank.\n"
+        "The line under the list shows the highlighted hit in full (rows are cut at the edge).\n"
+        "{hits.save} saves every hit (not only the filtered ones) as JSON, the schema of\n"
+        "tuidebug check --json."
+    )
+
+    class SaveRequested(Message):
+        """The user asked to save the hits (the app knows the watchpoints and the step)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._hits: list[WatchpointHit] = []
+        self._graphs: dict[str, Graph] = {}
+        self._ranks: tuple[int, ...] = (0,)
+        self._name_filter = name_filter("")
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="hit-filters"):
+            yield Select[str](
+                [("all watchpoints", ALL)],
+                value=ALL,
+                allow_blank=False,
+                compact=True,
+                id="hit-filter-watchpoint",
+            )
+            yield Select[str](
+                [("all graphs", ALL)],
+                value=ALL,
+                allow_blank=False,
+                compact=True,
+                id="hit-filter-graph",
+            )
+            yield Select[str](
+                [("all ranks", ALL)],
+                value=ALL,
+                allow_blank=False,
+                compact=True,
+                id="hit-filter-rank",
+            )
+        yield Input(
+            placeholder="filter by node name or regex  (/)", compact=True, id="hit-filter-text"
+        )
+        # markup off: the filter's problem sentence quotes the typed text (`_with`)
+        yield Static(
+            "no hits yet: step (n), continue (c) or recheck (r)", id="hit-status", markup=False
+        )
+        tree: Tree[Any] = Tree("hits", id="hit-tree")
+        tree.show_root = False
+        tree.guide_depth = 2
+        yield tree
+        # the highlighted hit in full: a row is cut at the pane's edge, this line wraps
+        yield Static("", id="hit-detail", markup=False)
+
+    # ---------------------------------------------------------------- public
+    @property
+    def hit_count(self) -> int:
+        return len(self._hits)
+
+    @property
+    def tree_view(self) -> Tree[Any]:
+        return self.query_one("#hit-tree", Tree)
+
+    def set_context(self, graphs: Mapping[str, Graph], ranks: Sequence[int]) -> None:
+        self._graphs = dict(graphs)
+        self._ranks = tuple(ranks)
+        self._fill_filters()
+        self._rebuild()
+
+    def set_hits(self, hits: Sequence[WatchpointHit]) -> None:
+        self._hits = list(hits)
+        self._fill_filters()
+        self._rebuild()
+
+    def hit_counts(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for hit in self._hits:
+            counts[hit.watchpoint_id] = counts.get(hit.watchpoint_id, 0) + 1
+        return counts
+
+    @property
+    def shown_count(self) -> int:
+        """How many hits the filters let through."""
+        return len(self._filtered())
+
+    def action_save(self) -> None:
+        self.post_message(self.SaveRequested())
+
+    def focus_filters(self) -> None:
+        """/: the name filter (Tab goes on to the watchpoint, graph and rank selectors)."""
+        self.query_one("#hit-filter-text", Input).focus()
+
+    def clear_name_filter(self) -> bool:
+        """Esc in the name filter: empty it; True when there was something to clear."""
+        box = self.query_one("#hit-filter-text", Input)
+        had = bool(box.value)
+        if had:
+            with box.prevent(Input.Changed):
+                box.value = ""
+            self._name_filter = name_filter("")
+            self._rebuild()
+        return had
+
+    # -------------------------------------------------------------- building
+    def _fill_filters(self) -> None:
+        wp_select = self.query_one("#hit-filter-watchpoint", Select)
+        seen: dict[int, str] = {}
+        for hit in self._hits:
+            if hit.watchpoint_id not in seen:
+                seen[hit.watchpoint_id] = hit.condition.abbr
+        options = [("all watchpoints", ALL)] + [
+            (f"#{wp_id} {abbr}", str(wp_id)) for wp_id, abbr in sorted(seen.items())
+        ]
+        self._set_options(wp_select, options)
+        graph_names = sorted(
+            {hit.tensor.graph for hit in self._hits if hit.tensor.graph} | set(self._graphs)
+        )
+        self._set_options(
+            self.query_one("#hit-filter-graph", Select),
+            [("all graphs", ALL)] + [(plain(name), name) for name in graph_names],
+        )
+        # each rank with its hit count: which ranks a check of every rank found hits on
+        per_rank = Counter(hit.tensor.rank for hit in self._hits)
+        ranks = sorted(set(per_rank) | set(self._ranks))
+        self._set_options(
+            self.query_one("#hit-filter-rank", Select),
+            [("all ranks", ALL)]
+            + [
+                (f"rank {r} ({per_rank[r]})" if per_rank[r] else f"rank {r}", str(r)) for r in ranks
+            ],
+        )
+
+    @staticmethod
+    def _set_options(select: Select[str], options: Sequence[tuple[str | Text, str]]) -> None:
+        keep = select.value
+        with select.prevent(Select.Changed):
+            select.set_options(options)
+            select.value = keep if any(v == keep for _, v in options) else ALL
+
+    def _filtered(self) -> list[WatchpointHit]:
+        wp = self.query_one("#hit-filter-watchpoint", Select).value
+        graph = self.query_one("#hit-filter-graph", Select).value
+        rank = self.query_one("#hit-filter-rank", Select).value
+        found = []
+        for hit in self._hits:
+            if wp != ALL and str(hit.watchpoint_id) != wp:
+                continue
+            if graph != ALL and hit.tensor.graph and hit.tensor.graph != graph:
+                continue
+            if rank != ALL and str(hit.tensor.rank) != rank:
+                continue
+            if not self._name_filter.matches(hit.tensor.node):
+                continue
+            found.append(hit)
+        return found
+
+    def _rebuild(self) -> None:
+        tree = self.tree_view
+        cursor = tree.cursor_node
+        keep = id(cursor.data) if cursor is not None and cursor.data is not None else None
+        tree.clear()
+        hits = self._filtered()
+        status = self.query_one("#hit-status", Static)
+        self._show_detail(None)  # the highlighted hit (if any) says it again below
+        if not self._hits:
+            status.update("no hits yet: step (n), continue (c) or recheck (r)")
+            return
+        problem = self._name_filter.problem  # a bad expression: one sentence, plain text used
+        if not hits:
+            status.update(_with(problem, f"{len(self._hits)} hits, none match the filters"))
+            return
+        errors = sum(1 for h in hits if h.is_error)
+        shown = f"{len(hits)} hits" + (f" ({errors} check errors)" if errors else "")
+        if len(hits) != len(self._hits):
+            shown += f" of {len(self._hits)}"
+        status.update(_with(problem, shown + " · Enter jumps to the node"))
+        groups: dict[int, list[WatchpointHit]] = {}
+        for hit in hits:  # dicts keep first-seen order: groups follow execution order
+            groups.setdefault(hit.watchpoint_id, []).append(hit)
+        multi_graph = len(self._graphs) > 1
+        multi_rank = len(set(self._ranks)) > 1
+        labels = distinct_names(hit.tensor.node for hit in hits)
+        target: TreeNode[Any] | None = None
+        for wp_id in sorted(groups):
+            group = groups[wp_id]
+            first = group[0]
+            title = f"{first.condition.abbr} {first.condition.name}"
+            label = Text.assemble(
+                (f"#{wp_id} ", "bold"), (title, "bold cyan"), (f"  {len(group)}", "bold red")
+            )
+            parent = tree.root.add(label, None, expand=True)
+            for hit in group[:MAX_ROWS_PER_GROUP]:
+                row = self._row(hit, multi_graph, multi_rank, labels)
+                leaf = parent.add_leaf(row, hit)
+                if keep is not None and id(hit) == keep:
+                    target = leaf
+            if len(group) > MAX_ROWS_PER_GROUP:
+                parent.add_leaf(
+                    Text(f"… {len(group) - MAX_ROWS_PER_GROUP} more: filter to see them", "dim")
+                )
+        tree.root.expand()
+        if target is None and tree.root.children and tree.root.children[0].children:
+            target = tree.root.children[0].children[0]  # the first hit, ready for Enter
+        if target is not None:
+            _ = tree._tree_lines  # line numbers are assigned by this (lazy) rebuild
+            tree.move_cursor(target)
+            # said here too: a cursor left on the same line number posts no highlight
+            self._show_detail(target.data)
+
+    @staticmethod
+    def _row(
+        hit: WatchpointHit,
+        multi_graph: bool,
+        multi_rank: bool,
+        labels: Mapping[str, str] | None = None,
+    ) -> Text:
+        ref = hit.tensor
+        detail, is_error = hit_detail(hit)
+        row = Text()
+        row.append(f"{hit.condition.abbr:<4}", style="bold")
+        label = (labels or {}).get(ref.node) or ref.node.rsplit("/", 1)[-1]
+        scope, _, short = label.rpartition("/")
+        if scope:
+            row.append(shown(scope) + "/", style="dim cyan")
+        row.append(shown(short), style="cyan")
+        row.append(f":{ref.slot}")
+        if hit.step is not None:
+            row.append(f" step {hit.step}", style="dim")
+        if multi_rank:
+            row.append(f" r{ref.rank}", style="dim")
+        if multi_graph and ref.graph:
+            row.append(f" {shown(ref.graph)}", style="dim")
+        row.append("  ")
+        # an error text may quote a file name
+        row.append(shown(detail), style="yellow" if is_error else "red")
+        return row
+
+    # ---------------------------------------------------------------- events
+    @on(Select.Changed)
+    def _filter_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        self._rebuild()
+
+    @on(Input.Changed, "#hit-filter-text")
+    def _name_filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._name_filter = name_filter(event.value)
+        self._rebuild()
+
+    @on(Input.Submitted, "#hit-filter-text")
+    def _name_filter_done(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.tree_view.focus()
+
+    @on(Tree.NodeHighlighted, "#hit-tree")
+    def _highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
+        event.stop()
+        self._show_detail(event.node.data)
+
+    def _show_detail(self, hit: WatchpointHit | None) -> None:
+        detail = self.query_one("#hit-detail", Static)
+        detail.set_class(hit is not None, "-shown")
+        if hit is not None:
+            detail.update(self.full_text(hit))
+
+    @staticmethod
+    def full_text(hit: WatchpointHit) -> Text:
+        """Everything a hit row says, uncut: the full node name, where, and the detail."""
+        ref = hit.tensor
+        text, is_error = hit_detail(hit)
+        where = f"step {hit.step}" if hit.step is not None else ""
+        if ref.graph:
+            where += f" · {shown(ref.graph)}"
+        where += f" · rank {ref.rank}"
+        return Text.assemble(
+            (f"#{hit.watchpoint_id} {hit.condition.abbr} ", "bold"),
+            (f"{shown(ref.node)}:{ref.slot}", "cyan"),
+            (f"  {where.strip(' ·')}\n", "dim"),
+            (shown(text), "yellow" if is_error else "red"),
+        )
+
+    @on(Tree.NodeSelected, "#hit-tree")
+    def _chosen(self, event: Tree.NodeSelected[Any]) -> None:
+        event.stop()
+        if event.node.data is not None:
+            self.post_message(HitChosen(event.node.data))

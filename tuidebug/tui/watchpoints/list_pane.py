@@ -1,0 +1,275 @@
+"""The watchpoint list (bottom pane) and the watched/hit badges the tree draws.
+
+Rows show the condition (abbreviation and name), its thresholds, what it watches and how
+many hits it has. Keys act on the highlighted row: Enter/e edit, d delete, space
+enable/disable; the app does the work (these only post `WatchpointAction`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual import on
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable
+
+from tuidebug.core.condition_catalogue import WatchpointError
+from tuidebug.core.graph import Category, Graph, Node
+from tuidebug.core.watch_targets import graph_relative
+from tuidebug.core.watch_targets import watched_nodes as resolve_watched
+from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
+from tuidebug.tui.kit.labels import number, shown
+from tuidebug.tui.messages import WatchpointAction
+
+Badges = tuple[set[str], set[str], dict[str, int], dict[str, int]]
+
+
+def watch_params(watchpoint: Watchpoint) -> dict[str, float]:
+    """The user-set parameters of a watchpoint as name → value (hidden ones left out)."""
+    visible = {p.name for p in watchpoint.condition.visible_params}
+    return {name: value for name, value in watchpoint.params.items() if name in visible}
+
+
+def params_text(watchpoint: Watchpoint) -> str:
+    values = watch_params(watchpoint)
+    return ", ".join(f"{k}={number(v)}" for k, v in values.items()) or "—"
+
+
+def targets_text(watchpoint: Watchpoint) -> str:
+    targets = watchpoint.targets
+    if not targets:
+        category = watchpoint.condition.target
+        return "every node" if category is Category.TENSOR else f"all {category.value}s"
+    # targets name nodes and scopes of the graph (or a peer's): escaped for the screen
+    names = ", ".join(shown(t.rsplit("/", 1)[-1] or t) for t in targets[:3])
+    if len(targets) > 3:
+        names += f" … +{len(targets) - 3}"
+    return names
+
+
+def watched_nodes(graph: Graph, watchpoint: Watchpoint) -> tuple[list[Node], list[str]]:
+    """(nodes a watchpoint watches in this graph, scope paths it names)."""
+    if watchpoint.graph_name and watchpoint.graph_name != graph.name:
+        return [], []
+    try:
+        nodes = resolve_watched(
+            watchpoint.condition,
+            watchpoint.targets,
+            graph,
+            constants=True,  # a constant named as a target is badged as watched
+            strip_graph_prefix=True,
+        )
+    except WatchpointError:
+        return [], []  # a target of another graph: nothing to badge here
+    scopes = [t for t in graph_relative(watchpoint.targets, graph) if graph.is_scope(t)]
+    return nodes, scopes
+
+
+def _add_ancestors(path: str, into: set[str]) -> None:
+    scope = path.rpartition("/")[0]
+    while scope and scope not in into:
+        into.add(scope)
+        scope = scope.rpartition("/")[0]
+
+
+def watch_badges(
+    graph: Graph, watchpoints: Sequence[Watchpoint], hits: Sequence[WatchpointHit]
+) -> Badges:
+    """Node names and scope paths to badge as watched, and hit counts per node and scope."""
+    nodes: set[str] = set()
+    scopes: set[str] = set()
+    for watchpoint in watchpoints:
+        if not watchpoint.enabled:
+            continue
+        found, named_scopes = watched_nodes(graph, watchpoint)
+        for scope in named_scopes:
+            scopes.add(scope)
+            _add_ancestors(scope, scopes)
+        for node in found:
+            if node.name not in nodes:
+                nodes.add(node.name)
+                _add_ancestors(node.ui_name, scopes)
+    node_hits: dict[str, int] = {}
+    scope_hits: dict[str, int] = {}
+    for hit in hits:
+        ref = hit.tensor
+        if ref.graph and ref.graph != graph.name:
+            continue
+        hit_node = graph.get(ref.node)
+        if hit_node is None:
+            continue
+        node_hits[hit_node.name] = node_hits.get(hit_node.name, 0) + 1
+        scope = hit_node.ui_name.rpartition("/")[0]
+        while scope:
+            scope_hits[scope] = scope_hits.get(scope, 0) + 1
+            scope = scope.rpartition("/")[0]
+    return nodes, scopes, node_hits, scope_hits
+
+
+# (key, header); the hit count sits before the long columns so a narrow terminal keeps it
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "#"),
+    ("on", "on"),
+    ("abbr", "cond"),
+    ("hits", "hits"),
+    ("name", "condition"),
+    ("params", "parameters"),
+    ("targets", "watches"),
+)
+FIXED_WIDTHS = (3, 2, 4, 4)
+# condition, parameters, watches: their widths at most, and the share of what is left
+FLEX_MAX = (30, 44, 44)
+FLEX_SHARE = (0.3, 0.38, 0.32)
+
+
+def column_widths(total: int) -> tuple[int, ...]:
+    """Column widths for a table `total` cells wide (borders, scrollbar and the two cells
+    of padding per column taken off), the long columns sharing what remains."""
+    padding = 2 * len(COLUMNS)
+    room = max(30, total - 4 - padding - sum(FIXED_WIDTHS))
+    flex = tuple(
+        max(8, min(limit, int(room * share)))
+        for limit, share in zip(FLEX_MAX, FLEX_SHARE, strict=True)
+    )
+    return (*FIXED_WIDTHS, *flex)
+
+
+class WatchpointList(DataTable[Any]):
+    """Bottom pane: the session's watchpoints."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("e", "edit", "Edit", id="watchpoints.edit"),
+        Binding("d,delete", "delete", "Delete", id="watchpoints.delete"),
+        Binding("space", "toggle_enabled", "On/off", id="watchpoints.toggle"),
+        Binding("home", "first_row", "First", show=False, id="watchpoints.first"),
+        Binding("end", "last_row", "Last", show=False, id="watchpoints.last"),
+    ]
+
+    CONTEXT_TITLE = "watchpoint list"
+    CONTEXT_HELP = (
+        "Every watchpoint of the session. Enter or e edits the highlighted one, d deletes it\n"
+        "(asks first), space enables or disables it; w creates a new one, r rechecks them all.\n"
+        "The hits column counts its hits in the current hit list (2 shows them).\n"
+        "Home / End go to the first / last one; ← → scroll long parameters into view."
+    )
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self._watchpoints: list[Watchpoint] = []
+        self._hit_counts: dict[int, int] = {}
+        self._widths: tuple[int, ...] = ()
+
+    def on_mount(self) -> None:
+        self._add_columns(self._fitting_widths(self.size.width or 160))
+        self._render_rows()
+
+    def on_resize(self) -> None:
+        self._relayout()
+
+    def _fitting_widths(self, width: int) -> tuple[int, ...]:
+        """The pane's share of each column, widened to the longest text of the long
+        columns: a row is never cut short, the table scrolls sideways (←/→) instead."""
+        widths = list(column_widths(width))
+        # the condition's name may stay cut (its abbreviation is beside it); parameters
+        # and targets are what the user set, shown whole
+        texts = [(params_text(wp), targets_text(wp)) for wp in self._watchpoints]
+        first = len(FIXED_WIDTHS) + 1
+        for i, column in enumerate(zip(*texts, strict=True), start=first):
+            widths[i] = max(widths[i], max(cell_len(text) for text in column))
+        return tuple(widths)
+
+    def _relayout(self) -> bool:
+        """New column widths where the size or the texts need them (True: rows redrawn)."""
+        widths = self._fitting_widths(self.size.width)
+        if widths == self._widths:
+            return False
+        self.clear(columns=True)
+        self._add_columns(widths)
+        self._render_rows()
+        return True
+
+    def _add_columns(self, widths: tuple[int, ...]) -> None:
+        self._widths = widths
+        for (key, label), size in zip(COLUMNS, self._widths, strict=True):
+            self.add_column(label, key=key, width=size)
+
+    def action_first_row(self) -> None:
+        """Home: the first watchpoint (DataTable's Home scrolls to the first column)."""
+        self.action_scroll_top()
+
+    def action_last_row(self) -> None:
+        """End: the last watchpoint."""
+        self.action_scroll_bottom()
+
+    @property
+    def watchpoints(self) -> list[Watchpoint]:
+        return list(self._watchpoints)
+
+    def set_watchpoints(self, watchpoints: Iterable[Watchpoint]) -> None:
+        self._watchpoints = list(watchpoints)
+        if self.is_mounted and self.columns and not self._relayout():
+            self._render_rows()
+
+    def set_hit_counts(self, counts: Mapping[int, int]) -> None:
+        self._hit_counts = dict(counts)
+        if self.is_mounted and self.columns:
+            self._render_rows()
+
+    def _render_rows(self) -> None:
+        keep = self.selected_id
+        self.clear()
+        if not self._watchpoints:
+            self.add_row("", "", "", "", Text("none yet: press w", "dim"), "", "")
+            return
+        for wp in self._watchpoints:
+            abbr, name = wp.condition.abbr, wp.condition.name
+            enabled = wp.enabled
+            hits = self._hit_counts.get(wp.id, 0)
+            style = "" if enabled else "dim"
+            self.add_row(
+                Text(str(wp.id), style=style),
+                Text("●" if enabled else "○", style="green" if enabled else "dim"),
+                Text(abbr, style="bold cyan" if enabled else "dim"),
+                Text(str(hits) if hits else "", style="bold red"),
+                Text(name, style=style),
+                Text(params_text(wp), style=style),
+                Text(targets_text(wp), style=style),
+                key=str(wp.id),
+            )
+        if keep is not None:
+            with contextlib.suppress(Exception):
+                self.move_cursor(row=self.get_row_index(str(keep)))
+
+    @property
+    def selected_id(self) -> int | None:
+        if not self._watchpoints or self.row_count == 0:
+            return None
+        try:
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:
+            return None
+        return int(key) if key and key.isdigit() else None
+
+    def _post(self, action: str) -> None:
+        self.post_message(WatchpointAction(action, self.selected_id))
+
+    def action_edit(self) -> None:
+        self._post("edit")
+
+    def action_delete(self) -> None:
+        self._post("delete")
+
+    def action_toggle_enabled(self) -> None:
+        self._post("toggle")
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if self._watchpoints:
+            self._post("edit")
+        else:
+            self.post_message(WatchpointAction("new"))
