@@ -51,7 +51,7 @@ def _mindinsight_knows(data_type: int, elem_type: int) -> bool:
     return 0 < elem_type <= _MI_LAST_TYPE or data_type in _MI_ELEMENT_TYPES
 
 
-class Source(dict):  # type: ignore[type-arg]
+class Source(dict):
     """One frame of `Node.stack`, as MindInsight's `Source`: attributes `file_path`,
     `line_no`, `code_line` and `has_substack`, and — as MindInsight documents it — a dict
     with those keys (`frame["file_path"]`, `frame.get(...)`, `json.dumps`). Read-only.
@@ -73,19 +73,19 @@ class Source(dict):  # type: ignore[type-arg]
 
     @property
     def file_path(self) -> str:
-        return self["file_path"]  # type: ignore[no-any-return]
+        return self["file_path"]
 
     @property
     def line_no(self) -> int:
-        return self["line_no"]  # type: ignore[no-any-return]
+        return self["line_no"]
 
     @property
     def code_line(self) -> str:
-        return self["code_line"]  # type: ignore[no-any-return]
+        return self["code_line"]
 
     @property
     def has_substack(self) -> bool:
-        return self["has_substack"]  # type: ignore[no-any-return]
+        return self["has_substack"]
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict of the four fields (MindInsight's method)."""

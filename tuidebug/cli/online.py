@@ -188,14 +188,14 @@ def _describe(event: object) -> str:
     return ", ".join(f"{k}={printable(v)}" for k, v in fields.items())
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler):
     """Writes to whatever `sys.stderr` is when a record comes: while the TUI runs, Textual
     captures stderr, so a server thread's warning never lands in the middle of the screen."""
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> TextIO:
         return sys.stderr
 

@@ -89,7 +89,9 @@ class DumpReplay:
         self._initial_cache: dict[tuple[str, str], np.ndarray | None] = {}
 
     # --------------------------------------------------------------- tensors
-    def load(self, g: _GraphReplay, node: str, slot: int, iteration: int, output: bool = True):
+    def load(
+        self, g: _GraphReplay, node: str, slot: int, iteration: int, output: bool = True
+    ) -> np.ndarray | None:
         f = g.index.lookup(node, slot, iteration, is_output=output)
         if f is None:
             return None

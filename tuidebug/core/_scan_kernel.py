@@ -40,7 +40,7 @@ def _disk_cache(func: Callable[..., Any]) -> Any:
     try:
         from numba.core import caching
 
-        class Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):  # type: ignore[misc, name-defined]
+        class Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
             """numba's user-wide locator, rooted in tuidebug's cache folder: one subfolder
             per installed copy of the source (numba's naming), stamped by its content."""
 
@@ -53,11 +53,11 @@ def _disk_cache(func: Callable[..., Any]) -> Any:
             def get_cache_path(self) -> str:
                 return self._cache_path
 
-        class Impl(caching.CompileResultCacheImpl):  # type: ignore[misc, name-defined]
+        class Impl(caching.CompileResultCacheImpl):
             # numba annotates this attribute as an instance variable; it is read from the class
             _locator_classes: ClassVar[list[type]] = [Locator]  # type: ignore[misc, assignment]
 
-        class Cache(caching.FunctionCache):  # type: ignore[misc, name-defined]
+        class Cache(caching.FunctionCache):
             _impl_class = Impl
 
             def load_overload(self, sig: Any, target_context: Any) -> Any:

@@ -123,11 +123,11 @@ def load() -> Callable[..., None] | None:
     if disabled():
         return None
     if "kernel" in _STATE:
-        return _STATE["kernel"]  # type: ignore[no-any-return]
+        return _STATE["kernel"]
     with _LOCK:
         if "kernel" not in _STATE:
             _STATE["kernel"] = _build()
-    return _STATE["kernel"]  # type: ignore[no-any-return]
+    return _STATE["kernel"]
 
 
 def _build() -> Callable[..., None] | None:
@@ -135,4 +135,4 @@ def _build() -> Callable[..., None] | None:
         from tuidebug.core import _scan_kernel
     except ImportError:
         return None  # numba missing (or broken): the numpy engine does the work
-    return _scan_kernel.unit  # type: ignore[no-any-return]
+    return _scan_kernel.unit

@@ -844,7 +844,7 @@ class _Scan:
     def _wait(ready: queue.SimpleQueue, helpers: list[Future]) -> tuple[int, object]:
         while True:
             try:
-                return ready.get(timeout=0.05)  # type: ignore[no-any-return]
+                return ready.get(timeout=0.05)
             except queue.Empty:
                 for f in helpers:
                     if f.done():
@@ -976,7 +976,7 @@ class _Scan:
                 if mins is not None and maxs is not None
                 else (math.nan, math.nan)
             )
-            one_signed = smin >= 0 or smax <= 0  # type: ignore[operator]
+            one_signed = smin >= 0 or smax <= 0
             abs_x = plan.abs_sum and not one_signed  # Σ|x| needs its own pass
             xs = xv[s:e]
             if not (self.use_prev or plan.sd or abs_x):
@@ -988,8 +988,8 @@ class _Scan:
                 ps is not None
                 and self.same_dtype
                 and self.closes_trivial
-                and smin > -_INF  # type: ignore[operator]
-                and smax < _INF  # type: ignore[operator]
+                and smin > -_INF
+                and smax < _INF
                 and xn[s] == ps[0]
                 and np.equal(xn[s:e], ps, out=flags[: e - s]).all()
             ):

@@ -97,7 +97,7 @@ def parse_search(text: str) -> SearchSpec:
     word = stripped.lower()
     word = _ALIASES.get(word, word)
     if word in SPECIALS:
-        return SearchSpec(word, special=word)  # type: ignore[arg-type]
+        return SearchSpec(word, special=word)
     if word == "zero":
         return SearchSpec(word, low=0.0, high=0.0)
     comparison = _COMPARISON.match(stripped)

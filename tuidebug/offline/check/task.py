@@ -79,7 +79,7 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
         except (ValueError, TypeError, OSError) as err:
             return _refused(task, err, root, [], nbytes)
         reported = tuple((i, r) for i, r in enumerate(evaluated) if r.reported)
-        return TaskResult(task.tid, reported, (), nbytes, True, tensor.dtype, tensor.shape)  # type: ignore[arg-type]
+        return TaskResult(task.tid, reported, (), nbytes, True, tensor.dtype, tensor.shape)
     previous = None
     prev_too_large = False
     if task.prev_path is not None:
@@ -114,7 +114,7 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
     dtype, shape = tensor.dtype, tensor.shape
     del tensor, previous
     reported = tuple((i, r) for i, r in enumerate(results) if r is not None and r.reported)
-    return TaskResult(task.tid, reported, tuple(problems), nbytes, True, dtype, shape)  # type: ignore[arg-type]
+    return TaskResult(task.tid, reported, tuple(problems), nbytes, True, dtype, shape)
 
 
 def _read(path: str, in_bin: BinTensorFile | None, root: str, max_bytes: int | None) -> np.ndarray:

@@ -110,7 +110,7 @@ def is_aclnn_name(op_type: str, op_name: str) -> bool:
     return first_is_name and not second_is_name
 
 
-def _has_data(entries: list) -> bool:  # type: ignore[type-arg]
+def _has_data(entries: list) -> bool:
     return any(e.is_file and classify_file_name(e.name) in _DATA_KINDS for e in entries)
 
 

@@ -197,10 +197,10 @@ def half_block_cell(
         # no half blocks without UTF-8 (use_terminal): a blank cell in the two rows' mean
         both = [rgb for rgb in (top_rgb, bottom_rgb) if rgb is not None]
         mean = tuple(sum(channel) // len(both) for channel in zip(*both, strict=True))
-        return " ", Style(bgcolor=_rgb(mean))  # type: ignore[arg-type]
+        return " ", Style(bgcolor=_rgb(mean))
     if top_rgb is None:
         # Only the lower half has data: draw it as a lower half block.
-        return "▄", Style(color=_rgb(bottom_rgb))  # type: ignore[arg-type]
+        return "▄", Style(color=_rgb(bottom_rgb))
     return HALF_BLOCK, Style(
         color=_rgb(top_rgb), bgcolor=_rgb(bottom_rgb) if bottom_rgb is not None else None
     )
@@ -265,4 +265,4 @@ def gradient(palette_name: str, width: int) -> list[Style]:
     if width <= 0:
         return []
     picks = np.rint(np.linspace(0, len(palette) - 1, width)).astype(int)
-    return [Style(bgcolor=_rgb(tuple(int(c) for c in palette[i]))) for i in picks]  # type: ignore[arg-type]
+    return [Style(bgcolor=_rgb(tuple(int(c) for c in palette[i]))) for i in picks]
