@@ -26,8 +26,8 @@ import pytest
 from tests.tui.support import wait_until
 from tuidebug import cli
 from tuidebug.cli import launch
-from tuidebug.cli import online as cli_online
 from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
+from tuidebug.online import listen_address
 
 TUIDEBUG = [sys.executable, "-m", "tuidebug"]
 
@@ -326,7 +326,7 @@ def test_wildcard_host_warning_says_whether_ipv6_listens_too(
         raise ServerStartError("Port 50051 on 0.0.0.0 is already in use; choose another.")
 
     monkeypatch.setattr(OnlineSession, "start", refuse)
-    monkeypatch.setattr(cli_online, "_has_ipv6", lambda: ipv6)
+    monkeypatch.setattr(listen_address, "has_ipv6", lambda: ipv6)
     assert cli.main(["online", "--host", "0.0.0.0"]) == 2
     warning = capsys.readouterr().err.splitlines()[0]
     assert "no authentication" in warning and "SSH tunnel" in warning

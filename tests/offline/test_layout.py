@@ -257,11 +257,11 @@ def test_history_and_previous_iteration(lenet_dump: Path) -> None:
 def test_graph_runs(lenet_dump: Path) -> None:
     rank = DumpLayout.open(lenet_dump).rank(0)
     runs = rank.graph_runs({0: "kernel_graph_0"})
-    assert [(r.count, r.iteration, r.graph_id, r.has_data, r.from_history) for r in runs] == [
-        (1, 0, 0, True, True),
-        (2, 1, 0, True, True),
-        (3, 2, 0, True, True),
-        (4, 3, 0, True, True),
+    assert [(r.iteration, r.has_data, r.from_history) for r in runs] == [
+        (0, True, True),
+        (1, True, True),
+        (2, True, True),
+        (3, True, True),
     ]
     assert {r.graph_name for r in runs} == {"kernel_graph_0"}
     assert rank.graph_runs()[0].graph_name == "kernel_graph_0"
@@ -546,13 +546,13 @@ def test_graph_without_history_is_listed_from_its_dumped_folders(
     assert rank.previous_iteration(1, 2) is None  # the checker's no-history rule decides
     assert rank.step_count == 4
     runs = rank.graph_runs({0: "kernel_graph_0", 1: "kernel_graph_1"})
-    assert [(r.count, r.graph_name, r.has_data, r.from_history) for r in runs] == [
+    assert [(r.iteration, r.graph_name, r.has_data, r.from_history) for r in runs] == [
+        (0, "kernel_graph_0", True, True),
         (1, "kernel_graph_0", True, True),
+        (1, "kernel_graph_1", True, False),
         (2, "kernel_graph_0", True, True),
         (2, "kernel_graph_1", True, False),
         (3, "kernel_graph_0", True, True),
-        (3, "kernel_graph_1", True, False),
-        (4, "kernel_graph_0", True, True),
     ]
 
 
@@ -565,9 +565,9 @@ def test_graph_without_history_past_the_root_history_extends_the_steps(
     add_graph_without_history(root, 1, {5: 3}, with_graph_file=False)
     rank = DumpLayout.open(root).rank(0)
     assert rank.step_count == 6
-    assert [(r.count, r.graph_id, r.from_history) for r in rank.graph_runs()][-2:] == [
-        (4, 0, True),
-        (6, 1, False),
+    assert [(r.iteration, r.graph_name, r.from_history) for r in rank.graph_runs()][-2:] == [
+        (3, "kernel_graph_0", True),
+        (5, "kernel_graph_1", False),
     ]
     assert rank.graph_runs()[-1].graph_name == "kernel_graph_1"  # no graph file
 
@@ -582,8 +582,14 @@ def test_many_graphs_without_history_are_one_problem(dump_2_0: Path, tmp_path: P
         "rank_0/execution_order has no ms_global_execution_order_graph_<id>.csv for graphs "
         "1–3, 5, so their iterations have no previous run for change conditions."
     ]
-    first = [(r.graph_id, r.from_history) for r in rank.graph_runs() if r.iteration == 0]
-    assert first == [(0, True), (1, False), (2, False), (3, False), (5, False)]
+    first = [(r.graph_name, r.from_history) for r in rank.graph_runs() if r.iteration == 0]
+    assert first == [
+        ("kernel_graph_0", True),
+        ("kernel_graph_1", False),
+        ("kernel_graph_2", False),
+        ("kernel_graph_3", False),
+        ("kernel_graph_5", False),
+    ]
 
 
 def test_history_not_covering_the_dump_is_discarded(dump_2_10: Path, tmp_path: Path) -> None:

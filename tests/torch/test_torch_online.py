@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import tuidebug.torch as tdb
+import tuidebug.torch.check_items as torch_check_items
 import tuidebug.torch.debugger as torch_debugger
 from tests.torch.support import (
     LogNet,
@@ -636,7 +637,7 @@ def test_read_backs_per_step_do_not_grow_with_the_watched_tensors(
 ) -> None:
     """The device path (forced on CPU): TensorOverflow on every node of a 5- and a
     41-module network, continue; the host read-backs of a step are the same few."""
-    monkeypatch.setattr(torch_debugger, "DEFER_ON_CPU", True)
+    monkeypatch.setattr(torch_check_items, "DEFER_ON_CPU", True)
     small, large = (_read_backs_per_step(depth, monkeypatch) for depth in (2, 20))
     # three check points a step (forward end, optimizer step, step end): a copy and a list each
     assert small == large == {"cpu": 3.0, "tolist": 3.0}, (small, large)

@@ -15,6 +15,7 @@ from typing import TextIO
 
 from tuidebug.cli.common import EXIT_OK, LogLine, UsageError, say
 from tuidebug.cli.watch_options import add_watch_arguments, watch_specs
+from tuidebug.online.listen_address import reachable_at
 
 NAME = "online"
 HELP = "wait for a training process to connect"
@@ -41,36 +42,6 @@ def _check_port(port: int, what: str = "--port") -> None:
         raise UsageError(f"{what} must be between 0 and 65535, not {port}.")
 
 
-# Hosts gRPC binds as "every address": one socket on [::], dual-stack where the machine has
-# IPv6 (gRPC clears IPV6_V6ONLY), so 0.0.0.0 listens on every IPv6 address too.
-_WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
-
-
-def _has_ipv6() -> bool:
-    """Whether this machine can bind an IPv6 socket (what gRPC tries first for a wildcard)."""
-    import socket
-
-    if not socket.has_ipv6:
-        return False
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
-            sock.bind(("::", 0))
-    except OSError:
-        return False
-    return True
-
-
-def _listening_where(host: str, port: int) -> str:
-    """Who can reach the server, for the no-authentication warning: a wildcard host is
-    every address of this machine, IPv6 included where gRPC binds it dual-stack."""
-    if host not in _WILDCARD_HOSTS:
-        return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
-    if _has_ipv6():
-        also = " (0.0.0.0 listens on IPv6 too: gRPC binds it as [::])" if host == "0.0.0.0" else ""
-        return f"port {port} on every IPv4 and IPv6 address of this machine{also}"
-    return f"port {port} on every IPv4 address of this machine"
-
-
 def run(args: argparse.Namespace) -> int:
     """Serve the debugger protocol; the TUI when it is built and stdin/stdout are a
     terminal, else the session's events as lines on stdout."""
@@ -87,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if args.host not in _LOOPBACK:
         say(
             f"tuidebug online: warning: the debugger protocol has no authentication; anyone "
-            f"who can reach {_listening_where(args.host, args.port)} can control the training "
+            f"who can reach {reachable_at(args.host, args.port)} can control the training "
             f"(prefer the default 127.0.0.1 and an SSH tunnel: "
             f"ssh -L {args.port}:127.0.0.1:{args.port})."
         )

@@ -1,8 +1,11 @@
 """`GraphRun`, one row of a graph's execution history, in a module of its own.
 
-`core.session` re-exports it; it lives here so that the dump model (`offline.dump`), and
-with it `tuidebug check` and `DumpAnalyzer`, can name it without importing the session
-interface and the watchpoint book behind it.
+`core.session` re-exports it; it lives here so that the dump layout that builds the rows
+(`offline.layout.sync_rank`) and the dump model that hands them on (`offline.dump`), and
+with them `tuidebug check` and `DumpAnalyzer`, can name it without importing the session
+interface and the watchpoint book behind it. There is one such row for every reader: the
+graph id a dump's row is found under only orders the rows, and MindInsight's 1-based step
+is `iteration + 1`, so neither is a field.
 """
 
 from __future__ import annotations

@@ -43,7 +43,6 @@ __all__ = [
     "SessionError",
     "SessionEvent",
     "SessionState",
-    "TensorArrived",
     "WatchpointsChanged",
 ]
 
@@ -141,11 +140,6 @@ class HitsArrived(SessionEvent):
     # the check of `step` was stopped part-way (`pause()` during a run): `hits` are the
     # ones it found before it stopped
     partial: bool = False
-
-
-@dataclass(frozen=True)
-class TensorArrived(SessionEvent):
-    ref: TensorRef
 
 
 @dataclass(frozen=True)

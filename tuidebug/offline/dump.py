@@ -241,11 +241,7 @@ class OfflineDump:
     def graph_runs(self, rank: int) -> list[GraphRun]:
         """Spec §5.7 graph runs of a rank, sorted by iteration then graph id."""
         names = {self._graph_file_ids.get((rank, n), -1): n for n in self.graphs(rank)}
-        runs = self.rank_layout(rank).graph_runs(names)
-        return [
-            GraphRun(r.iteration, r.graph_name, r.has_data, from_history=r.from_history)
-            for r in runs
-        ]
+        return self.rank_layout(rank).graph_runs(names)
 
     # ------------------------------------------------------------------ tensors
     def tensor_file(

@@ -45,6 +45,7 @@ from google.protobuf.message import DecodeError, Message
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug.core.graph_pb import raw_enum
+from tuidebug.online.listen_address import bound_addresses, format_address
 
 log = logging.getLogger("tuidebug.online")
 
@@ -786,10 +787,6 @@ def _handlers(servicer: EventListener) -> grpc.GenericRpcHandler:
     )
 
 
-def format_address(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
-
-
 def _check_port_free(host: str, port: int) -> None:
     """Bind a plain socket first: gRPC only says "Failed to bind" after logging its own
     error line, and we want one clear sentence for the user. Port 0 (any free port) is
@@ -873,28 +870,3 @@ def start_server(
     return RunningServer(
         server, servicer, format_address(host, bound), bound_addresses(host, bound)
     )
-
-
-_WILDCARDS = {"0.0.0.0", "::", "[::]", ""}
-
-
-def bound_addresses(host: str, port: int) -> tuple[str, ...]:
-    """The addresses a server bound to `host:port` listens on. gRPC binds a wildcard host
-    (0.0.0.0 or ::) as one dual-stack socket where the machine has IPv6, so 0.0.0.0 listens
-    on every IPv6 address too."""
-    if host not in _WILDCARDS:
-        return (format_address(host, port),)
-    if _has_ipv6():
-        return (f"0.0.0.0:{port}", f"[::]:{port}")
-    return (f"0.0.0.0:{port}",)
-
-
-def _has_ipv6() -> bool:
-    if not socket.has_ipv6:
-        return False
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
-            sock.bind(("::", 0))
-    except OSError:
-        return False
-    return True

@@ -55,7 +55,6 @@ from tuidebug.core.session import (
     SessionError,
     SessionEvent,
     SessionState,
-    TensorArrived,
     WatchpointsChanged,
 )
 from tuidebug.core.tensor import TensorRef
@@ -384,8 +383,6 @@ class OnlineSession(DebugSession):
         with self._lock:
             if self._meta.step == key[3]:
                 self._tensor_cache[key] = array
-        if array is not None:
-            self._post(TensorArrived(ref))
         return array
 
     def tensor_statistics(self, ref: TensorRef, previous: bool = False) -> WireStatistics | None:

@@ -30,10 +30,9 @@ overflow records that a PyTorch training does not have.
 Tensors are held by reference (no copies): forward outputs from forward hooks, output
 gradients from tensor hooks, parameter gradients from post-accumulate hooks (so
 `optimizer.zero_grad()` before `step_end()` does not lose them), parameters live (their
-values after the optimizer step at `step_end`). A held tensor that was later modified in
-place (an in-place ReLU after a convolution, `zero_grad(set_to_none=False)`) is reported as
-unavailable rather than shown with the wrong values. Previous-step copies are kept only for
-parameters watched by a change condition. A watched tensor costs one statistics pass (on
+values after the optimizer step at `step_end`); one modified in place since is reported as
+unavailable (see `capture.py`). Previous-step copies are kept only for parameters watched
+by a change condition. A watched tensor costs one statistics pass (on
 its own device) when it is produced.
 
 What is held: watched tensors always; every tensor of the step when someone is looking
@@ -52,7 +51,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -66,8 +65,10 @@ from tuidebug.client.protocol import (
     RunCommand,
     Selection,
 )
-from tuidebug.core.condition_catalogue import CHANGE_CONDITIONS, CheckRequest, CheckResult
-from tuidebug.torch.deferred import Launched, launch, settle
+from tuidebug.core.condition_catalogue import CHANGE_CONDITIONS
+from tuidebug.torch.capture import StepStore, eager, remove_handles
+from tuidebug.torch.check_items import UNAVAILABLE, launch_selection, param_item, tensor_item
+from tuidebug.torch.deferred import Launched, settle
 from tuidebug.torch.dump import DumpSink, StepSelection
 from tuidebug.torch.graph import (
     ForwardRecorder,
@@ -77,7 +78,7 @@ from tuidebug.torch.graph import (
     leaf_modules,
     trace_model,
 )
-from tuidebug.torch.stats import evaluate_tensor, evaluate_with_torch, to_numpy
+from tuidebug.torch.stats import to_numpy
 
 __all__ = [
     "Debugger",
@@ -90,7 +91,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("tuidebug.torch")
-_Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
 OnDisconnect = Literal["continue", "wait", "raise"]
 Keep = Literal["auto", "all", "watched"]
@@ -105,9 +105,6 @@ INTERACTIVE_SECONDS = 0.25
 # free running (a step budget from a tuidebug server): the longest the client goes without a
 # WaitCMD, so a pause or terminate takes effect within this plus one step
 FREE_RUN_SECONDS = 0.1
-# CPU tensors are decided at once by the numpy engine (nothing to wait for); tests set this
-# to take the device path (statistics queued, one read-back per check point) on CPU
-DEFER_ON_CPU = False
 
 
 class Terminated(Exception):
@@ -120,55 +117,6 @@ class DebuggerUnavailable(ConnectionError):
 
 class DebuggerWarning(UserWarning):
     """The debugger is gone and the training goes on without it (`on_disconnect="continue"`)."""
-
-
-# ================================================================================ capture
-class _Held:
-    """A captured tensor and its version: an in-place change after capture makes it stale."""
-
-    __slots__ = ("tensor", "version")
-
-    def __init__(self, tensor: torch.Tensor) -> None:
-        self.tensor = tensor.detach()
-        self.version = tensor._version
-
-    def get(self) -> torch.Tensor | None:
-        return self.tensor if self.tensor._version == self.version else None
-
-
-class _StepStore:
-    """What the current step produced: node name → output slots, and execution order."""
-
-    def __init__(self) -> None:
-        self.slots: dict[str, list[_Held | None]] = {}
-        self.order: dict[str, int] = {}
-        self.seq = 0
-
-    def put_all(self, name: str, tensors: Sequence[torch.Tensor]) -> None:
-        self.slots[name] = [_Held(t) for t in tensors]
-        self.order[name] = self.seq
-        self.seq += 1
-
-    def put(self, name: str, slot: int, tensor: torch.Tensor) -> None:
-        held = self.slots.get(name)
-        if held is None:
-            held = self.slots[name] = []
-            self.order[name] = self.seq
-            self.seq += 1
-        while len(held) <= slot:
-            held.append(None)
-        held[slot] = _Held(tensor)
-
-    def get(self, name: str, slot: int) -> torch.Tensor | None:
-        held = self.slots.get(name)
-        if held is None or slot >= len(held) or held[slot] is None:
-            return None
-        return held[slot].get()  # type: ignore[union-attr]
-
-    def clear(self) -> None:
-        self.slots.clear()
-        self.order.clear()
-        self.seq = 0
 
 
 # =============================================================================== debugger
@@ -229,7 +177,7 @@ class Debugger:
         self._last_wait = 0.0  # monotonic time the last command loop returned
         self.waits = 0  # step-end suspensions that did a WaitCMD (tests, benchmarks)
         self._pending: BaseException | None = None
-        self._store = _StepStore()
+        self._store = StepStore()
         self._counts: dict[str, int] = {}
         self._params: dict[str, nn.Parameter] = {}
         self._prev: dict[str, torch.Tensor] = {}
@@ -293,7 +241,7 @@ class Debugger:
         recorder = ForwardRecorder(self.model)
         recorder.__enter__()
         self._recorder = recorder
-        self._recorder_handles.append(self.model.register_forward_hook(_eager(self._recorded)))
+        self._recorder_handles.append(self.model.register_forward_hook(eager(self._recorded)))
 
     def _recorded(self, module: nn.Module, args: Any, output: Any) -> None:
         recorder = self._recorder
@@ -380,9 +328,9 @@ class Debugger:
                 if client is None:
                     return
                 sels = client.select(self.check_items(), running)
-                launched = [self._launch(sel) for sel in sels]
+                launched = [launch_selection(sel) for sel in sels]
                 hits = client.hits_of(
-                    sels, settle([lc if lc is not None else _UNAVAILABLE for lc in launched])
+                    sels, settle([lc if lc is not None else UNAVAILABLE for lc in launched])
                 )
                 if hits:
                     client.send_hits(hits)
@@ -589,15 +537,9 @@ class Debugger:
         if client is None:
             return
         for sel in client.select(items, self.step + 1, recheck=True, per_kernel=True):
-            launched = self._launch(sel)
+            launched = launch_selection(sel)
             if launched is not None:
                 self._deferred.append((sel, launched))
-
-    @staticmethod
-    def _launch(sel: Selection) -> Launched | None:
-        assert sel.item.launch is not None
-        launched = sel.item.launch(sel.requests, sel.wants_previous)
-        return launched if isinstance(launched, Launched) else None
 
     def _check_point(self) -> None:
         """Decide the checks launched since the last check point; suspend at each kernel
@@ -701,11 +643,11 @@ class Debugger:
             order = self._store.order.get(name, 0)
             for slot, held in enumerate(slots):
                 if held is not None:
-                    items.append(self._item(name, slot, order, held))
+                    items.append(tensor_item(name, slot, order, held, self._note_stale))
         end = self._store.seq
         for i, (name, param) in enumerate(self._params.items()):
             if name in watched:
-                items.append(self._param_item(name, param, end + i))
+                items.append(param_item(name, param, end + i, partial(self._previous, name)))
         items.sort(key=lambda item: item.order)
         return items
 
@@ -713,69 +655,14 @@ class Debugger:
         slots = self._store.slots.get(name, [])
         order = self._store.order.get(name, 0)
         return [
-            self._item(name, slot, order, held)
+            tensor_item(name, slot, order, held, self._note_stale)
             for slot, held in enumerate(slots)
             if held is not None
         ]
 
-    def _item(self, name: str, slot: int, order: int, held: _Held) -> CheckItem:
-        def load() -> np.ndarray | None:
-            tensor = held.get()
-            return to_numpy(tensor) if tensor is not None else None
-
-        def check(requests: Sequence[CheckRequest], wants_prev: bool) -> list[CheckResult] | None:
-            tensor = held.get()
-            if tensor is None:
-                self._note_stale(name)
-                return None
-            return evaluate_tensor(tensor, requests, None)
-
-        def start(requests: Sequence[CheckRequest], wants_prev: bool) -> Launched:
-            tensor = held.get()
-            if tensor is None:
-                self._note_stale(name)
-                return _UNAVAILABLE
-            if tensor.device.type == "cpu" and not DEFER_ON_CPU:
-                return Launched(requests, results=evaluate_tensor(tensor, requests, None))
-
-            def exact() -> list[CheckResult] | None:
-                current = held.get()  # None once changed in place after it was produced
-                return evaluate_with_torch(current, requests) if current is not None else None
-
-            return launch(tensor, requests, None, exact)
-
-        return CheckItem(name, slot, order, False, load=load, evaluate=check, launch=start)
-
-    def _param_item(self, name: str, param: nn.Parameter, order: int) -> CheckItem:
-        def load() -> np.ndarray | None:
-            return to_numpy(param)
-
-        def load_previous() -> np.ndarray | None:
-            prev = self._prev.get(name)
-            return to_numpy(prev) if prev is not None else None
-
-        def check(requests: Sequence[CheckRequest], wants_prev: bool) -> list[CheckResult]:
-            prev = self._prev.get(name) if wants_prev else None
-            return evaluate_tensor(param, requests, prev)
-
-        def start(requests: Sequence[CheckRequest], wants_prev: bool) -> Launched:
-            prev = self._prev.get(name) if wants_prev else None
-            if param.device.type == "cpu" and not DEFER_ON_CPU:
-                return Launched(requests, results=evaluate_tensor(param, requests, prev))
-            return launch(
-                param, requests, prev, partial(evaluate_with_torch, param, requests, prev)
-            )
-
-        return CheckItem(
-            name,
-            0,
-            order,
-            True,
-            load=load,
-            load_previous=load_previous,
-            evaluate=check,
-            launch=start,
-        )
+    def _previous(self, name: str) -> torch.Tensor | None:
+        # looked up when used: `_snapshot_previous` replaces the dict, items may outlive it
+        return self._prev.get(name)
 
     def _note_stale(self, name: str) -> None:
         if name not in self._warned:
@@ -817,34 +704,32 @@ class Debugger:
             return
         forward, grads, optimizer = self._needs()
         if forward and not self._fwd_handles:
-            self._fwd_handles.append(self.model.register_forward_pre_hook(_eager(self._root_pre)))
-            self._fwd_handles.append(self.model.register_forward_hook(_eager(self._forward_done)))
+            self._fwd_handles.append(self.model.register_forward_pre_hook(eager(self._root_pre)))
+            self._fwd_handles.append(self.model.register_forward_hook(eager(self._forward_done)))
             for qualname, module in leaf_modules(self.model).items():
                 hook = self._make_forward_hook(qualname)
-                self._fwd_handles.append(module.register_forward_hook(_eager(hook)))
+                self._fwd_handles.append(module.register_forward_hook(eager(hook)))
         elif not forward:
-            _remove(self._fwd_handles)
+            remove_handles(self._fwd_handles)
         if grads and not self._grad_handles:
             for name, param in self._params.items():
                 gname = self._param_grad_name.get(name)
                 if gname is not None and param.requires_grad:
                     hook = partial(self._on_param_grad, gname)
-                    self._grad_handles.append(
-                        param.register_post_accumulate_grad_hook(_eager(hook))
-                    )
+                    self._grad_handles.append(param.register_post_accumulate_grad_hook(eager(hook)))
         elif not grads:
-            _remove(self._grad_handles)
+            remove_handles(self._grad_handles)
         if optimizer and not self._opt_handles and self.optimizer is not None:
             self._opt_handles.append(
-                self.optimizer.register_step_pre_hook(_eager(self._before_update))
+                self.optimizer.register_step_pre_hook(eager(self._before_update))
             )
         elif not optimizer:
-            _remove(self._opt_handles)
+            remove_handles(self._opt_handles)
 
     def _remove_hooks(self) -> None:
-        _remove(self._fwd_handles)
-        _remove(self._grad_handles)
-        _remove(self._opt_handles)
+        remove_handles(self._fwd_handles)
+        remove_handles(self._grad_handles)
+        remove_handles(self._opt_handles)
 
     def _root_pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         self._counts.clear()  # call numbering restarts with every pass through the model
@@ -891,7 +776,7 @@ class Debugger:
                 ):
                     for slot, t in enumerate(outs):
                         if t.requires_grad:
-                            t.register_hook(_eager(partial(self._on_output_grad, gname, slot)))
+                            t.register_hook(eager(partial(self._on_output_grad, gname, slot)))
             if online and not self._suspended:
                 self._after_kernel(name)
 
@@ -916,13 +801,7 @@ class Debugger:
     # ===================================================================== dump
     def _write_dump(self, iteration: int) -> None:
         assert self._dump is not None and self.graph is not None
-        tensors: dict[str, list[torch.Tensor | None]] = {}
-        stale = []
-        for name, slots in self._store.slots.items():
-            values = [h.get() if h is not None else None for h in slots]
-            if any(h is not None and v is None for h, v in zip(slots, values, strict=True)):
-                stale.append(name)
-            tensors[name] = values
+        tensors, stale = self._store.values()
         for name, param in self._params.items():
             tensors[name] = [param.detach()]
         # the graph's own order (forward calls, then backward), not this step's capture
@@ -931,23 +810,6 @@ class Debugger:
         self._dump.write(iteration, self.graph, tensors, order)
         for name in stale:
             self._note_stale(name)
-
-
-def _eager(hook: _Hook) -> _Hook:
-    """The hook runs eagerly, outside any `torch.compile` graph: dynamo would otherwise trace
-    into the debugger and break the graph at each of its data-dependent steps (and warn at
-    every step); a disabled function is called as it is, between the compiled parts."""
-    return torch.compiler.disable(hook, recursive=True)
-
-
-# a tensor that is not available (changed in place since it was produced): no results
-_UNAVAILABLE = Launched((), results=None)
-
-
-def _remove(handles: list[Any]) -> None:
-    for handle in handles:
-        handle.remove()
-    handles.clear()
 
 
 # ================================================================================ API

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuidebug.core.graph_run import GraphRun
 from tuidebug.offline.files.execution_order import OrderFileError, read_execution_order
 from tuidebug.offline.files.listing import MAX_NAMED_PER_FOLDER, Entry, Scanner
 from tuidebug.offline.files.metadata import DumpSettings, read_settings
@@ -51,7 +52,6 @@ from tuidebug.offline.layout.iteration_folder import IterationListing, list_iter
 __all__ = [
     "DumpError",
     "GraphFiles",
-    "GraphRun",
     "RankLayout",
 ]
 
@@ -72,20 +72,6 @@ class GraphFiles:
     graph_id: int
     pb: Path | None = None
     ir: Path | None = None
-
-
-@dataclass(frozen=True)
-class GraphRun:
-    """One row of the graph-runs list (spec §5.7)."""
-
-    count: int  # iteration + 1, the 1-based step MindInsight shows
-    iteration: int
-    graph_id: int
-    graph_name: str
-    has_data: bool
-    # False: the graph has no usable history file (sub-graphs of a control-flow net have
-    # none), so its runs are its dumped iteration folders and each has data
-    from_history: bool = True
 
 
 class RankLayout:
@@ -442,21 +428,23 @@ class RankLayout:
         return self._statistics[key]
 
     def graph_runs(self, graph_names: Mapping[int, str] | None = None) -> list[GraphRun]:
-        """Spec §5.7: one row per root graph and iteration of its history, sorted by count
-        then graph id. A graph without a usable history file (the sub-graphs of a
+        """Spec §5.7: one row per root graph and iteration of its history, sorted by
+        iteration then graph id. A graph without a usable history file (the sub-graphs of a
         control-flow net, or every graph when the rank's history is discarded) is listed
         from its dumped iteration folders, with `from_history=False`; MindInsight would
         list nothing for it."""
         names = graph_names or {}
-        runs: list[GraphRun] = []
+        # (iteration, graph id, run): the graph id orders a step's runs and is not shown
+        keyed: list[tuple[int, int, GraphRun]] = []
         for gid, (iterations, from_history) in self._run_iterations().items():
             dumped = set(self.dumped_iterations.get(gid, ()))
             name = names.get(gid, f"kernel_graph_{gid}")
-            runs.extend(
-                GraphRun(i + 1, i, gid, name, i in dumped, from_history) for i in iterations
+            keyed.extend(
+                (i, gid, GraphRun(i, name, i in dumped, from_history=from_history))
+                for i in iterations
             )
-        runs.sort(key=lambda r: (r.count, r.graph_id))
-        return runs
+        keyed.sort(key=lambda k: (k[0], k[1]))
+        return [run for _, _, run in keyed]
 
 
 # ---------------------------------------------------------------------- helpers
