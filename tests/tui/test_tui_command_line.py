@@ -313,3 +313,56 @@ async def test_lenet_lt_link_and_pt(dump_2_0: Path) -> None:
             assert any(line.startswith("  count 840") for line in lines)
     finally:
         session.close()
+
+
+# ------------------------------------------------------------- hostile names
+async def test_tab_never_turns_a_hostile_node_name_into_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state_home: Path
+) -> None:
+    """Issue 27: Tab after ``eval ` `` offered a node named `` `w`+<Python>+`w `` as raw
+    text; closing the backquote and Enter ran the Python, and ↑ ran it again. Tab must
+    insert the name as an escaped reference, which evaluates to the node's tensor."""
+    from tests.commands.test_hostile_names import (
+        HOSTILE_REFERENCE,
+        PAYLOAD_FILE,
+        write_hostile_dump,
+    )
+
+    monkeypatch.chdir(tmp_path)  # the payload writes into the working folder
+    session = OfflineSession(write_hostile_dump(tmp_path / "dump"))
+    app = DebuggerApp(session, start_session=True)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            panel = await open_command_line(pilot)
+            for typed in ("eval `", "eval ```"):  # several candidates: type the name's `
+                panel.input.value = typed
+                panel.input.cursor_position = len(typed)
+                await pilot.press("tab")
+                if panel.input.value != typed:
+                    break
+            line = panel.input.value.rstrip()
+            if line.count("`") % 2:  # the user closes a reference left open
+                line += "`"
+            lines = await run(pilot, panel, line)
+            assert not (tmp_path / PAYLOAD_FILE).exists(), "a node name ran as Python"
+            assert line == f"eval {HOSTILE_REFERENCE}"
+            assert "[7., 7., 7., 7.]" in lines  # the hostile node's own tensor
+            saved = command_history_file().read_text(encoding="utf-8").splitlines()
+            assert saved[-1] == line
+            before = panel.output.line_count
+            await pilot.press("up")
+            assert panel.input.value == line
+            await pilot.press("enter")
+            await wait_until(
+                pilot,
+                lambda: panel.running is None and panel.output.line_count > before + 1,
+                what="the line from the history to run",
+            )
+            assert not (tmp_path / PAYLOAD_FILE).exists()
+            panel.input.value = "eval `ctl"
+            panel.input.cursor_position = len(panel.input.value)
+            await pilot.press("tab")
+            assert "cannot be named in a command line" in str(panel.hint.render())
+    finally:
+        session.close()

@@ -4,7 +4,9 @@ A command is a name, a few aliases, an argparse parser and a handler. The regist
 a line the shell way (quotes, backslashes), peels a trailing `> FILE` redirection off,
 parses the rest and runs the handler; every user mistake comes back as `Output.error`, one
 sentence, never an exception. It also completes a partly typed line (command names,
-flags, node names) for the TUI's Tab and documents itself (`help`).
+flags, node names) for the TUI's Tab and documents itself (`help`). A completed node name
+is written so that the line reads it back as that name and nothing else (`references`):
+escaped for the split, and inside `eval` as a backquoted reference.
 """
 
 from __future__ import annotations
@@ -20,6 +22,15 @@ from typing import NoReturn
 
 from tuidebug.commands.context import CommandContext, CommandError
 from tuidebug.commands.output import Output, Span
+from tuidebug.commands.references import (
+    BACKQUOTE,
+    common_prefix,
+    encode_word,
+    escape_name,
+    open_reference,
+    unreferable,
+    word_at_end,
+)
 
 __all__ = ["Command", "CommandParser", "CommandRegistry", "Completion"]
 
@@ -46,7 +57,8 @@ class Command:
     parser: CommandParser
     handler: Handler
     aliases: tuple[str, ...] = ()
-    # the positional argument completes node names (ni, li, pt…), file paths (ps) or nothing
+    # the positional argument completes node names (ni, li, pt…), backquoted references to
+    # them (eval), file paths (ps) or nothing
     completes: str = "node"
 
     def flags(self) -> list[str]:
@@ -61,11 +73,17 @@ class Completion:
 
     start: int
     candidates: tuple[str, ...]
+    # the candidates' common start when the registry wrote it: a prefix of escaped names
+    # could end inside an escape (half a doubled backquote, a lone backslash)
+    common_text: str | None = None
+    # one sentence when names were left out, or when nothing completes here and why
+    note: str = ""
 
     @property
     def common(self) -> str:
-        # a string prefix, not a path: node names complete character by character
-        return os.path.commonprefix(list(self.candidates)) if self.candidates else ""  # noqa: RUF071
+        if self.common_text is not None:
+            return self.common_text
+        return common_prefix(self.candidates)
 
 
 @dataclass
@@ -144,8 +162,45 @@ class CommandRegistry:
         if command.completes == "path":
             return Completion(start, tuple(_paths(word)))
         if command.completes == "node":
-            return Completion(start, tuple(_names(self.context.node_names(), word)))
+            return self._complete_name(line)
+        if command.completes == "reference":
+            return self._complete_reference(line)
         return Completion(start, ())
+
+    def _complete_name(self, line: str) -> Completion:
+        """Node names for the word the line ends in, each escaped for the line's split (a
+        name holding a space, a quote or `> FILE` stays one word: the name)."""
+        word = word_at_end(line)
+        found, note = _referable_names(self.context.node_names(), word.text)
+        return Completion(
+            word.start,
+            tuple(encode_word(name) for name in found),
+            encode_word(common_prefix(found)),
+            note,
+        )
+
+    def _complete_reference(self, line: str) -> Completion:
+        """In `eval`, names complete only inside a backquoted reference, and each is
+        written as one (escaped, closed when it is a whole node name): a name never
+        reaches the expression as text of its own."""
+        ref = open_reference(line)
+        if ref is None:
+            note = "Tensor names complete inside backquotes: type ` and then Tab."
+            return Completion(len(line), (), note=note)
+        names = self.context.node_names()
+        found, note = _referable_names(names, ref.partial)
+        whole = set(names)
+
+        def written(name: str, close: bool) -> str:
+            text = escape_name(name) + (BACKQUOTE if close else "")
+            return BACKQUOTE + encode_word(text, ref.quote)
+
+        return Completion(
+            ref.start,
+            tuple(written(name, name in whole) for name in found),
+            written(common_prefix(found), False),
+            note,
+        )
 
 
 def _split(line: str) -> tuple[list[str], str | None]:
@@ -173,6 +228,22 @@ def _redirect(out: Output, target: str) -> Output:
     done = Output()
     done.add(f"Wrote {len(out.lines)} lines to {path.resolve()}.")
     return done
+
+
+def _referable_names(names: Sequence[str], word: str) -> tuple[list[str], str]:
+    """The candidates for `word` that a command line can name, and a sentence for those
+    it cannot (a control character or a line break in the name)."""
+    refused = [name for name in names if name.startswith(word) and unreferable(name)]
+    if not refused:
+        return _names(names, word), ""
+    note = unreferable(refused[0]) or ""
+    if len(refused) > 1:
+        note = (
+            f"{len(refused)} nodes cannot be named in a command line: their names hold a "
+            "control character or a line break."
+        )
+    kept = [name for name in names if not unreferable(name)]
+    return _names(kept, word), note
 
 
 def _names(names: Sequence[str], word: str) -> list[str]:

@@ -6,8 +6,10 @@
     eval "np.abs(`fc3.weight:0` - `fc3.weight:0@2`).max()"
 
 `eval` runs a Python expression the user typed, with `np` and the tensors named in
-backquotes bound; like tfdbg's `eval` it trusts its user as a Python prompt does, and it is
-never fed anything read from a dump or the network.
+backquotes bound; like tfdbg's `eval` it trusts its user as a Python prompt does. Nothing
+read from a dump or the network ever becomes its code: the references are cut out of the
+expression and resolved to tensors first (`references.split_expression`), and Python
+compiles only the user's text with a fresh variable in place of each reference.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ import ast
 import math
 import re
 from pathlib import Path
+from types import CodeType
 
 import numpy as np
 
-from tuidebug.commands.context import CommandContext, CommandError, parse_tensor_name
+from tuidebug.commands.context import CommandContext, CommandError, TensorName, parse_tensor_name
 from tuidebug.commands.output import Link, Output, Span
+from tuidebug.commands.references import split_expression
 from tuidebug.commands.registry import Command, CommandParser, parser
 from tuidebug.core.tensor import (
     SliceError,
@@ -289,9 +293,6 @@ def _link(ctx: CommandContext, node: str) -> Link | None:
 
 
 # ==================================================================== eval
-_QUOTED = re.compile(r"`([^`]+)`")
-
-
 def _eval_parser() -> CommandParser:
     p = parser("eval", "Evaluate a numpy expression over tensors written `NAME:SLOT@ITERATION`.")
     p.add_argument("expression", nargs="+", help="e.g. np.abs(`fc3.weight:0`).max()")
@@ -300,28 +301,62 @@ def _eval_parser() -> CommandParser:
     return p
 
 
-def evaluate(args: argparse.Namespace, ctx: CommandContext) -> Output:
-    expression = " ".join(args.expression)
+def _reference_name(ctx: CommandContext, text: str) -> TensorName:
+    """A reference's tensor. A whole node name wins over reading its end as `:SLOT`,
+    `@ITERATION` or `[SLICE]`: completion writes whole names, which may end like that."""
+    for graph in ctx.graphs():
+        if graph.get(text) is not None:
+            return TensorName(text, 0, None, "")
+    return parse_tensor_name(text)
+
+
+def _placeholder_prefix(user_text: str) -> str:
+    """A variable name prefix the user's own text does not use, so a reference's variable
+    can neither shadow nor be shadowed by anything the user wrote."""
+    prefix = "_tuidebug_ref"
+    while prefix in user_text:
+        prefix += "_"
+    return prefix
+
+
+def _compile(expression: str, ctx: CommandContext) -> tuple[CodeType, dict[str, object]]:
+    """The expression's code and its variables: each backquoted reference becomes a fresh
+    variable bound to its tensor before Python sees anything, so what Python compiles is
+    only the user's own text and those variable names (a name is never source text)."""
+    pieces = split_expression(expression)
+    user_text = "".join(piece for piece in pieces if isinstance(piece, str))
+    prefix = _placeholder_prefix(user_text)
     bound: dict[str, object] = {}
-    names: dict[str, str] = {}
-
-    def bind(match: re.Match[str]) -> str:
-        text = match.group(1)
-        if text not in names:
-            _ref, array = ctx.value(parse_tensor_name(text))
-            names[text] = var = f"_t{len(names)}"
+    variables: dict[str, str] = {}
+    code_parts: list[str] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            code_parts.append(piece)
+            continue
+        var = variables.get(piece.text)
+        if var is None:
+            name = _reference_name(ctx, piece.text)
+            _ref, array = ctx.value(name)
+            if name.slice:
+                array = np.asarray(array[_index(name.slice, array.shape)])
+            var = variables[piece.text] = f"{prefix}{len(variables)}"
             bound[var] = array
-        return names[text]
-
-    code_text = _QUOTED.sub(bind, expression)
-    if "`" in code_text:
-        raise CommandError("A backquote is not closed: write tensors as `NAME:SLOT@ITERATION`.")
+        # spaces keep the variable its own token: a`x` must not read as one name
+        code_parts.append(f" {var} ")
     try:
-        code = compile(code_text, "<eval>", "eval")
+        # stripped: an expression that starts with a reference starts with its space
+        code = compile("".join(code_parts).strip(), "<eval>", "eval")
     except SyntaxError as err:
         raise CommandError(f"The expression is not valid Python: {err.msg}.") from None
-    # numpy's C code imports lazily through the builtins of the calling frame, so the
-    # expression keeps Python's builtins (it is the user's own code, as at a Python prompt)
+    return code, bound
+
+
+def evaluate(args: argparse.Namespace, ctx: CommandContext) -> Output:
+    expression = " ".join(args.expression)
+    code, bound = _compile(expression, ctx)
+    # the user's own expression, as at a Python prompt, so it keeps Python's builtins
+    # (numpy's C code also imports lazily through the calling frame's builtins); nothing
+    # from a dump is in `code`, only in the arrays bound to its variables
     scope = {"np": np, "numpy": np, "math": math}
     try:
         with np.errstate(all="ignore"):
@@ -346,5 +381,5 @@ def evaluate(args: argparse.Namespace, ctx: CommandContext) -> Output:
 TENSOR_COMMANDS = (
     Command("lt", "list the step's tensors (filter, sort)", _lt_parser(), list_tensors, ("list_tensors",), "none"),
     Command("pt", "print a tensor or a slice of it", _pt_parser(), print_tensor, ("print_tensor",)),
-    Command("eval", "evaluate numpy over `tensors`", _eval_parser(), evaluate, ("ev",), "node"),
+    Command("eval", "evaluate numpy over `tensors`", _eval_parser(), evaluate, ("ev",), "reference"),
 )  # fmt: skip

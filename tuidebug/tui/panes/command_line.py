@@ -690,7 +690,9 @@ class CommandLine(Vertical):
         word = head[completion.start :]
         candidates = completion.candidates
         if not candidates:
-            self._show_hint(f"Nothing completes {word!r}." if word else "Nothing to complete here.")
+            # the registry's sentence says why (a name no line can carry, eval outside `…`)
+            nothing = f"Nothing completes {word!r}." if word else "Nothing to complete here."
+            self._show_hint(completion.note or nothing)
             self.app.bell()
             return
         if len(candidates) == 1:
