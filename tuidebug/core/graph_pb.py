@@ -646,7 +646,19 @@ def parse_location(text: str, group: int = 0) -> StackFrame:
     m = _LOC_COLON.match(text) or _LOC_PAREN.match(text)
     if m is None:
         return StackFrame("", None, text, group)
-    return StackFrame(m.group("path"), int(m.group("line")), (m.group("code") or "").strip(), group)
+    return StackFrame(
+        m.group("path"), _line_number(m.group("line")), (m.group("code") or "").strip(), group
+    )
+
+
+# No source file has a line past 18 digits; a stack from a dump may claim one, and int() of
+# more than 4,300 digits raises ValueError (CPython's limit), which would make the whole
+# graph unreadable for one absurd frame: such a frame keeps its path without a line.
+_MAX_LINE_DIGITS = 18
+
+
+def _line_number(digits: str) -> int | None:
+    return int(digits) if len(digits) <= _MAX_LINE_DIGITS else None
 
 
 def parse_source_address(text: str) -> list[StackFrame]:

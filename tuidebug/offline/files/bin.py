@@ -71,6 +71,7 @@ from google.protobuf.message import DecodeError
 
 from tuidebug._proto import dump_data_pb2 as pb
 from tuidebug.core.tensor import BFLOAT16
+from tuidebug.offline.files.names import MAX_NAME_DIGITS
 from tuidebug.offline.files.npy import (
     TensorFileError,
     TensorHeaderError,
@@ -209,7 +210,11 @@ def parse_bin_file_name(name: str, *, op_name_first: bool = False) -> BinFileNam
     aclnn order `{op_name}.{op_type}.…`, whose op type is the last part before the numbers.
     """
     parts = name.split(".")
-    if len(parts) < 5 or not all(p.isascii() and p.isdigit() for p in parts[-3:]):
+    # at most MAX_NAME_DIGITS digits: a `mapping.csv` may give a name of thousands, which
+    # int() refuses with ValueError (names.MAX_NAME_DIGITS)
+    if len(parts) < 5 or not all(
+        p.isascii() and p.isdigit() and len(p) <= MAX_NAME_DIGITS for p in parts[-3:]
+    ):
         return None
     head = parts[:-3]
     if op_name_first:

@@ -31,7 +31,11 @@ from tuidebug.offline.files.bin import (
     read_bin_slot,
 )
 from tuidebug.offline.files.names import TensorFile
-from tuidebug.offline.files.npy import TensorOutsideRootError, TensorTooLargeError
+from tuidebug.offline.files.npy import (
+    TensorHeaderError,
+    TensorOutsideRootError,
+    TensorTooLargeError,
+)
 
 __all__ = [
     "BinTensorFile",
@@ -55,11 +59,17 @@ class BinTensorFile(TensorFile):
 def bin_tensor_files(folder: str, disk_name: str, real_name: str) -> list[BinTensorFile]:
     """The tensors of the `.bin` file `disk_name` of `folder`, named by `real_name` (the
     same, or what `mapping.csv` says it stands for). Reads the file's header only; raises
-    `TensorFileError` (one sentence naming the file) when it cannot be read. A name that
-    does not parse gives no tensor (the caller classified it as a `.bin` name first)."""
+    `TensorFileError` (one sentence naming the file) when it cannot be read, or when
+    `real_name` does not parse (the caller classified it as a `.bin` name first, so only a
+    `mapping.csv` name that looks like one can fail here, e.g. with a number of thousands
+    of digits): its tensors are unknown, which must make a check incomplete, not vanish."""
     parsed = parse_bin_file_name(real_name)
     if parsed is None:
-        return []
+        said = "the name mapping.csv gives it" if real_name != disk_name else "its name"
+        raise TensorHeaderError(
+            os.path.join(folder, disk_name),
+            f"{disk_name} cannot be read: {said} is not an Ascend dump file name.",
+        )
     # aclop order (`{op_type}.{op_name}.…`); the async layout swaps aclnn's names itself,
     # as it decides for every file of a device-level folder (async_layout._aclnn_swapped)
     dump = read_bin_header(os.path.join(folder, disk_name))

@@ -12,6 +12,7 @@ MAX_ORDER_BYTES = 256 << 20  # one kernel name per line; 256 MiB is millions of 
 # graph run (a Python object of ~100 bytes), so the cap is what bounds that list.
 MAX_HISTORY_BYTES = 32 << 20
 EXECUTION_ORDER_HEADER = "NodeExecutionOrder-FullNameWithScope"
+_MAX_ITERATION_DIGITS = 20
 
 
 class OrderFileError(ValueError):
@@ -59,7 +60,9 @@ def read_graph_history(path: Path, label: str | None = None) -> tuple[list[int],
         first = line.split(",", 1)[0].strip()
         if not first:
             continue
-        if first.isdigit() and first.isascii():
+        # at most 20 digits (uint64): int() of more than 4,300 raises ValueError, and no
+        # training runs 10**20 steps, so a longer run of digits is a bad line like any other
+        if first.isdigit() and first.isascii() and len(first) <= _MAX_ITERATION_DIGITS:
             iterations.append(int(first))
         else:
             bad += 1

@@ -27,6 +27,11 @@ from enum import Enum
 from pathlib import Path
 
 IO_NAMES = frozenset({"input", "output"})
+# The numbers of a dump file name (task, stream, timestamp, slot) are at most uint64's 20
+# digits. A longer one is no MindSpore name: a `mapping.csv` row (untrusted text, not bound
+# by the file system's 255 bytes) may hold thousands of digits, and int() of more than 4,300
+# raises ValueError (CPython's limit), which would stop the listing of the whole folder.
+MAX_NAME_DIGITS = 20
 
 # Names MindSpore itself writes into iteration folders that are not tensors.
 STATISTIC_CSV = "statistic.csv"
@@ -114,7 +119,7 @@ def parse_tensor_file_name(name: str, directory: str | os.PathLike[str] = "") ->
     if not fmt or (dtype is not None and not dtype):
         return None
     slot = parts[io_at + 1]
-    if not slot.isascii():
+    if not slot.isascii() or len(slot) > MAX_NAME_DIGITS or len(timestamp) > MAX_NAME_DIGITS:
         return None
     folder = directory if isinstance(directory, str) else os.fspath(directory)
     return TensorFile(

@@ -11,6 +11,7 @@ read: a FIFO swapped in after the dump was indexed is refused at once, never wai
 
 from __future__ import annotations
 
+import ast
 import errno
 import math
 import mmap as mmap_module
@@ -40,10 +41,12 @@ MAX_HEADER_BYTES = 10_000
 # Headers as numpy and MindSpore write them (`{'descr': '<f4', 'fortran_order': False,
 # 'shape': (64, 1024), }`, MindSpore without spaces in the shape) are parsed with this strict
 # pattern: numpy's reader (ast.literal_eval) costs ~60 µs a file, more than checking a small
-# tensor. Anything else goes through numpy's reader and its checks.
+# tensor. Anything else goes through `_parse_header` and its checks. A dimension has at most
+# 19 digits (int64): a longer run goes there too, whose parser refuses it with a sentence
+# (int() of more than 4,300 digits raises ValueError, which `peek_header` must not see).
 _SIMPLE_HEADER = re.compile(
     rb"\{'descr': *'([<>|=]?[biufc][0-9]{1,2})', *'fortran_order': *(True|False), *"
-    rb"'shape': *\(((?: *[0-9]+ *,)* *(?:[0-9]+ *)?)\), *\} *\n"
+    rb"'shape': *\(((?: *[0-9]{1,19} *,)* *(?:[0-9]{1,19} *)?)\), *\} *\n"
 )
 _HEAD_BYTES = 256  # one read holds the whole header of nearly every file
 # Tensors up to this size are read rather than mapped: a read costs less than setting up and
@@ -272,24 +275,14 @@ def _read_header(fp: BinaryIO, path: Path) -> NpyHeader:
     if os.fstat(fp.fileno()).st_size == 0:  # e.g. a dump interrupted while writing
         raise TensorHeaderError(path, f"{_name(path)} is empty.")
     try:
-        version = npy_format.read_magic(fp)
-        if version == (1, 0):
-            shape, fortran_order, dtype = npy_format.read_array_header_1_0(
-                fp, max_header_size=MAX_HEADER_BYTES
-            )
-        elif version == (2, 0):
-            shape, fortran_order, dtype = npy_format.read_array_header_2_0(
-                fp, max_header_size=MAX_HEADER_BYTES
-            )
-        else:
-            raise TensorHeaderError(
-                path,
-                f"{_name(path)} uses npy format version {version[0]}.{version[1]}, which is not supported.",
-            )
+        shape, fortran_order, dtype = _parse_header(fp, path)
     except TensorFileError:
         raise
-    except (ValueError, SyntaxError, TypeError, EOFError, OSError) as err:
-        # numpy reports a bad magic, a short header and an unparsable dict all as ValueError
+    except Exception as err:
+        # The header is untrusted text read by ast and numpy's dtype parser, which raise far
+        # more than ValueError (SyntaxError, TypeError, KeyError, MemoryError, RecursionError,
+        # OverflowError…, depending on the Python and numpy versions): whatever it is, the
+        # file is unreadable, one sentence, never a traceback.
         raise TensorHeaderError(
             path, f"{_name(path)} is not a valid .npy file ({_header_problem(err)})."
         ) from None
@@ -297,10 +290,58 @@ def _read_header(fp: BinaryIO, path: Path) -> NpyHeader:
         raise TensorHeaderError(
             path, f"{_name(path)} is not a valid .npy file (its header has a negative dimension)."
         )
-    return NpyHeader(tuple(int(d) for d in shape), np.dtype(dtype), bool(fortran_order), fp.tell())
+    return NpyHeader(tuple(int(d) for d in shape), dtype, fortran_order, fp.tell())
+
+
+class _HeaderProblem(ValueError):
+    """What is wrong with a header, as a clause ("it ends inside its header")."""
+
+
+_HEADER_KEYS = frozenset({"descr", "fortran_order", "shape"})
+
+
+def _parse_header(fp: BinaryIO, path: Path) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, Fortran order, dtype) of the header at the start of `fp`, which is left at
+    the first data byte: numpy's `read_array_header_1_0`/`_2_0`, checked the same way, but
+    without what those do with a hostile header. They read the whole declared header before
+    comparing it with `max_header_size` (a v2 length of 4 GiB in a sparse file is 4 GiB
+    read), and a header Python 3 cannot parse goes to their Python 2 fallback, which raises
+    `tokenize.TokenError` on an unclosed dict and prints a `UserWarning` to stderr on
+    success. Here a header is at most `MAX_HEADER_BYTES`, checked before it is read, and
+    must be Python 3 literal syntax (what numpy and MindSpore have written since 2015)."""
+    version = npy_format.read_magic(fp)
+    if version not in ((1, 0), (2, 0)):
+        raise TensorHeaderError(
+            path,
+            f"{_name(path)} uses npy format version {version[0]}.{version[1]}, which is not supported.",
+        )
+    width = 2 if version == (1, 0) else 4
+    raw = fp.read(width)
+    if len(raw) < width:
+        raise _HeaderProblem("it ends inside its header")
+    length = int.from_bytes(raw, "little")
+    if length > MAX_HEADER_BYTES:
+        raise _HeaderProblem(
+            f"its header length says {length:,} bytes, more than the {MAX_HEADER_BYTES:,} "
+            "a header may have"
+        )
+    text = fp.read(length)
+    if len(text) < length:
+        raise _HeaderProblem("it ends inside its header")
+    fields = ast.literal_eval(text.decode("latin1"))
+    if not isinstance(fields, dict) or fields.keys() != _HEADER_KEYS:
+        raise _HeaderProblem("its header cannot be parsed")
+    shape, fortran_order = fields["shape"], fields["fortran_order"]
+    if not isinstance(shape, tuple) or not all(isinstance(d, int) for d in shape):
+        raise _HeaderProblem("its header cannot be parsed")
+    if not isinstance(fortran_order, bool):
+        raise _HeaderProblem("its header cannot be parsed")
+    return shape, fortran_order, np.dtype(npy_format.descr_to_dtype(fields["descr"]))
 
 
 def _header_problem(err: BaseException) -> str:
+    if isinstance(err, _HeaderProblem):
+        return str(err)
     text = str(err)
     if "EOF" in text:
         return "it ends inside its header"
@@ -578,7 +619,9 @@ def peek_header(path: Path | str) -> NpyHeader | None:
         return None
     try:
         return _simple_header(fd, os.read(fd, _HEAD_BYTES))
-    except OSError:
+    except (OSError, ValueError, TypeError):
+        # the pattern admits only dtypes and dimensions numpy and int() take; should one
+        # still fail, reading the tensor says what is wrong (discovery must not stop here)
         return None
     finally:
         os.close(fd)
