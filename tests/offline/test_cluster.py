@@ -116,19 +116,11 @@ def test_cli_answers_as_a_local_check(
 
 def _watches(dump: OfflineDump) -> list[Watch]:
     """Every tensor watched by an overflow, a range and both change conditions."""
-    from tuidebug.cli.check import _plan, _WatchDef
-    from tuidebug.core.condition_catalogue import get_condition
+    from tuidebug.cli.check import _plan
+    from tuidebug.cli.watch_options import parse_watch_option
 
-    defs = []
-    for spec, params in [
-        ("TO", {}),
-        ("TL", {"abs_mean_gt": 0.3}),
-        ("WCL", {"abs_mean_update_ratio_gt": 0.001}),
-        ("WNC", {}),
-    ]:
-        cond = get_condition(spec)
-        defs.append(_WatchDef(spec, cond, params))
-    return _plan(dump, dump.ranks, defs, None)
+    specs = ["TO", "TL:abs_mean_gt=0.3", "WCL:abs_mean_update_ratio_gt=0.001", "WNC"]
+    return _plan(dump, dump.ranks, [parse_watch_option(spec) for spec in specs], None)
 
 
 def _compare(root: Path, runner: ClusterRunner) -> tuple[CheckReport, CheckReport]:

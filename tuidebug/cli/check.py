@@ -38,15 +38,14 @@ from tuidebug.cli.common import (
     silence_stdout,
 )
 from tuidebug.cli.watch_options import (
+    WatchOption,
     add_graph_argument,
     add_watch_arguments,
     parse_watch_arguments,
 )
 
 if TYPE_CHECKING:
-    from tuidebug.core.condition_catalogue import ConditionSpec
     from tuidebug.core.graph import Node
-    from tuidebug.core.watchpoints import WatchpointHit
     from tuidebug.offline.check.checker import CheckOutcome, CheckReport, Watch
     from tuidebug.offline.dump import OfflineDump
 
@@ -121,16 +120,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="report watched tensors that have no dumped file (error code 32)",
     )
-
-
-@dataclass
-class _WatchDef:
-    spec: str  # as the user wrote it (or the recommended watchpoint's spec)
-    condition: ConditionSpec
-    params: dict[str, float]
-    # (rank, graph name) → targets (recommended): ranks of an asynchronous dump may hold
-    # different graphs under one name
-    targets: dict[tuple[int, str], tuple[str, ...]] | None = None
 
 
 IterationRanges = list[tuple[int, int]]
@@ -216,15 +205,15 @@ def _select_iterations(text: str, dumped: Sequence[int]) -> tuple[list[int], str
     return chosen, warning
 
 
-def _condition_notes(watches: Sequence[_WatchDef], backend: str) -> list[str]:
+def _condition_notes(watches: Sequence[WatchOption], backend: str) -> list[str]:
     """Sentences about conditions whose offline meaning differs from what their name says."""
     from tuidebug.core.condition_catalogue import condition_available
 
     notes: list[str] = []
     seen: set[str] = set()
-    for wdef in watches:
-        cond = wdef.condition
-        if cond.id in seen or wdef.targets is not None:
+    for option in watches:
+        cond = option.condition
+        if cond.id in seen or option.targets is not None:
             continue
         seen.add(cond.id)
         if backend and not condition_available(cond, backend, None):
@@ -240,9 +229,35 @@ def _condition_notes(watches: Sequence[_WatchDef], backend: str) -> list[str]:
     return notes
 
 
-def run(args: argparse.Namespace) -> int:
-    from tuidebug.offline.dump import DumpError, OfflineDump
+@dataclass(frozen=True)
+class _Options:
+    """The command line's watches and node filter, validated before the dump is read."""
 
+    watches: list[WatchOption]
+    node_filter: re.Pattern[str] | None
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What the check covers: the ranks with a readable graph, the iterations, and the
+    discovery sentences already warned about (the report may repeat some)."""
+
+    ranks: list[int]
+    iterations: list[int]
+    early: list[str]
+
+
+def run(args: argparse.Namespace) -> int:
+    options = _options(args)
+    dump = _open(args)
+    scope = _select(args, dump)
+    watches, plan = _plan_check(args, dump, scope, options)
+    report = _check(args, dump, plan, scope.iterations)
+    return _report(args, dump, report, watches, scope)
+
+
+def _options(args: argparse.Namespace) -> _Options:
+    """Every option that can be judged without the dump, so a mistake costs no reading."""
     if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
         raise UsageError(f"--workers must be between 1 and {MAX_WORKERS}, not {args.workers}.")
     if args.mem_limit is not None and args.mem_limit < 1:
@@ -251,106 +266,146 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "give at least one --watch SPEC (e.g. --watch TO), a --watch-file or --recommended."
         )
-    watches = [_WatchDef(w.spec, w.condition, w.params) for w in parse_watch_arguments(args)]
-    node_filter = None
-    if args.node is not None:
-        try:
-            node_filter = re.compile(args.node)
-        except re.error as err:
-            raise UsageError(
-                f"--node {args.node!r} is not a valid regular expression: {err}."
-            ) from None
+    watches = parse_watch_arguments(args)
+    node_filter = _node_filter(args.node) if args.node is not None else None
     if args.iteration is not None:
         parse_iteration_ranges(args.iteration)  # syntax errors before the dump is read
     for text in args.rank or ():
         parse_iteration_ranges(text, "rank")
+    return _Options(watches, node_filter)
+
+
+def _node_filter(text: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as err:
+        raise UsageError(f"--node {text!r} is not a valid regular expression: {err}.") from None
+
+
+def _open(args: argparse.Namespace) -> OfflineDump:
+    from tuidebug.offline.dump import DumpError, OfflineDump
 
     try:
-        dump = OfflineDump(
+        return OfflineDump(
             args.dump,
             mem_limit=args.mem_limit << 20 if args.mem_limit is not None else None,
             graph_dir=args.graph,
         )
     except DumpError as err:
         raise UsageError(str(err)) from None
-    ranks = dump.ranks
-    if args.rank:
-        ranks = select_ranks(args.rank, ranks)
 
-    usable_ranks = []
-    for rank in ranks:
-        if dump.graphs(rank):
-            usable_ranks.append(rank)
-    early = dump.new_problems()  # discovery's sentences; the report may repeat some
+
+def _select(args: argparse.Namespace, dump: OfflineDump) -> _Scope:
+    """The ranks and iterations to check (UsageError when none is left), with a warning
+    for what was asked for and is not checked."""
+    usable, early = _usable_ranks(args, dump)
+    dumped = sorted({i for r in usable for i in dump.iterations(r)})
+    if not dumped:
+        raise UsageError(f"{args.dump} has no dumped iteration, so there is nothing to check.")
+    if args.iteration is None:
+        return _Scope(usable, dumped, early)
+    iterations, partial = _select_iterations(args.iteration, dumped)
+    if partial:
+        _warn(partial)
+    return _Scope(usable, iterations, early)
+
+
+def _usable_ranks(args: argparse.Namespace, dump: OfflineDump) -> tuple[list[int], list[str]]:
+    """The ranks `--rank` names (default: all) that have a readable graph, and the
+    discovery sentences, warned about now (reading the graphs is what discovers most)."""
+    ranks = select_ranks(args.rank, dump.ranks) if args.rank else dump.ranks
+    usable = [rank for rank in ranks if dump.graphs(rank)]
+    early = dump.new_problems()  # the report may repeat some: `_report` skips those
     for problem in early:
         _warn(problem)
-    if not usable_ranks:
+    if not usable:
         which = f"rank_{ranks[0]}" if len(ranks) == 1 else f"ranks {_ranges(list(ranks))}"
         raise UsageError(
             f"{which} ha{'s' if len(ranks) == 1 else 've'} no readable graph, so nothing can be checked."
         )
-    skipped = [r for r in ranks if r not in usable_ranks]
-    for rank in skipped:
-        _warn(f"rank_{rank} has no readable graph and was not checked.")
+    for rank in ranks:
+        if rank not in usable:
+            _warn(f"rank_{rank} has no readable graph and was not checked.")
+    return usable, early
 
-    dumped = sorted({i for r in usable_ranks for i in dump.iterations(r)})
-    if not dumped:
-        raise UsageError(f"{args.dump} has no dumped iteration, so there is nothing to check.")
-    if args.iteration is None:
-        iterations = dumped
-    else:
-        iterations, partial = _select_iterations(args.iteration, dumped)
-        if partial:
-            _warn(partial)
 
+def _plan_check(
+    args: argparse.Namespace, dump: OfflineDump, scope: _Scope, options: _Options
+) -> tuple[list[WatchOption], list[Watch]]:
+    """Every watch (the command line's, then the recommended ones; a watch's index is its
+    watchpoint id) and what each watches. UsageError when nothing is watched; a warning
+    per watch that watches nothing."""
+    watches = list(options.watches)
     if args.recommended:
-        watches.extend(_recommended(dump, usable_ranks))
+        watches.extend(_recommended(dump, scope.ranks))
     for note in _condition_notes(watches, dump.backend):
         _warn(note)
-
-    from tuidebug.offline.check.checker import Checker
-
-    plan = _plan(dump, usable_ranks, watches, node_filter)
+    plan = _plan(dump, scope.ranks, watches, options.node_filter)
     if not any(w.tensors for w in plan):
         raise UsageError("no node matches the watchpoints' targets, so nothing was checked.")
-    for watch, wdef in zip(plan, watches, strict=True):
+    for watch, option in zip(plan, watches, strict=True):
         if not watch.tensors:
-            target = wdef.condition.target.value
+            target = option.condition.target.value
             what = "node" if target == "tensor" else f"{target} node"
-            narrowed = " matching --node" if node_filter is not None else ""
-            _warn(f"--watch {wdef.spec} watches no {what}{narrowed}, so it was not checked.")
+            narrowed = " matching --node" if options.node_filter is not None else ""
+            _warn(f"--watch {option.spec} watches no {what}{narrowed}, so it was not checked.")
+    return watches, plan
 
-    if args.cluster is not None:
-        if args.workers is not None:
-            _warn(
-                "--workers sets this machine's checker threads; with --cluster the cluster's "
-                "workers check, so it was ignored."
+
+def _check(
+    args: argparse.Namespace, dump: OfflineDump, plan: list[Watch], iterations: Sequence[int]
+) -> CheckReport:
+    """The check, here or (`--cluster`) on a Dask cluster."""
+    if args.cluster is None:
+        return _check_here(args, dump, plan, iterations)
+    if args.workers is not None:
+        _warn(
+            "--workers sets this machine's checker threads; with --cluster the cluster's "
+            "workers check, so it was ignored."
+        )
+    return _check_on_cluster(args, dump, plan, iterations)
+
+
+def _check_here(
+    args: argparse.Namespace, dump: OfflineDump, plan: list[Watch], iterations: Sequence[int]
+) -> CheckReport:
+    """The check in this process's threads, with a progress bar on a terminal. Ctrl+C
+    stops the threads before it ends the command."""
+    from tuidebug.offline.check.checker import Checker
+
+    bar = _ProgressBar(sys.stderr) if is_tty(sys.stderr) and not args.json else None
+    cancel = threading.Event()
+    try:
+        with Checker(dump, workers=args.workers) as checker:
+            return checker.check(
+                plan,
+                iterations,
+                error_on_no_value=args.error_on_no_value,
+                progress=bar.update if bar else None,
+                cancel=cancel,
             )
-        report = _check_on_cluster(args, dump, plan, iterations)
-    else:
-        bar = _ProgressBar(sys.stderr) if is_tty(sys.stderr) and not args.json else None
-        cancel = threading.Event()
-        try:
-            with Checker(dump, workers=args.workers) as checker:
-                report = checker.check(
-                    plan,
-                    iterations,
-                    error_on_no_value=args.error_on_no_value,
-                    progress=bar.update if bar else None,
-                    cancel=cancel,
-                )
-        except KeyboardInterrupt:
-            cancel.set()
-            raise
-        finally:
-            if bar:
-                bar.close()
+    except KeyboardInterrupt:
+        cancel.set()
+        raise
+    finally:
+        if bar:
+            bar.close()
+
+
+def _report(
+    args: argparse.Namespace,
+    dump: OfflineDump,
+    report: CheckReport,
+    watches: Sequence[WatchOption],
+    scope: _Scope,
+) -> int:
+    """Warnings on stderr, the results on stdout, and the exit status."""
     for problem in report.problems:
-        if problem not in early:  # said once, above
+        if problem not in scope.early:  # said once, by `_select`
             _warn(problem)
     for problem in dump.new_problems():
         _warn(problem)
-
+    iterations = scope.iterations
     if not report.outcomes and not report.problems and not report.tensors_checked:
         # "0 hits" would read as "all clear" although nothing was looked at
         raise UsageError(
@@ -358,7 +413,7 @@ def run(args: argparse.Namespace) -> int:
             f"{'s' if len(iterations) != 1 else ''} {_ranges(list(iterations))}, so nothing "
             "was checked."
         )
-    _write_results(report, watches, iterations, usable_ranks, as_json=args.json)
+    _write_results(report, watches, iterations, scope.ranks, as_json=args.json)
     if report.outcomes:
         return EXIT_HITS
     if report.problems:
@@ -410,7 +465,7 @@ def _check_on_cluster(
 
 def _write_results(
     report: CheckReport,
-    watches: Sequence[_WatchDef],
+    watches: Sequence[WatchOption],
     iterations: Sequence[int],
     ranks: Sequence[int],
     *,
@@ -439,81 +494,81 @@ def _write_results(
 
 
 # ------------------------------------------------------------------ planning
-def _recommended(dump: OfflineDump, ranks: Sequence[int]) -> list[_WatchDef]:
+def _recommended(dump: OfflineDump, ranks: Sequence[int]) -> list[WatchOption]:
     """MindInsight's recommended watchpoints, one per name, targets per graph. Offline there
     is no initial suspension, so weight initialisation is never recommended (spec §5.7)."""
     from tuidebug.core.condition_catalogue import get_condition
     from tuidebug.core.watchpoints import Watchpoint, recommended_watchpoints
 
-    by_name: dict[str, _WatchDef] = {}
+    by_name: dict[str, WatchOption] = {}
     for rank in ranks:
         for graph in dump.graphs(rank).values():
             for rec in recommended_watchpoints(graph, backend=dump.backend, step=1):
-                cond = get_condition(rec.condition)
-                wdef = by_name.get(rec.name)
-                if wdef is None:
-                    spec = Watchpoint(0, cond, dict(rec.params)).spec
-                    wdef = _WatchDef(spec, cond, dict(rec.params), {})
-                    by_name[rec.name] = wdef
-                assert wdef.targets is not None
-                wdef.targets[(rank, graph.name)] = tuple(rec.targets)
+                option = by_name.get(rec.name)
+                if option is None:
+                    cond = get_condition(rec.condition)
+                    wp = Watchpoint(0, cond, dict(rec.params))
+                    option = WatchOption(wp.spec, cond, dict(rec.params), wp, {})
+                    by_name[rec.name] = option
+                assert option.targets is not None
+                option.targets[(rank, graph.name)] = tuple(rec.targets)
     return list(by_name.values())
 
 
 def _plan(
     dump: OfflineDump,
     ranks: Sequence[int],
-    watches: Sequence[_WatchDef],
+    watches: Sequence[WatchOption],
     node_filter: re.Pattern[str] | None,
 ) -> list[Watch]:
-    from tuidebug.core.condition_catalogue import CheckRequest
+    """The checker's watches: each option's request (its watchpoint id is its index) and
+    the tensors it watches, per (rank, graph)."""
     from tuidebug.core.watch_targets import watched_tensors
-    from tuidebug.core.watchpoints import Watchpoint
     from tuidebug.offline.check.checker import Watch
 
     def matches(node: Node) -> bool:
         return node_filter is None or node_filter.search(node.name) is not None
 
     plan = []
-    for wp_id, wdef in enumerate(watches):
-        wp = Watchpoint(wp_id, wdef.condition, dict(wdef.params))
-        request: CheckRequest = wp.request()
+    for wp_id, option in enumerate(watches):
         tensors: dict[tuple[int, str], list[tuple[str, int]]] = {}
         for rank in ranks:
             for graph in dump.graphs(rank).values():
-                if wdef.targets is not None:
-                    targets = wdef.targets.get((rank, graph.name))
+                if option.targets is not None:
+                    targets = option.targets.get((rank, graph.name))
                     if not targets:
                         continue
                 else:
                     targets = ()
                 # constants named as targets stay (unlike the sessions): as check always did
                 found = watched_tensors(
-                    wdef.condition, targets, [graph], constants=True, node_filter=matches
+                    option.condition, targets, [graph], constants=True, node_filter=matches
                 )
                 for name, pairs in found.items():
                     tensors[(rank, name)] = pairs
-        plan.append(Watch(wp_id, request, wdef.condition.needs_prev, tensors))
+        request = option.watchpoint.request()  # the id is not part of a request
+        plan.append(Watch(wp_id, request, option.condition.needs_prev, tensors))
     return plan
 
 
 # ------------------------------------------------------------------ output
-def _hit_json(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> dict[str, Any]:
-    from tuidebug.core.watchpoints import hit_record
+def _hit_json(outcome: CheckOutcome, watches: Sequence[WatchOption]) -> dict[str, Any]:
+    """The outcome as one object of the JSON array (`hit_record`'s schema)."""
+    from tuidebug.core.watchpoints import result_record
 
-    wdef = watches[outcome.watchpoint_id]
-    return hit_record(_hit(outcome, watches), wdef.spec, wdef.params)
-
-
-def _hit(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> WatchpointHit:
-    from tuidebug.core.hit_rules import hit_from_outcome
-
-    return hit_from_outcome(outcome, watches[outcome.watchpoint_id].condition)
+    option = watches[outcome.watchpoint_id]
+    result = outcome.result
+    return result_record(
+        option.spec, option.params, option.condition, outcome.key, result.error_code, result.params
+    )
 
 
-def _result_text(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> str:
-    """The hit's one-line detail (the WATCH column shows the watchpoint)."""
-    return _hit(outcome, watches).detail()
+def _result_text(outcome: CheckOutcome, watches: Sequence[WatchOption]) -> str:
+    """The outcome's one-line detail, as a hit's (the WATCH column shows the watchpoint)."""
+    from tuidebug.core.watchpoints import result_detail
+
+    condition = watches[outcome.watchpoint_id].condition
+    return result_detail(condition, outcome.result.error_code, outcome.result.params)
 
 
 # Column widths stop growing here: a longer cell (a recommended range spec) overflows its
@@ -521,7 +576,7 @@ def _result_text(outcome: CheckOutcome, watches: Sequence[_WatchDef]) -> str:
 _MAX_PADDED = 40
 
 
-def _print_table(report: CheckReport, watches: Sequence[_WatchDef], out: TextIO) -> None:
+def _print_table(report: CheckReport, watches: Sequence[WatchOption], out: TextIO) -> None:
     """One row per hit: ITER RANK SLOT WATCH RESULT NODE. The node name, the longest and
     most variable cell, comes last and unpadded so rows stay short and greppable. Cells are
     escaped (core.text.printable): a node name from the `.pb` cannot retitle the terminal,

@@ -16,6 +16,7 @@ from tuidebug.cli.common import UsageError
 
 if TYPE_CHECKING:
     from tuidebug.core.condition_catalogue import ConditionSpec
+    from tuidebug.core.watchpoints import Watchpoint
 
 # A watch file holds a few specs: anything larger is the wrong file.
 MAX_WATCH_FILE_BYTES = 1 << 20
@@ -55,11 +56,17 @@ def add_watch_arguments(p: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class WatchOption:
-    """One validated watch spec of the command line."""
+    """One validated watch spec of the command line, or one of MindInsight's recommended
+    watchpoints (`tuidebug check --recommended`)."""
 
-    spec: str  # as the user wrote it
+    spec: str  # as the user wrote it (or the recommended watchpoint's spec)
     condition: ConditionSpec
     params: dict[str, Any]
+    # the watchpoint that validated it: its check request, so none is built again
+    watchpoint: Watchpoint
+    # (rank, graph name) → targets (recommended); None: the condition's whole category.
+    # Ranks of an asynchronous dump may hold different graphs under one name
+    targets: dict[tuple[int, str], tuple[str, ...]] | None = None
 
 
 def parse_watch_option(spec: str, origin: str | None = None) -> WatchOption:
@@ -74,11 +81,11 @@ def parse_watch_option(spec: str, origin: str | None = None) -> WatchOption:
         typed: dict[str, Any] = {
             k: bool(v) if cond.param(k).is_bool else v for k, v in params.items()
         }
-        Watchpoint(0, cond, dict(typed))  # the same validation a session does
+        watchpoint = Watchpoint(0, cond, dict(typed))  # the same validation a session does
     except WatchpointError as err:
         where = f"{origin} ({spec!r})" if origin else f"--watch {spec!r}"
         raise UsageError(f"{where}: {err}") from None
-    return WatchOption(spec.strip(), cond, typed)
+    return WatchOption(spec.strip(), cond, typed, watchpoint)
 
 
 def read_watch_file(path: str) -> list[WatchOption]:

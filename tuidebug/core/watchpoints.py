@@ -12,7 +12,7 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from tuidebug.core.tensor import TensorRef
 
 __all__ = [
     "RecommendedWatchpoint",
+    "TensorPlace",
     "Watchpoint",
     "WatchpointError",
     "WatchpointHit",
@@ -43,6 +44,8 @@ __all__ = [
     "parse_watch_spec",
     "recommended_watchpoints",
     "resolve_targets",
+    "result_detail",
+    "result_record",
     "validate_params",
     "watch_file_specs",
 ]
@@ -333,16 +336,39 @@ class WatchpointHit:
     def detail(self) -> str:
         """`summary()` without the abbreviation, for views that show the condition in a
         column of its own: `abs_mean_gt: 2.3025 > 1`, or the error text."""
-        if self.error_code:
-            return " ".join(self.error_messages)
-        shown = []
-        for p in self.hit_params:
-            op = _SYMBOL.get(p.name.rsplit("_", 1)[-1], "vs")
-            actual = _format_actual(p.actual) if p.actual is not None else "?"
-            shown.append(f"{p.name}: {actual} {op} {format_value(p.value)}")
-        if shown:
-            return ", ".join(shown)
-        return _VALUE_HIT_TEXT.get(ConditionType(self.condition.proto), self.condition.name)
+        return result_detail(self.condition, self.error_code, self.params)
+
+
+class TensorPlace(Protocol):
+    """Where a checked tensor lives: a `TensorRef`, or the offline checker's `TensorKey`."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def graph(self) -> str: ...
+    @property
+    def iteration(self) -> int | None: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def slot(self) -> int: ...
+
+
+def result_detail(condition: ConditionSpec, error_code: int, params: Sequence[ParamResult]) -> str:
+    """`WatchpointHit.detail()` of a check result, for callers that hold the checker's
+    result and not a hit (`tuidebug check` prints one row per result)."""
+    if error_code:
+        return " ".join(error_messages(error_code))
+    shown = []
+    for p in params:
+        if not p.hit or p.disabled:
+            continue
+        op = _SYMBOL.get(p.name.rsplit("_", 1)[-1], "vs")
+        actual = _format_actual(p.actual) if p.actual is not None else "?"
+        shown.append(f"{p.name}: {actual} {op} {format_value(p.value)}")
+    if shown:
+        return ", ".join(shown)
+    return _VALUE_HIT_TEXT.get(ConditionType(condition.proto), condition.name)
 
 
 def _finite(value: float | None) -> float | None:
@@ -352,23 +378,35 @@ def _finite(value: float | None) -> float | None:
 def hit_record(hit: WatchpointHit, spec: str, params: Mapping[str, float]) -> dict[str, Any]:
     """A hit as one object of `tuidebug check --json`'s array; `spec` and `params` are those
     of the hit's watchpoint (`Watchpoint.spec`, or the spec as the user wrote it)."""
-    ref = hit.tensor
+    return result_record(spec, params, hit.condition, hit.tensor, hit.error_code, hit.params)
+
+
+def result_record(
+    spec: str,
+    params: Mapping[str, Any],
+    condition: ConditionSpec,
+    tensor: TensorPlace,
+    error_code: int,
+    results: Sequence[ParamResult],
+) -> dict[str, Any]:
+    """`hit_record` of a check result on `tensor`, for callers that hold the checker's
+    result and not a hit (`tuidebug check --json` writes one object per result)."""
     return {
         "watchpoint": spec,
-        "condition": hit.condition.id,
-        "rank": ref.rank,
-        "graph": ref.graph,
-        "iteration": ref.iteration,
-        "node": ref.node,
-        "slot": ref.slot,
-        "error_code": hit.error_code,
-        "error_messages": error_messages(hit.error_code),
+        "condition": condition.id,
+        "rank": tensor.rank,
+        "graph": tensor.graph,
+        "iteration": tensor.iteration,
+        "node": tensor.node,
+        "slot": tensor.slot,
+        "error_code": error_code,
+        "error_messages": error_messages(error_code),
         # what the user set, plus the visible parameters; not the hidden ones sent with
         # their defaults (atol, epsilon, equal_nan) unless the user set them
         "params": [
             {"name": p.name, "value": p.value, "actual": _finite(p.actual), "hit": p.hit}
-            for p in hit.params
-            if not p.disabled and (p.name in params or hit.condition.param(p.name).visible)
+            for p in results
+            if not p.disabled and (p.name in params or condition.param(p.name).visible)
         ],
     }
 

@@ -2,6 +2,10 @@
 
 How a check runs (spec §3.5, §3.6, §5.8):
 
+* `Checker.check` plans, runs and merges. The plan (`_Planner`) lists per watched tensor a
+  `PlannedTask` (a file to read) or the outcomes decided without reading a value; the tasks
+  run in this process's threads or on a `TaskRunner`; the merge turns their results into
+  the `CheckReport`, in task order.
 * Every tensor is read once per check, however many watchpoints watch it: all the requests of
   one tensor go to a single `core.scan_engine.evaluate` call (one chunked pass).
 * Work runs in threads of the calling process (default: one per core, the calling thread
@@ -272,233 +276,90 @@ class Checker:
         setting `cancel` stops the check soon (the report then has `cancelled=True` and the
         outcomes found so far)."""
         started = time.perf_counter()
-        dump = self.dump
-        outcomes: list[CheckOutcome] = []
-        problems: list[str] = []
-        tasks: list[Task] = []
-        task_keys: list[TensorKey] = []
-        task_wps: list[tuple[int, ...]] = []
-        task_files: list[TensorFile] = []
-        seen_problem: set[str] = set()
-        stat_checked = 0  # tensors decided from statistic.csv rows (statistic-only dumps)
+        plan = _Planner(self.dump, watches, error_on_no_value).plan(iterations)
+        # the report holds the plan's lists: the merge appends to them
+        report = CheckReport(
+            plan.outcomes, plan.problems.sentences, tensors_checked=plan.stat_checked
+        )
+        results = self._dispatch(plan.tasks, report, progress, cancel)
+        self._merge(plan, results, watches, error_on_no_value, report)
+        report.outcomes = self._ordered(report.outcomes)
+        report.seconds = time.perf_counter() - started
+        # callers show `problems` and then the dump's new problems: each sentence once
+        self.dump.mark_reported(report.problems)
+        if progress and not report.cancelled:
+            progress(len(plan.tasks), len(plan.tasks))
+        return report
 
-        def problem(msg: str) -> None:
-            if msg not in seen_problem:
-                seen_problem.add(msg)
-                problems.append(msg)
-
-        weights = _Weights(dump)
-        names: dict[tuple[int, str, str], str] = {}  # the graph's name of a watched node
-        for iteration in sorted(set(iterations)):
-            # (rank, graph) groups with a watched tensor that has no readable file here
-            missing: set[tuple[int, str]] = set()
-            # per tensor, each watchpoint id once (the first watch), even if listed twice
-            wanted: dict[TensorKey, dict[int, Watch]] = {}
-            for watch in watches:
-                if watch.iterations is not None and iteration not in watch.iterations:
-                    continue
-                for (rank, graph), pairs in watch.tensors.items():
-                    for node, slot in pairs:
-                        key = TensorKey(rank, graph, node, slot, iteration)
-                        wanted.setdefault(key, {}).setdefault(watch.watchpoint_id, watch)
-            tables: dict[tuple[int, str], Mapping[tuple[str, str, int], TensorFile]] = {}
-            refusing: set[tuple[int, str]] = set()  # groups with a file discovery refused
-            stat_tables: dict[tuple[int, str], Mapping[tuple[str, str, int], Any]] = {}
-            overflowing: dict[tuple[int, str], set[str]] = {}
-            for key, uniq in wanted.items():
-                if any(w.request.condition == ConditionType.IS_OVERFLOW for w in uniq.values()):
-                    # OperatorOverflow is decided from Ascend's overflow records, never from
-                    # values (spec §5.2): a hit per watched tensor of an overflowing node
-                    group = (key.rank, key.graph)
-                    if group not in overflowing:
-                        overflowing[group] = dump.overflow_nodes(key.rank, key.graph, iteration)
-                    node_name = dump.data_node_name(key.rank, key.graph, key.node) or key.node
-                    for wp_id, watch in list(uniq.items()):
-                        if watch.request.condition != ConditionType.IS_OVERFLOW:
-                            continue
-                        del uniq[wp_id]
-                        if node_name in overflowing[group]:
-                            outcomes.append(
-                                CheckOutcome(
-                                    key,
-                                    wp_id,
-                                    CheckResult(True, 0, untouched_params(watch.request)),
-                                )
-                            )
-                    if not uniq:
-                        continue
-                # what dump.tensor_file(..., checked=False) answers, with what does not
-                # change between iterations resolved once per check (a dump of many tiny
-                # files pays this per file); unchecked: the read gives the header,
-                # verified against the graph below
-                group = (key.rank, key.graph)
-                table = tables.get(group)
-                if table is None:
-                    index = dump.index(*group)
-                    table = tables[group] = index.unchecked_files(iteration)
-                    if index.refused_any():
-                        refusing.add(group)
-                found = names.get((key.rank, key.graph, key.node))
-                if found is None:
-                    found = names[(key.rank, key.graph, key.node)] = dump.data_node_name(
-                        key.rank, key.graph, key.node
-                    )
-                tensor_file = table.get((found, "output", key.slot)) if found else None
-                if group in refusing:
-                    refused = dump.refused_reason(
-                        key.rank, key.graph, key.node, key.slot, iteration
-                    )
-                    if refused is not None:
-                        problem(refused)
-                if tensor_file is None and found:
-                    # a statistic-only iteration: decided from the tensor's statistic.csv row
-                    # (statistic_check), or refused per watchpoint with one sentence
-                    rows = stat_tables.get(group)
-                    if rows is None:
-                        rows = stat_tables[group] = dump.index(*group).statistic_rows(iteration)
-                    row = rows.get((found, "output", key.slot))
-                    if row is not None:
-                        stat_checked += 1
-                        for wp_id, watch in uniq.items():
-                            decided = decide(watch.request, row.stats)
-                            if isinstance(decided, Missing):
-                                problem(refusal_sentence(watch.request, decided))
-                            elif decided.reported:
-                                outcomes.append(CheckOutcome(key, wp_id, decided))
-                        continue
-                if tensor_file is None:
-                    missing.add((key.rank, key.graph))
-                    if error_on_no_value:
-                        for wp_id, watch in uniq.items():
-                            outcomes.append(
-                                CheckOutcome(
-                                    key, wp_id, error_result(watch.request, ErrorCode.NO_VALUE)
-                                )
-                            )
-                    continue
-                if len(uniq) == 1:  # the usual case, without the lists below
-                    ((wp_id, watch),) = uniq.items()
-                    if not watch.needs_prev:
-                        tasks.append(
-                            Task(
-                                len(tasks),
-                                tensor_file.fspath,
-                                None,
-                                (watch.request,),
-                                (False,),
-                                weights.nbytes(key.rank, key.graph, key.node, key.slot),
-                                _in_bin(tensor_file),
-                            )
-                        )
-                        task_keys.append(key)
-                        task_wps.append((wp_id,))
-                        task_files.append(tensor_file)
-                        continue
-                requests: list[CheckRequest] = []
-                needs: list[bool] = []
-                wp_ids: list[int] = []
-                prev_path: str | None = None
-                prev_bin: BinTensorFile | None = None
-                prev_looked_up = False
-                for wp_id, watch in uniq.items():
-                    if watch.needs_prev:
-                        if not dump.has_history(key.rank, key.graph):
-                            outcomes.append(
-                                CheckOutcome(
-                                    key, wp_id, error_result(watch.request, ErrorCode.NO_HISTORY)
-                                )
-                            )
-                            continue
-                        if not prev_looked_up:
-                            prev_looked_up = True
-                            prev_it = dump.previous_iteration(key.rank, key.graph, iteration)
-                            if prev_it is not None:
-                                prev_file = dump.tensor_file(
-                                    key.rank, key.graph, key.node, key.slot, prev_it
-                                )
-                                if prev_file is not None:
-                                    prev_path = prev_file.fspath
-                                    prev_bin = _in_bin(prev_file)
-                    requests.append(watch.request)
-                    needs.append(watch.needs_prev)
-                    wp_ids.append(wp_id)
-                if not requests:
-                    continue
-                tasks.append(
-                    Task(
-                        len(tasks),
-                        tensor_file.fspath,
-                        prev_path if any(needs) else None,
-                        tuple(requests),
-                        tuple(needs),
-                        weights.nbytes(key.rank, key.graph, key.node, key.slot),
-                        _in_bin(tensor_file),
-                        prev_bin if any(needs) else None,
-                    )
-                )
-                task_keys.append(key)
-                task_wps.append(tuple(wp_ids))
-                task_files.append(tensor_file)
-            for rank, graph in sorted({(k.rank, k.graph) for k in wanted}):
-                for sentence in dump.graph_blockers(rank, graph):
-                    problem(sentence)
-                if (rank, graph) in missing:
-                    for sentence in dump.blockers(rank, graph, iteration):
-                        problem(sentence)
-
-        total = len(tasks)
-        report = CheckReport(outcomes, problems, tensors_checked=stat_checked)
+    def _dispatch(
+        self,
+        planned: list[PlannedTask],
+        report: CheckReport,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> list[TaskResult]:
+        """The planned tasks' results in task order, from the runner when there is one (the
+        `TaskRunner` interface takes the tasks and their tensors as two lists), else from
+        this process's threads."""
+        tasks = [p.task for p in planned]
+        root, max_bytes = str(self.dump.root), self.dump.mem_limit
         if self.runner is not None:
-            results = self.runner(
-                tasks, task_keys, str(dump.root), dump.mem_limit, report, progress, cancel
-            )
-        else:
-            results = self._run(tasks, str(dump.root), dump.mem_limit, report, progress, cancel)
+            keys = [p.key for p in planned]
+            return self.runner(tasks, keys, root, max_bytes, report, progress, cancel)
+        return self._run(tasks, root, max_bytes, report, progress, cancel)
+
+    def _merge(
+        self,
+        plan: CheckPlan,
+        results: list[TaskResult],
+        watches: Sequence[Watch],
+        error_on_no_value: bool,
+        report: CheckReport,
+    ) -> None:
+        """Each task's results into `report`, in task order, so that problems are listed as
+        the tensors were."""
+        first: dict[int, Watch] = {}  # a watchpoint id's first watch (ids may repeat)
+        for watch in watches:
+            first.setdefault(watch.watchpoint_id, watch)
         for res in results:
+            planned = plan.tasks[res.tid]
             report.tensors_checked += res.readable
             report.bytes_read += res.nbytes
-            for msg in res.problems:
-                problem(msg)
-            key = task_keys[res.tid]
-            wps = task_wps[res.tid]
-            dtype, shape = res.dtype, res.shape
-            f = task_files[res.tid]
-            # the file's shown name only for the few tensors read raw: not per tensor
-            raw = raw_sentence(f, _shown(f, dump.root)) if read_raw(f) else None
-            if raw is not None and dtype is not None:  # read (not refused as too large)
-                # checked raw, in its device layout: the report says so (bin_files)
-                problem(raw)
-            if (
-                raw is None
-                and dtype is not None
-                and shape is not None
-                and not dump.verify_read(
-                    key.rank, key.graph, key.node, task_files[res.tid], key.iteration, dtype, shape
-                )
-            ):
+            plan.problems.extend(res.problems)
+            if self._contradicts_graph(planned, res, plan.problems):
                 # the file contradicts its node (the dump's problems say so): not its value
                 report.tensors_checked -= 1
                 report.bytes_read -= res.nbytes
-                for sentence in dump.blockers(key.rank, key.graph, key.iteration):
-                    problem(sentence)
                 if error_on_no_value:
-                    for wp_id in wps:
-                        watch = next(w for w in watches if w.watchpoint_id == wp_id)
-                        outcomes.append(
-                            CheckOutcome(
-                                key, wp_id, error_result(watch.request, ErrorCode.NO_VALUE)
-                            )
-                        )
+                    watched = [(wp_id, first[wp_id]) for wp_id in planned.watchpoint_ids]
+                    report.outcomes.extend(_no_value(planned.key, watched))
                 continue
             for position, result in res.reported:
-                outcomes.append(CheckOutcome(key, wps[position], result))
-        report.outcomes = self._ordered(outcomes)
-        report.seconds = time.perf_counter() - started
-        # callers show `problems` and then the dump's new problems: each sentence once
-        dump.mark_reported(problems)
-        if progress and not report.cancelled:
-            progress(total, total)
-        return report
+                wp_id = planned.watchpoint_ids[position]
+                report.outcomes.append(CheckOutcome(planned.key, wp_id, result))
+
+    def _contradicts_graph(
+        self, planned: PlannedTask, res: TaskResult, problems: _Problems
+    ) -> bool:
+        """Whether what `res` read contradicts the graph's dtype or shape of its node (then
+        the tensor's blockers join `problems`). A tensor read raw is not verified against
+        the graph: `problems` says it was read raw instead."""
+        f, key = planned.file, planned.key
+        # the file's shown name only for the few tensors read raw: not per tensor
+        raw = raw_sentence(f, _shown(f, self.dump.root)) if read_raw(f) else None
+        if raw is not None:
+            if res.dtype is not None:  # read (not refused as too large)
+                # checked raw, in its device layout: the report says so (bin_files)
+                problems.add(raw)
+            return False
+        if res.dtype is None or res.shape is None:
+            return False
+        if self.dump.verify_read(
+            key.rank, key.graph, key.node, f, key.iteration, res.dtype, res.shape
+        ):
+            return False
+        problems.extend(self.dump.blockers(key.rank, key.graph, key.iteration))
+        return True
 
     def _run(
         self,
@@ -564,6 +425,238 @@ class Checker:
             return (k.iteration, k.rank, graph_rank[gk], cache[nk], k.node, k.slot, o.watchpoint_id)
 
         return sorted(outcomes, key=position)
+
+
+# ---------------------------------------------------------------------- the plan
+class _Problems:
+    """A check's sentences, each once, in the order first said."""
+
+    def __init__(self) -> None:
+        self.sentences: list[str] = []
+        self._seen: set[str] = set()
+
+    def add(self, sentence: str) -> None:
+        if sentence not in self._seen:
+            self._seen.add(sentence)
+            self.sentences.append(sentence)
+
+    def extend(self, sentences: Iterable[str]) -> None:
+        for sentence in sentences:
+            self.add(sentence)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTask:
+    """One tensor file to read: its task, and where its results go (the task's requests are
+    those of `watchpoint_ids`, in that order)."""
+
+    task: Task
+    key: TensorKey
+    watchpoint_ids: tuple[int, ...]
+    file: TensorFile
+
+
+@dataclass
+class CheckPlan:
+    """A planned check: the files to read (`tasks[i].task.tid == i`), and what was decided
+    without reading a value (overflow records, statistic rows, errors 16 and 32)."""
+
+    tasks: list[PlannedTask]
+    outcomes: list[CheckOutcome]
+    problems: _Problems
+    stat_checked: int = 0  # tensors decided from statistic.csv rows (statistic-only dumps)
+
+
+class _Planner:
+    """Plans one check, iteration by iteration: per watched tensor, a task that reads its
+    file, or outcomes and sentences decided without one. What does not change between
+    iterations is resolved once per check, the rest once per iteration: a dump of many tiny
+    files pays the look-ups per file."""
+
+    def __init__(
+        self, dump: OfflineDump, watches: Sequence[Watch], error_on_no_value: bool
+    ) -> None:
+        self.dump = dump
+        self.watches = watches
+        self.error_on_no_value = error_on_no_value
+        self.out = CheckPlan([], [], _Problems())
+        self.weights = _Weights(dump)
+        self.names: dict[tuple[int, str, str], str] = {}  # the graph's name of a watched node
+        # per iteration (reset by `_iteration`), keyed by (rank, graph)
+        self.iteration = 0
+        self.tables: dict[tuple[int, str], Mapping[tuple[str, str, int], TensorFile]] = {}
+        self.refusing: set[tuple[int, str]] = set()  # groups with a file discovery refused
+        self.stat_tables: dict[tuple[int, str], Mapping[tuple[str, str, int], Any]] = {}
+        self.overflowing: dict[tuple[int, str], set[str]] = {}
+
+    def plan(self, iterations: Iterable[int]) -> CheckPlan:
+        for iteration in sorted(set(iterations)):
+            self._iteration(iteration)
+        return self.out
+
+    def _iteration(self, iteration: int) -> None:
+        self.iteration = iteration
+        self.tables, self.refusing, self.stat_tables, self.overflowing = {}, set(), {}, {}
+        wanted = _wanted(self.watches, iteration)
+        # (rank, graph) groups with a watched tensor that has no readable file here
+        missing: set[tuple[int, str]] = set()
+        for key, uniq in wanted.items():
+            if not self._tensor(key, uniq):
+                missing.add((key.rank, key.graph))
+        for rank, graph in sorted({(k.rank, k.graph) for k in wanted}):
+            self.out.problems.extend(self.dump.graph_blockers(rank, graph))
+            if (rank, graph) in missing:
+                self.out.problems.extend(self.dump.blockers(rank, graph, iteration))
+
+    def _tensor(self, key: TensorKey, uniq: dict[int, Watch]) -> bool:
+        """Plan one watched tensor; False when it has no readable file (nor statistic row)."""
+        if any(w.request.condition == ConditionType.IS_OVERFLOW for w in uniq.values()):
+            uniq = self._overflow(key, uniq)
+            if not uniq:
+                return True
+        found, tensor_file = self._file(key)
+        if tensor_file is None and found and self._from_statistics(key, uniq, found):
+            return True
+        if tensor_file is None:
+            if self.error_on_no_value:
+                self.out.outcomes.extend(_no_value(key, uniq.items()))
+            return False
+        self._task(key, uniq, tensor_file)
+        return True
+
+    def _overflow(self, key: TensorKey, uniq: dict[int, Watch]) -> dict[int, Watch]:
+        """OperatorOverflow is decided from Ascend's overflow records, never from values
+        (spec §5.2): a hit per watched tensor of an overflowing node. The other watches of
+        the tensor are left to read it."""
+        group = (key.rank, key.graph)
+        if group not in self.overflowing:
+            self.overflowing[group] = self.dump.overflow_nodes(key.rank, key.graph, self.iteration)
+        node_name = self.dump.data_node_name(key.rank, key.graph, key.node) or key.node
+        others: dict[int, Watch] = {}
+        for wp_id, watch in uniq.items():
+            if watch.request.condition != ConditionType.IS_OVERFLOW:
+                others[wp_id] = watch
+            elif node_name in self.overflowing[group]:
+                hit = CheckResult(True, 0, untouched_params(watch.request))
+                self.out.outcomes.append(CheckOutcome(key, wp_id, hit))
+        return others
+
+    def _file(self, key: TensorKey) -> tuple[str, TensorFile | None]:
+        """The graph's name of the tensor's node and its file at this iteration: what
+        dump.tensor_file(..., checked=False) answers. Unchecked: the read gives the header,
+        verified against the graph by the merge. A refused file of the tensor is a problem
+        whether or not another was found (the refused one may have been the newer)."""
+        group = (key.rank, key.graph)
+        table = self.tables.get(group)
+        if table is None:
+            index = self.dump.index(*group)
+            table = self.tables[group] = index.unchecked_files(self.iteration)
+            if index.refused_any():
+                self.refusing.add(group)
+        node = (key.rank, key.graph, key.node)
+        found = self.names.get(node)
+        if found is None:
+            found = self.names[node] = self.dump.data_node_name(*node)
+        tensor_file = table.get((found, "output", key.slot)) if found else None
+        if group in self.refusing:
+            refused = self.dump.refused_reason(*node, key.slot, self.iteration)
+            if refused is not None:
+                self.out.problems.add(refused)
+        return found, tensor_file
+
+    def _from_statistics(self, key: TensorKey, uniq: dict[int, Watch], found: str) -> bool:
+        """A statistic-only iteration: the tensor decided from its statistic.csv row
+        (statistic_check), or refused per watchpoint with one sentence. False: no row."""
+        group = (key.rank, key.graph)
+        rows = self.stat_tables.get(group)
+        if rows is None:
+            rows = self.stat_tables[group] = self.dump.index(*group).statistic_rows(self.iteration)
+        row = rows.get((found, "output", key.slot))
+        if row is None:
+            return False
+        self.out.stat_checked += 1
+        for wp_id, watch in uniq.items():
+            decided = decide(watch.request, row.stats)
+            if isinstance(decided, Missing):
+                self.out.problems.add(refusal_sentence(watch.request, decided))
+            elif decided.reported:
+                self.out.outcomes.append(CheckOutcome(key, wp_id, decided))
+        return True
+
+    def _task(self, key: TensorKey, uniq: dict[int, Watch], tensor_file: TensorFile) -> None:
+        """The task that reads `tensor_file` for its watches. A change condition without
+        the graph's history gets error 16 instead; its previous value is looked up once."""
+        if len(uniq) == 1:  # the usual case, without the look-ups below
+            ((wp_id, watch),) = uniq.items()
+            if not watch.needs_prev:
+                self._add(key, tensor_file, [(wp_id, watch)], None)
+                return
+        kept: list[tuple[int, Watch]] = []
+        previous: TensorFile | None = None
+        looked_up = False
+        for wp_id, watch in uniq.items():
+            if watch.needs_prev:
+                if not self.dump.has_history(key.rank, key.graph):
+                    no_history = error_result(watch.request, ErrorCode.NO_HISTORY)
+                    self.out.outcomes.append(CheckOutcome(key, wp_id, no_history))
+                    continue
+                if not looked_up:
+                    looked_up = True
+                    previous = self._previous(key)
+            kept.append((wp_id, watch))
+        if kept:
+            self._add(key, tensor_file, kept, previous)
+
+    def _previous(self, key: TensorKey) -> TensorFile | None:
+        """The tensor's file at the previous iteration its graph ran, if dumped."""
+        prev_it = self.dump.previous_iteration(key.rank, key.graph, self.iteration)
+        if prev_it is None:
+            return None
+        return self.dump.tensor_file(key.rank, key.graph, key.node, key.slot, prev_it)
+
+    def _add(
+        self,
+        key: TensorKey,
+        tensor_file: TensorFile,
+        watches: list[tuple[int, Watch]],
+        previous: TensorFile | None,
+    ) -> None:
+        """One task for `watches` (id, watch) on `tensor_file`; `previous` is only looked up
+        for a change condition, so it is None when no request needs it."""
+        task = Task(
+            len(self.out.tasks),
+            tensor_file.fspath,
+            previous.fspath if previous is not None else None,
+            tuple(watch.request for _, watch in watches),
+            tuple(watch.needs_prev for _, watch in watches),
+            self.weights.nbytes(key.rank, key.graph, key.node, key.slot),
+            _in_bin(tensor_file),
+            _in_bin(previous) if previous is not None else None,
+        )
+        wp_ids = tuple(wp_id for wp_id, _ in watches)
+        self.out.tasks.append(PlannedTask(task, key, wp_ids, tensor_file))
+
+
+def _no_value(key: TensorKey, watches: Iterable[tuple[int, Watch]]) -> list[CheckOutcome]:
+    """Error 32 for each (id, watch) of a tensor without a dumped value."""
+    return [
+        CheckOutcome(key, wp_id, error_result(watch.request, ErrorCode.NO_VALUE))
+        for wp_id, watch in watches
+    ]
+
+
+def _wanted(watches: Sequence[Watch], iteration: int) -> dict[TensorKey, dict[int, Watch]]:
+    """The tensors watched at `iteration`, each with its watchpoints by id: each id once
+    (its first watch), even if listed twice."""
+    wanted: dict[TensorKey, dict[int, Watch]] = {}
+    for watch in watches:
+        if watch.iterations is not None and iteration not in watch.iterations:
+            continue
+        for (rank, graph), pairs in watch.tensors.items():
+            for node, slot in pairs:
+                key = TensorKey(rank, graph, node, slot, iteration)
+                wanted.setdefault(key, {}).setdefault(watch.watchpoint_id, watch)
+    return wanted
 
 
 def _in_bin(f: TensorFile) -> BinTensorFile | None:
