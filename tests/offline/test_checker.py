@@ -249,7 +249,7 @@ def test_loads_without_textual(module: str) -> None:
 def test_each_file_is_opened_once(dump_2_10: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check reads a file's header with its data and verifies it against the graph
     then: no separate header pass (a dump of many tiny files would pay it per file)."""
-    from tuidebug.offline.layout.sync_rank import tensor_index
+    from tuidebug.offline.layout import tensor_index
 
     peeks: list[object] = []
     real = tensor_index.peek_header

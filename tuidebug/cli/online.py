@@ -15,7 +15,6 @@ from typing import TextIO
 
 from tuidebug.cli.common import EXIT_OK, LogLine, UsageError, say
 from tuidebug.cli.watch_options import add_watch_arguments, watch_specs
-from tuidebug.online.listen_address import reachable_at
 
 NAME = "online"
 HELP = "wait for a training process to connect"
@@ -56,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
     _check_port(args.port)
     specs = watch_specs(args)
     if args.host not in _LOOPBACK:
+        # here, not at the top: `tuidebug check` imports this module and must not load online
+        from tuidebug.online.listen_address import reachable_at
+
         say(
             f"tuidebug online: warning: the debugger protocol has no authentication; anyone "
             f"who can reach {reachable_at(args.host, args.port)} can control the training "
