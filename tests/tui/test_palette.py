@@ -33,8 +33,8 @@ def entries(**changes: Any) -> dict[str, tuple[str, str]]:
 def test_enabled_run_actions_come_first_with_their_keys() -> None:
     offered = palette_entries(state(enabled={"continue", "step"}), lambda i: f"<{i}>")
     assert [(e.title, e.action) for e in offered[:2]] == [
-        ("Step", "step"),
-        ("Continue", "continue"),
+        ("Step", "run('step')"),
+        ("Continue", "run('continue')"),
     ]
     assert offered[0].help == "Run one step and check the watchpoints  (<tuidebug.step>)"
     assert "Pause" not in [e.title for e in offered]

@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 
 from tuidebug.core.session import Capabilities, Metadata, SessionState
-from tuidebug.tui.run.actions import BAR_ACTIONS, BY_ID, RUN_ACTIONS, GuardContext
+from tuidebug.tui.run.actions import (
+    BAR_ACTIONS,
+    BY_ACTION,
+    BY_ID,
+    RUN_ACTIONS,
+    GuardContext,
+    action_id,
+)
+
+BINDING_IDS = {a.binding_id for a in RUN_ACTIONS}
 
 S = SessionState
 OFFLINE = Capabilities(can_reset_step=True, step_zero_has_values=False)
@@ -207,9 +216,9 @@ def test_the_table_is_what_the_app_binds_bars_and_helps() -> None:
     from tuidebug.tui.app import DebuggerApp
     from tuidebug.tui.keys.help_screen import APP_HELP
 
-    bound = [b for b in DebuggerApp.BINDINGS if isinstance(b, Binding) and b.action in BY_ID]
+    bound = [b for b in DebuggerApp.BINDINGS if isinstance(b, Binding) and b.id in BINDING_IDS]
     assert [(b.key, b.action, b.description, b.id, b.show) for b in bound] == [
-        (a.key, a.id, a.label, f"tuidebug.{a.id}", False) for a in RUN_ACTIONS
+        (a.key, f"run('{a.id}')", a.label, f"tuidebug.{a.id}", False) for a in RUN_ACTIONS
     ]
     assert [a.id for a in BAR_ACTIONS] == [
         "step",
@@ -224,6 +233,15 @@ def test_the_table_is_what_the_app_binds_bars_and_helps() -> None:
         "new_watchpoint",
     ]
     assert all(APP_HELP[a.id] == a.help for a in RUN_ACTIONS)
+
+
+def test_each_action_names_the_run_controls_method_that_does_it() -> None:
+    from tuidebug.tui.run.controls import RunControls
+
+    assert all(callable(getattr(RunControls, a.do, None)) for a in RUN_ACTIONS)
+    assert all(BY_ACTION[a.action] is a and action_id(a.action) == a.id for a in RUN_ACTIONS)
+    assert action_id("focus_pane(1)") == "focus_pane(1)"  # not a run action: as it is
+    assert ctx().state("run('step')") == ctx().state("step")
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ the app turns them into session calls run in thread workers of named exclusive g
 they found back as messages too; the session's events, which arrive on any thread, come
 as `SessionEventMessage`s. All are handled on the UI thread by the `@on` handlers here.
 
-Whether a run action works is decided by its guard in run_actions.py, on a
+Whether a run action works is decided by its guard in run/actions.py, on a
 `GuardContext` snapshot of the session and the app (`guard_context`), which feeds the
 footer (`check_action`), the control bar, the palette, the help and the "why not" toast.
 During a run the header follows every step, but the hit list, the summaries and the
@@ -14,13 +14,14 @@ open tensor are refreshed once, when the run stops. Where the session can stop a
 (`can_stop_run`: offline), `p` or Esc stops it at the next tensor; the hits its last
 check found so far are listed, and the session's notice is the one toast.
 
-The app routes; flows with a job of their own live in helper objects it hands over to
-(the app keeps the `@on` handlers and `action_*` methods Textual looks for): the run
-actions' calls, guards and control bar (run_controls.py), the watchpoint dialogs and
-exports (watchpoint_flows.py), the pane keys and Esc (navigation.py), the NaN/Inf
-trace (origin_tracing.py), back and forward over the visits (visit_navigation.py), the
-downstream, graph and source screens (node_screens.py), the tensor list and the command
-line (kept_views.py), and the tensor view's compare prompts (tensor_compare.py).
+The app routes; flows with a job of their own live in helper objects of the feature
+packages, which see the app only as `host.AppHost` (the app keeps the `@on` handlers and
+the actions Textual looks for): every run action (`run('<id>')`, run/controls.py), the
+watchpoint dialogs and exports (watchpoints/flows.py), the hits shown
+(watchpoints/hits_shown.py), the pane keys, Esc and z (navigation/), back and forward
+(navigation/visits.py), the tensor list and the command line (navigation/kept_views.py),
+the NaN/Inf trace (origins/runner.py), the node screens (neighbours/opener.py), and the
+tensor view's reads and compare prompts (tensor/requests.py, tensor/compare.py).
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
-from textual.worker import get_current_worker
 
 from tuidebug.core.graph import Graph, Node
 from tuidebug.core.session import (
@@ -57,17 +57,19 @@ from tuidebug.core.session import (
     Progress,
     SessionError,
     SessionEvent,
-    SessionState,
     WatchpointsChanged,
 )
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui.keys.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
-from tuidebug.tui.keys.keymap import Keymap, active_keys, load_keymap
+from tuidebug.tui.keys.keymap import Keymap, active_keys, apply_user_keys
 from tuidebug.tui.kit import colormap, prompts
 from tuidebug.tui.kit.labels import shown_lines
-from tuidebug.tui.kit.session_text import burst_toast, no_graph_text
+from tuidebug.tui.kit.notice_burst import NoticeBurst
+from tuidebug.tui.kit.screenshot import save_screenshot_here
+from tuidebug.tui.kit.session_text import no_graph_text
 from tuidebug.tui.kit.terminal_caps import TerminalCaps, terminal_caps
+from tuidebug.tui.kit.toasts import withdraw_toast
 from tuidebug.tui.messages import (
     ControlDone,
     ControlRequested,
@@ -87,6 +89,7 @@ from tuidebug.tui.messages import (
     WorkerNotice,
 )
 from tuidebug.tui.navigation.kept_views import KeptViews
+from tuidebug.tui.navigation.maximize import maximize_instead, pane_of, toggle_maximized
 from tuidebug.tui.navigation.pane_keys import PANES, Navigation
 from tuidebug.tui.navigation.visit_history import Visit
 from tuidebug.tui.navigation.visits import VisitNavigation
@@ -94,35 +97,26 @@ from tuidebug.tui.neighbours.opener import NodeScreens
 from tuidebug.tui.origins.runner import OriginTracing
 from tuidebug.tui.palette.provider import DebuggerCommands, PaletteCommand
 from tuidebug.tui.panes.header import SessionHeader
-from tuidebug.tui.panes.hit_list import HitList, hits_announcement
+from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.panes.node_details import NodeDetails
 from tuidebug.tui.panes.scope_tree import ScopeTree, TreeEntry
 from tuidebug.tui.panes.stack_list import StackList
 from tuidebug.tui.run.actions import RUN_ACTIONS, ActionState, GuardContext
 from tuidebug.tui.run.control_bar import ControlBar
-from tuidebug.tui.run.controls import RunControls
+from tuidebug.tui.run.controls import Openers, RunControls
 from tuidebug.tui.tensor.compare import TensorCompareFlows
-from tuidebug.tui.tensor.files import file_stem
-from tuidebug.tui.tensor.reads import read_tensor, summarize
-from tuidebug.tui.tensor.text import hit_context
+from tuidebug.tui.tensor.requests import OpenTensor, TensorRequests
 from tuidebug.tui.tensor.view import TensorView
-from tuidebug.tui.watchpoints.export import check_command, copied_note, exported_specs
 from tuidebug.tui.watchpoints.flows import WatchpointFlows
-from tuidebug.tui.watchpoints.list_pane import WatchpointList, watch_badges
+from tuidebug.tui.watchpoints.hits_shown import RUNNING, HitsShown
+from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
-# A run is under way: the panes wait for its end (the header follows every step).
-RUNNING = frozenset({SessionState.RUNNING, SessionState.SENDING})
-
-# Widget ids of the panes z maximizes: the left column (tree, hits and stack tabs with
-# their filters), node details, tensor view, watchpoint list, the command line (`:`).
-PANE_IDS = frozenset({"left", "details", "tensor-view", "watchpoints", "command-line"})
 COLOR_SYSTEMS = {
     "truecolor": ColorSystem.TRUECOLOR,
     "256": ColorSystem.EIGHT_BIT,
     "16": ColorSystem.STANDARD,
 }
 SHORT_TERMINAL = 32  # rows: below it the focused pane grows (see `_fit_layout`)
-PANES_BY_NUMBER = {4: "details", 5: "tensor-view", 6: "watchpoints"}  # 1–3: "left"
 
 
 def _tolerate_teardown(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -155,7 +149,7 @@ class DebuggerApp(App[int]):
     # (key first) and greys them exactly like the keys, so the footer keeps room for the
     # focused pane's keys.
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(Binding(a.key, a.id, a.label, show=False, id=a.binding_id) for a in RUN_ACTIONS),
+        *(Binding(a.key, a.action, a.label, show=False, id=a.binding_id) for a in RUN_ACTIONS),
         Binding("slash", "filter", "Filter", id="tuidebug.filter"),
         Binding("colon", "command_line", "Command", id="tuidebug.command_line"),
         Binding("escape", "back", "Back", show=False, id="tuidebug.back"),
@@ -182,6 +176,10 @@ class DebuggerApp(App[int]):
             for n in PANES
         ),
     ]
+
+    # made in compose; named here as lambdas made before them read them
+    _reads: TensorRequests
+    _runs: RunControls
 
     def __init__(
         self,
@@ -218,18 +216,17 @@ class DebuggerApp(App[int]):
         self.current_node: Node | None = None
         self._metadata: Metadata = session.metadata
         self._recommendation_offered = False
-        self._open_tensor: tuple[str, str, int, int | None] | None = None  # graph, node, slot, it
-        self._tensor_request = 0  # the latest; an older answer is dropped
         self._step_moved = False  # the step changed since the panes showed their values
         # the hits a run published (and whether its last check was cut short), shown
         # when it stops
         self._hits_at_run_end: tuple[Sequence[WatchpointHit], bool] | None = None
         self.loaded = False  # GraphsLoaded seen (tests and benchmarks wait on it)
-        self.messages: list[Notice] = []  # every Notice of the session, for the dialog
-        self._pending_notices: list[Notice] = []
-        self._hits_toast: str | None = None  # the hits toast up now (see _show_hits)
+        self._notices = NoticeBurst(
+            lambda text, severity: self.notify(text, severity=severity), self.call_later
+        )
+        self.messages: list[Notice] = self._notices.messages  # for the dialog
         # back / forward over the nodes and tensors visited
-        self._visits = VisitNavigation(self, lambda: self._open_tensor, self._request_tensor)
+        self._visits = VisitNavigation(self, lambda: self._reads.open, self._request_tensor)
         self._kept = KeptViews(self)  # the tensor list and the command line, once made
 
     # ------------------------------------------------------------ layout
@@ -255,12 +252,38 @@ class DebuggerApp(App[int]):
             details=self._details,
             tensor=self._tensor,
         )
-        self._tracer = OriginTracing(self, self._header, self._request_tensor)
-        self._compare = TensorCompareFlows(self, lambda: self._open_tensor)
-        self._runs = RunControls(
-            self, hits=self._hits, controls=self._controls, watchpoint_list=self._watchpoints
+        self._reads = TensorRequests(
+            self,
+            self._tensor,
+            self._details,
+            lambda graph, node, slot, it: self._visits.record(Visit(graph, node, slot, it)),
         )
-        self._node_screens = NodeScreens(self, self._runs.focused_hit)
+        self._shown = HitsShown(
+            self,
+            header=self._header,
+            hits=self._hits,
+            tabs=self._tabs,
+            scope=self._scope,
+            watchpoint_list=self._watchpoints,
+            withdraw_toast=functools.partial(withdraw_toast, self),
+        )
+        self._tracer = OriginTracing(self, self._header, self._request_tensor)
+        self._compare = TensorCompareFlows(self, lambda: self._reads.open)
+        # the node screens and the run controls each ask the other: a lambda for the later
+        self._node_screens = NodeScreens(self, lambda: self._runs.focused_hit())
+        self._runs = RunControls(
+            self,
+            hits=self._hits,
+            controls=self._controls,
+            watchpoint_list=self._watchpoints,
+            watch_flows=self._watch_flows,
+            tracer=self._tracer,
+            opens=Openers(
+                downstream=self._node_screens.downstream,
+                graph_view=self._node_screens.graph_view,
+                tensor_list=self._kept.show_tensor_list,
+            ),
+        )
         yield self._header
         with Horizontal(id="main"):
             with Vertical(id="left"), self._tabs:
@@ -304,7 +327,7 @@ class DebuggerApp(App[int]):
     def on_mount(self) -> None:
         self._fit_layout(self.size.height)
         if self._user_keys:
-            self._apply_user_keys()
+            self.keymap = apply_user_keys(self)
         self._controls.set_keys(lambda action: self.key_hint(f"tuidebug.{action}"))
         if self._source_label is not None:
             self._header.shown_source = self._source_label
@@ -317,23 +340,11 @@ class DebuggerApp(App[int]):
             # gone by, so offer the recommended watchpoints now if none exist yet.
             fresh = not self.session.watchpoints
             self._graphs_loaded(self.session.graphs, first_time=fresh)
-            self._show_hits(self.session.hits)
+            self._shown.show(self.session.hits)
             self.state_changed()
         if self._start_session_on_mount:
             self._start_session()
         self._scope.tree_view.focus()
-
-    def _apply_user_keys(self) -> None:
-        """Remap keys from the user's keys.toml; its mistakes are one warning, never a
-        traceback (the valid entries still apply)."""
-        self.keymap, problems = load_keymap()
-        if self.keymap:
-            self.set_keymap(self.keymap)
-        if problems:
-            shown = problems[:3]
-            if len(problems) > 3:
-                shown.append(f"(+{len(problems) - 3} more: `tuidebug keys` lists them)")
-            self.notify("\n".join(shown), title="Your keys file", severity="warning", timeout=20)
 
     def notify(
         self,
@@ -391,7 +402,7 @@ class DebuggerApp(App[int]):
         elif isinstance(event, WatchpointsChanged):
             self._watchpoints.set_watchpoints(event.watchpoints)
             self._runs.watchpoints = len(event.watchpoints)
-            self._refresh_badges()
+            self._shown.refresh_badges()
             # the watchpoint count is in the control bar, and recheck needs a watchpoint
             self.state_changed()
         elif isinstance(event, HitsArrived):
@@ -399,28 +410,14 @@ class DebuggerApp(App[int]):
                 self._hits_at_run_end = (event.hits, event.partial)  # shown at the stop
             else:
                 # a stopped check's hits: the session's notice of the stop says them
-                self._show_hits(event.hits, announce=not event.partial)
+                self._shown.show(event.hits, announce=not event.partial)
                 self.state_changed()  # the bar counts the hits
         elif isinstance(event, Progress):
             self._header.set_progress(event.label, event.done, event.total)
         elif isinstance(event, ClientDisconnected):
             self.notify(event.reason or "The training disconnected.", severity="warning")
         elif isinstance(event, Notice):
-            self._queue_notice(event)
-
-    def _queue_notice(self, notice: Notice) -> None:
-        """Notices often come in bursts (one per odd file of a dump): keep them all for the
-        messages dialog, but toast a burst once, after the events queued with it."""
-        self.messages.append(notice)
-        self._pending_notices.append(notice)
-        if len(self._pending_notices) == 1:
-            self.call_later(self._flush_notices)
-
-    def _flush_notices(self) -> None:
-        pending, self._pending_notices = self._pending_notices, []
-        if pending:
-            text, severity = burst_toast(pending)
-            self.notify(text, severity=severity)
+            self._notices.add(event)
 
     def action_messages(self) -> None:
         if not self.messages:
@@ -450,7 +447,7 @@ class DebuggerApp(App[int]):
         self._graph_switched()
         self._hits.set_context(self.graphs, self._metadata.ranks)
         self._kept.step_changed()  # new graphs (a rank switch): list them again
-        self._refresh_badges()
+        self._shown.refresh_badges()
         self.state_changed()
         if first_time and self.graphs and not self._recommendation_offered:
             self._recommendation_offered = True
@@ -468,9 +465,9 @@ class DebuggerApp(App[int]):
         running = metadata.state in RUNNING
         if not running and self._hits_at_run_end is not None:
             (hits, partial), self._hits_at_run_end = self._hits_at_run_end, None
-            self._show_hits(hits, announce=not partial)  # it updates the header too
+            self._shown.show(hits, announce=not partial)  # it updates the header too
         else:
-            self._update_header()
+            self._shown.update_header()
         if not self.graphs:
             self._scope.set_empty_message(no_graph_text(metadata))
         self.state_changed()
@@ -480,67 +477,10 @@ class DebuggerApp(App[int]):
         self._kept.step_changed()
         if self.current_node is not None and self.current_graph:
             # Values differ per step: refresh what is on screen.
-            self._fetch_summaries(self.current_graph, self.current_node)
-            if self._open_tensor is not None:
-                graph, node, slot, _iteration = self._open_tensor
+            self._reads.fetch_summaries(self.current_graph, self.current_node)
+            if self._reads.open is not None:
+                graph, node, slot, _iteration = self._reads.open
                 self._request_tensor(graph, node, slot, None)
-
-    def _update_header(self) -> None:
-        md = self._metadata
-        hits_here = md.state is SessionState.WAITING and any(
-            self._hit_step(hit) == md.step for hit in self.session.hits
-        )
-        stop_hint = ""
-        if md.state in RUNNING and self.session.capabilities.can_stop_run:
-            stop_hint = (
-                f"{self.key_hint('tuidebug.pause')} or {self.key_hint('tuidebug.back')} stops"
-            )
-        self._header.set_metadata(md, hits_at_step=hits_here, stop_hint=stop_hint)
-
-    def _hit_step(self, hit: Any) -> int:
-        return hit.step if hit.step is not None else self._metadata.step
-
-    def _show_hits(self, hits: Sequence[WatchpointHit], *, announce: bool = False) -> None:
-        """The hit list, its counts and badges, the header (the caller: `state_changed`)."""
-        before = self._hits.hit_count
-        self._hits.set_hits(hits)
-        self._watchpoints.set_hit_counts(self._hits.hit_counts())
-        self._tabs.get_tab("hits-tab").label = f"2 Hits ({len(hits)})" if hits else "2 Hits"
-        self._refresh_badges()
-        self._update_header()
-        if len(hits) != before or not hits:
-            self._retract_hits_toast()  # a count the list no longer shows must not stay up
-        said = hits_announcement(hits, self._hits.shown_count)
-        if announce and said is not None and len(hits) != before:
-            text, real = said
-            self._hits_toast = shown_lines(text)
-            self.notify(text, severity="warning" if real else "information")
-
-    def _retract_hits_toast(self) -> None:
-        """Take down the last "N watchpoint hits" toast if it is still up. Textual has no
-        public way to withdraw one toast (only all of them), hence its private list."""
-        text, self._hits_toast = self._hits_toast, None
-        if text is None:
-            return
-        with contextlib.suppress(AttributeError, KeyError):
-            for notification in list(self._notifications):
-                if notification.message == text:
-                    self._unnotify(notification)
-
-    def _refresh_badges(self) -> None:
-        graph = self.graphs.get(self.current_graph or "")
-        tree = self._scope.tree_view
-        if graph is None:
-            tree.set_badges((), (), {}, {})
-            return
-        # the tree is the shown rank's: other ranks' hits (a check of every rank) are
-        # counted in the hit list, not on these nodes
-        rank = self._metadata.rank
-        hits = [h for h in self.session.hits if h.tensor.rank == rank]
-        watched_nodes, watched_scopes, node_hits, scope_hits = watch_badges(
-            graph, self.session.watchpoints, hits
-        )
-        tree.set_badges(watched_nodes, watched_scopes, node_hits, scope_hits)
 
     # ---------------------------------------------------------- run actions
     def guard_context(self) -> GuardContext:
@@ -559,7 +499,7 @@ class DebuggerApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # None = shown greyed out: the key exists, it just cannot run right now.
-        return True if self.action_state(action).enabled else None
+        return True if self._runs.check(action, parameters) else None
 
     def guard(self, action: str) -> bool:
         """For actions reached without a key (palette, buttons): explain a refusal."""
@@ -580,35 +520,9 @@ class DebuggerApp(App[int]):
     async def _control_requested(self, message: ControlRequested) -> None:
         await self.run_action(message.action)
 
-    def action_step(self) -> None:
-        self._runs.step()
-
-    def action_step_many(self) -> None:
-        self._runs.step_many()
-
-    def action_continue(self) -> None:
-        self._runs.continue_()
-
-    def action_step_node(self) -> None:
-        self._runs.step_node()
-
-    def action_run_to_node(self) -> None:
-        self._runs.run_to_node()
-
-    def action_pause(self) -> None:
-        self._runs.pause()
-
-    def action_terminate(self) -> None:
-        self._runs.terminate()
-
-    def action_reset_step(self) -> None:
-        self._runs.reset_step()
-
-    def action_recheck(self) -> None:
-        self._runs.recheck()
-
-    def action_history(self) -> None:
-        self._runs.history()
+    def action_run(self, action_id: str) -> None:
+        """Every run key, control-bar button and palette entry: `run('<id>')`."""
+        self._runs.run(action_id)
 
     def action_select_rank(self, rank: int) -> None:
         self._runs.select_rank(rank)
@@ -648,93 +562,18 @@ class DebuggerApp(App[int]):
     @on(ControlDone)
     @_tolerate_teardown
     def _control_done(self, _message: ControlDone) -> None:
-        self._runs.busy = False
-        self.state_changed()
+        self._runs.done()
 
     # ----------------------------------------------------- summaries and tensors
-    @work(thread=True, exclusive=True, group="summaries", exit_on_error=False)
-    def _summaries_worker(self, graph: str, node: Node, rank: int) -> None:
-        worker = get_current_worker()
-        for spec in node.outputs:
-            if worker.is_cancelled:
-                return
-            ref = TensorRef(node.name, spec.slot, None, rank, graph)
-            summary = summarize(self.session, ref)
-            if worker.is_cancelled:
-                return
-            self._post(SummaryRead(node.name, spec.slot, summary))
-
     @on(SummaryRead)
     @_tolerate_teardown
     def _summary_read(self, message: SummaryRead) -> None:
-        self._details.set_summary(message.node, message.slot, message.summary)
-
-    def _fetch_summaries(self, graph: str, node: Node) -> None:
-        if node.outputs:
-            self._summaries_worker(graph, node, self._metadata.rank)
-
-    @work(thread=True, exclusive=True, group="tensor", exit_on_error=False)
-    def _tensor_worker(
-        self,
-        request: int,
-        node: Node,
-        ref: TensorRef,
-        title: str,
-        want_previous: bool,
-        context: str = "",
-    ) -> None:
-        worker = get_current_worker()
-        answer = read_tensor(
-            self.session,
-            node,
-            ref,
-            want_previous=want_previous,
-            shown_step=self._metadata.step,
-            cancelled=lambda: worker.is_cancelled,
-        )
-        if answer is None:
-            return
-        if answer.error:
-            self._post(TensorRead(request, error=answer.error))
-            return
-        self._post(
-            TensorRead(
-                request,
-                title=title,
-                array=answer.array,
-                previous=answer.previous,
-                note=answer.note,
-                short_name=node.short_name,
-                slot=ref.slot,
-                file_stem=file_stem(
-                    node.name,
-                    ref.slot,
-                    self.session.step_of(ref),
-                    ref.rank if len(self._metadata.ranks) > 1 else None,
-                ),
-                context=context,
-            )
-        )
+        self._reads.summary_read(message)
 
     @on(TensorRead)
     @_tolerate_teardown
     def _tensor_read(self, message: TensorRead) -> None:
-        if message.request != self._tensor_request:
-            return  # a later request is open now
-        if message.error:
-            self._tensor.show_error(message.error)
-            return
-        assert message.array is not None
-        self._tensor.show(
-            message.title,
-            message.array,
-            message.previous,
-            note=message.note,
-            short_name=message.short_name,
-            slot=message.slot,
-            file_stem=message.file_stem,
-            context=message.context,
-        )
+        self._reads.tensor_read(message)
 
     def _request_tensor(
         self,
@@ -744,30 +583,13 @@ class DebuggerApp(App[int]):
         iteration: int | None,
         hit: WatchpointHit | None = None,
     ) -> None:
-        """Open a tensor in the tensor view (`hit`: the hit it is opened from, shown
-        above it with its condition and what to try)."""
-        graph = self.graphs.get(graph_name)
-        node = graph.get(node_name) if graph else None
-        if node is None:
-            self.notify(f"There is no node {node_name} in {graph_name}.", severity="warning")
-            return
-        if node.outputs and slot not in {spec.slot for spec in node.outputs}:
-            self.notify(f"{node.short_name} has no output slot {slot}.", severity="warning")
-            return
-        self._visits.record(Visit(graph_name, node.name, slot, iteration))
-        self._open_tensor = (graph_name, node.name, slot, iteration)
-        ref = TensorRef(node.name, slot, iteration, self._metadata.rank, graph_name)
-        title = f"{node.short_name}:{slot}  ({node.op_type}, step {self.session.step_of(ref)})"
-        self._tensor.show_loading(title)
-        capabilities = self.session.capabilities
-        # Offline every tensor has its previous run in the dump; a live training keeps
-        # only the parameters' (asking it for any other costs a round trip for nothing).
-        want_previous = capabilities.can_compare_previous and (
-            node.is_parameter or not capabilities.live
-        )
-        context = hit_context(hit) if hit is not None else ""
-        self._tensor_request += 1
-        self._tensor_worker(self._tensor_request, node, ref, title, want_previous, context)
+        """Open a tensor in the tensor view (`hit`: the hit it is opened from)."""
+        self._reads.request(graph_name, node_name, slot, iteration, hit)
+
+    @property
+    def _open_tensor(self) -> OpenTensor | None:
+        """The tensor the view shows or loads (graph, node, slot, iteration)."""
+        return self._reads.open
 
     # ------------------------------------------------------- pane messages
     @on(NodeHighlighted)
@@ -794,7 +616,7 @@ class DebuggerApp(App[int]):
         self._stack.set_node(node)
         if changed:
             self._runs.forget()  # run to node and the trace read the selected node
-            self._fetch_summaries(graph.name, node)
+            self._reads.fetch_summaries(graph.name, node)
 
     @on(NodeChosen)
     @_tolerate_teardown
@@ -894,7 +716,7 @@ class DebuggerApp(App[int]):
         graph = self.graphs.get(self.current_graph or "")
         self._header.set_graph(self.current_graph or "")
         self._stack.set_graph(graph)
-        self._refresh_badges()
+        self._shown.refresh_badges()
         self._runs.forget()  # the trace target is in this graph
 
     # ------------------------------------------------------------ watchpoints
@@ -902,9 +724,6 @@ class DebuggerApp(App[int]):
     @_tolerate_teardown
     def _watchpoint_action(self, message: WatchpointAction) -> None:
         self._watch_flows.act(message)
-
-    def action_new_watchpoint(self) -> None:
-        self._watch_flows.create()
 
     def action_apply_recommended(self) -> None:
         self._watch_flows.apply_recommended()
@@ -923,21 +742,7 @@ class DebuggerApp(App[int]):
 
     # ------------------------------------------------ watchpoints and hits out
     def action_copy_check_command(self) -> None:
-        """Copy `tuidebug check DUMP --watch …` (online: the --watch options) and show it."""
-        exported = exported_specs(
-            self.session.watchpoints, self._watch_flows.given_specs, self.graphs
-        )
-        if not exported.enabled:
-            self.notify("There is no enabled watchpoint to copy: press w to add one.")
-            return
-        md = self._metadata
-        dump = os.path.abspath(md.source) if md.mode == "offline" and md.source else None
-        command = check_command(exported.enabled, dump)
-        self.copy_to_clipboard(command)
-        note = copied_note(exported)
-        self.notify(
-            f"Copied to the clipboard:\n{command}" + (f"\n{note}" if note else ""), timeout=20
-        )
+        self._watch_flows.copy_check_command()
 
     def action_save_watchpoints(self) -> None:
         self._watch_flows.save_watchpoints()
@@ -971,41 +776,14 @@ class DebuggerApp(App[int]):
             self.pop_screen()
             self.call_after_refresh(self.action_focus_pane, number)
             return
-        screen = self.screen
-        if screen.maximized is not None:
-            # a pane key while one pane fills the screen shows that pane full-screen in
-            # its place (on a small terminal, z then 1–6 flips between whole panes); first,
-            # as Textual only focuses what the maximized view shows
-            pane_id = "left" if number <= 3 else PANES_BY_NUMBER.get(number, "")
-            with contextlib.suppress(NoMatches):
-                screen.maximized = self.query_one(f"#{pane_id}", Widget)
+        maximize_instead(self, number)
         self._nav.focus_pane(number)
 
     def _pane_of(self, widget: Widget | None) -> Widget | None:
-        """The pane that holds `widget` (the whole pane, not the tree or table inside it,
-        so its filter row and tabs are maximized with it)."""
-        node: Any = widget
-        while isinstance(node, Widget):
-            if node.id in PANE_IDS:
-                return node
-            node = node.parent
-        return None
+        return pane_of(widget)
 
     def action_maximize_pane(self) -> None:
-        """z (and the palette): the focused pane fills the screen; z again or Esc restores
-        the layout. Textual's own maximize would enlarge only the focused widget (the tree
-        without its filter, or nothing for a pane whose focus sits in a container)."""
-        screen = self.screen
-        if isinstance(screen, ModalScreen):
-            return
-        if screen.maximized is not None:
-            screen.minimize()
-            return
-        pane = self._pane_of(screen.focused)
-        if pane is None:
-            self.notify("Focus a pane first (1–6), then press z to maximize it.")
-            return
-        screen.maximized = pane
+        toggle_maximized(self)
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
@@ -1018,33 +796,7 @@ class DebuggerApp(App[int]):
         guards = self.guard_context()
         return key_rows(self.BINDINGS, self.keymap, lambda action: guards.state(action).reason)
 
-    # ------------------------------ the tensor list, node screens, NaN/Inf origins
-    def action_tensor_list(self) -> None:
-        """L: every tensor of the step (kept: its filters survive closing it)."""
-        if self.guard("tensor_list"):
-            self._kept.show_tensor_list()
-
-    def action_downstream(self) -> None:
-        """O: the nodes downstream of the selected hit's or node's outputs."""
-        if self.guard("downstream"):
-            self._node_screens.downstream()
-
-    def action_graph_view(self) -> None:
-        """G: the selected hit's or node's inputs and consumers, drawn as a small DAG."""
-        if self.guard("graph_view"):
-            self._node_screens.graph_view()
-
-    def action_trace_origin(self) -> None:
-        if not self.guard("trace_origin"):
-            return
-        target = self._node_screens.target()
-        if target is None:
-            return
-        md = self._metadata
-        iteration = target.iteration
-        step = self.session.step_of(TensorRef(target.node, 0, iteration, md.rank, target.graph))
-        self._tracer.start(self.graphs[target.graph], target.node, iteration, md.rank, step)
-
+    # ------------------------------------------------------------ NaN/Inf origins
     @on(TraceProgress)
     @_tolerate_teardown
     def _trace_progress(self, message: TraceProgress) -> None:
@@ -1075,7 +827,7 @@ class DebuggerApp(App[int]):
             has_hits=bool(self.session.hits),
             messages=len(self.messages),
             maximized=screen.maximized is not None,
-            can_maximize=self._pane_of(screen.focused) is not None,
+            can_maximize=pane_of(screen.focused) is not None,
             can_go_back=self._visits.can_back,
             can_go_forward=self._visits.can_forward,
             tensor_shown=self._tensor.state == "tensor",
@@ -1102,21 +854,7 @@ class DebuggerApp(App[int]):
         self.set_timer(0.1, self.save_screenshot_here)
 
     def save_screenshot_here(self) -> str | None:
-        """An SVG of the screen in the current directory, as the palette says (Textual's
-        `deliver_screenshot` writes to ~/Downloads, and fails where there is none); the
-        toast gives the full path. Returns it, None when it could not be written."""
-        here = os.environ.get("PWD") or "the current directory"  # getcwd() can fail too
-        try:
-            here = os.getcwd()
-            path = os.path.abspath(self.save_screenshot(path=here))
-        except OSError as exc:
-            self.notify(
-                f"The screenshot could not be saved in {here}: {exc.strerror or exc}.",
-                severity="error",
-            )
-            return None
-        self.notify(f"Screenshot saved to {path}", timeout=10)
-        return path
+        return save_screenshot_here(self)
 
     def palette_graph(self) -> Graph | None:
         return self.graphs.get(self.current_graph or "")

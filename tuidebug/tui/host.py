@@ -1,5 +1,6 @@
 """What the App's helper objects (navigation, run controls, watchpoint flows, origin
-tracing, visits, node screens, kept views, tensor compare) may ask of the App: a Protocol instead of the `DebuggerApp` class, so the helpers
+tracing, visits, node screens, kept views, tensor compare, tensor requests, the hits
+shown) may ask of the App: a Protocol instead of the `DebuggerApp` class, so the helpers
 do not import the module that builds them (no import circle) and the surface they lean on
 is written down in one place (the tests' fake app implements the same)."""
 
@@ -69,6 +70,8 @@ class AppHost(Protocol):
 
     def query_one(self, selector: str) -> Widget: ...
 
+    def copy_to_clipboard(self, text: str) -> None: ...
+
     # --- the debugger's own
     @property
     def metadata(self) -> Metadata: ...
@@ -78,6 +81,8 @@ class AppHost(Protocol):
     current_node: Node | None
 
     def guard(self, action: str) -> bool: ...
+
+    def key_hint(self, binding_id: str) -> str: ...
 
     def state_changed(self) -> None: ...
 

@@ -94,7 +94,7 @@ class WatchpointAction(Message):
 
 
 class ControlRequested(Message):
-    """A control-bar button, routed to the same action as its key."""
+    """A control-bar button, routed to the same action as its key (`run('<id>')`)."""
 
     def __init__(self, action: str) -> None:
         super().__init__()

@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tuidebug.tui.keys.keymap import active_keys
-from tuidebug.tui.run.actions import RUN_ACTIONS
+from tuidebug.tui.run.actions import RUN_ACTIONS, action_id
 
 KeyRow = tuple[str, str, str]  # key, what it does, when it is unavailable (or "")
 
@@ -94,8 +94,9 @@ def key_rows(
             continue  # listed below with their fuller wording
         bound = active_keys(binding.id, keymap) if binding.id else []
         keys = ", ".join(key_display(k) for k in bound or binding.key.split(","))
-        does = APP_HELP.get(binding.action, binding.description)
-        rows.append((keys, does, unavailable(binding.action)))
+        action = action_id(binding.action)  # `run('step')`: the run action step
+        does = APP_HELP.get(action, binding.description)
+        rows.append((keys, does, unavailable(action)))
     for key, does in EXTRA_KEYS:
         if not isinstance(key, str):
             # Textual's key names here ("escape", "space"), as these rows always had

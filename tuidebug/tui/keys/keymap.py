@@ -29,10 +29,13 @@ import sys
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 ENV_VAR = "TUIDEBUG_KEYS"
 DEFAULT_NAMESPACE = "tuidebug"
@@ -227,6 +230,20 @@ def load_keymap(
     return parse_keymap(text, path, known)
 
 
+def apply_user_keys(app: App[Any]) -> Keymap:
+    """Remap the app's keys from the user's keys.toml and return the keymap applied; the
+    file's mistakes are one warning, never a traceback (the valid entries still apply)."""
+    keymap, problems = load_keymap()
+    if keymap:
+        app.set_keymap(keymap)
+    if problems:
+        shown = problems[:3]
+        if len(problems) > 3:
+            shown.append(f"(+{len(problems) - 3} more: `tuidebug keys` lists them)")
+        app.notify("\n".join(shown), title="Your keys file", severity="warning", timeout=20)
+    return keymap
+
+
 def parse_keymap(
     text: str, path: Path | str, known: Collection[str] | None = None
 ) -> tuple[Keymap, list[str]]:
@@ -388,6 +405,7 @@ __all__ = [
     "BindingInfo",
     "Keymap",
     "active_keys",
+    "apply_user_keys",
     "keys_file",
     "keys_file_origin",
     "known_bindings",

@@ -7,13 +7,19 @@ Modules (this docstring is the table of contents; the package imports nothing):
   truecolor style.
 - `dialogs`: Small modal dialogs: yes/no, a one-line prompt with inline validation, the run
   history.
+- `fill_on_mount`: Filling a screen's children from its `on_mount`, on a busy app too
+  (they may not be mounted yet: then once the screen has drawn).
 - `labels`: Short text forms shared by several panes (dtype, shape, numbers, states), and
   the one path untrusted text takes onto the screen.
 - `name_filter`: The name filters' matching: a regular expression, and plain text as a
   substring.
+- `notice_burst`: The session's notices: every one kept for the messages dialog, a burst
+  toasted once.
 - `prompts`: The questions the app asks — how many steps, which step, really terminate,
   where to save — each built here with its wording, so the app only says when to ask and
   what to do with the answer.
+- `screenshot`: A screenshot of the app in the current directory, as the palette's entry
+  says.
 - `session_text`: Sentences the app says about its session: what the tree pane says before
   there is a graph to show (`no_graph_text`), the one toast for a burst of the session's
   notices (`burst_toast`), and which errors are meant for the user as they are
@@ -22,4 +28,5 @@ Modules (this docstring is the table of contents; the package imports nothing):
   component styles.
 - `terminal_caps`: What the terminal can show, read from the environment: its colour depth
   and whether it takes UTF-8 (box drawing, half blocks).
+- `toasts`: Taking down one toast while it is still up.
 """

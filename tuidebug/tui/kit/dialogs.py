@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
@@ -17,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Static
 
 from tuidebug.core.session import GraphRun
+from tuidebug.tui.kit.fill_on_mount import fill_when_mounted
 from tuidebug.tui.kit.labels import plain, shown_lines
 
 
@@ -251,14 +251,7 @@ class HistoryScreen(ModalScreen[int | None]):
             yield Static(hint, id="history-hint")
 
     def on_mount(self) -> None:
-        try:
-            self._fill()
-        except NoMatches:  # see ConfirmScreen.on_mount
-            self.call_after_refresh(self._fill_later)
-
-    def _fill_later(self) -> None:
-        with contextlib.suppress(NoMatches):  # closed before it was drawn
-            self._fill()
+        fill_when_mounted(self, self._fill)
 
     def _title_and_note(self) -> tuple[str, str]:
         without = list(dict.fromkeys(r.graph_name for r in self._runs if not r.from_history))

@@ -5,6 +5,7 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `kept_views`: The views the app makes on their first use and keeps, so what the user set
   up in them survives closing them: the step's tensor list (`L`: its filters, sort and the
   health already read) and the command line (`:`: its output and history).
+- `maximize`: z: the focused pane fills the screen, and the pane keys while one does.
 - `pane_keys`: Moving around the app's panes: the pane keys (1–6), the filter key (/), and
   where Esc goes back to.
 - `visit_history`: Back and forward over the nodes and tensors visited, like a browser's

@@ -8,7 +8,6 @@ downstream.py's (no Textual there); Enter answers the node so the app can go to 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -17,12 +16,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
 from tuidebug.core.graph import Graph
 from tuidebug.core.watchpoints import WatchpointHit
+from tuidebug.tui.kit.fill_on_mount import fill_when_mounted
 from tuidebug.tui.kit.labels import plain
 from tuidebug.tui.neighbours.downstream import Downstream, downstream_of
 
@@ -100,14 +99,7 @@ watchpoint hits at this step (o traces a NaN/Inf upstream instead).
             yield Static("Enter goes to the node · Esc closes", id="downstream-hint")
 
     def on_mount(self) -> None:
-        try:
-            self._fill()
-        except NoMatches:  # see ConfirmScreen.on_mount
-            self.call_after_refresh(self._fill_later)
-
-    def _fill_later(self) -> None:
-        with contextlib.suppress(NoMatches):  # closed before it was drawn
-            self._fill()
+        fill_when_mounted(self, self._fill)
 
     def _fill(self) -> None:
         table = self.query_one(DataTable)

@@ -8,7 +8,6 @@ tree and open its tensor.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -17,12 +16,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
 from tuidebug.core.graph import Graph
 from tuidebug.core.origins import Origin, OriginTrace
+from tuidebug.tui.kit.fill_on_mount import fill_when_mounted
 from tuidebug.tui.kit.labels import plain, shown
 
 Counts = tuple[int, int, int]  # NaN, +Inf, −Inf
@@ -110,14 +109,7 @@ class OriginScreen(ModalScreen[tuple[str, int] | None]):
             )
 
     def on_mount(self) -> None:
-        try:
-            self._fill()
-        except NoMatches:  # see ConfirmScreen.on_mount
-            self.call_after_refresh(self._fill_later)
-
-    def _fill_later(self) -> None:
-        with contextlib.suppress(NoMatches):  # closed before it was drawn
-            self._fill()
+        fill_when_mounted(self, self._fill)
 
     def _short(self, name: str) -> str:
         node = self._graph.get(name)

@@ -21,7 +21,7 @@ from tuidebug.tui.run.actions import RUN_ACTIONS
 class PaletteEntry:
     title: str
     help: str
-    action: str  # a Textual action string: "step", "focus_pane(3)", "screen.minimize"
+    action: str  # a Textual action string: "run('step')", "focus_pane(3)", "screen.minimize"
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,8 @@ def palette_entries(state: PaletteState, key_for: Callable[[str], str]) -> list[
     for action in RUN_ACTIONS:
         if action.id in state.enabled:
             title, help_text = action.palette
-            add(PaletteEntry(title, f"{help_text}  ({key_for(action.binding_id)})", action.id))
+            key = key_for(action.binding_id)
+            add(PaletteEntry(title, f"{help_text}  ({key})", action.action))
     if state.graphs and "new_watchpoint" in state.enabled:
         add(
             PaletteEntry(

@@ -2,9 +2,11 @@
 
 Each `RunAction` says once what was written in seven places before: its key binding, its
 control-bar button, its palette entry, its help row, whether the session can ever do it
-(a hidden button) and whether it can run now (its guard, greyed with a reason). The app
-derives its BINDINGS, `check_action`, the control bar, the palette and the help from
-`RUN_ACTIONS`; a new run action is one entry here plus the session method it calls.
+(a hidden button), whether it can run now (its guard, greyed with a reason) and what does
+it (`do`: a method of run/controls.py's `RunControls`). The app derives its BINDINGS,
+`check_action`, the control bar, the palette and the help from `RUN_ACTIONS`; every key,
+button and palette entry runs the one app action `run('<id>')`. A new run action is one
+entry here plus the `RunControls` method it names.
 
 A guard reads a `GuardContext`: a frozen snapshot of the session's metadata and
 capabilities and of the little app state the guards need. The app builds one when what
@@ -57,14 +59,16 @@ class GuardContext:
         return {action.id: action.guard(self) for action in RUN_ACTIONS}
 
     def state(self, action: str) -> ActionState:
-        """The state of a run action; any other action is always allowed."""
-        return self.states.get(action, ALLOWED)
+        """The state of a run action (by id or as `run('<id>')`); any other action is
+        always allowed."""
+        return self.states.get(action_id(action), ALLOWED)
 
 
 @dataclass(frozen=True)
 class RunAction:
-    """One run action. `key`/`label`: its binding (id `tuidebug.<id>`, `action_<id>`);
-    `bar`: its control-bar button (None: no button); `palette`: (title, help) of its
+    """One run action. `key`/`label`: its binding (id `tuidebug.<id>`, action
+    `run('<id>')`); `do`: the `RunControls` method that performs it (a name, so this
+    table needs no Textual); `bar`: its control-bar button (None: no button); `palette`: (title, help) of its
     palette command, offered while it is enabled; `help`: its row in the help screen;
     `offered`: whether a session with these capabilities can ever do it (its button is
     hidden, not greyed forever, when it cannot); `guard`: whether it can run now."""
@@ -72,6 +76,7 @@ class RunAction:
     id: str
     key: str
     label: str
+    do: str
     bar: str | None
     palette: tuple[str, str]
     help: str
@@ -81,6 +86,11 @@ class RunAction:
     @property
     def binding_id(self) -> str:
         return f"tuidebug.{self.id}"
+
+    @property
+    def action(self) -> str:
+        """The Textual action string its key, button and palette entry run."""
+        return f"run({self.id!r})"
 
 
 # ------------------------------------------------------------------------ guards
@@ -249,6 +259,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "step",
         "n",
         "Step",
+        "step",
         "Step",
         ("Step", "Run one step and check the watchpoints"),
         "step: run one step (offline: load and check the next iteration)",
@@ -258,6 +269,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "step_many",
         "N",
         "Step N",
+        "step_many",
         "Step N…",
         ("Step N times…", "Run several steps"),
         "step N times (asks how many)",
@@ -267,6 +279,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "continue",
         "c",
         "Continue",
+        "continue_",
         "Continue",
         ("Continue", "Run until a watchpoint hits"),
         "continue until a watchpoint hits (offline: or the last step)",
@@ -276,6 +289,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "step_node",
         "x",
         "Next node",
+        "step_node",
         "Next node",
         ("Next node", "Run to the next kernel (GPU)"),
         "next node: run to the next kernel (GPU only)",
@@ -286,6 +300,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "run_to_node",
         "X",
         "Run to node",
+        "run_to_node",
         None,
         ("Run to the selected node", "Run until that kernel (GPU)"),
         "run to the kernel selected in the tree (GPU only)",
@@ -295,6 +310,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "pause",
         "p",
         "Pause",
+        "pause",
         "Pause",
         ("Pause", "Pause the running training"),
         "pause the running training",
@@ -305,6 +321,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "terminate",
         "T",
         "Terminate",
+        "terminate",
         "Terminate",
         ("Terminate training…", "Stop the training process"),
         "terminate the training (asks to confirm)",
@@ -315,6 +332,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "reset_step",
         "g",
         "Go to step",
+        "reset_step",
         "Go to step",
         ("Go to step…", "Jump to another step of the dump"),
         "go to step N (offline; asks which)",
@@ -325,6 +343,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "recheck",
         "r",
         "Recheck",
+        "recheck",
         "Recheck",
         ("Recheck watchpoints", "Check every enabled watchpoint again"),
         "recheck every enabled watchpoint at this step",
@@ -334,6 +353,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "history",
         "h",
         "History",
+        "history",
         "History",
         ("Graph execution history", "Which graph ran at which step"),
         "graph execution history (Enter on a row goes to that step)",
@@ -344,6 +364,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "new_watchpoint",
         "w",
         "Watch",
+        "new_watchpoint",
         "Watch",
         ("New watchpoint…", "Watch the selected node or scope"),
         "new watchpoint on the selected node or scope",
@@ -353,6 +374,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "trace_origin",
         "o",
         "Trace NaN",
+        "trace_origin",
         None,
         (
             "Trace NaN/Inf to its origin",
@@ -365,6 +387,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "downstream",
         "O",
         "Downstream",
+        "downstream",
         None,
         (
             "Downstream of the selected hit or node",
@@ -377,6 +400,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "graph_view",
         "G",
         "Graph",
+        "graph_view",
         None,
         (
             "Graph around the selected hit or node",
@@ -389,6 +413,7 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         "tensor_list",
         "L",
         "Tensors",
+        "tensor_list",
         None,
         ("List the step's tensors", "Every tensor in execution order, NaN/Inf/zero marked"),
         "list every tensor of the step in execution order, with NaN/Inf/zero marks",
@@ -397,6 +422,17 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
 )
 
 BY_ID: Mapping[str, RunAction] = {action.id: action for action in RUN_ACTIONS}
+# by the action string their bindings run: `run('step')` → step
+BY_ACTION: Mapping[str, RunAction] = {action.action: action for action in RUN_ACTIONS}
+
+
+def action_id(action: str) -> str:
+    """The action a Textual action string names: a run action's id for `run('<id>')`,
+    any other string as it is (`filter`, `focus_pane(1)`), so the help and the guards
+    answer for a binding's action and for an id alike."""
+    run = BY_ACTION.get(action)
+    return run.id if run is not None else action
+
 
 # The control bar's buttons, in table order.
 BAR_ACTIONS: tuple[RunAction, ...] = tuple(a for a in RUN_ACTIONS if a.bar is not None)
@@ -404,9 +440,11 @@ BAR_ACTIONS: tuple[RunAction, ...] = tuple(a for a in RUN_ACTIONS if a.bar is no
 
 __all__ = [
     "BAR_ACTIONS",
+    "BY_ACTION",
     "BY_ID",
     "RUN_ACTIONS",
     "ActionState",
     "GuardContext",
     "RunAction",
+    "action_id",
 ]

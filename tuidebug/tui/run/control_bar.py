@@ -1,7 +1,7 @@
 """The control bar: the run commands as buttons, for the mouse; each is the same action as
 its key, and is greyed out exactly when the key is (the app's `check_action` decides).
 
-The buttons are the run actions that have a `bar` label (run_actions.py), in the table's
+The buttons are the run actions that have a `bar` label (run/actions.py), in the table's
 order; `set_keys` puts each action's key in front, as in the footer, so the bar doubles
 as the list of run keys (the footer leaves them out) and stays true when the user remaps
 them."""
@@ -17,7 +17,7 @@ from textual.widgets import Button, Static
 
 from tuidebug.core.session import Capabilities
 from tuidebug.tui.messages import ControlRequested
-from tuidebug.tui.run.actions import BAR_ACTIONS
+from tuidebug.tui.run.actions import BAR_ACTIONS, BY_ID
 
 
 class ControlBar(Horizontal):
@@ -65,4 +65,5 @@ class ControlBar(Horizontal):
         event.stop()
         button_id = event.button.id or ""
         if button_id.startswith("control-"):
-            self.post_message(ControlRequested(button_id[len("control-") :]))
+            action = BY_ID[button_id[len("control-") :]]
+            self.post_message(ControlRequested(action.action))

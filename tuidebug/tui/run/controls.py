@@ -1,40 +1,58 @@
 """The app's side of the run actions: what each one does when it may run, the snapshot
 its guard reads, and the control bar that shows them.
 
-run_actions.py is the table (keys, labels, guards; no Textual). `RunControls` is a helper
-object of the `DebuggerApp` (not a mixin: see watchpoint_flows.py) that
+run/actions.py is the table (keys, labels, guards, the method that does each; no
+Textual). `RunControls` is a helper object of the `DebuggerApp` (not a mixin: see
+watchpoints/flows.py) that
 
 - keeps the guards' `GuardContext`, rebuilt only when what it is made of changed, so one
   footer refresh evaluates each guard once; the app's `check_action` reads it;
 - runs each session call off the UI thread, one run command at a time (`busy`), and
   says a failure in one sentence;
-- asks first where an action needs it (how many steps, which step, really terminate).
+- asks first where an action needs it (how many steps, which step, really terminate);
+- opens what the other run actions open (a new watchpoint, the NaN/Inf trace, the node
+  screens, the tensor list) through the helpers that own them.
 
-The app keeps the `action_*` methods Textual calls and hands each over to this object.
+The app has one action for them all, `run('<id>')`, which calls `run(id)` here: the
+table's `do` names the method.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding
 
 from tuidebug.core.graph import NodeKind
+from tuidebug.core.tensor import TensorRef
 from tuidebug.tui.kit import prompts
 from tuidebug.tui.kit.dialogs import HistoryScreen
 from tuidebug.tui.kit.session_text import is_user_error
 from tuidebug.tui.messages import ControlDone, WorkerNotice
-from tuidebug.tui.origins.trace import trace_target
+from tuidebug.tui.origins.trace import TraceTarget, trace_target
 from tuidebug.tui.panes.hit_list import HitList
-from tuidebug.tui.run.actions import BY_ID, ActionState, GuardContext
+from tuidebug.tui.run.actions import BY_ACTION, BY_ID, ActionState, GuardContext
 from tuidebug.tui.run.control_bar import ControlBar
 from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
 if TYPE_CHECKING:
     from tuidebug.tui.host import AppHost
+    from tuidebug.tui.origins.runner import OriginTracing
+    from tuidebug.tui.watchpoints.flows import WatchpointFlows
+
+
+@dataclass(frozen=True)
+class Openers:
+    """What the run actions that open a view call. The features that own them sit above
+    `run` in the layers (neighbours, navigation), so the app hands them in."""
+
+    downstream: Callable[[], None]
+    graph_view: Callable[[], None]
+    tensor_list: Callable[[], None]
 
 
 class RunControls:
@@ -47,11 +65,17 @@ class RunControls:
         hits: HitList,
         controls: ControlBar,
         watchpoint_list: WatchpointList,
+        watch_flows: WatchpointFlows,
+        tracer: OriginTracing,
+        opens: Openers,
     ) -> None:
         self._app = app
         self._hits = hits
         self._controls = controls
         self._watchpoint_list = watchpoint_list
+        self._watch_flows = watch_flows
+        self._tracer = tracer
+        self._opens = opens
         self.busy = False  # a run command is in flight: the next one waits
         self.watchpoints = 0  # how many the session has (the guards and the pane title)
         self._guards: GuardContext | None = None
@@ -66,19 +90,22 @@ class RunControls:
         hit = self.focused_hit()
         if self._guards is None or hit is not self._guards_hit:
             node = app.current_node
-            md = app.metadata
-            target = trace_target(hit, app.graphs, md.rank, app.current_graph, node)
             self._guards_hit = hit
             self._guards = GuardContext(
                 capabilities=app.session.capabilities,
-                metadata=md,
+                metadata=app.metadata,
                 busy=self.busy,
                 has_graphs=bool(app.graphs),
                 watchpoints=self.watchpoints,
                 operator_selected=node is not None and node.kind is NodeKind.OPERATOR,
-                trace_target=target is not None,
+                trace_target=self._target(hit) is not None,
             )
         return self._guards
+
+    def _target(self, hit: object) -> TraceTarget | None:
+        """What the trace starts from: `hit` (on this rank), else the selected node."""
+        app = self._app
+        return trace_target(hit, app.graphs, app.metadata.rank, app.current_graph, app.current_node)
 
     def forget(self) -> None:
         """Something the guards read changed: the next `context()` is a fresh one."""
@@ -95,6 +122,12 @@ class RunControls:
         """Whether an action can run now, and if not, why (one sentence)."""
         return self.context().state(action)
 
+    def check(self, action: str, parameters: tuple[object, ...]) -> bool:
+        """The app's `check_action`: Textual asks for `run('step')` as ("run", ("step",))."""
+        if action == "run" and parameters:
+            action = str(parameters[0])
+        return self.state(action).enabled
+
     def allowed(self, action: str) -> bool:
         """For actions reached without a key (palette, buttons): explain a refusal."""
         state = self.state(action)
@@ -106,7 +139,7 @@ class RunControls:
         """A key was pressed: if it is a greyed-out run action's (its binding did not
         run), say why and stop the key."""
         for binding in bindings:
-            if binding.action in BY_ID:  # a run action: the others are never greyed
+            if binding.action in BY_ACTION:  # a run action: the others are never greyed
                 state = self.state(binding.action)
                 if not state.enabled:
                     self._app.notify(state.reason, severity="warning")
@@ -147,6 +180,11 @@ class RunControls:
             exit_on_error=False,
         )
 
+    def done(self) -> None:
+        """A run command's worker has finished (`ControlDone`): the next one may start."""
+        self.busy = False
+        self._app.state_changed()
+
     def _post(self, message: WorkerNotice | ControlDone) -> None:
         """Post from a worker; dropped once the app has stopped (its loop is closed)."""
         with contextlib.suppress(RuntimeError):
@@ -163,6 +201,10 @@ class RunControls:
                 self._post(ControlDone())
 
     # ----------------------------------------------------------------- actions
+    def run(self, action_id: str) -> None:
+        """The app's `run('<id>')`: the method the table names does it (and guards it)."""
+        getattr(self, BY_ID[action_id].do)()
+
     def step(self) -> None:
         if self.allowed("step"):
             self.call("Step", lambda: self._app.session.step(1))
@@ -253,8 +295,37 @@ class RunControls:
 
         app.push_screen(HistoryScreen(runs, app.metadata.step, can_jump), answered)
 
+    def new_watchpoint(self) -> None:
+        self._watch_flows.create()  # it guards: editing a watchpoint is refused alike
+
+    def trace_origin(self) -> None:
+        if not self.allowed("trace_origin"):
+            return
+        target = self._target(self.focused_hit())
+        if target is None:
+            return
+        app, iteration = self._app, target.iteration
+        rank = app.metadata.rank
+        step = app.session.step_of(TensorRef(target.node, 0, iteration, rank, target.graph))
+        self._tracer.start(app.graphs[target.graph], target.node, iteration, rank, step)
+
+    def downstream(self) -> None:
+        """O: the nodes downstream of the selected hit's or node's outputs."""
+        if self.allowed("downstream"):
+            self._opens.downstream()
+
+    def graph_view(self) -> None:
+        """G: the selected hit's or node's inputs and consumers, drawn as a small DAG."""
+        if self.allowed("graph_view"):
+            self._opens.graph_view()
+
+    def tensor_list(self) -> None:
+        """L: every tensor of the step (kept: its filters survive closing it)."""
+        if self.allowed("tensor_list"):
+            self._opens.tensor_list()
+
     def select_rank(self, rank: int) -> None:
         self.call(f"Switching to rank {rank}", lambda: self._app.session.select_rank(rank))
 
 
-__all__ = ["RunControls"]
+__all__ = ["Openers", "RunControls"]

@@ -25,6 +25,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `reads`: Reading a tensor or a node output's one-line summary from the session, for the
   App's workers: plain functions (no widgets), so what the tensor view and the node details
   are told in each case (no value, step 0, an unreadable file) is tested without Pilot.
+- `requests`: Opening a tensor in the tensor view and reading the selected node's output
+  summaries, each in a thread worker whose newer request cancels the older one's work.
 - `statistics_panel`: The tensor view's footer: the statistics of what it shows, over the
   whole tensor.
 - `text`: The tensor view's lines of text, built from plain values: the title, the heatmap

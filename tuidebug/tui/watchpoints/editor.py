@@ -8,7 +8,6 @@ before the dialog closes, so a bad watchpoint never reaches the session.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -18,7 +17,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
@@ -32,6 +30,7 @@ from tuidebug.core.condition_catalogue import (
 )
 from tuidebug.core.graph import Category, Graph
 from tuidebug.core.watchpoints import validate_params
+from tuidebug.tui.kit.fill_on_mount import fill_when_mounted
 from tuidebug.tui.kit.labels import plain, shown_lines
 
 TARGET_CATEGORY = "category"
@@ -232,16 +231,7 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         return options
 
     def on_mount(self) -> None:
-        # The lists sit two containers down and are not always mounted when the screen's
-        # Mount arrives on a busy app: then fill them once the screen has drawn.
-        try:
-            self._initialise()
-        except NoMatches:
-            self.call_after_refresh(self._initialise_later)
-
-    def _initialise_later(self) -> None:
-        with contextlib.suppress(NoMatches):  # closed before it was drawn
-            self._initialise()
+        fill_when_mounted(self, self._initialise)  # the lists sit two containers down
 
     def _initialise(self) -> None:
         conditions = self.query_one("#condition-list", OptionList)

@@ -6,7 +6,7 @@ finds `@on` handlers on classes it builds (App, Screen, Widget), so the app keep
 one-line handlers and the key actions and hands each flow over to this object. The flows
 ask their questions with the app's screens (prompts.py, the watchpoint editor) and run
 the session calls through the app's `run_session_call`, off the UI thread. What the
-exports contain and how their toasts read is watch_export.py's (no Textual there).
+exports contain and how their toasts read is watchpoints/export.py's (no Textual there).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from tuidebug.core.watchpoints import Watchpoint
 from tuidebug.tui.kit import prompts
 from tuidebug.tui.messages import StartupWatchpointsCreated, WatchpointAction, WorkerNotice
 from tuidebug.tui.watchpoints.export import (
+    check_command,
+    copied_note,
     create_from_specs,
     exported_specs,
     hits_json,
@@ -214,6 +216,22 @@ class WatchpointFlows:
         return spec_of(watchpoint, self.given_specs)
 
     # ------------------------------------------------ watchpoints and hits out
+    def copy_check_command(self) -> None:
+        """Copy `tuidebug check DUMP --watch …` (online: the --watch options) and show it."""
+        app = self._app
+        exported = exported_specs(app.session.watchpoints, self.given_specs, app.graphs)
+        if not exported.enabled:
+            app.notify("There is no enabled watchpoint to copy: press w to add one.")
+            return
+        md = app.metadata
+        dump = os.path.abspath(md.source) if md.mode == "offline" and md.source else None
+        command = check_command(exported.enabled, dump)
+        app.copy_to_clipboard(command)
+        note = copied_note(exported)
+        app.notify(
+            f"Copied to the clipboard:\n{command}" + (f"\n{note}" if note else ""), timeout=20
+        )
+
     def save_watchpoints(self) -> None:
         """Ask for a file, then write the watchpoints in the --watch-file format."""
         app = self._app
