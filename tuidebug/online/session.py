@@ -14,7 +14,8 @@ The seams live in modules of their own: the version rule (`versions.py`: every M
 version is accepted by default, a warning is logged, posted as a `Notice` and kept as the
 header's banner line for the session; `--strict-version` applies MindInsight's rule),
 ViewCMD requests and their pairing (`views.py`), the SetCMD batch and the hits coming back
-(`wire_watchpoints.py`) and the heartbeat watchdog (`heartbeat.py`). What stays here is the
+(`wire_watchpoints.py`), the heartbeat watchdog (`heartbeat.py`) and the watch on the
+training's connection between its calls (`peer_link.py`). What stays here is the
 state machine that ties them together. Watchpoint create/update/delete is DebugSession's
 (core/watchpoint_book.py); the hooks below only say what is online about them.
 
@@ -61,6 +62,7 @@ from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoint_book import WatchpointChange
 from tuidebug.core.watchpoints import resolve_targets
 from tuidebug.online.heartbeat import HEARTBEAT_LIMITS, HeartbeatWatchdog
+from tuidebug.online.peer_link import ConnectionWatch
 from tuidebug.online.server import ClientRefused, RunningServer, start_server
 from tuidebug.online.versions import TORCH_VERSION_PREFIX, check_version, parse_strict_version
 from tuidebug.online.views import (
@@ -159,6 +161,8 @@ class OnlineSession(DebugSession):
         self._watchdog = HeartbeatWatchdog(
             self._cond, self._heartbeats_lost, heartbeat_limits, heartbeat_scale
         )
+        # a connection closed between calls is seen from the kernel, not after 3 heartbeats
+        self._link = ConnectionWatch(self._cond, self._connection_closed)
         self._refused_peers: set[str] = set()
 
         self._events: queue.SimpleQueue[SessionEvent | None] = queue.SimpleQueue()
@@ -219,6 +223,7 @@ class OnlineSession(DebugSession):
                 return
             self._closed = True
             self._watchdog.stop()
+            self._link.stop()
             self._views.fail("The debugger was closed.")
             self._cond.notify_all()
         if self._server is not None:
@@ -450,12 +455,15 @@ class OnlineSession(DebugSession):
                 if self._active or self._meta.state is SessionState.DISCONNECTED:
                     self._active = False
                     self._watchdog.stop()
+                    self._link.stop()
                     self._views.fail("The training finished.")
                     self._set_meta(
                         state=SessionState.DONE, step=md.cur_step, message="Training finished."
                     )
                     self._cond.notify_all()
                 return pb.EventReply(status=_OK)
+            if self._active and self._peer and peer and peer != self._peer:
+                self._drop_if_closed()
             if self._active and self._peer and peer and peer != self._peer:
                 self._refused(peer)
                 raise ClientRefused(
@@ -512,6 +520,8 @@ class OnlineSession(DebugSession):
             if self._closed:
                 return "The debugger is closing."
             if self._active and self._peer and peer and peer != self._peer:
+                self._drop_if_closed()
+            if self._active and self._peer and peer and peer != self._peer:
                 return (
                     f"The debugger is attached to another training ({self._peer}) and serves "
                     "one training at a time."
@@ -527,6 +537,7 @@ class OnlineSession(DebugSession):
         self._views.fail("A new training connected.")
         self._peer = peer
         self._refused_peers.clear()
+        self._link.follow(peer)
         if self._watchdog.follows_another(peer):
             self._watchdog.stop()  # it follows another connection's heartbeats
         self._version_warning = ""
@@ -596,6 +607,7 @@ class OnlineSession(DebugSession):
             if not self._active:  # a graph without SendMetadata: accept it as a session
                 self._active = True
                 self._peer = peer
+                self._link.follow(peer)
             self._graphs = graphs
             self._graphs_pending = True
             self._remaining = 0  # spec §2.6: a new graph clears the run state
@@ -843,9 +855,22 @@ class OnlineSession(DebugSession):
         if self._active:
             self._client_gone("The training stopped sending heartbeats.")
 
+    def _connection_closed(self) -> None:
+        """The connection watch's verdict (with `_cond` held): the kernel shows the attached
+        training's connection closed, though no call of it was in flight."""
+        if self._active:
+            self._client_gone("The training disconnected (its connection closed).")
+
+    def _drop_if_closed(self) -> None:
+        """Another training knocks: the attached one may have closed its connection since
+        the watch last looked (with `_lock` held), and must not keep the other out."""
+        if self._link.gone(self._peer):
+            self._connection_closed()
+
     def _client_gone(self, reason: str) -> None:
         """Reset the protocol state (graphs and hits stay visible until a new training)."""
         self._active = False
+        self._link.stop()
         self._generation += 1
         self._commands.clear()
         self._remaining = 0
