@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 ENV_VAR = "TUIDEBUG_KEYS"
 DEFAULT_NAMESPACE = "tuidebug"
 TABLE = "keys"
+# a keys file is a few lines; past this it is not one (and parsing it would stall the start)
+MAX_KEYS_BYTES = 1024 * 1024
 EXAMPLE = '[keys]\nstep = "j"                        # "tuidebug." is implied\n'
 EXAMPLE += '"tuidebug.continue" = "ctrl+r,c"  # several keys, comma-separated\n'
 
@@ -215,19 +217,41 @@ def load_keymap(
     file gives ({}, []). The keymap holds only the valid entries, so one typo does not
     cost the user the rest of their keys.
     """
+    from tuidebug.offline.files.regular_file import (
+        FileTooLargeError,
+        NotRegularFileError,
+        read_regular,
+    )
+
     path = keys_file() if path is None else path
+    nothing = "so no keys were remapped"
     try:
-        raw = path.read_bytes()
+        # a FIFO would block the TUI's start on a blank screen and /dev/zero would never
+        # end: only a regular file is read, opened non-blocking, and only so much of it
+        raw = read_regular(path, MAX_KEYS_BYTES)
     except (FileNotFoundError, NotADirectoryError):
         return {}, []
+    except NotRegularFileError as exc:
+        return {}, [f"The keys file {path} cannot be read (it is {exc.strerror}), {nothing}."]
+    except FileTooLargeError:
+        return {}, [
+            f"The keys file {path} is larger than the 1 MiB a keys file may have, {nothing}."
+        ]
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        return {}, [f"The keys file {path} cannot be read ({reason}), so no keys were remapped."]
+        return {}, [f"The keys file {path} cannot be read ({reason}), {nothing}."]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return {}, [f"The keys file {path} is not UTF-8 text, so no keys were remapped."]
-    return parse_keymap(text, path, known)
+        return {}, [f"The keys file {path} is not UTF-8 text, {nothing}."]
+    try:
+        return parse_keymap(text, path, known)
+    except RecursionError:  # tables nested thousands deep: the parser's or _flatten's stack
+        return {}, [f"The keys file {path} nests its tables too deeply, {nothing}."]
+    except Exception as exc:  # a parser bug on hostile text is still one sentence
+        return {}, [
+            f"The keys file {path} could not be read ({type(exc).__name__}: {exc}), {nothing}."
+        ]
 
 
 def apply_user_keys(app: App[Any]) -> Keymap:
