@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, WorkerPlugin
 
 from tests.cli.support import check, sentences
 from tests.offline.many_ranks import write_ranks
@@ -189,8 +189,6 @@ def test_a_worker_killed_mid_check_loses_nothing(
 ) -> None:
     """The first worker to start a batch dies in it (once): Dask runs the batch again on a
     worker that lives, and the report is the local one, nothing lost or counted twice."""
-    from distributed import WorkerPlugin
-
     marker = str(tmp_path / "killed")
 
     class KillOnce(WorkerPlugin):  # defined here: pickled by value to the workers
@@ -639,3 +637,69 @@ def test_a_stopped_scheduler_process_is_one_sentence(
     finally:
         scheduler.terminate()
         scheduler.wait(30)
+
+
+# ------------------------------------------------------------------ no worker left
+@pytest.mark.timeout(120)
+def test_the_only_worker_killed_mid_check_ends_in_one_sentence(
+    capsys: pytest.CaptureFixture[str],
+    many_ranks: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A real `dask scheduler` and its only worker (no nanny to restart it), SIGKILLed as it
+    starts the first batch: the scheduler knows it is gone and keeps the batches queued for
+    ever; `check` ends after the no-worker bound, incomplete (exit 2), with one sentence
+    for every batch left, instead of printing nothing and never ending."""
+    monkeypatch.setattr(cluster_mod, "NO_WORKER_SECONDS", 2.0)
+    monkeypatch.setattr(cluster_mod, "WORKER_POLL_SECONDS", 0.2)
+    address_file = tmp_path / "scheduler.json"
+    quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", "0", "--no-dashboard", "--scheduler-file", str(address_file)],
+        **quiet,
+    )  # fmt: skip
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(address_file.read_text())["address"]
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", address, "--no-nanny",
+             "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"],
+            **quiet,
+        )  # fmt: skip
+        marker = str(tmp_path / "killed")
+
+        class KillOnStart(WorkerPlugin):  # defined here: pickled by value to the worker
+            name = "tuidebug-kill-on-start"
+
+            def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+                if finish == "executing" and "tuidebug-check" in str(key):
+                    open(marker, "w").close()  # the test asks whether it died mid-check
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+        with Client(address) as client:
+            client.wait_for_workers(1, timeout=60)
+            client.register_plugin(KillOnStart())
+        started = time.monotonic()
+        code, out, err = check(capsys, str(many_ranks), "--watch", "TO", "--cluster", address)
+        assert time.monotonic() - started < 60
+        assert os.path.exists(marker)  # the worker did die mid-check
+        assert worker.wait(30) == -signal.SIGKILL
+    finally:
+        for process in (worker, scheduler):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait(30)
+    assert code == 2, (out, err)
+    lost = [line for line in sentences(err, "check") if "no worker" in line]
+    assert len(lost) == 1, err
+    assert re.fullmatch(
+        r"warning: (\d+ tasks of ranks 0-3 \(iterations 0-2\)|rank_\d graph \S+ iterations? "
+        r"[\d-]+) could not be checked on the cluster \(the cluster has had no worker for "
+        r"2 s\), so (their|its) \d+ tensors were not checked\.",
+        lost[0],
+    ), lost[0]

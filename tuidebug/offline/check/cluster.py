@@ -13,7 +13,9 @@ and the incomplete-run rules are those of a local check.
 Failures: Dask retries a batch whose worker died (its scheduler does) and one that raised
 (`retries=`); a batch that still fails is answered as unreadable with one sentence naming
 its rank, graph and iterations, so the check is incomplete (exit 2 without hits), never
-silently short. A hung worker (alive to Dask's heartbeats, never finishing) is bounded by
+silently short. A cluster left with no worker at all (its only worker killed, no nanny)
+gives up the batches left after `NO_WORKER_SECONDS`, in one sentence. A hung worker (alive
+to Dask's heartbeats, never finishing) is bounded by
 `STALL_SECONDS`: its batches run once more on idle workers, then are given up the same way,
 and later checks prefer the other workers. A scheduler lost or hung mid-check gives up the
 batches it held (one sentence); no request to it waits more than `ANSWER_SECONDS`.
@@ -65,6 +67,14 @@ POLL_SECONDS = 0.5
 # How long one request to the scheduler (asking the workers, cancelling) may wait: Dask's
 # blocking calls have no bound of their own, and a stopped or wedged scheduler never answers.
 ANSWER_SECONDS = 30.0
+# A check whose cluster has had no worker at all for this long gives up the batches left:
+# the scheduler keeps them queued for a worker that may never come (the only worker
+# SIGKILLed, no nanny to restart it), and the stall bound, meant for hung workers, would
+# leave the user looking at nothing for minutes. A nanny restarts a worker in seconds.
+NO_WORKER_SECONDS = 30.0
+# How often, while batches are out and none comes back, the scheduler is asked how many
+# workers it has (one cheap request; a scheduler that does not answer is the stall bound's).
+WORKER_POLL_SECONDS = 2.0
 
 
 T = TypeVar("T")
@@ -244,6 +254,7 @@ class ClusterRunner:
         batch_bytes: int = BATCH_BYTES,
         batch_tensors: int = BATCH_TENSORS,
         stall_seconds: float = STALL_SECONDS,
+        no_worker_seconds: float | None = None,
     ) -> None:
         from distributed import Client
 
@@ -255,6 +266,8 @@ class ClusterRunner:
         self.batch_bytes = batch_bytes
         self.batch_tensors = batch_tensors
         self.stall_seconds = stall_seconds
+        # None: NO_WORKER_SECONDS as it is when a check waits (tests shorten the constant)
+        self.no_worker_seconds = no_worker_seconds
         # seconds per batch as the workers took them, and the submit-to-result time: the
         # difference is the scheduler's cost (the benchmark reports it)
         self.batches: list[Batch] = []
@@ -498,6 +511,7 @@ class _BoundedWait:
 
         client = self._runner.client
         last = time.monotonic()
+        workers = _WorkerWatch(client, self._runner.no_worker_seconds)
         while pending:
             if cancel is not None and cancel.is_set():
                 return
@@ -514,11 +528,27 @@ class _BoundedWait:
                     pending.discard(future)
                     yield future, None
                 continue
+            gone_for = workers.none_for()
+            if gone_for is not None:
+                yield from self._no_worker(pending, futures, gone_for)
+                return
             if time.monotonic() - last < self._runner.stall_seconds:
                 continue
             last = time.monotonic()  # the batches moved get a full bound of their own
             for future, answer in self._unstall(client, pending, futures):
                 yield future, answer
+
+    def _no_worker(
+        self, pending: set[Any], futures: dict[Any, Batch], seconds: float
+    ) -> Iterator[tuple[Any, list[TaskResult]]]:
+        """The cluster has had no worker for `seconds`: every batch left is given up in one
+        sentence (the run incomplete) and cancelled, so a worker joining later does not run
+        the check's leftovers for nobody."""
+        gone = list(pending)
+        pending.clear()
+        self._runner.cancel(gone)
+        reason = f"the cluster has had no worker for {seconds:g} s"
+        yield from zip(gone, unchecked_together([futures[f] for f in gone], reason), strict=True)
 
     def _cancelled(
         self, client: Client, pending: set[Any], futures: dict[Any, Batch], err: Exception
@@ -585,3 +615,36 @@ class _BoundedWait:
             futures[again] = batch
             pending.add(again)
             self._runner.rerun.append(batch)
+
+
+class _WorkerWatch:
+    """How long the cluster has had no worker, asked of the scheduler at most every
+    `WORKER_POLL_SECONDS` (only while batches are out and none comes back)."""
+
+    def __init__(self, client: Client, bound: float | None) -> None:
+        self._client = client
+        self._bound = NO_WORKER_SECONDS if bound is None else bound
+        self._asked = float("-inf")
+        self._none_since: float | None = None
+        # a scheduler that did not answer once is not asked again: each question would leave
+        # one more thread waiting on it, and the stall bound already covers a hung scheduler
+        self._silent = False
+
+    def none_for(self) -> float | None:
+        """The bound, once the cluster has had no worker for that long; else None."""
+        now = time.monotonic()
+        if self._silent or now - self._asked < min(WORKER_POLL_SECONDS, self._bound):
+            return None
+        self._asked = now
+        try:
+            count = len(ask(self._client.nthreads, "how many workers it has"))
+        except Exception:  # hung or lost: the stall bound and `_cancelled` say so
+            self._silent = True
+            return None
+        if count:
+            self._none_since = None
+            return None
+        if self._none_since is None:
+            self._none_since = now
+            return None
+        return self._bound if now - self._none_since >= self._bound else None
