@@ -15,12 +15,17 @@ set).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tuidebug.cli.common import EXIT_USAGE, say
+
+if TYPE_CHECKING:
+    from tuidebug.core.session import DebugSession
 
 
 def _fail(command: str, sentence: str) -> int:
@@ -88,6 +93,50 @@ def terminal_problem() -> str | None:
     )
 
 
+def _is_tty(stream: Any) -> bool:
+    try:
+        return stream is not None and bool(stream.isatty())
+    except (OSError, ValueError):  # closed, or not a real file
+        return False
+
+
+@contextlib.contextmanager
+def drawn_on_the_terminal() -> Iterator[None]:
+    """While the TUI runs, draw it on the terminal whichever of stdout and stderr that is.
+
+    Textual's Linux driver draws on `sys.__stderr__`: with `tuidebug offline D 2>log` the
+    whole screen would be written into the log, and the terminal stay blank. `on_terminal()`
+    has checked that stdout is a terminal, so the driver is pointed at it for the run; the
+    log keeps what is written to stderr (log lines, a traceback: `sys.stderr` is untouched)."""
+    original = sys.__stderr__
+    if _is_tty(original) or not _is_tty(sys.__stdout__):
+        yield  # stderr is the terminal already (or nothing is: terminal_problem refused)
+        return
+    # `sys.__stderr__` is Final to the type checker; the driver reads it when it is built
+    setattr(sys, "__stderr__", sys.__stdout__)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(sys, "__stderr__", original)  # noqa: B010
+
+
+def run_tui(
+    session: DebugSession,
+    *,
+    start_session: bool = False,
+    watch_specs: Sequence[str] = (),
+    recommended: bool = False,
+) -> int:
+    """`tuidebug.tui.app.run_app`, drawn on the terminal (`drawn_on_the_terminal`); the
+    one way the CLI starts the TUI. Imports Textual only when called."""
+    from tuidebug.tui.app import run_app
+
+    with drawn_on_the_terminal():
+        return run_app(
+            session, start_session=start_session, watch_specs=watch_specs, recommended=recommended
+        )
+
+
 def open_offline(
     dump: str | Path,
     rank: int | None = None,
@@ -139,10 +188,8 @@ def open_offline(
         if runner is not None:
             runner.close()
         return _fail(command, str(exc))
-    from tuidebug.tui.app import run_app
-
     try:
-        return run_app(
+        return run_tui(
             session, start_session=True, watch_specs=watch_specs, recommended=recommended
         )
     finally:
@@ -205,9 +252,7 @@ def _run_demo_online(dump_root: Path, watch_specs: Sequence[str], recommended: b
         session = run_demo_online(dump_root)
     except Exception as exc:  # SimulatorError / ServerStartError carry one sentence
         return _fail("demo", str(exc))
-    from tuidebug.tui.app import run_app
-
     try:
-        return run_app(session, watch_specs=watch_specs, recommended=recommended)
+        return run_tui(session, watch_specs=watch_specs, recommended=recommended)
     finally:
         session.close()

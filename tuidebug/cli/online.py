@@ -104,10 +104,10 @@ def _serve_online(args: argparse.Namespace, strict: str | None, specs: list[str]
 
 def _tui_runner() -> Callable[..., int | None]:
     """The TUI's entry point, imported here (as `offline` does) so a headless server never
-    loads Textual."""
-    from tuidebug.tui.app import run_app
+    loads Textual; drawn on the terminal even when stderr is not one (`launch.run_tui`)."""
+    from tuidebug.cli.launch import run_tui
 
-    return run_app
+    return run_tui
 
 
 def _headless_online(session: object) -> int:
