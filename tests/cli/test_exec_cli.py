@@ -82,3 +82,88 @@ def test_exec_loads_no_textual(dump_2_0: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------- issue 27 §5: the user's files are safe
+def test_folder_targets_are_sentences_and_the_later_commands_run(
+    capsys: pytest.CaptureFixture[str],
+    dump_2_0: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(
+        capsys,
+        str(dump_2_0),
+        "pt fc3.bias -w .",
+        "pt fc3.bias -w /",
+        "pt fc3.bias -w ~",
+        "pt fc3.bias -w ~/bias",
+        "pt fc3.bias",
+    )
+    assert code == 2
+    assert sentences(err, "exec") == [
+        "tuidebug exec: . is a folder; name a file in it.",
+        "tuidebug exec: / is a folder; name a file in it.",
+        f"tuidebug exec: {home} is a folder; name a file in it.",
+    ]
+    assert f"Saved 10 elements to {home / 'bias.npy'}." in out  # ~ is the home folder
+    assert out.count("Tensor fc3.bias:0 @ iteration 0") == 2
+    assert not (tmp_path / "home.npy").exists()
+
+
+def test_existing_files_are_kept_unless_the_user_says_so(
+    capsys: pytest.CaptureFixture[str], dump_2_0: Path, tmp_path: Path
+) -> None:
+    listing, saved = tmp_path / "lt.txt", tmp_path / "bias.npy"
+    listing.write_text("mine\n")
+    saved.write_bytes(b"mine")
+    code, _, err = run(capsys, str(dump_2_0), f"lt > {listing}", f"pt fc3.bias -w {saved}")
+    assert code == 2
+    assert sentences(err, "exec") == [
+        f"tuidebug exec: {listing} exists and was left as it is; write >| {listing} to replace it.",
+        f"tuidebug exec: {saved} exists and was left as it is; add -f to replace it.",
+    ]
+    assert listing.read_text() == "mine\n" and saved.read_bytes() == b"mine"
+    code, out, err = run(capsys, str(dump_2_0), f"lt >| {listing}", f"pt fc3.bias -w {saved} -f")
+    assert code == 0 and err == ""
+    assert out.startswith("Wrote ") and "fc3.bias" in listing.read_text()
+    assert np.load(saved).shape == (10,)
+
+
+def test_a_fifo_target_never_hangs(dump_2_0: Path, tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [sys.executable, "-m", "tuidebug", "exec", str(dump_2_0), "lt > fifo", "lt -t Conv2D"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert sentences(done.stderr, "exec") == [
+        "tuidebug exec: fifo is a FIFO (named pipe); output goes only to regular files."
+    ]
+    assert "Conv2D" in done.stdout
+
+
+def test_source_root_option(
+    capsys: pytest.CaptureFixture[str], dump_2_0: Path, tmp_path: Path
+) -> None:
+    # the 2.0 dump's stacks name /home/dev/ws/gen/lenet/train_lenet.py; a copy here under
+    # the same tail is the file `ps` finds, shown only under a root the user names
+    here = tmp_path / "gen" / "lenet" / "train_lenet.py"
+    here.parent.mkdir(parents=True)
+    here.write_text("\n".join(f"line {i}" for i in range(1, 41)))
+    code, out, _ = run(capsys, str(dump_2_0), f"ps {here} -b 30 -n 1")
+    assert code == 0 and "line 30" not in out and "outside the folders" in out
+    code, out, _ = run(
+        capsys, str(dump_2_0), "--source-root", str(tmp_path), f"ps {here} -b 30 -n 1"
+    )
+    assert code == 0 and "line 30" in out

@@ -180,7 +180,8 @@ def test_ps_reads_a_file_that_is_here(registry: CommandRegistry, tmp_path: Path)
     here = tmp_path / "gen" / "lenet" / "train_lenet.py"
     here.parent.mkdir(parents=True)
     here.write_text("\n".join(f"line {i}" for i in range(1, 41)))
-    out = registry.run(f"ps {here} -b 29 -n 3")
+    # under a source root the user names (the working folder is one, tmp_path is not)
+    out = registry.run(f"ps {here} -b 29 -n 3 --root {tmp_path}")
     assert out.error is None
     assert [line[0].text.strip() for line in out.lines[1:]] == ["29", "30", "31"]
     assert out.lines[2][1].text == "line 30" and any(s.link for s in out.lines[2])
@@ -191,7 +192,7 @@ def test_ps_never_opens_a_fifo(registry: CommandRegistry, tmp_path: Path) -> Non
 
     fifo = tmp_path / "train_lenet.py"
     os.mkfifo(fifo)
-    out = registry.run(f"ps {fifo}")  # would block forever if opened
+    out = registry.run(f"ps {fifo} --root {tmp_path}")  # would block forever if opened
     assert out.error is None and "not on this machine" in out.plain()
 
 

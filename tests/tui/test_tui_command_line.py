@@ -255,6 +255,27 @@ async def test_redirect_writes_the_file(tmp_path: Path) -> None:
         assert CONV in target.read_text()
 
 
+async def test_redirect_never_replaces_a_file_without_being_told(tmp_path: Path) -> None:
+    """Issue 27 §5: the `:` line refuses an existing file with a sentence naming `>|`, and
+    a FIFO at once (never opened, so never a hang)."""
+    app, _session = make_app()
+    target = tmp_path / "notes.txt"
+    target.write_text("the user's notes\n")
+    os.mkfifo(tmp_path / "fifo")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        lines = await run(pilot, panel, f"lt > {target}")
+        assert lines[1] == (
+            f"{target} exists and was left as it is; write >| {target} to replace it."
+        )
+        assert target.read_text() == "the user's notes\n"
+        lines = await run(pilot, panel, f"lt > {tmp_path / 'fifo'}")
+        assert lines[1].endswith("fifo is a FIFO (named pipe); output goes only to regular files.")
+        lines = await run(pilot, panel, f"lt >| {target}")
+        assert lines[1].startswith("Wrote ") and CONV in target.read_text()
+
+
 async def test_palette_opens_it_and_help_lists_the_key() -> None:
     from tests.tui.support import run_palette
     from tuidebug.tui.keys.help_screen import HelpScreen

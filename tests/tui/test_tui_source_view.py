@@ -1,7 +1,8 @@
 """The source view: Enter on a frame of the node's stack (the stack pane) opens its file
 with the stack's line highlighted and centred, every line noting the nodes it created;
 Enter or a click on a note goes to the node. A file that is not on this machine shows
-the lines the stacks quote, and says so."""
+the lines the stacks quote, and says so; so does a file outside the source roots (a stack
+may name `/etc/shadow`), with how to allow it (issue 27 §5)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from textual.widgets import OptionList
 
 from tests.tui.support import make_app, settled, wait_for_screen, wait_until
+from tuidebug.commands.source import ROOTS_VARIABLE
 from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
 from tuidebug.tui.kit.dialogs import ConfirmScreen
 from tuidebug.tui.neighbours.source_screen import SourceCode, SourceScreen
@@ -19,6 +21,13 @@ from tuidebug.tui.panes.scope_tree import GraphTree
 
 GRAPH = "kernel_graph_0"
 SCOPE = "Default/net"
+
+
+@pytest.fixture(autouse=True)
+def source_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The test's files are under a source root the user named (TUIDEBUG_SOURCE_ROOTS)."""
+    monkeypatch.setenv(ROOTS_VARIABLE, str(tmp_path))
+    return tmp_path
 
 
 def node(name: str, path: str, line: int, code: str) -> Node:
@@ -195,6 +204,26 @@ async def test_a_file_not_here_shows_the_quoted_lines() -> None:
         assert "z = self.relu(y) + y" in code.render_line(code.cursor).text
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, SourceScreen), what="close")
+
+
+async def test_a_file_outside_the_roots_shows_the_quoted_lines_and_how_to_allow_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = source_file(tmp_path)  # on this machine, but under no source root
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setenv(ROOTS_VARIABLE, str(project))
+    app, _session = make_app(graph_list=[graph_for(str(secret))])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await start(pilot)
+        screen = await open_frame(pilot, "ReLU-op1", 130)
+        assert screen.whole_file is False
+        assert [line.line_no for line in screen.code.lines] == [120, 130]
+        note = str(screen.query_one("#source-note").render())
+        assert f"{secret} is on this machine but outside the folders" in note
+        assert f"{ROOTS_VARIABLE}={tmp_path}" in note
+        assert "Only the 2 lines its stacks quote are shown." in note
+        assert "x1 = 1" not in "".join(line.text for line in screen.code.lines)
 
 
 async def test_v_opens_any_line_of_the_graph(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ watchpoint checks, over `offline/` and `core/`."""
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import os
 import re
@@ -11,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from tuidebug.api.conditions import HitDetail, HitParameter
 from tuidebug.api.errors import (
@@ -200,10 +201,18 @@ class DumpAnalyzer:
         statistics: Mapping[int, Mapping[int, Mapping[str, Sequence[Mapping[str, Any]]]]],
         overflow_value: float = 65500,
         out_path: str = "./",
+        *,
+        overwrite: bool = False,
     ) -> None:
         """Aggregate statistics per tensor name over ranks and iterations into
         `statistics_summary.csv` in `out_path`: inf_number, nan_number, out_of_range_number
-        (|min| or |max| > overflow_value), total_number, none_overflow_number, total_iterations."""
+        (|min| or |max| > overflow_value), total_number, none_overflow_number, total_iterations.
+
+        An existing `statistics_summary.csv` is not replaced (MindInsight replaces it):
+        `DebuggerParamValueError` says so, unless `overwrite=True` (a tuidebug addition).
+        The file's name stays MindInsight's, so a script reading it back reads this run's
+        numbers or fails, never a stale file. Text cells a spreadsheet would run as a
+        formula (an op name starting with = + - @) start with an apostrophe."""
         if not isinstance(statistics, Mapping):
             raise DebuggerParamTypeError(
                 "The type of statistics should be the dict returned by select_tensor_statistics, "
@@ -236,18 +245,15 @@ class DumpAnalyzer:
                     seen_iterations.setdefault(tensor_name, set()).add((rank, iteration))
         for name, entry in summary.items():
             entry["total_iterations"] = len(seen_iterations.get(name, ()))
-        try:
-            os.makedirs(out_path, exist_ok=True)
-            target = Path(out_path) / "statistics_summary.csv"
-            with open(target, "w", newline="", encoding="utf-8") as fh:
-                writer = csv.writer(fh)
-                writer.writerow(_SUMMARY_COLUMNS)
-                for entry in summary.values():
-                    writer.writerow([entry[c] for c in _SUMMARY_COLUMNS])
-        except OSError as err:
-            raise DebuggerParamValueError(
-                f"Cannot write statistics_summary.csv in {out_path}: {err.strerror or err}."
-            ) from None
+        validate_bool(overwrite, "overwrite")
+        table = [[entry[c] for c in _SUMMARY_COLUMNS] for entry in summary.values()]
+        _write_csv(
+            Path(out_path) / "statistics_summary.csv",
+            _SUMMARY_COLUMNS,
+            table,
+            overwrite=overwrite,
+            how="pass overwrite=True to replace it, or another out_path",
+        )
 
     # ------------------------------------------------------------------ graph queries
     def _own(self, node: object) -> Node:
@@ -311,44 +317,38 @@ class DumpAnalyzer:
     def export_graphs(self, output_dir: str | None = None) -> str:
         """Write the graphs (every node with its type, inputs and code stack) to
         `dump_<YYYYmmdd_HHMMSS>.csv` in `output_dir` (default: the working directory);
-        returns its path. (MindInsight writes xlsx; CSV needs no extra package.)"""
+        returns its path. (MindInsight writes xlsx; CSV needs no extra package.) An existing
+        file is never replaced: a second export in the same second is
+        `dump_<YYYYmmdd_HHMMSS>_1.csv`, and so on. Text cells a spreadsheet would run as a
+        formula (a node name starting with = + - @) start with an apostrophe."""
         folder = os.getcwd() if output_dir is None else validate_str(output_dir, "output_dir")
-        try:
-            os.makedirs(folder, exist_ok=True)
-            path = Path(folder) / f"dump_{time.strftime('%Y%m%d_%H%M%S')}.csv"
-            with open(path, "w", newline="", encoding="utf-8") as fh:
-                writer = csv.writer(fh)
-                writer.writerow(
-                    [
-                        "rank",
-                        "graph_name",
-                        "node_name",
-                        "node_type",
-                        "op_type",
-                        "input_nodes",
-                        "stack",
-                    ]
-                )
-                for rank in self.get_ranks():
-                    for node in self._nodes[rank].values():
-                        inputs = [n.name for n in self._input_nodes(node)]
-                        stack = "\n".join(str(f) for f in node.stack)
-                        writer.writerow(
-                            [
-                                rank,
-                                node.graph_name,
-                                node.name,
-                                node._node.kind.value,
-                                node.op_type,
-                                "\n".join(inputs),
-                                stack,
-                            ]
-                        )
-        except OSError as err:
-            raise DebuggerParamValueError(
-                f"Cannot write the graph export in {folder}: {err.strerror or err}."
-            ) from None
-        return str(path)
+        header = ("rank", "graph_name", "node_name", "node_type", "op_type", "input_nodes", "stack")
+        rows = [
+            [
+                rank,
+                node.graph_name,
+                node.name,
+                node._node.kind.value,
+                node.op_type,
+                "\n".join(n.name for n in self._input_nodes(node)),
+                "\n".join(str(f) for f in node.stack),
+            ]
+            for rank in self.get_ranks()
+            for node in self._nodes[rank].values()
+        ]
+        stem = f"dump_{time.strftime('%Y%m%d_%H%M%S')}"
+        # MindInsight's name; a second export in the same second is `_1`, `_2`… (the path
+        # is returned), never written over the first
+        for n in range(_MAX_SAME_NAME):
+            name = f"{stem}.csv" if n == 0 else f"{stem}_{n}.csv"
+            try:
+                return str(_write_csv(Path(folder) / name, header, rows, overwrite=False))
+            except _Taken:
+                continue
+        raise DebuggerParamValueError(
+            f"Cannot write the graph export in {folder}: {stem}.csv and {_MAX_SAME_NAME - 1} "
+            "suffixed names are taken."
+        )
 
     # ------------------------------------------------------------------ checking
     def check_watchpoints(
@@ -463,7 +463,7 @@ class DumpAnalyzer:
         finally:
             if runner is not None:
                 runner.close()  # closes only what open_runner opened; a Client stays the caller's
-        for problem in report.problems:
+        for problem in [*report.notes, *report.problems]:
             _warn(problem)
         for problem in self._dump.new_problems():
             _warn(problem)
@@ -489,6 +489,55 @@ class DumpAnalyzer:
 
 
 # ------------------------------------------------------------------ helpers
+_MAX_SAME_NAME = 1000  # exports of one second that get a suffix before giving up
+
+
+class _Taken(Exception):
+    """The export's file name exists (export_graphs tries the next suffix)."""
+
+
+def _write_csv(
+    path: Path,
+    header: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    *,
+    overwrite: bool,
+    how: str = "",
+) -> Path:
+    """A CSV export written whole or not at all, never over an existing file unless
+    `overwrite` (`core.user_files`), text cells made spreadsheet-safe; `_Taken` when the
+    name exists and `how` is empty, else one `DebuggerParamValueError` sentence."""
+    from tuidebug.core.user_files import (
+        TargetExistsError,
+        WriteRefusedError,
+        spreadsheet_text,
+        write_user_file,
+    )
+
+    def write(handle: BinaryIO) -> None:
+        text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
+        writer = csv.writer(text)
+        writer.writerow(header)
+        writer.writerows([spreadsheet_text(cell) for cell in row] for row in rows)
+        text.flush()
+        text.detach()  # the handle stays open: write_user_file closes it
+
+    try:
+        os.makedirs(path.parent, exist_ok=True)
+    except OSError as err:
+        raise DebuggerParamValueError(
+            f"Cannot write {path.name} in {path.parent}: {err.strerror or err}."
+        ) from None
+    try:
+        return write_user_file(path, write, overwrite=overwrite, how_to_overwrite=how)
+    except TargetExistsError as err:
+        if not how:
+            raise _Taken() from None
+        raise DebuggerParamValueError(str(err)) from None
+    except WriteRefusedError as err:
+        raise DebuggerParamValueError(str(err)) from None
+
+
 _SUMMARY_COLUMNS = (
     "op_type",
     "op_name",

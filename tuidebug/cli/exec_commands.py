@@ -7,6 +7,11 @@
 Each command's output goes to stdout, as the TUI would show it, without colour; a command
 that fails says why in one sentence on stderr and the rest still run. Exit status: 0 when
 every command ran, 2 when one failed or the dump could not be opened.
+
+Nothing asks before a write here (no one may be there to answer), so `> FILE` and
+`-w FILE.npy` refuse an existing file with a sentence; `>| FILE` and `-w FILE.npy -f` say
+the user means to replace it. `ps` shows a file a stack names only under the dump's
+folder, the working folder or a `--source-root DIR`.
 """
 
 from __future__ import annotations
@@ -35,6 +40,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--iteration", type=int, default=None, help="the iteration commands read by default"
     )
+    p.add_argument(
+        "--source-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="ps also shows the files under DIR that a stack names (repeatable; by default "
+        "only those under the dump's folder and the working folder)",
+    )
 
 
 def _lines(args: argparse.Namespace) -> list[str]:
@@ -52,7 +65,7 @@ def _lines(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     lines = _lines(args)
-    from tuidebug.commands import command_registry
+    from tuidebug.commands import Output, command_registry
     from tuidebug.core.session import Notice, SessionError, SessionEvent
     from tuidebug.core.text import printable
     from tuidebug.offline.session import OfflineSession
@@ -74,8 +87,12 @@ def run(args: argparse.Namespace) -> int:
         registry = command_registry(session, width=width)
         registry.context.iteration = args.iteration
         status = EXIT_OK
+        registry.context.source_roots = list(args.source_root)
         for line in lines:
-            out = registry.run(line)
+            try:
+                out = registry.run(line)
+            except Exception as err:  # a bug must not cost the user the commands after it
+                out = Output.failure(f"{line!r} failed: {type(err).__name__}: {err}.")
             if out.lines:
                 text = "\n".join("".join(s.text for s in spans) for spans in out.lines)
                 print(text, flush=True)

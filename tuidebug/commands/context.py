@@ -57,6 +57,9 @@ class CommandContext:
         self.session = session
         self.width = width  # the printout width numpy wraps arrays at
         self.iteration: int | None = None  # the default iteration, when not the current one
+        # folders whose files `ps` shows for a stack's path, besides the dump's and the
+        # working folder (`tuidebug exec --source-root`; commands/source.py says why)
+        self.source_roots: list[str] = []
 
     # ------------------------------------------------------------------ nodes
     def graphs(self) -> list[Graph]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from tuidebug.commands.context import CommandContext, CommandError
 from tuidebug.commands.output import Link, Output, Span
 from tuidebug.commands.registry import Command, CommandParser, parser
-from tuidebug.commands.source import source_files, source_lines
+from tuidebug.commands.source import source_files, source_lines, source_roots
 from tuidebug.core.graph import Graph, Node
 from tuidebug.core.tensor import dtype_label
 
@@ -169,6 +169,13 @@ def _ps_parser() -> CommandParser:
     p.add_argument("file", nargs="?", metavar="FILE")
     p.add_argument("-b", "--begin", type=int, default=1, metavar="LINE", help="first line shown")
     p.add_argument("-n", "--lines", type=int, default=0, metavar="N", help="at most N lines")
+    p.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also show files under DIR that a stack names (repeatable)",
+    )
     return p
 
 
@@ -184,11 +191,22 @@ def print_source(args: argparse.Namespace, ctx: CommandContext) -> Output:
         for path, count in files.most_common():
             out.add(f"  {count:>6}  ", Span(path, "bold"))
         return out
-    lines, path, whole = source_lines(graphs, args.file)
+    roots = source_roots(ctx.session.metadata.source, [*ctx.source_roots, *args.root])
+    found = source_lines(graphs, args.file, roots, typed=True)
+    lines, path = found.lines, found.path
     if not lines:
-        raise CommandError(f"No node was created in {args.file!r} and it is not readable here.")
-    note = "" if whole else " (not on this machine: the lines the stacks quote)"
+        raise CommandError(
+            found.outside or f"No node was created in {args.file!r} and it is not readable here."
+        )
+    if found.whole:
+        note = ""
+    elif found.outside:
+        note = " (outside the source folders: the lines the stacks quote)"
+    else:
+        note = " (not on this machine: the lines the stacks quote)"
     out.add(Span(f"{path}{note}", "header"))
+    if found.outside:
+        out.add(Span(found.outside, "warning"))
     shown = [line for line in lines if line.line_no >= args.begin]
     if args.lines > 0:
         shown = shown[: args.lines]

@@ -1,9 +1,10 @@
 """`CommandRegistry`: command lines in, `Output` out (tfdbg's `CommandHandlerRegistry`).
 
 A command is a name, a few aliases, an argparse parser and a handler. The registry splits
-a line the shell way (quotes, backslashes), peels a trailing `> FILE` redirection off,
-parses the rest and runs the handler; every user mistake comes back as `Output.error`, one
-sentence, never an exception. It also completes a partly typed line (command names,
+a line the shell way (quotes, backslashes), peels a trailing `> FILE` redirection off
+(`> FILE` never replaces an existing file, `>| FILE` does, as in a shell with noclobber
+set), parses the rest and runs the handler; every user mistake comes back as
+`Output.error`, one sentence, never an exception. It also completes a partly typed line (command names,
 flags, node names) for the TUI's Tab and documents itself (`help`). A completed node name
 is written so that the line reads it back as that name and nothing else (`references`):
 escaped for the split, and inside `eval` as a backquoted reference.
@@ -31,6 +32,7 @@ from tuidebug.commands.references import (
     unreferable,
     word_at_end,
 )
+from tuidebug.core.user_files import WriteRefusedError, write_user_file
 
 __all__ = ["Command", "CommandParser", "CommandRegistry", "Completion"]
 
@@ -107,7 +109,7 @@ class CommandRegistry:
     # -------------------------------------------------------------------- run
     def run(self, line: str) -> Output:
         try:
-            words, target = _split(line)
+            words, redirect = _split(line)
             if not words:
                 return Output()
             name, args = words[0], words[1:]
@@ -127,8 +129,8 @@ class CommandRegistry:
                     out = command.handler(command.parser.parse_args(args), self.context)
         except CommandError as err:
             return Output.failure(str(err))
-        if target is not None and out.error is None:
-            return _redirect(out, target)
+        if redirect is not None and out.error is None:
+            return _redirect(out, redirect)
         return out
 
     def help(self, name: str | None = None) -> Output:
@@ -138,7 +140,10 @@ class CommandRegistry:
             for command in sorted(self.commands.values(), key=lambda c: c.name):
                 aliases = f" ({', '.join(command.aliases)})" if command.aliases else ""
                 out.add(Span(f"  {command.name}{aliases}".ljust(22), "bold"), command.summary)
-            out.add("Append > FILE to write a command's output to a file.")
+            out.add(
+                "Append > FILE to write a command's output to a new file, >| FILE to replace "
+                "FILE; -w FILE.npy saves a tensor (-f: replace it)."
+            )
             return out
         found = self.find(name)
         if found is None:
@@ -203,30 +208,53 @@ class CommandRegistry:
         )
 
 
-def _split(line: str) -> tuple[list[str], str | None]:
-    """Shell-like words and the `> FILE` target, if the line ends with one."""
+@dataclass(frozen=True)
+class Redirect:
+    """A line's `> FILE` (`>| FILE`: replace FILE if it exists, as with bash's noclobber)."""
+
+    target: str
+    replace: bool = False
+
+
+def _split(line: str) -> tuple[list[str], Redirect | None]:
+    """Shell-like words and the `> FILE` / `>| FILE` target, if the line ends with one."""
     try:
         lexer = shlex.shlex(line, posix=True, punctuation_chars=">")
         lexer.whitespace_split = True
         words = list(lexer)
     except ValueError as err:  # an unclosed quote
         raise CommandError(f"The command line cannot be split: {err}.") from None
-    if ">" in words:
-        at = words.index(">")
-        if at != len(words) - 2:
-            raise CommandError("Write '> FILE' once, at the end of the command.")
-        return words[:at], words[at + 1]
-    return words, None
+    if ">>" in words:
+        raise CommandError(
+            "Output is not appended to a file (>>): write > NEW_FILE, or >| FILE to replace FILE."
+        )
+    if ">" not in words:
+        return words, None
+    at = words.index(">")
+    rest = words[at + 1 :]
+    # `|` is no punctuation of the split (an unquoted regex `a|b` stays one word), so
+    # `>| FILE` arrives as `>`, `|`, FILE and `>|FILE` as `>`, `|FILE`
+    replace = bool(rest) and rest[0].startswith("|")
+    if replace:
+        rest = rest[1:] if rest[0] == "|" else [rest[0][1:], *rest[1:]]
+    if len(rest) != 1:
+        raise CommandError("Write '> FILE' once, at the end of the command.")
+    return words[:at], Redirect(rest[0], replace)
 
 
-def _redirect(out: Output, target: str) -> Output:
-    path = Path(target).expanduser()
+def _redirect(out: Output, redirect: Redirect) -> Output:
+    text = (out.plain() + "\n").encode("utf-8")
     try:
-        path.write_text(out.plain() + "\n", encoding="utf-8")
-    except OSError as err:
-        return Output.failure(f"Cannot write {path}: {err.strerror or err}.")
+        path = write_user_file(
+            redirect.target,
+            lambda handle: handle.write(text),
+            overwrite=redirect.replace,
+            how_to_overwrite=f"write >| {shlex.quote(redirect.target)} to replace it",
+        )
+    except WriteRefusedError as err:
+        return Output.failure(str(err))
     done = Output()
-    done.add(f"Wrote {len(out.lines)} lines to {path.resolve()}.")
+    done.add(f"Wrote {len(out.lines)} lines to {path}.")
     return done
 
 

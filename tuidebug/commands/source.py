@@ -5,20 +5,41 @@ created it. `nodes_by_line` inverts that for one file; `read_source` reads the f
 exists on this machine (bounded, regular files only: a stack path is untrusted input), and
 `source_lines` puts the two together, falling back to the code lines the stacks quote when
 the file is not here (a dump copied from the training server).
+
+A stack names any path it likes (`/etc/shadow`, `~/.ssh/id_rsa`), so a file is read for
+its stack's path only under a source root (`source_roots`): the dump's own folder, the
+working folder (unless it is `/` or the home folder itself or above it: that is no
+project), the folders in `TUIDEBUG_SOURCE_ROOTS` (separated as in PATH) and those the user
+named (`ps --root DIR`, `tuidebug exec --source-root DIR`). Elsewhere the stacks' quoted
+lines are shown with a sentence saying where the file is and how to allow it. A path the
+user types (`ps /etc/shadow`, perhaps copied from `ps`'s listing of the stacks' files)
+follows the same rule: `ps --root /etc /etc/shadow` is how the user says so.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
 from tuidebug.core.graph import Graph, Node
 from tuidebug.offline.files.regular_file import read_regular
 
-__all__ = ["MAX_SOURCE_BYTES", "SourceLine", "nodes_by_line", "source_files", "source_lines"]
+__all__ = [
+    "MAX_SOURCE_BYTES",
+    "ROOTS_VARIABLE",
+    "SourceLine",
+    "SourceText",
+    "nodes_by_line",
+    "source_files",
+    "source_lines",
+    "source_roots",
+]
+
+ROOTS_VARIABLE = "TUIDEBUG_SOURCE_ROOTS"
 
 MAX_SOURCE_BYTES = 4 << 20  # a source file larger than this is not a source file
 
@@ -95,24 +116,82 @@ def read_source(path: str) -> list[str] | None:
     return lines
 
 
-def source_lines(graphs: list[Graph], path: str) -> tuple[list[SourceLine], str, bool]:
-    """The annotated lines of `path`, the path as found, and whether the file itself was
-    read (False: only the lines the stacks quote)."""
+def source_roots(
+    dump: str | None = None,
+    named: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> tuple[str, ...]:
+    """The folders whose files a stack's path may show (real paths, links resolved): the
+    folders the user named, those of `TUIDEBUG_SOURCE_ROOTS`, the dump's own folder and
+    the working folder when it is a project's (not `/`, not the home folder or above it)."""
+    env = os.environ if environ is None else environ
+    wanted = [*named, *(p for p in env.get(ROOTS_VARIABLE, "").split(os.pathsep) if p.strip())]
+    roots = [os.path.realpath(os.path.expanduser(p)) for p in wanted]
+    if dump and os.path.isdir(dump):
+        roots.append(os.path.realpath(dump))
+    cwd = os.path.realpath(os.getcwd())
+    home = os.path.realpath(os.path.expanduser("~"))
+    if not _under(home, cwd):  # "/" or $HOME itself would make every file of the user's a source
+        roots.append(cwd)
+    return tuple(dict.fromkeys(roots))
+
+
+def _under(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # paths on two drives (Windows) share no folder
+        return False
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """What `source_lines` found: the annotated lines, the path as found, whether the file
+    itself was read (False: only the lines the stacks quote) and, when a file here was left
+    unread because it is outside the source roots, the sentence saying so."""
+
+    lines: list[SourceLine]
+    path: str
+    whole: bool
+    outside: str = ""
+
+
+def source_lines(
+    graphs: list[Graph], path: str, roots: Sequence[str] = (), *, typed: bool = False
+) -> SourceText:
+    """The annotated lines of `path` (a stack's path, or one the user `typed`), read only
+    under `roots`."""
     by_line, code, spelled = nodes_by_line(graphs, path)
-    candidates = [p for p in (path, spelled) if p]
+    # a typed path has ~ expanded, as a shell would; a stack's path is taken as written (no
+    # ~ of the training machine means this home). Both are read only under a root: a name
+    # typed after the stacks' listing is still the dump's choice of file
+    candidates = [os.path.expanduser(path) if typed else path]
+    if spelled and spelled != path:
+        candidates.append(spelled)
+    outside = ""
     for candidate in candidates:
-        text = read_source(os.path.expanduser(candidate))
+        real = os.path.realpath(candidate)
+        if not any(_under(real, root) for root in roots):
+            if not outside and os.path.lexists(candidate):
+                outside = _outside(candidate, roots)
+            continue
+        text = read_source(real)  # the resolved path: a link swapped in later is not followed
         if text is not None:
-            return (
-                [
-                    SourceLine(i, line, tuple((n.graph_name, n.name) for n in by_line.get(i, ())))
-                    for i, line in enumerate(text, start=1)
-                ],
-                candidate,
-                True,
-            )
+            annotated = [
+                SourceLine(i, line, tuple((n.graph_name, n.name) for n in by_line.get(i, ())))
+                for i, line in enumerate(text, start=1)
+            ]
+            return SourceText(annotated, candidate, True)
     lines = [
         SourceLine(i, code.get(i, ""), tuple((n.graph_name, n.name) for n in by_line[i]))
         for i in sorted(by_line)
     ]
-    return lines, spelled or path, False
+    return SourceText(lines, spelled or path, False, outside)
+
+
+def _outside(path: str, roots: Sequence[str]) -> str:
+    folder = os.path.dirname(os.path.realpath(path)) or "/"
+    return (
+        f"{path} is on this machine but outside the folders source files are shown from "
+        f"({', '.join(roots) or 'none'}): name its folder with ps --root {shlex.quote(folder)} "
+        f"or {ROOTS_VARIABLE}={shlex.quote(folder)} to show it."
+    )

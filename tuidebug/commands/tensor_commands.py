@@ -37,6 +37,7 @@ from tuidebug.core.tensor import (
     write_npy,
 )
 from tuidebug.core.tensor_listing import TensorEntry
+from tuidebug.core.user_files import WriteRefusedError, write_user_file
 
 __all__ = ["TENSOR_COMMANDS"]
 
@@ -141,6 +142,7 @@ def _pt_parser() -> CommandParser:
     )
     p.add_argument("-s", "--numeric_summary", action="store_true", help="whole-tensor statistics")
     p.add_argument("-w", "--write_path", metavar="FILE.npy", help="save the (sliced) tensor")
+    p.add_argument("-f", "--force", action="store_true", help="with -w: replace FILE.npy")
     p.add_argument("-a", "--all", action="store_true", help="print every element")
     return p
 
@@ -240,16 +242,19 @@ def _summary(out: Output, array: np.ndarray) -> None:
     )
 
 
-def save_npy(array: np.ndarray, target: str) -> Path:
-    path = Path(target).expanduser()
-    if path.suffix != ".npy":
-        path = path.with_name(path.name + ".npy")
+def save_npy(array: np.ndarray, target: str, *, replace: bool = False) -> Path:
+    """Save `array` to `target` (`.npy` appended when missing), never over an existing file
+    unless `replace` (`-f`), never anywhere but a regular file (`core.user_files`)."""
     try:
-        with path.open("wb") as handle:
-            write_npy(handle, array)  # streamed; bfloat16 as float32, as MindSpore dumps it
-    except OSError as err:
-        raise CommandError(f"Cannot write {path}: {err.strerror or err}.") from None
-    return path.resolve()
+        return write_user_file(
+            target,
+            lambda handle: write_npy(handle, array),  # streamed; bfloat16 as float32
+            overwrite=replace,
+            how_to_overwrite="add -f to replace it",
+            suffix=".npy",
+        )
+    except WriteRefusedError as err:
+        raise CommandError(str(err)) from None
 
 
 def print_tensor(args: argparse.Namespace, ctx: CommandContext) -> Output:
@@ -283,7 +288,8 @@ def print_tensor(args: argparse.Namespace, ctx: CommandContext) -> Output:
     if args.numeric_summary:
         _summary(out, array)
     if args.write_path:
-        out.add(f"Saved {shown.size:,} elements to {save_npy(shown, args.write_path)}.")
+        saved = save_npy(shown, args.write_path, replace=args.force)
+        out.add(f"Saved {shown.size:,} elements to {saved}.")
     return out
 
 
@@ -297,6 +303,7 @@ def _eval_parser() -> CommandParser:
     p = parser("eval", "Evaluate a numpy expression over tensors written `NAME:SLOT@ITERATION`.")
     p.add_argument("expression", nargs="+", help="e.g. np.abs(`fc3.weight:0`).max()")
     p.add_argument("-w", "--write_path", metavar="FILE.npy", help="save an array result")
+    p.add_argument("-f", "--force", action="store_true", help="with -w: replace FILE.npy")
     p.add_argument("-a", "--all", action="store_true", help="print every element")
     return p
 
@@ -369,7 +376,8 @@ def evaluate(args: argparse.Namespace, ctx: CommandContext) -> Output:
         out.add(Span(f"{expression} = array of dtype {result.dtype}, shape [{shape}]", "header"))
         _print_array(out, result, ctx.width, args.all)
         if args.write_path:
-            out.add(f"Saved {result.size:,} elements to {save_npy(result, args.write_path)}.")
+            saved = save_npy(result, args.write_path, replace=args.force)
+            out.add(f"Saved {result.size:,} elements to {saved}.")
     else:
         value = result.item() if isinstance(result, np.generic | np.ndarray) else result
         out.add(Span(expression, "dim"), " = ", Span(repr(value), "bold"))

@@ -81,13 +81,16 @@ class NodeScreens:
 
     def source(self, path: str, line_no: int | None) -> None:
         """A stack line's file, each line with the nodes it created (Enter goes there)."""
+        from tuidebug.commands.source import source_roots
         from tuidebug.tui.neighbours.source_screen import SourceScreen
 
         def chosen(node: tuple[str, str] | None) -> None:
             if node is not None:
                 self._app.call_after_refresh(self._app.go_to_node, *node)
 
-        screen = SourceScreen(list(self._app.graphs.values()), path, line_no)
+        # a stack's path shows its file only under these folders (commands/source.py)
+        roots = source_roots(self._app.metadata.source)
+        screen = SourceScreen(list(self._app.graphs.values()), path, line_no, roots)
         self._app.push_screen(screen, chosen)
 
 

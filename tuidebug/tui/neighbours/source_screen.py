@@ -3,8 +3,9 @@
 
 `commands/source.py` reads the file (bounded, regular files only: its path comes from the
 graph) and indexes the nodes per line; when the file is not on this machine (a dump
-copied from the training server) it gives the lines the stacks quote, and the view says
-so. `SourceCode` draws only the lines on screen (`ScrollView` + `render_line`), so a file
+copied from the training server), or is outside the source roots (a stack may name
+`/etc/shadow`: the dump's folder, the working folder, `TUIDEBUG_SOURCE_ROOTS`), it gives
+the lines the stacks quote, and the view says so (and, for the latter, how to allow it). `SourceCode` draws only the lines on screen (`ScrollView` + `render_line`), so a file
 of 10⁵ lines opens as fast as a short one; syntax colours (Rich's `Syntax`, Pygments)
 arrive from a thread worker after the first paint. Every line is escaped before it is
 coloured or shown: a file is untrusted text too.
@@ -36,7 +37,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from tuidebug.commands.source import SourceLine, source_lines
+from tuidebug.commands.source import SourceLine, SourceText, source_lines
 from tuidebug.core.graph import Graph
 from tuidebug.core.text import printable
 from tuidebug.tui.kit.labels import plain, shown
@@ -292,10 +293,18 @@ class SourceScreen(ModalScreen[NodeRef | None]):
         Binding("question_mark,f1", "app.help", "Help", show=False, id="source.help"),
     ]
 
-    def __init__(self, graphs: Sequence[Graph], path: str, line_no: int | None) -> None:
+    def __init__(
+        self,
+        graphs: Sequence[Graph],
+        path: str,
+        line_no: int | None,
+        roots: Sequence[str] = (),
+    ) -> None:
+        """`roots`: the folders whose files a stack's path may show (`source_roots`)."""
         super().__init__()
         self._graphs = list(graphs)
         self._path = path
+        self._roots = tuple(roots)
         self._line_no = line_no
         self._created: list[NodeRef] = []  # the nodes listed under the code
         self.found_path = path
@@ -324,20 +333,22 @@ class SourceScreen(ModalScreen[NodeRef | None]):
     def _read(self) -> None:
         """Read and index in a thread (a big file, a graph of 10⁵ nodes), colour after."""
         worker = get_current_worker()
-        lines, found, whole = source_lines(self._graphs, self._path)
+        found = source_lines(self._graphs, self._path, self._roots)
         if worker.is_cancelled:
             return
         with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
-            self.app.call_from_thread(self._shown, lines, found, whole)
-        if not whole or not lines:
+            self.app.call_from_thread(self._shown, found)
+        lines = found.lines
+        if not found.whole or not lines:
             return
-        coloured = highlight([code_text(line.text) for line in lines], found)
+        coloured = highlight([code_text(line.text) for line in lines], found.path)
         if coloured is None or worker.is_cancelled:
             return
         with contextlib.suppress(RuntimeError):
             self.app.call_from_thread(self.code.set_coloured, coloured)
 
-    def _shown(self, lines: list[SourceLine], found: str, whole: bool) -> None:
+    def _shown(self, source: SourceText) -> None:
+        lines, found, whole = source.lines, source.path, source.whole
         self.found_path = found
         self.whole_file = whole
         try:
@@ -353,13 +364,18 @@ class SourceScreen(ModalScreen[NodeRef | None]):
                 text += (
                     f" · the file has no line {self._line_no}: it changed since the graph was made?"
                 )
-        elif lines:
-            text = (
-                f"The file is not on this machine: only the {len(lines)} line"
-                f"{'s' if len(lines) != 1 else ''} its stacks quote are shown."
-            )
         else:
-            text = "The file is not on this machine, and no stack quotes a line of it."
+            plural = "s" if len(lines) != 1 else ""
+            if source.outside:  # here, but a stack's path outside the roots: says how to allow
+                quoted = f"Only the {len(lines)} line{plural} its stacks quote are shown."
+                text = f"{printable(source.outside)} {quoted if lines else 'No stack quotes a line of it.'}"
+            elif lines:
+                text = (
+                    f"The file is not on this machine: only the {len(lines)} line{plural} its "
+                    "stacks quote are shown."
+                )
+            else:
+                text = "The file is not on this machine, and no stack quotes a line of it."
         note.update(text)
         self.code.set_lines(lines, self._line_no)
 
