@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -96,13 +97,22 @@ def load_history(path: Path, limit: int = HISTORY_LIMIT) -> History:
 def save_history(history: History, path: Path) -> bool:
     """Write the history (newest last); False when it could not be (never an exception:
     a read-only home must not cost the user their command)."""
+    partial = ""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.{os.getpid()}")
-        partial.write_text("".join(f"{line}\n" for line in history.lines), encoding="utf-8")
+        data = "".join(f"{line}\n" for line in history.lines).encode("utf-8")
+        # a fresh name (O_EXCL): nothing planted at a guessable name is written through
+        fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.replace(partial, path)
-    except OSError:
+        partial = ""
+    except (OSError, ValueError):  # ValueError: a line that is no UTF-8 (a lone surrogate)
         return False
+    finally:
+        if partial:  # the write or the rename failed: leave no temporary file behind
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
     return True
 
 
