@@ -619,11 +619,12 @@ def test_hits_on_renumbered_kernels_need_no_warning(
     assert hit["node"].endswith("conv1-Conv2d/Grad_Conv2D/Conv2DBackpropFilter-op1")
 
 
-def test_a_file_that_contradicts_its_node_is_not_checked(
+def test_a_file_that_contradicts_its_node_is_checked_as_it_is(
     capsys: pytest.CaptureFixture[str], dump_2_10: Path, tmp_path: Path
 ) -> None:
-    """A ReLU output file holding another shape than the graph declares is never read as that
-    ReLU's tensor: one warning names the file and the node, and the rest is checked."""
+    """A ReLU output file holding another shape than the graph declares is checked as it is
+    (its Inf is an Inf whatever the shape), and one warning names the file and the node; the
+    file is never silently skipped (issue 27 §3)."""
     import numpy as np
 
     from tests.offline.dump_copy import copy_dump
@@ -633,14 +634,21 @@ def test_a_file_that_contradicts_its_node_is_not_checked(
     relu.unlink()
     np.save(relu, np.full((3, 3), np.inf, np.float32))
     code, out, err = check(capsys, str(root), "--watch", "TO", "--iteration", "1", "--json")
-    assert code == 0 and json.loads(out) == []
+    assert code == 1
+    (hit,) = json.loads(out)
+    assert hit["node"].endswith("relu-ReLU/ReLU-op1")
     (line,) = sentences(err)
     assert line == (
         f"warning: rank_0/LeNet/0/1/{relu.name} has shape (3, 3), but the graph declares "
         "Default/network-WithLossCell/_backbone-LeNet5/relu-ReLU/ReLU-op1 output 0 as "
         "(4, 16, 10, 10), so the file is not shown under that node (nor are other files of it "
-        "that disagree)."
+        "that disagree); a check reads it as it is."
     )
+    # without a hit the same file makes the check incomplete
+    np.save(relu, np.ones((3, 3), np.float32))
+    code, out, err = check(capsys, str(root), "--watch", "TO", "--iteration", "1", "--json")
+    assert code == 2 and json.loads(out) == []
+    assert sentences(err)[-1].endswith("so the check is incomplete.")
 
 
 def test_nothing_checked_is_not_all_clear(

@@ -260,9 +260,11 @@ def test_each_file_is_opened_once(dump_2_10: Path, monkeypatch: pytest.MonkeyPat
     assert report.tensors_checked == 4 * 66 and peeks == []
 
 
-def test_a_file_that_contradicts_its_node_has_no_value(dump_2_10: Path, tmp_path: Path) -> None:
-    """Found when read, as the header pass would have found it: dropped, its sentence in the
-    dump's problems, and error 32 with error_on_no_value."""
+def test_a_file_that_contradicts_its_node_is_checked_as_it_is(
+    dump_2_10: Path, tmp_path: Path
+) -> None:
+    """Found when read, as the header pass would have found it: not shown under its node (the
+    dump's problems say so), but checked as it is, its sentence in the check's problems."""
     root = copy_dump(dump_2_10, tmp_path / "d", with_data=True)
     (relu,) = (root / "rank_0/LeNet/0/1").glob("ReLU.*relu-ReLU_ReLU-op1.*.output.0.*.npy")
     relu.unlink()
@@ -273,7 +275,7 @@ def test_a_file_that_contradicts_its_node_has_no_value(dump_2_10: Path, tmp_path
     watches = [Watch(1, wp.request(), False, {(0, GRAPH): [(node, 0)]})]
     with Checker(d) as checker:
         report = checker.check(watches, [1], error_on_no_value=True)
-    assert [(o.key.node, o.error_code) for o in report.outcomes] == [(node, 32)]
-    assert report.tensors_checked == 0
-    assert any("has shape (3, 3)" in p for p in d.problems)
+    assert [(o.key.node, o.error_code, o.result.hit) for o in report.outcomes] == [(node, 0, True)]
+    assert report.tensors_checked == 1
+    assert any("has shape (3, 3)" in p and "reads it as it is" in p for p in report.problems)
     assert d.tensor_file(0, GRAPH, node, 0, 1) is None  # later lookups agree

@@ -164,9 +164,13 @@ def test_statistic_csv_with_nul_bytes_and_ragged_rows(dump: Path) -> None:
     )
     problems = _statistics(dump, content)
     table = DumpLayout.open(dump).rank(0).statistics(0, 1)
-    assert table is not None and [r.op_name for r in table.rows] == ["Conv2D-op\x0012"]
+    # MindSpore never writes a NUL: the row is damaged, skipped and said (issue 27 §3)
+    assert table is not None and table.rows == []
     assert (
         f"{NET}/1/statistic.csv: skipped 2 rows whose column count or slot does not fit the header."
+    ) in problems
+    assert (
+        f"{NET}/1/statistic.csv: skipped 1 row holding NUL bytes, which MindSpore never writes."
     ) in problems
 
 

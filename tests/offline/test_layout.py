@@ -410,7 +410,7 @@ def test_garbage_in_iteration_folder(dump_2_0: Path, tmp_path: Path) -> None:
             "rank_0/LeNet/README is not a graph-id folder; it was skipped.",
             "rank_0/LeNet/0/1/broken.npy is not a MindSpore tensor file name; it was skipped.",
             "rank_0/LeNet/0/1/notes.txt is not a MindSpore tensor file name; it was skipped.",
-            "rank_0/LeNet/0/1/sub is not a MindSpore tensor file name; it was skipped.",
+            "rank_0/LeNet/0/1/sub is a folder, where MindSpore writes only files; it was skipped.",
         ]
     )
 
@@ -663,7 +663,8 @@ def test_async_bin_files_and_mapping(dump_2_10: Path, tmp_path: Path) -> None:
     # the folder's other files are listed as usual
     assert sorted(rank.problems) == [
         f"rank_0/LeNet/0/0/Conv2D.Default_net_Conv2D-op{n}.2.7.16124395633380{n - 10} is not "
-        "an Ascend dump: it has 0 bytes, fewer than the 8-byte header length."
+        "an Ascend dump: it has 0 bytes, fewer than the 8-byte header length, so the tensors "
+        f"of Default_net_Conv2D-op{n} were not read."
         for n in (12, 13)
     ]
 

@@ -256,8 +256,12 @@ def test_mapping_npy_name_with_thousands_of_digits(
     root, _ = _mapped(tmp_path, "async_o2", f"MatMul.Default_MatMul-op9.4.7.{HUGE}.output.0.ND.npy")
     code, out, err = check(capsys, str(root), "--watch", "TO")
     lines = sentences(err, "check")
-    assert any("1700000001.npy is not a MindSpore tensor file name" in line for line in lines)
-    assert code == 0, (code, out, lines)
+    # mapping.csv says it is a tensor and names none: its tensor is lost, the check
+    # incomplete (issue 27 §3), the long name quoted short
+    (said,) = [line for line in lines if "1700000001.npy is named 'MatMul" in line]
+    assert "by mapping.csv, which is not a MindSpore tensor file name" in said
+    assert len(said) < 400
+    assert code == 2, (code, out, lines)
 
 
 def test_mapping_bin_name_with_thousands_of_digits(

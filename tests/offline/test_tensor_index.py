@@ -445,7 +445,8 @@ def test_a_file_contradicting_its_node_is_not_shown(tmp_path: Path) -> None:
     assert index.problems == [
         "rank_0/Net/0/0/Cast.Default_Cast-op0.0.0.10.output.0.DefaultFormat.Float32.npy is named "
         "as float32 data, but the graph declares Default/Cast-op3 output 0 as float16, so the "
-        "file is not shown under that node (nor are other files of it that disagree)."
+        "file is not shown under that node (nor are other files of it that disagree); a check "
+        "reads it as it is."
     ]
     assert index.lookup("Default/Cast-op3", 0, 0) is None
     # the header is read when the iteration is first used
@@ -453,7 +454,8 @@ def test_a_file_contradicting_its_node_is_not_shown(tmp_path: Path) -> None:
     assert index.problems[1] == (
         "rank_0/Net/0/0/ReLU.Default_ReLU-op0.0.0.10.output.0.DefaultFormat.Float32.npy has shape "
         "(16, 16), but the graph declares Default/ReLU-op1 output 0 as (6, 16), so the file is "
-        "not shown under that node (nor are other files of it that disagree)."
+        "not shown under that node (nor are other files of it that disagree); a check reads it "
+        "as it is."
     )
     assert index.lookup("Default/Flatten-op2", 0, 0) is not None
     assert set(index.files_for(0)) == {("Default/Flatten-op2", "output", 0)}

@@ -453,10 +453,22 @@ def test_tensor_over_the_cap_is_refused(graph) -> None:
         client.stub.SendTensors(iter(pieces), timeout=20)
         thread.join(20)
         assert isinstance(out["error"], SessionError)
-        assert "limit" in str(out["error"])
+        assert str(out["error"]) == f"Tensor {kernel.ui_name}:0 is larger than the 1 MiB limit."
         client.close()
     finally:
         session.close()
+
+
+def test_an_over_cap_tensor_is_named_by_its_node_not_its_internal_id() -> None:
+    """A training's graph may name nodes by internal ids (`2`): the sentence names the node
+    as the user sees it (issue 27 §7)."""
+    from tuidebug.online.server import ReceivedTensor
+    from tuidebug.online.views import decode_tensor
+
+    received = ReceivedTensor("2", "0", "", False, data_type=11, dims=(4,), oversize=True)
+    with pytest.raises(SessionError) as err:
+        decode_tensor(received, TensorRef("2"), MIB, "Default/network/Add-op1")
+    assert str(err.value) == "Tensor Default/network/Add-op1:0 is larger than the 1 MiB limit."
 
 
 def test_tensor_request_needs_a_suspended_training(online, graph) -> None:

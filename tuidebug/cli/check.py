@@ -400,7 +400,7 @@ def _report(
     scope: _Scope,
 ) -> int:
     """Warnings on stderr, the results on stdout, and the exit status."""
-    for problem in report.problems:
+    for problem in [*report.notes, *report.problems]:
         if problem not in scope.early:  # said once, by `_select`
             _warn(problem)
     for problem in dump.new_problems():
@@ -420,6 +420,7 @@ def _report(
         # `problems` lists every watched tensor not read: files that failed when read and
         # data refused at discovery (a FIFO, a link out of the dump, an unreadable folder;
         # see checker.py), so "0 hits" is never an all-clear for data that was skipped.
+        # counted without `notes`: they inform, nothing was lost
         count = len(report.problems)
         say(
             f"tuidebug check: watched data could not be read ({count} problem"

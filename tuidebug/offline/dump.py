@@ -299,6 +299,14 @@ class OfflineDump:
         found = self.index(rank, graph).refused(node, slot, iteration, is_output)
         return found[1] if found else None
 
+    def contradicted(
+        self, rank: int, graph: str, node: str, slot: int, iteration: int
+    ) -> tuple[TensorFile, str] | None:
+        """The tensor's output file at `iteration` that contradicts the graph's dtype or shape
+        (never shown under the node), with the sentence a check says when it reads it as it
+        is; None when no file of it did."""
+        return self.index(rank, graph).contradicted(node, slot, iteration)
+
     def blockers(self, rank: int, graph: str, iteration: int) -> list[str]:
         """Sentences about data of the graph's iteration folder that exists but could not
         be read and cannot be tied to one tensor (the folder unreadable, a refused

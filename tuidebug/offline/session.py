@@ -634,7 +634,7 @@ class OfflineSession(DebugSession):
         finally:
             progress.end()
         self._hits = self._to_hits(report)
-        self._flush_problems(report.problems)
+        self._flush_problems([*report.notes, *report.problems])
         if report.cancelled:
             return False
         if self.all_ranks:

@@ -384,7 +384,7 @@ class OnlineSession(DebugSession):
                 return self._tensor_cache[key]
         (received,) = self._request_view([request], pb.ViewCMD.value)
         limit = self.server_options.max_tensor_bytes if self.server_options else 1 << 30
-        array = decode_tensor(received, ref, limit)
+        array = decode_tensor(received, ref, limit, request.node_name)
         with self._lock:
             if self._meta.step == key[3]:
                 self._tensor_cache[key] = array

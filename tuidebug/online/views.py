@@ -220,16 +220,19 @@ def tensor_request(
 
 
 def decode_tensor(
-    received: ReceivedTensor | None, ref: TensorRef, max_bytes: int
+    received: ReceivedTensor | None, ref: TensorRef, max_bytes: int, node_name: str = ""
 ) -> np.ndarray | None:
     """The array of a `SendTensors` answer; None when the training has no such tensor.
-    Anything inconsistent is a `SessionError` with one sentence."""
+    Anything inconsistent is a `SessionError` with one sentence, naming the tensor by
+    `node_name` (the node's scoped name, as the user sees it) when given: `ref.node` may be
+    the graph's internal id (`2`), which names nothing to the user."""
     if received is None or not received.found:
         return None
+    name = f"{node_name}:{ref.slot}" if node_name else ref.name
     if received.oversize:
-        raise SessionError(f"Tensor {ref.name} is larger than the {max_bytes >> 20} MiB limit.")
+        raise SessionError(f"Tensor {name} is larger than the {max_bytes >> 20} MiB limit.")
     if not received.finished:
-        raise SessionError(f"The training sent tensor {ref.name} only partly.")
+        raise SessionError(f"The training sent tensor {name} only partly.")
     try:
         dtype = numpy_dtype(received.data_type or 0)
     except UnsupportedDataTypeError as exc:
@@ -239,11 +242,11 @@ def decode_tensor(
     if dims == (0,) and len(content) == dtype.itemsize:
         dims = ()  # MindInsight: dims [0] is a scalar
     if any(d < 0 for d in dims):
-        raise SessionError(f"The training sent tensor {ref.name} with a negative dimension.")
+        raise SessionError(f"The training sent tensor {name} with a negative dimension.")
     expected = math.prod(dims) * dtype.itemsize
     if expected != len(content):
         raise SessionError(
-            f"The training sent {len(content)} bytes for tensor {ref.name}, "
+            f"The training sent {len(content)} bytes for tensor {name}, "
             f"but its shape {list(dims)} needs {expected}."
         )
     return np.frombuffer(content, dtype=dtype).reshape(dims)

@@ -45,17 +45,21 @@ lists every watched tensor that could not be read, not only files that failed wh
   (the refused one may have been the newer);
 * data that could not be read and cannot be tied to one tensor (an unreadable iteration,
   graph or net folder, a refused iteration folder or `mapping.csv`, a refused entry with a
-  name that is not a tensor's): its sentence, when a watched tensor of that graph has no
-  readable file at that iteration. When every watched tensor there was read, the lost entry
-  cannot have been one of them. A refused iteration or graph folder counts whenever the
-  graph is watched: its iterations are not known to the check at all.
+  name that is not a tensor's, an unreadable `.bin` header, a `statistic.csv` of a
+  statistic-only folder that was refused or had rows skipped): its sentence, for every
+  watched iteration of that graph, even when each watched tensor there was read — the lost
+  entry may hold tensors the graph does not know (a graph built from file names never saw
+  the operator of an unreadable `.bin`);
+* a file (or statistic-only row) that contradicts its node's dtype or shape: it is checked
+  as it is (a NaN is a NaN whatever the shape), and its sentence says so.
 
 So "0 hits" with an empty `problems` means every watched tensor that was dumped was read.
 
 Ascend `.bin` files (`bin_files`): each watched slot is read from its file; one whose device
 format is not converted to the host layout is checked raw, in its device shape (as
 MindSpore's offline debugger checked what CANN could not convert), with one sentence in
-`problems` naming the format, and is not checked against the graph's declared shape.
+`notes` naming the format (informational: it was checked), and is not checked against the
+graph's declared shape.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -165,6 +169,9 @@ class CheckReport:
     seconds: float = 0.0
     cancelled: bool = False
     workers: int = 1  # threads that checked tensors (the calling thread included)
+    # sentences that inform and lose nothing (a tensor checked raw in its device layout):
+    # shown like `problems`, but never what makes a check incomplete
+    notes: list[str] = field(default_factory=list)
 
 
 def needs_previous(condition: int) -> bool:
@@ -282,11 +289,11 @@ class Checker:
             plan.outcomes, plan.problems.sentences, tensors_checked=plan.stat_checked
         )
         results = self._dispatch(plan.tasks, report, progress, cancel)
-        self._merge(plan, results, watches, error_on_no_value, report)
+        self._merge(plan, results, report)
         report.outcomes = self._ordered(report.outcomes)
         report.seconds = time.perf_counter() - started
         # callers show `problems` and then the dump's new problems: each sentence once
-        self.dump.mark_reported(report.problems)
+        self.dump.mark_reported([*report.notes, *report.problems])
         if progress and not report.cancelled:
             progress(len(plan.tasks), len(plan.tasks))
         return report
@@ -312,54 +319,48 @@ class Checker:
         self,
         plan: CheckPlan,
         results: list[TaskResult],
-        watches: Sequence[Watch],
-        error_on_no_value: bool,
         report: CheckReport,
     ) -> None:
         """Each task's results into `report`, in task order, so that problems are listed as
         the tensors were."""
-        first: dict[int, Watch] = {}  # a watchpoint id's first watch (ids may repeat)
-        for watch in watches:
-            first.setdefault(watch.watchpoint_id, watch)
         for res in results:
             planned = plan.tasks[res.tid]
             report.tensors_checked += res.readable
             report.bytes_read += res.nbytes
             plan.problems.extend(res.problems)
-            if self._contradicts_graph(planned, res, plan.problems):
-                # the file contradicts its node (the dump's problems say so): not its value
-                report.tensors_checked -= 1
-                report.bytes_read -= res.nbytes
-                if error_on_no_value:
-                    watched = [(wp_id, first[wp_id]) for wp_id in planned.watchpoint_ids]
-                    report.outcomes.extend(_no_value(planned.key, watched))
-                continue
+            self._verify(planned, res, plan.problems, report.notes)
             for position, result in res.reported:
                 wp_id = planned.watchpoint_ids[position]
                 report.outcomes.append(CheckOutcome(planned.key, wp_id, result))
 
-    def _contradicts_graph(
-        self, planned: PlannedTask, res: TaskResult, problems: _Problems
-    ) -> bool:
-        """Whether what `res` read contradicts the graph's dtype or shape of its node (then
-        the tensor's blockers join `problems`). A tensor read raw is not verified against
-        the graph: `problems` says it was read raw instead."""
+    def _verify(
+        self, planned: PlannedTask, res: TaskResult, problems: _Problems, notes: list[str]
+    ) -> None:
+        """Say in `problems` when what `res` read contradicts the graph's dtype or shape of
+        its node. The file's results stand: a NaN is a NaN whatever the shape, and dropping
+        them would report a clean tensor that was never checked as the graph declares it;
+        the sentence makes the check incomplete when nothing hit (issue 27 §3). The
+        tensor's folder blockers join too. A tensor read raw is not verified against the
+        graph: `notes` says it was read raw instead (it was checked: nothing is lost)."""
         f, key = planned.file, planned.key
         # the file's shown name only for the few tensors read raw: not per tensor
         raw = raw_sentence(f, _shown(f, self.dump.root)) if read_raw(f) else None
         if raw is not None:
-            if res.dtype is not None:  # read (not refused as too large)
-                # checked raw, in its device layout: the report says so (bin_files)
-                problems.add(raw)
-            return False
+            # read (not refused as too large): checked raw, in its device layout, and the
+            # report says so once (bin_files)
+            if res.dtype is not None and raw not in notes:
+                notes.append(raw)
+            return
         if res.dtype is None or res.shape is None:
-            return False
+            return
         if self.dump.verify_read(
             key.rank, key.graph, key.node, f, key.iteration, res.dtype, res.shape
         ):
-            return False
+            return
+        found = self.dump.contradicted(key.rank, key.graph, key.node, key.slot, key.iteration)
+        if found is not None:
+            problems.add(found[1])
         problems.extend(self.dump.blockers(key.rank, key.graph, key.iteration))
-        return True
 
     def _run(
         self,
@@ -498,15 +499,14 @@ class _Planner:
         self.iteration = iteration
         self.tables, self.refusing, self.stat_tables, self.overflowing = {}, set(), {}, {}
         wanted = _wanted(self.watches, iteration)
-        # (rank, graph) groups with a watched tensor that has no readable file here
-        missing: set[tuple[int, str]] = set()
         for key, uniq in wanted.items():
-            if not self._tensor(key, uniq):
-                missing.add((key.rank, key.graph))
+            self._tensor(key, uniq)
         for rank, graph in sorted({(k.rank, k.graph) for k in wanted}):
             self.out.problems.extend(self.dump.graph_blockers(rank, graph))
-            if (rank, graph) in missing:
-                self.out.problems.extend(self.dump.blockers(rank, graph, iteration))
+            # every watched iteration's blockers, also when each watched tensor was found:
+            # a lost entry may hold tensors the graph does not know (an unreadable `.bin` of
+            # an operator a graph built from file names never saw), issue 27 §3
+            self.out.problems.extend(self.dump.blockers(rank, graph, iteration))
 
     def _tensor(self, key: TensorKey, uniq: dict[int, Watch]) -> bool:
         """Plan one watched tensor; False when it has no readable file (nor statistic row)."""
@@ -558,6 +558,12 @@ class _Planner:
         if found is None:
             found = self.names[node] = self.dump.data_node_name(*node)
         tensor_file = table.get((found, "output", key.slot)) if found else None
+        if tensor_file is None and found:
+            # dropped from the table for contradicting the graph (a header check of an
+            # earlier lookup or check): read as it is, and the merge says so again
+            contradicted = self.dump.contradicted(*node, key.slot, self.iteration)
+            if contradicted is not None:
+                tensor_file = contradicted[0]
         if group in self.refusing:
             refused = self.dump.refused_reason(*node, key.slot, self.iteration)
             if refused is not None:
@@ -573,7 +579,13 @@ class _Planner:
             rows = self.stat_tables[group] = self.dump.index(*group).statistic_rows(self.iteration)
         row = rows.get((found, "output", key.slot))
         if row is None:
-            return False
+            # a row that contradicts the graph is decided as it is, with its sentence: a
+            # NaN count is a NaN count whatever the shape the row states
+            contradicted = self.dump.index(*group).contradicted_row(found, key.slot, self.iteration)
+            if contradicted is None:
+                return False
+            row = contradicted[0]
+            self.out.problems.add(contradicted[1])
         self.out.stat_checked += 1
         for wp_id, watch in uniq.items():
             decided = decide(watch.request, row.stats)

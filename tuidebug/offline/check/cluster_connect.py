@@ -7,6 +7,7 @@ processes on this machine). Every way it can fail is one sentence (`ClusterError
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -42,7 +43,20 @@ def parse_cluster(text: str) -> tuple[str, int | None]:
         return "local", int(count)
     if not text.strip():
         raise ValueError("--cluster needs a scheduler address (tcp://host:8786) or local[:N].")
+    if text.startswith("inproc://") and not _this_process(text):
+        # Dask's in-process transport reaches only a scheduler started in this process
+        # (`inproc://host/pid/n`); any other such address is a raw unpack error in Dask
+        raise ValueError(
+            f"--cluster {text!r} names no Dask scheduler of this process (inproc:// addresses "
+            "work only there); give a scheduler's tcp://host:port or local[:N]."
+        )
     return text, None
+
+
+def _this_process(address: str) -> bool:
+    """Whether an `inproc://host/pid/n` address is one of this process's schedulers."""
+    parts = address[len("inproc://") :].split("/")
+    return len(parts) == 3 and parts[1] == str(os.getpid()) and parts[2].isdigit()
 
 
 def connecting_to(text: str) -> str:

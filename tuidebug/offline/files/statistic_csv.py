@@ -146,9 +146,13 @@ def _parse(text: str, path: Path, label: str) -> StatisticTable:
         return row[i].strip() if i is not None and i < len(row) else ""
 
     rows: list[StatisticRow] = []
-    bad = 0
+    bad = nul = 0
     for row in reader:
         if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if any("\0" in c for c in row):
+            # MindSpore never writes a NUL: the row is damaged, whatever it names
+            nul += 1
             continue
         slot = _to_int(cell(row, "slot"))
         if len(row) != len(columns) or slot is None:
@@ -184,6 +188,11 @@ def _parse(text: str, path: Path, label: str) -> StatisticTable:
         problems.append(
             f"{label}: skipped {bad} row{'s' if bad != 1 else ''} whose column count or slot "
             "does not fit the header."
+        )
+    if nul:
+        problems.append(
+            f"{label}: skipped {nul} row{'s' if nul != 1 else ''} holding NUL bytes, which "
+            "MindSpore never writes."
         )
     return StatisticTable(path=path, columns=columns, rows=rows, problems=problems)
 

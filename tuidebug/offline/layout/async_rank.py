@@ -38,7 +38,7 @@ from tuidebug.offline.files.names import FileKind, TensorFile, classify_file_nam
 from tuidebug.offline.layout.iteration_folder import IterationListing, list_iteration_folder
 from tuidebug.offline.layout.sync_rank import RankLayout
 
-__all__ = ["AsyncDiscovery", "AsyncRankLayout", "discover_async", "is_aclnn_name"]
+__all__ = ["AsyncDiscovery", "AsyncRankLayout", "async_trees", "discover_async", "is_aclnn_name"]
 
 # Deepest documented folder: {step}/{time}/{device}/{model_name}/{model_id}/{iteration}.
 _MAX_DEPTH = 6
@@ -114,8 +114,19 @@ def _has_data(entries: list) -> bool:
     return any(e.is_file and classify_file_name(e.name) in _DATA_KINDS for e in entries)
 
 
-def discover_async(root: str, scanner: Scanner, problems: list[str]) -> AsyncDiscovery | None:
-    """Find an Ascend asynchronous layout under `root`; None when there is none."""
+def async_trees(root: str, scanner: Scanner, skip: frozenset[str]) -> list[str]:
+    """The top-level folders of `root` (other than `skip`, its `rank_N/` folders) holding
+    dump files where an Ascend asynchronous layout puts them: a synchronous dump reads
+    only its rank folders, so such a tree beside them is named, never silently ignored."""
+    found, _ = _walk(root, scanner, [], skip)  # its unreadable folders are not the dump's
+    return sorted({w.path.relative_to(root).parts[0] for w in found})
+
+
+def _walk(
+    root: str, scanner: Scanner, problems: list[str], skip: frozenset[str]
+) -> tuple[list[_Where], list[str]]:
+    """The folders under `root` (its top-level `skip` folders aside) holding dump files at
+    a documented place, and those holding them elsewhere (paths under `root`)."""
     found: list[_Where] = []
     skipped: list[str] = []
     visited = 0
@@ -141,8 +152,16 @@ def discover_async(root: str, scanner: Scanner, problems: list[str]) -> AsyncDis
                 found.append(where)
         if len(rel) < _MAX_DEPTH:
             for e in sorted(entries, key=lambda x: x.name, reverse=True):
+                if rel == [] and e.name in skip:
+                    continue
                 if e.is_dir and e.refused is None and not e.name.startswith("."):
                     stack.append((e.path, [*rel, e.name]))
+    return found, skipped
+
+
+def discover_async(root: str, scanner: Scanner, problems: list[str]) -> AsyncDiscovery | None:
+    """Find an Ascend asynchronous layout under `root`; None when there is none."""
+    found, skipped = _walk(root, scanner, problems, frozenset())
     if not found:
         return None
     for name in sorted(skipped)[:MAX_NAMED_PER_FOLDER]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tuidebug.offline.files.bin import BinBudgetError
 from tuidebug.offline.files.bin_tensors import bin_tensor_files
 from tuidebug.offline.files.listing import MAX_NAMED_PER_FOLDER, Entry, Scanner, reason
 from tuidebug.offline.files.names import (
@@ -25,6 +26,7 @@ from tuidebug.offline.files.names import (
     classify_file_name,
     parse_mapping_csv,
     parse_tensor_file_name,
+    show_name,
 )
 from tuidebug.offline.files.npy import TensorFileError
 from tuidebug.offline.files.regular_file import FileTooLargeError, NotRegularFileError, read_regular
@@ -77,7 +79,10 @@ def list_iteration_folder(
     directory = str(folder)  # one string shared by every file of the folder
     files = listing.tensor_files
     garbage: list[str] = []
+    folders: list[str] = []
     bad_bins: list[str] = []
+    # what this folder's .bin headers may cost (a share of the dump's: files/budget.py)
+    bins = scanner.bin_budget.iteration()
     for e in entries:
         name = e.name
         if e.refused is not None:
@@ -85,7 +90,8 @@ def list_iteration_folder(
             continue
         if not e.is_file:
             if not (skip_dirs and e.is_dir):
-                garbage.append(name)
+                # its name may well be a tensor file's: the reason is what it is
+                (folders if e.is_dir else garbage).append(name)
             continue
         parsed = (
             _tensor_name(name, directory, mapping)
@@ -103,9 +109,12 @@ def list_iteration_folder(
         if kind is FileKind.ASYNC_BIN:
             # one tensor per input and output, from the header (read once, here)
             try:
-                files.extend(bin_tensor_files(directory, name, real or name))
+                files.extend(bin_tensor_files(directory, name, real or name, bins))
+            except BinBudgetError:
+                pass  # left unread by the budget: all such files are said in one sentence
             except TensorFileError as err:
-                bad_bins.append(_located(scanner.show(folder / name), name, err.sentence))
+                located = _located(scanner.show(folder / name), name, err.sentence)
+                bad_bins.append(_naming_operator(located, real or name))
             continue
         if kind is FileKind.STATISTIC:
             listing.statistic_csv = Path(e.path)
@@ -113,8 +122,24 @@ def list_iteration_folder(
             listing.overflow_files.append(Path(e.path))
         elif kind in (FileKind.MAPPING, FileKind.KERNEL_ARGS):
             pass
+        elif real is not None or (name.endswith(".npy") and name[:-4] in mapping):
+            # mapping.csv says this file is a tensor but names none: whichever tensor it
+            # holds is lost, so a check of this folder is incomplete, never clean
+            said = real if real is not None else mapping[name[:-4]]
+            if len(said) > 120:  # a hostile name of thousands of characters: quoted short
+                said = f"{said[:80]}…{said[-30:]}"
+            sentence = (
+                f"{scanner.show(folder / name)} is named {show_name(said)!r} by mapping.csv, "
+                "which is not a MindSpore tensor file name, so its tensor is unknown and it "
+                "was skipped."
+            )
+            problems.append(sentence)
+            listing.blockers.append(sentence)
         elif name not in mapping:
             garbage.append(name)
+    unread = bins.sentence(scanner.show(folder))
+    if unread is not None:
+        bad_bins.append(unread)  # their tensors are unknown, like an unreadable .bin's
     for sentence in bad_bins:
         # its operator is known by name, its tensors are not: any watched tensor of the
         # folder may be among them, so a check that misses one says why
@@ -124,12 +149,26 @@ def list_iteration_folder(
         problems.append(
             f"{scanner.show(folder / name)} is not a MindSpore tensor file name; it was skipped."
         )
+    for name in sorted(folders)[:MAX_NAMED_PER_FOLDER]:
+        problems.append(
+            f"{scanner.show(folder / name)} is a folder, where MindSpore writes only files; "
+            "it was skipped."
+        )
     if len(garbage) > MAX_NAMED_PER_FOLDER:
         problems.append(
             f"{scanner.show(folder)}: {len(garbage) - MAX_NAMED_PER_FOLDER} more files that "
             "are not MindSpore tensor file names were skipped."
         )
     return listing
+
+
+def _naming_operator(sentence: str, file_name: str) -> str:
+    """An unreadable `.bin`'s sentence naming what is lost: the tensors of the operator its
+    name gives (`{op_type}.{op_name}.…`), which no header can list now."""
+    parts = file_name.split(".")
+    if len(parts) < 2 or not parts[1]:
+        return sentence
+    return f"{sentence.rstrip('.')}, so the tensors of {show_name(parts[1])} were not read."
 
 
 def _located(shown: str, name: str, sentence: str) -> str:

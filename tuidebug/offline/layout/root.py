@@ -13,7 +13,7 @@ from pathlib import Path
 from tuidebug.offline.files.listing import Entry, Scanner
 from tuidebug.offline.files.metadata import DumpSettings
 from tuidebug.offline.files.names import show_name
-from tuidebug.offline.layout.async_rank import discover_async
+from tuidebug.offline.layout.async_rank import async_trees, discover_async
 from tuidebug.offline.layout.errors import DumpError
 from tuidebug.offline.layout.sync_rank import _RANK_DIR, RankLayout
 
@@ -104,6 +104,9 @@ class DumpLayout:
             raise DumpError(
                 f"{given} has no graph file and no tensor data in its rank folders ({names})."
             )
+        _name_async_trees(
+            real, scanner, frozenset(e.name for e in rank_entries.values()), ranks, problems
+        )
         return cls(Path(real), ranks, settings, problems)
 
     @property
@@ -134,3 +137,23 @@ class DumpLayout:
     @property
     def step_count(self) -> int:
         return max((r.step_count for r in self.ranks.values()), default=0)
+
+
+def _name_async_trees(
+    root: str,
+    scanner: Scanner,
+    rank_names: frozenset[str],
+    ranks: dict[int, RankLayout],
+    problems: list[str],
+) -> None:
+    """A synchronous dump reads its `rank_N/` folders only: an Ascend asynchronous tree
+    beside them is named in one sentence, and counts as unread data of every watched graph
+    (its devices may be these ranks), so a check that skips it is incomplete, never clean."""
+    for top in async_trees(root, scanner, rank_names):
+        sentence = (
+            f"The folder {scanner.show(os.path.join(root, top))} holds an Ascend asynchronous dump beside "
+            "the rank_N folders, which alone are read, so its tensors were not checked."
+        )
+        problems.append(sentence)
+        for rank in ranks.values():
+            rank.add_blocker(sentence)

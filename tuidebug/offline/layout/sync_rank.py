@@ -398,6 +398,11 @@ class RankLayout:
         iteration (or constants) folder refused."""
         return [*self._graph_blockers.get(None, ()), *self._graph_blockers.get(graph_id, ())]
 
+    def add_blocker(self, sentence: str) -> None:
+        """Count `sentence` as unread data of every graph of the rank (`graph_blockers`):
+        data the dump holds outside this folder that may be this rank's."""
+        self._graph_blockers.setdefault(None, []).append(sentence)
+
     def refused_files(self, graph_id: int, iteration: int | None) -> list[tuple[TensorFile, str]]:
         """Entries of an iteration (None: constants) folder named as tensor files that were
         refused (a FIFO, a dangling link, a link loop or out of the dump), with the
@@ -419,11 +424,17 @@ class RankLayout:
             table = None
             if listing is not None and listing.statistic_csv is not None:
                 path = listing.statistic_csv
+                lost: list[str] = []
                 try:
                     table = read_statistic_csv(path, self._show(path))
-                    self.problems.extend(table.problems)
+                    lost = table.problems  # rows skipped: their tensors are unknown
                 except StatisticCsvError as err:
-                    self.problems.append(str(err))
+                    lost = [str(err)]
+                self.problems.extend(lost)
+                if not listing.tensor_files:
+                    # statistic-only: the CSV is the only record of the folder's tensors, so
+                    # what of it was not read may hold any watched one (issue 27 §3)
+                    listing.blockers.extend(lost)
             self._statistics[key] = table
         return self._statistics[key]
 

@@ -175,6 +175,10 @@ class TensorIndex:
         # `verify`'s answers by (dtype, shape, declared dtype, declared shape)
         self._read_fits: dict[tuple[object, ...], SpecConflict | None] = {}
         self._conflicts: set[TensorKey] = set()
+        # (iteration, None for constants/) → tensor → its file that contradicts the graph
+        # and the sentence a check says when it reads that file as it is: a file dropped
+        # from the tables must not vanish from a check (issue 27 §3)
+        self._contradicted: dict[int | None, dict[TensorKey, tuple[TensorFile, str]]] = {}
         self._keys: dict[TensorKey, TensorKey] = {}
         # (declared dtype, dtype named by a file) → whether they fit, or the words of the
         # conflict: every file of a tensor asks the same question
@@ -187,6 +191,9 @@ class TensorIndex:
         self._stat_rows: dict[int, dict[TensorKey, StatisticRow]] = {}
         # other iterations' statistic.csv rows (beside tensor files), read when asked for
         self._csv_rows: dict[int, dict[TensorKey, StatisticRow]] = {}
+        # statistic-only rows that contradict the graph, with their sentence: a check decides
+        # from them as they are and says so, never skips them (issue 27 §3)
+        self._contradicted_rows: dict[int, dict[TensorKey, tuple[StatisticRow, str]]] = {}
         self._build()
 
     def __repr__(self) -> str:
@@ -221,7 +228,7 @@ class TensorIndex:
                     self.unmatched.append(f)
                     # iteration files are summed over iterations: name the graph folder
                     left[(f.op_type, f.op_name, f.folder)] += 1
-                elif fits(node, f):
+                elif fits(node, f, iteration):
                     add(table, node.name, f, iteration)
                     node_iterations[node.name].add(iteration)
             self._keep_refused(iteration, False)
@@ -231,7 +238,7 @@ class TensorIndex:
                 # 2.0 dumps write every constant of the session here, most of them of no
                 # node of this graph; MindInsight lists none of them either
                 self.unmatched.append(f)
-            elif self._named_dtype_fits(node, f):
+            elif self._named_dtype_fits(node, f, None):
                 self._add(self._constants, node.name, f, None)
         self._keep_refused(None, True)
         for iteration, rows in csv_rows.items():
@@ -311,13 +318,16 @@ class TensorIndex:
         if conflict is None:
             return True
         key = (node.name, row.io, row.slot)
+        sentence = (
+            f"The statistic.csv row {row.key} of iteration {iteration} describes "
+            f"{conflict.actual}, but the graph declares {node.name} output {row.slot} as "
+            f"{conflict.declared}, so the row is not shown under that node; a check decides "
+            "from it as it is."
+        )
+        self._contradicted_rows.setdefault(iteration, {})[key] = (row, sentence)
         if key not in self._conflicts:
             self._conflicts.add(key)
-            self.problems.append(
-                f"The statistic.csv row {row.key} of iteration {iteration} describes "
-                f"{conflict.actual}, but the graph declares {node.name} output {row.slot} as "
-                f"{conflict.declared}, so the row is not shown under that node."
-            )
+            self.problems.append(sentence)
         return False
 
     def _keep_refused(self, iteration: int | None, in_constants: bool) -> None:
@@ -375,7 +385,7 @@ class TensorIndex:
                 "each is read."
             )
 
-    def _named_dtype_fits(self, node: Node, f: TensorFile) -> bool:
+    def _named_dtype_fits(self, node: Node, f: TensorFile, iteration: int | None) -> bool:
         """The dtype in a 2.4+ output file name against the node's declared output type."""
         if f.dtype is None or f.io != "output":
             return True
@@ -397,20 +407,28 @@ class TensorIndex:
             self._named_fits[key] = conflict
         if conflict is None:
             return True
-        self._conflict(node, f, f"is named as {conflict.actual}", conflict.declared)
+        self._conflict(node, f, f"is named as {conflict.actual}", conflict.declared, iteration)
         return False
 
-    def _conflict(self, node: Node, f: TensorFile, found: str, declared: str) -> None:
-        """Record a file that contradicts its node: one sentence per node output."""
+    def _conflict(
+        self, node: Node, f: TensorFile, found: str, declared: str, iteration: int | None
+    ) -> None:
+        """Record a file that contradicts its node: one sentence per node output in
+        `problems`, and each such file with its own sentence per iteration for checks (the
+        first file's is the same sentence, so it is said once)."""
         key = (node.name, f.io, f.slot)
-        if key in self._conflicts:
-            return
-        self._conflicts.add(key)
-        self.problems.append(
+        sentence = (
             f"{self.rank._show(f.path)} {found}, but the graph declares {node.name} output "
             f"{f.slot} as {declared}, so the file is not shown under that node (nor are other "
-            "files of it that disagree)."
+            "files of it that disagree); a check reads it as it is."
         )
+        self._contradicted.setdefault(iteration, {})[self._keys.setdefault(key, key)] = (
+            f,
+            sentence,
+        )
+        if key not in self._conflicts:
+            self._conflicts.add(key)
+            self.problems.append(sentence)
 
     def _checked_table(
         self, iteration: int | None, table: dict[TensorKey, TensorFile]
@@ -434,7 +452,7 @@ class TensorIndex:
                         conflict = spec_conflict(*fit, spec, reshaped_ok=True)
                         if conflict is not None:
                             del table[key]
-                            self._conflict(node, f, conflict.found, conflict.declared)
+                            self._conflict(node, f, conflict.found, conflict.declared, iteration)
                         continue
                     header = peek_header(f.fspath)  # None: reading it will say what is wrong
                     if header is None:
@@ -450,7 +468,7 @@ class TensorIndex:
                         self._header_fits[fit_key] = conflict
                     if conflict is not None:
                         del table[key]
-                        self._conflict(node, f, conflict.found, conflict.declared)
+                        self._conflict(node, f, conflict.found, conflict.declared, iteration)
                 self._checked.add(iteration)
         return table
 
@@ -549,7 +567,7 @@ class TensorIndex:
             for table in (self._by_iteration.get(iteration), self._constants):
                 if table is not None and table.get(key) is f:
                     del table[key]
-            self._conflict(node, f, conflict.found, conflict.declared)
+            self._conflict(node, f, conflict.found, conflict.declared, iteration)
         return False
 
     def files_for(self, iteration: int) -> dict[TensorKey, TensorFile]:
@@ -580,6 +598,23 @@ class TensorIndex:
         found = self._refused.get(iteration, {}).get(key)
         if found is None and node.kind is NodeKind.CONSTANT:
             found = self._refused.get(None, {}).get(key)
+        return found
+
+    def contradicted(
+        self, node_name: str, slot: int, iteration: int, is_output: bool = True
+    ) -> tuple[TensorFile, str] | None:
+        """The tensor's file at `iteration` that contradicts the graph's dtype or shape (not
+        in the tables, so not shown under its node) and the sentence a check says when it
+        reads it as it is; None when none did."""
+        if not self._contradicted:  # the usual dump
+            return None
+        node = self._node(node_name)
+        if node is None:
+            return None
+        key = (node.name, "output" if is_output else "input", slot)
+        found = self._contradicted.get(iteration, {}).get(key)
+        if found is None and node.kind is NodeKind.CONSTANT:
+            found = self._contradicted.get(None, {}).get(key)
         return found
 
     def blockers(self, iteration: int) -> list[str]:
@@ -632,6 +667,16 @@ class TensorIndex:
         """A statistic-only iteration's rows by (node name, io, slot); empty for any other
         iteration. Read-only."""
         return self._stat_rows.get(iteration) or {}
+
+    def contradicted_row(
+        self, node_name: str, slot: int, iteration: int
+    ) -> tuple[StatisticRow, str] | None:
+        """A statistic-only iteration's output row of the tensor that contradicts the
+        graph's dtype or shape (not in `statistic_rows`), with its sentence; or None."""
+        node = self._node(node_name)
+        if node is None or not self._contradicted_rows:
+            return None
+        return self._contradicted_rows.get(iteration, {}).get((node.name, "output", slot))
 
     def statistic_row(
         self, node_name: str, slot: int, iteration: int, is_output: bool = True
