@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -90,25 +92,41 @@ def connect(text: str, *, quiet: bool = True) -> Iterator[Client]:
             if name == "distributed" or name.startswith("distributed."):
                 logging.getLogger(name).setLevel(logging.CRITICAL)
     cluster: LocalCluster | None = None
+    scratch = ""
     try:
         if address == "local":
+            # the workers' scratch space (`dask-scratch-space/`) in a folder of this
+            # cluster's own, removed with it: left in the temporary folder, it would pile up
+            scratch = tempfile.mkdtemp(prefix="tuidebug-dask-")
             with _workers_ignore_ctrl_c():
-                cluster = _local_cluster(count or default_workers(), level)
+                cluster = _local_cluster(count or default_workers(), level, scratch)
             client = Client(cluster)
         else:
             _probe_scheduler(address, CONNECT_SECONDS)
             client = Client(address, timeout=CONNECT_SECONDS)
     except (OSError, TimeoutError, ValueError) as err:
-        if cluster is not None:
-            cluster.close()
+        _close_local(cluster, scratch)
         what = "start a local Dask cluster" if address == "local" else f"reach {address}"
         raise ClusterError(f"cannot {what}: {str(err).rstrip('.')}.") from None
+    except BaseException:  # Ctrl+C while the workers start: no folder left behind either
+        _close_local(cluster, scratch)
+        raise
     try:
         yield client
     finally:
         client.close()
+        _close_local(cluster, scratch)
+
+
+def _close_local(cluster: LocalCluster | None, scratch: str) -> None:
+    """Close a local cluster (its workers first stop writing), then remove its scratch
+    folder; a file a worker still held is not worth a traceback at exit."""
+    try:
         if cluster is not None:
             cluster.close()
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _probe_scheduler(address: str, seconds: float) -> None:
@@ -205,10 +223,13 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _local_cluster(count: int, level: int) -> LocalCluster:
+def _local_cluster(count: int, level: int, scratch: str) -> LocalCluster:
     from distributed import LocalCluster
 
     return LocalCluster(
+        local_directory=scratch,
+        # the scheduler makes a scratch folder of its own, by default in the temporary folder
+        scheduler_kwargs={"local_directory": scratch},
         n_workers=count,
         threads_per_worker=1,  # the scan is single-threaded per tensor here
         processes=True,
