@@ -59,9 +59,9 @@ def test_discovery_lists_every_input_and_output_reading_each_header_once(
     reads: list[str] = []
     real = bin_files.read_bin_header
 
-    def counted(path: str) -> object:
+    def counted(path: str, **limits: int) -> object:
         reads.append(path)
-        return real(path)
+        return real(path, **limits)
 
     monkeypatch.setattr(bin_files, "read_bin_header", counted)
     dump = OfflineDump(DATA)

@@ -1,5 +1,5 @@
 """Text for a terminal: untrusted strings made safe (`printable`), rank lists made short
-(`rank_ranges`).
+(`rank_ranges`), long things a dump says quoted short (`shortened`, `shape_text`).
 
 Node names come from a `.pb` or a gRPC peer and file names from a dump folder: any of them
 may hold ESC sequences that set the terminal's title, clear the screen or overwrite a line,
@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["printable", "rank_ranges"]
+__all__ = ["printable", "rank_ranges", "shape_text", "shortened"]
+
+# What a sentence quotes from a dump (a name, a shape) is cut to about this many characters:
+# a dump is free to hold a name of megabytes or a shape of a million dimensions, and one
+# warning of 6 MB says no more than its first line would.
+QUOTE_CHARS = 200
+# a shape is quoted with at most this many dimensions (numpy's own limit is 64)
+QUOTE_DIMS = 16
 
 
 def _escape(char: str) -> str:
@@ -55,3 +62,22 @@ def rank_ranges(ranks: Iterable[int], dash: str = "–", sep: str = ", ") -> str
         else:
             runs.append([rank, rank])
     return sep.join(str(a) if a == b else f"{a}{dash}{b}" for a, b in runs)
+
+
+def shortened(text: str, limit: int = QUOTE_CHARS) -> str:
+    """`text` when it has at most `limit` characters, else its head and tail around
+    `…[N more characters]…` (both ends: a file or node name differs mostly at its end)."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit // 2, 1)
+    return f"{text[:keep]}…[{len(text) - 2 * keep:,} more characters]…{text[-keep:]}"
+
+
+def shape_text(shape: tuple[int, ...], limit: int = QUOTE_DIMS) -> str:
+    """A shape as Python writes a tuple, `(2, 3)`, `(4,)`; one of more than `limit`
+    dimensions keeps its first ones and says how many there are in all (a shape may come
+    from a dump that lies: a million dimensions are one short clause, not 6 MB)."""
+    if len(shape) > limit:
+        head = ", ".join(str(d) for d in shape[:limit])
+        return f"({head}, … {len(shape):,} dimensions in all)"
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"

@@ -60,6 +60,7 @@ comes back raw in its device shape (1-D when even that does not fit) with
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ from google.protobuf.message import DecodeError
 
 from tuidebug._proto import dump_data_pb2 as pb
 from tuidebug.core.tensor import BFLOAT16
+from tuidebug.core.text import shape_text
 from tuidebug.offline.files.names import MAX_NAME_DIGITS
 from tuidebug.offline.files.npy import (
     TensorFileError,
@@ -86,6 +88,7 @@ __all__ = [
     "LENGTH_PREFIX_BYTES",
     "MAX_HEADER_BYTES",
     "MAX_SLOTS",
+    "BinBudgetError",
     "BinDump",
     "BinFileName",
     "BinTensor",
@@ -155,7 +158,7 @@ class BinFileName(NamedTuple):
     timestamp: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per input and output indexed: no __dict__ each
 class BinTensor:
     """One input or output described by a `.bin` header."""
 
@@ -265,8 +268,27 @@ def _read_exact(fd: int, offset: int, count: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _read_message(fd: int, size: int, path: Path) -> tuple[pb.DumpData, int]:
-    """The parsed header of an open file of `size` bytes, and its length L."""
+class BinBudgetError(TensorHeaderError):
+    """The file was not read: what is left of the dump's budget for `.bin` headers (header
+    bytes, tensors; `budget.BinBudget`) is smaller than what this header needs: its
+    `header_bytes`, and its `slots` when the header was read (None when it was not)."""
+
+    def __init__(self, path: Path, header_bytes: int, slots: int | None) -> None:
+        super().__init__(path, f"{_name(path)} was not read: the budget for headers ran out.")
+        self.header_bytes = header_bytes
+        self.slots = slots
+
+
+def _read_message(
+    fd: int,
+    size: int,
+    path: Path,
+    max_header_bytes: int = MAX_HEADER_BYTES,
+    max_slots: int = MAX_SLOTS,
+) -> tuple[pb.DumpData, int]:
+    """The parsed header of an open file of `size` bytes, and its length L. A header within
+    the per-file caps but over `max_header_bytes` or `max_slots` (what the dump's budget has
+    left) raises `BinBudgetError`: refused by the budget, not for what it is."""
     if size < LENGTH_PREFIX_BYTES:
         raise TensorHeaderError(
             path,
@@ -289,6 +311,8 @@ def _read_message(fd: int, size: int, path: Path) -> tuple[pb.DumpData, int]:
             f"{_name(path)} is refused: its header of {length:,} bytes is larger than the "
             f"{MAX_HEADER_BYTES:,} a dump header may have.",
         )
+    if length > max_header_bytes:  # checked before reading: the budget bounds the reads
+        raise BinBudgetError(path, length, None)
     raw = _read_exact(fd, LENGTH_PREFIX_BYTES, length)
     if raw is None:
         raise TensorTruncatedError(path, f"{_name(path)} is truncated.")
@@ -306,10 +330,14 @@ def _read_message(fd: int, size: int, path: Path) -> tuple[pb.DumpData, int]:
             f"{_name(path)} is refused: its header describes {slots:,} inputs and outputs, "
             f"more than the {MAX_SLOTS:,} an operator may have.",
         )
+    if slots > max_slots:  # before one BinTensor is built, as above
+        raise BinBudgetError(path, length, slots)
     return message, length
 
 
+@functools.lru_cache(maxsize=1024)
 def _enum_name(enum: object, number: int, prefix: str, unknown: str) -> str:
+    # cached: every tensor of a dump asks for a few names, each kept once in memory
     try:
         name: str = enum.Name(number)  # type: ignore[attr-defined]
     except ValueError:
@@ -447,7 +475,8 @@ def _plan_fractal_nz(
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+    # shortened: a header may give a shape of a million dimensions (one clause, not 6 MB)
+    return shape_text(shape)
 
 
 def _tensor(io: IO, slot: int, proto: pb.OpInput | pb.OpOutput, offset: int | None) -> BinTensor:
@@ -477,8 +506,16 @@ def _tensor(io: IO, slot: int, proto: pb.OpInput | pb.OpOutput, offset: int | No
     )
 
 
-def read_bin_header(path: Path | str, *, op_name_first: bool = False) -> BinDump:
-    """The header of one `.bin` file (module docstring); raises `TensorFileError`.
+def read_bin_header(
+    path: Path | str,
+    *,
+    op_name_first: bool = False,
+    max_header_bytes: int = MAX_HEADER_BYTES,
+    max_slots: int = MAX_SLOTS,
+) -> BinDump:
+    """The header of one `.bin` file (module docstring); raises `TensorFileError`, and
+    `BinBudgetError` when the header is longer than `max_header_bytes` or describes more
+    than `max_slots` tensors (what a dump's budget has left; nothing is built then).
 
     Reads the 8-byte length and the header only. Buffers are located, not checked against
     the file's end: a buffer past it fails when read, so the others stay readable."""
@@ -486,7 +523,7 @@ def read_bin_header(path: Path | str, *, op_name_first: bool = False) -> BinDump
     with _open(path) as handle:
         fd = handle.fileno()
         size = os.fstat(fd).st_size
-        message, length = _read_message(fd, size, path)
+        message, length = _read_message(fd, size, path, max_header_bytes, max_slots)
     cursor = LENGTH_PREFIX_BYTES + length
     # inputs then outputs, each taking `size` bytes of the data segment unless its bytes
     # are inside the header (see the module docstring)

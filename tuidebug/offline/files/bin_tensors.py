@@ -24,12 +24,17 @@ from pathlib import Path
 import numpy as np
 
 from tuidebug.core.tensor import dtype_label
+from tuidebug.core.text import shape_text
 from tuidebug.offline.files.bin import (
+    MAX_HEADER_BYTES,
+    MAX_SLOTS,
+    BinBudgetError,
     BinTensor,
     parse_bin_file_name,
     read_bin_header,
     read_bin_slot,
 )
+from tuidebug.offline.files.budget import IterationBudget
 from tuidebug.offline.files.names import TensorFile
 from tuidebug.offline.files.npy import (
     TensorHeaderError,
@@ -56,13 +61,19 @@ class BinTensorFile(TensorFile):
     bin: BinTensor = field(compare=False, repr=False)
 
 
-def bin_tensor_files(folder: str, disk_name: str, real_name: str) -> list[BinTensorFile]:
+def bin_tensor_files(
+    folder: str, disk_name: str, real_name: str, budget: IterationBudget | None = None
+) -> list[BinTensorFile]:
     """The tensors of the `.bin` file `disk_name` of `folder`, named by `real_name` (the
     same, or what `mapping.csv` says it stands for). Reads the file's header only; raises
     `TensorFileError` (one sentence naming the file) when it cannot be read, or when
     `real_name` does not parse (the caller classified it as a `.bin` name first, so only a
     `mapping.csv` name that looks like one can fail here, e.g. with a number of thousands
-    of digits): its tensors are unknown, which must make a check incomplete, not vanish."""
+    of digits): its tensors are unknown, which must make a check incomplete, not vanish.
+
+    `budget` (the iteration folder's, drawing on the dump's): the header is read only when
+    it fits what is left, and charged; else `BinBudgetError`, the file recorded in
+    `budget.unread` (the caller says them all in one sentence, `budget.sentence`)."""
     parsed = parse_bin_file_name(real_name)
     if parsed is None:
         said = "the name mapping.csv gives it" if real_name != disk_name else "its name"
@@ -72,7 +83,24 @@ def bin_tensor_files(folder: str, disk_name: str, real_name: str) -> list[BinTen
         )
     # aclop order (`{op_type}.{op_name}.…`); the async layout swaps aclnn's names itself,
     # as it decides for every file of a device-level folder (async_layout._aclnn_swapped)
-    dump = read_bin_header(os.path.join(folder, disk_name))
+    path = os.path.join(folder, disk_name)
+    if budget is None:
+        dump = read_bin_header(path)
+    else:
+        tensors, header_bytes = budget.limits()
+        if tensors <= 0 or header_bytes <= 0:  # ran out: the file is not even opened
+            budget.refuse(disk_name, None)
+            raise BinBudgetError(Path(path), 0, None)
+        try:
+            dump = read_bin_header(
+                path,
+                max_header_bytes=min(header_bytes, MAX_HEADER_BYTES),
+                max_slots=min(tensors, MAX_SLOTS),
+            )
+        except BinBudgetError as err:
+            budget.refuse(disk_name, err.header_bytes if err.slots is None else None)
+            raise
+        budget.spend(len(dump.inputs) + len(dump.outputs), dump.header_bytes)
     task, stream = str(parsed.task_id), str(parsed.stream_id)
     return [
         BinTensorFile(
@@ -159,4 +187,5 @@ def converted_fit(f: TensorFile) -> tuple[np.dtype, tuple[int, ...]] | None:
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+    # shortened: a header may give a shape of a million dimensions (one clause, not 6 MB)
+    return shape_text(shape)

@@ -17,6 +17,7 @@ import os
 import stat
 from dataclasses import dataclass
 
+from tuidebug.offline.files.budget import BinBudget
 from tuidebug.offline.files.names import is_utf8_name, show_name
 from tuidebug.offline.files.regular_file import file_kind
 
@@ -40,6 +41,8 @@ class Scanner:
 
     def __init__(self, root: str) -> None:
         self.root = root  # already resolved (realpath)
+        # one scanner lists one dump: it carries the budget all its `.bin` headers share
+        self.bin_budget = BinBudget()
         self._root_prefix = root.rstrip(os.sep) + os.sep
 
     def show(self, path: str | os.PathLike[str]) -> str:

@@ -33,6 +33,7 @@ from tuidebug.core.tensor import (
     numpy_dtype,
     storage_dtype,
 )
+from tuidebug.core.text import QUOTE_DIMS, shape_text
 from tuidebug.offline.files.regular_file import NotRegularFileError, file_kind, open_regular
 
 # numpy's own guard against hostile headers (it parses them with ast.literal_eval)
@@ -638,4 +639,6 @@ def _shape_matches(actual: tuple[int, ...], expected: tuple[int, ...]) -> bool:
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
+    if len(shape) > QUOTE_DIMS:  # a header's lie, quoted short (core.text.shape_text)
+        return shape_text(shape)
     return "(" + ", ".join(str(d) for d in shape) + ")"
