@@ -279,3 +279,25 @@ def test_a_file_that_contradicts_its_node_is_checked_as_it_is(
     assert report.tensors_checked == 1
     assert any("has shape (3, 3)" in p and "reads it as it is" in p for p in report.problems)
     assert d.tensor_file(0, GRAPH, node, 0, 1) is None  # later lookups agree
+
+
+def test_raw_layout_notes_are_listed_once_and_a_flood_is_counted() -> None:
+    """A hostile .bin folder of 100,000 raw tensors gives 21 lines, not 100,000 (issue 27 §4),
+    and each note is kept once however often it is said."""
+    from tuidebug.offline.check.checker import _Notes
+
+    notes = _Notes()
+    for i in range(1000):
+        notes.add(f"t{i} is raw.")
+        notes.add("t0 is raw.")
+    final = notes.final()
+    assert final[: _Notes.LISTED] == [f"t{i} is raw." for i in range(_Notes.LISTED)]
+    assert (
+        final[-1]
+        == f"{1000 - _Notes.LISTED} more tensors were likewise used raw, in their device layout."
+    )
+    assert len(final) == _Notes.LISTED + 1
+    few = _Notes()
+    few.add("a.")
+    few.add("a.")
+    assert few.final() == ["a."]

@@ -323,18 +323,20 @@ class Checker:
     ) -> None:
         """Each task's results into `report`, in task order, so that problems are listed as
         the tensors were."""
+        notes = _Notes()
         for res in results:
             planned = plan.tasks[res.tid]
             report.tensors_checked += res.readable
             report.bytes_read += res.nbytes
             plan.problems.extend(res.problems)
-            self._verify(planned, res, plan.problems, report.notes)
+            self._verify(planned, res, plan.problems, notes)
             for position, result in res.reported:
                 wp_id = planned.watchpoint_ids[position]
                 report.outcomes.append(CheckOutcome(planned.key, wp_id, result))
+        report.notes.extend(notes.final())
 
     def _verify(
-        self, planned: PlannedTask, res: TaskResult, problems: _Problems, notes: list[str]
+        self, planned: PlannedTask, res: TaskResult, problems: _Problems, notes: _Notes
     ) -> None:
         """Say in `problems` when what `res` read contradicts the graph's dtype or shape of
         its node. The file's results stand: a NaN is a NaN whatever the shape, and dropping
@@ -348,8 +350,8 @@ class Checker:
         if raw is not None:
             # read (not refused as too large): checked raw, in its device layout, and the
             # report says so once (bin_files)
-            if res.dtype is not None and raw not in notes:
-                notes.append(raw)
+            if res.dtype is not None:
+                notes.add(raw)
             return
         if res.dtype is None or res.shape is None:
             return
@@ -444,6 +446,33 @@ class _Problems:
     def extend(self, sentences: Iterable[str]) -> None:
         for sentence in sentences:
             self.add(sentence)
+
+
+class _Notes:
+    """The raw-layout notes of a check, each once, the first `LISTED` as they are and the
+    rest counted: a hostile `.bin` folder can describe 100,000 raw tensors, and a note per
+    tensor would be a flood of lines (and a list scanned per tensor, quadratic)."""
+
+    LISTED = 20
+
+    def __init__(self) -> None:
+        self._sentences: list[str] = []
+        self._seen: set[str] = set()
+
+    def add(self, sentence: str) -> None:
+        if sentence not in self._seen:
+            self._seen.add(sentence)
+            if len(self._sentences) < self.LISTED:
+                self._sentences.append(sentence)
+
+    def final(self) -> list[str]:
+        more = len(self._seen) - len(self._sentences)
+        if more <= 0:
+            return list(self._sentences)
+        return [
+            *self._sentences,
+            f"{more:,} more tensors were likewise used raw, in their device layout.",
+        ]
 
 
 @dataclass(frozen=True, slots=True)
