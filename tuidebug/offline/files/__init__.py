@@ -2,6 +2,8 @@
 Nothing here knows which rank or iteration a file belongs to.
 
 Modules (this docstring is the table of contents; the package imports nothing):
+- `budget`: What the `.bin` headers of one dump may cost, over all its files (tensors and
+  header bytes per iteration and per dump).
 - `bin`: Reading Ascend asynchronous dump `.bin` files (`file_format: "bin"`) without CANN.
 - `bin_tensors`: `.bin` dump files (Ascend `file_format: "bin"`) as tensors of the dump's
   index.
