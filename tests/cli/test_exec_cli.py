@@ -167,3 +167,15 @@ def test_source_root_option(
         capsys, str(dump_2_0), "--source-root", str(tmp_path), f"ps {here} -b 30 -n 1"
     )
     assert code == 0 and "line 30" in out
+
+
+def test_an_iteration_not_in_the_dump_is_one_sentence_and_exit_2(
+    capsys: pytest.CaptureFixture[str], dump_2_0: Path
+) -> None:
+    # Before: every command answered for the missing iteration ("0 tensors") and exit 0.
+    code, out, err = run(capsys, "--iteration", "9", str(dump_2_0), "lt")
+    assert code == 2
+    assert out == ""
+    assert sentences(err, "exec") == [
+        "tuidebug exec: iteration 9 is not in the dump (iterations: 0-3)."
+    ]

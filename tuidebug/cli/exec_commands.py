@@ -19,9 +19,13 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from typing import TYPE_CHECKING
 
 from tuidebug.cli.common import EXIT_OK, EXIT_USAGE, UsageError, say
 from tuidebug.cli.watch_options import add_graph_argument
+
+if TYPE_CHECKING:
+    from tuidebug.offline.session import OfflineSession
 
 NAME = "exec"
 HELP = "run analyzer commands (lt, pt, ni, li, lo, ps, eval) on a dump"
@@ -63,6 +67,21 @@ def _lines(args: argparse.Namespace) -> list[str]:
     return lines
 
 
+def _missing_iteration(session: OfflineSession, iteration: int | None) -> str | None:
+    """The sentence for an `--iteration` the session's rank has not dumped, else None."""
+    from tuidebug.core.text import rank_ranges
+
+    if iteration is None:
+        return None
+    dumped = session.dump.iterations(session.metadata.rank)
+    if iteration in dumped:
+        return None
+    if not dumped:
+        return f"iteration {iteration} is not in the dump (it has no dumped iteration)."
+    listed = rank_ranges(list(dumped), dash="-", sep=",")
+    return f"iteration {iteration} is not in the dump (iterations: {listed})."
+
+
 def run(args: argparse.Namespace) -> int:
     lines = _lines(args)
     from tuidebug.commands import Output, command_registry
@@ -83,6 +102,12 @@ def run(args: argparse.Namespace) -> int:
             session.start()
         except SessionError:
             return EXIT_USAGE  # the notice said why
+        missing = _missing_iteration(session, args.iteration)
+        if missing is not None:
+            # Said before any command runs, as `check` does: otherwise every command would
+            # answer for an iteration that is not there ("0 tensors") and exit 0.
+            say(f"tuidebug exec: {missing}")
+            return EXIT_USAGE
         width = shutil.get_terminal_size((100, 24)).columns
         registry = command_registry(session, width=width)
         registry.context.iteration = args.iteration
