@@ -478,8 +478,23 @@ def test_symlinked_rank_outside_the_root(dump_2_10: Path, tmp_path: Path) -> Non
     root = tmp_path / "d"
     root.mkdir()
     (root / "rank_0").symlink_to(dump_2_10 / "rank_0", target_is_directory=True)
-    with pytest.raises(DumpError, match="holds no rank_<N> folder"):
+    with pytest.raises(DumpError, match="holds no rank_<N> folder") as err:
         DumpLayout.open(root)
+    assert "rank_0 is a symbolic link to " in str(err.value)  # the reason it has no rank
+
+
+def test_not_a_dump_names_no_unrelated_link(tmp_path: Path) -> None:
+    # A project folder given by mistake: links deep inside it (a virtualenv's, a dangling
+    # one) have nothing to do with why it is not a dump, so the sentence does not name them.
+    root = tmp_path / "project"
+    (root / "src" / "venv" / "lib").mkdir(parents=True)
+    (root / "src" / "venv" / "lib" / "python").symlink_to("/usr/lib")
+    (root / "src" / "gone").symlink_to(tmp_path / "nothing-here")
+    with pytest.raises(DumpError) as err:
+        DumpLayout.open(root)
+    assert str(err.value) == (
+        f"{root} holds no rank_<N> folder, so it is not a MindSpore dump folder."
+    )
 
 
 def test_dump_root_given_through_a_symlink(dump_2_10: Path, tmp_path: Path) -> None:

@@ -86,8 +86,13 @@ class DumpLayout:
             hint = ""
             if _RANK_DIR.fullmatch(os.path.basename(real.rstrip(os.sep))):
                 hint = " (it looks like a rank folder itself: give its parent folder)"
-            elif problems:  # e.g. rank_0 is a link leaving the folder: say so, not "no rank"
-                hint = f" that can be read ({problems[0].rstrip('.')})"
+            elif refused_ranks := [
+                e.refused for e in entries if e.refused and _RANK_DIR.fullmatch(e.name)
+            ]:
+                # rank_0 is a link leaving the folder: say so, not "no rank". Only a refused
+                # rank_<N> explains the missing rank; a link deep in an unrelated folder
+                # (met while looking for an asynchronous layout) is noise here.
+                hint = f" that can be read ({refused_ranks[0].rstrip('.')})"
             raise DumpError(
                 f"{given} holds no rank_<N> folder, so it is not a MindSpore dump folder{hint}."
             )
