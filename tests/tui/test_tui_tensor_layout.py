@@ -155,3 +155,42 @@ async def test_enter_in_the_slice_and_tolerance_boxes_returns_to_the_grid() -> N
         await pilot.press("escape")  # gives up: the tolerance in use comes back
         await wait_until(pilot, lambda: view.canvas.has_focus, what="the grid after Esc")
         assert tolerance.value == "0.1" and view.error_text == ""  # type: ignore[attr-defined]
+
+
+async def test_the_first_visible_column_starts_at_a_cell_boundary() -> None:
+    # Scrolled to bring a right-hand column in, the table stopped inside a column and drew
+    # the tail of its number first ("…3.25" for "-1.3.25"), which reads as another number.
+    app = ViewApp()
+    async with app.run_test(size=SSH) as pilot:
+        view = app.query_one(TensorView)
+        data = tensor(cols=40) * 1000
+        view.show("Conv2D-op1:0", data, data * 0.5)
+        await tensor_shown(pilot, view)
+        view.focus()
+        await settled(pilot)
+        table = view.table
+        col_w, header_w = table.column_width, table.row_header_width
+
+        def first_cells() -> tuple[str, str]:
+            """The column header's and the first data row's first cell on screen."""
+            header = table.render_line(0).text[header_w : header_w + col_w]
+            body = table.render_line(1).text[header_w : header_w + col_w]
+            return header, body
+
+        await pilot.press("shift+end")  # the last column, scrolled in from the right
+        await settled(pilot)
+        assert table.scroll_offset.x % col_w != 0  # the scroll stops inside a column
+        # every scroll offset inside a column, as the wheel or the scrollbar leaves it
+        for x in [table.scroll_offset.x, *range(3 * col_w, 4 * col_w)]:
+            table.scroll_to(x, 0, animate=False, force=True)
+            await settled(pilot)
+            first = -(-table.scroll_offset.x // col_w)
+            header, body = first_cells()
+            assert header == str(first).rjust(col_w), (x, header)
+            assert body == table.row_cells(0, first, first + 1)[0][0].rjust(col_w), (x, body)
+            assert table.cell_at(header_w, 1) == (0, first)  # a click hits the cell drawn
+        # the cursor's column is whole on screen at the right edge
+        table.set_cursor(0, 39)
+        await settled(pilot)
+        line = table.render_line(1).text
+        assert line.rstrip().endswith(table.row_cells(0, 39, 40)[0][0])

@@ -303,13 +303,23 @@ class TensorTable(TensorCanvas):
             max(height - 1, 1),
         )
 
+    def _first_column(self, scroll_x: int) -> int:
+        """The first column drawn whole at `scroll_x`. A scroll that stops inside a column
+        (the cursor brought in from the right, the mouse wheel, the scrollbar) would show
+        only the tail of its number, which reads as another number ("…3.25" for "-1.3.25"):
+        drawing starts at the next column boundary instead, which keeps a column scrolled
+        in from the right whole too (only the right edge may be cut)."""
+        col_w = self.column_width
+        cols = self.data.geometry.cols if self.data is not None else 0
+        return min(-(-scroll_x // col_w), cols)
+
     def cell_at(self, x: int, y: int) -> tuple[int, int] | None:
         """The slice cell under content offset (x, y), None on the headers or past the end."""
         if self.data is None or y < 1 or x < self.row_header_width:
             return None
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y - 1
-        col = (scroll_x + x - self.row_header_width) // self.column_width
+        col = self._first_column(scroll_x) + (x - self.row_header_width) // self.column_width
         geometry = self.data.geometry
         if row >= geometry.rows or col >= geometry.cols:
             return None
@@ -387,9 +397,8 @@ class TensorTable(TensorCanvas):
         header_w = self.row_header_width
         col_w = self.column_width
         data_w = max(width - header_w, 0)
-        first = min(scroll_x // col_w, geometry.cols)
-        last = min(geometry.cols, (scroll_x + data_w) // col_w + 1)
-        crop_start = scroll_x - first * col_w
+        first = self._first_column(scroll_x)
+        last = min(geometry.cols, first + data_w // col_w + 1)
         header_style = self.style_of("tensor-table--header")
         if y == 0:
             cursor_header = self.style_of("tensor-table--header-cursor")
@@ -432,7 +441,7 @@ class TensorTable(TensorCanvas):
                 else:
                     style = marked[kind] if match else styles[kind]
                 segments.append(Segment(text.rjust(col_w), style))
-        body = Strip(segments).crop(crop_start, crop_start + data_w)
+        body = Strip(segments).crop(0, data_w)
         line = Strip.join([Strip(left, header_w), body]).adjust_cell_length(
             width, self.style_of("")
         )
