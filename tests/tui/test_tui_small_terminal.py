@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from rich.color import Color, ColorSystem
+from textual.drivers.headless_driver import HeadlessDriver
 from textual.widgets import Input, OptionList, Select, Static
 
 from tests.tui.support import (
@@ -19,6 +20,7 @@ from tests.tui.support import (
     FakeSession,
     make_app,
     run_palette,
+    screen_text,
     settled,
     wait_for_screen,
     wait_until,
@@ -30,6 +32,7 @@ from tuidebug.core.watchpoints import WatchpointHit
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.keys.help_screen import HelpScreen
 from tuidebug.tui.kit import colormap
+from tuidebug.tui.kit.ascii_glyphs import ASCII_FORMS, to_ascii
 from tuidebug.tui.kit.dialogs import ConfirmScreen
 from tuidebug.tui.kit.name_filter import name_filter
 from tuidebug.tui.kit.terminal_caps import TerminalCaps, color_depth, takes_unicode
@@ -346,3 +349,52 @@ async def test_a_16_colour_ascii_terminal_gets_the_ansi_theme_and_ascii_borders(
     finally:
         colormap.use_terminal()  # the other tests draw in truecolor with half blocks
     assert colormap.half_block_cell("diverging", 10, 200)[0] == colormap.HALF_BLOCK
+
+
+def test_every_glyph_has_an_ascii_form_of_its_width() -> None:
+    for glyph, form in ASCII_FORMS.items():
+        assert len(glyph) == len(form) == 1 and form.isascii(), glyph
+    assert (
+        to_ascii("\u25cf paused \u2502 \u00b1Inf 3\u00d74 \u2014 ok") == "* paused | ~Inf 3x4 - ok"
+    )
+    # a character not in the table keeps its cells: "?" per cell, none for a combining mark
+    assert to_ascii("\u5377\u7a4d/x\u0301") == "????/x"
+    assert to_ascii("\x1b[1;2H plain") == "\x1b[1;2H plain"  # escape sequences untouched
+
+
+@pytest.mark.parametrize("size", [SMALL, (160, 48)])
+async def test_without_utf8_the_terminal_gets_only_ascii(
+    size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # LANG=C kept Unicode tree guides, badges, tab underlines and button edges: every glyph
+    # now has an ASCII form, Textual's included, and the terminal write is translated.
+    session = FakeSession()
+    app = DebuggerApp(session, start_session=True, terminal=TerminalCaps("256", unicode=False))
+    written: list[str] = []
+    # the headless driver writes nothing: record what would reach the terminal
+    monkeypatch.setattr(HeadlessDriver, "write", lambda _self, data: written.append(data))
+    try:
+        async with app.run_test(size=size) as pilot:
+            await wait_for_screen(pilot, ConfirmScreen)
+            shown = {screen_text(app)}
+            await pilot.press("y")
+            await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="the offer gone")
+            await pilot.press("1")
+            tree = app.query_one(GraphTree)
+            for node in walk(tree.root):
+                node.expand()  # guides, expand arrows and badges on screen
+            await settled(pilot)
+            shown.add(screen_text(app))
+            await pilot.press("question_mark")
+            await wait_for_screen(pilot, HelpScreen)
+            shown.add(screen_text(app))
+            glyphs = {ch for text in shown for ch in text if not ch.isascii()}
+            assert glyphs, "the screens drew no glyph: nothing was checked"
+            assert glyphs <= set(ASCII_FORMS), sorted(glyphs - set(ASCII_FORMS))
+            driver = app._driver
+            assert driver is not None
+            written.clear()
+            driver.write("\u251c\u2500 \u25b6 Default \u25c9 \u25b26")  # as Textual writes
+    finally:
+        colormap.use_terminal()
+    assert written == ["+- > Default @ ^6"]

@@ -64,6 +64,7 @@ from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui.keys.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
 from tuidebug.tui.keys.keymap import Keymap, active_keys, apply_user_keys
 from tuidebug.tui.kit import colormap, prompts
+from tuidebug.tui.kit.ascii_glyphs import to_ascii
 from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.kit.notice_burst import NoticeBurst
 from tuidebug.tui.kit.screenshot import save_screenshot_here
@@ -314,6 +315,20 @@ class DebuggerApp(App[int]):
         if not terminal.unicode:
             self.add_class("-ascii")
 
+    def _write_ascii(self) -> None:
+        """Every glyph written to a terminal without UTF-8 in its ASCII form (Textual's
+        Tree guides, tab underline and button edges as well as ours): one translation of
+        the terminal write (kit/ascii_glyphs.py says why), escape sequences being ASCII."""
+        driver = self._driver
+        if driver is None:
+            return
+        write = driver.write
+
+        def write_ascii(data: str) -> None:
+            write(to_ascii(data))
+
+        driver.write = write_ascii  # type: ignore[method-assign]
+
     def on_resize(self, event: events.Resize) -> None:
         self._fit_layout(event.size.height)
 
@@ -326,6 +341,8 @@ class DebuggerApp(App[int]):
 
     def on_mount(self) -> None:
         self._fit_layout(self.size.height)
+        if self.has_class("-ascii"):
+            self._write_ascii()
         if self._user_keys:
             self.keymap = apply_user_keys(self)
         self._controls.set_keys(lambda action: self.key_hint(f"tuidebug.{action}"))

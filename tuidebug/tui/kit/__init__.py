@@ -3,6 +3,8 @@ filter, a styled scroll view, colour maps, terminal capabilities, dialogs and th
 the sentences about the session. It imports no other part of the TUI.
 
 Modules (this docstring is the table of contents; the package imports nothing):
+- `ascii_glyphs`: The ASCII form of every glyph the app draws, for a terminal without UTF-8
+  (`LANG=C`).
 - `colormap`: Colour maps for the tensor heatmap: value → 256-entry palette index →
   truecolor style.
 - `dialogs`: Small modal dialogs: yes/no, a one-line prompt with inline validation, the run
