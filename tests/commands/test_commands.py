@@ -285,3 +285,20 @@ def test_source_lines_are_numbered_as_python_numbers_them(tmp_path: Path) -> Non
     assert read_source(str(path)) == ["no newline at the end"]
     path.write_bytes(b"")
     assert read_source(str(path)) == []
+
+
+def test_sizes_read_as_in_l_and_counts_of_one_are_singular(
+    registry: CommandRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # lt wrote 4x6x28x28 float32 as "75.3 kB" while L wrote "73.5K": one tensor, two sizes.
+    from tuidebug.tui.tensor_list.rows import human_bytes
+
+    out = registry.run("lt -t ^Conv2D$ -s size -r").plain()
+    assert f" {human_bytes(4 * 6 * 28 * 28 * 4)} " in out and "kB" not in out
+    # stacks that name one source file: "1 source files" before
+    from collections import Counter
+
+    from tuidebug.commands import node_commands
+
+    monkeypatch.setattr(node_commands, "source_files", lambda _graphs: Counter({"net.py": 3}))
+    assert registry.run("ps").plain().startswith("1 source file (nodes created):")

@@ -132,3 +132,22 @@ async def test_escape_cancels_a_running_trace(demo_dump: Path, monkeypatch: Any)
         await pilot.press("escape")
         await wait_for_notice(pilot, "Trace cancelled.")
         await wait_until(pilot, lambda: not app._tracer.running, what="the trace to stop")
+
+
+async def test_the_summary_counts_in_the_singular_for_one() -> None:
+    # It said "1 non-finite nodes walked · 1 tensors read".
+    from textual.app import App
+
+    from tests.tui.support import CONV, synthetic_graph
+    from tuidebug.core.origins import Origin, OriginTrace
+
+    trace = OriginTrace(
+        start=CONV, start_slots=(0,), origins=(Origin(CONV, (0,)),),
+        reached_from={CONV: None}, tensors_read=1,
+    )  # fmt: skip
+    app: App[None] = App()
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.push_screen(OriginScreen(trace, synthetic_graph(), "step 1"))
+        screen = await wait_for_screen(pilot, OriginScreen)
+        summary = str(screen.query_one("#origin-summary", Static).render())
+        assert summary == "1 origin · 1 non-finite node walked · 1 tensor read"

@@ -652,7 +652,7 @@ class _ClusterProgress:
         self._last = now
         text = (
             f"{p.done} of {p.total} tasks done on the cluster, {p.tensors} tensors and "
-            f"{p.nbytes / 1e9:.2f} GB checked"
+            f"{p.nbytes / 2**30:.2f} GiB checked"  # binary, as every size tuidebug shows
         )
         if p.slowest_rank is not None:
             text += f", slowest rank_{p.slowest_rank} ({p.slowest_left} left)"

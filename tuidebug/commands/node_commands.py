@@ -187,7 +187,8 @@ def print_source(args: argparse.Namespace, ctx: CommandContext) -> Output:
         if not files:
             out.add(Span("The graphs record no source stacks.", "dim"))
             return out
-        out.add(Span(f"{len(files)} source files (nodes created):", "header"))
+        noun = "source file" if len(files) == 1 else "source files"
+        out.add(Span(f"{len(files)} {noun} (nodes created):", "header"))
         for path, count in files.most_common():
             out.add(f"  {count:>6}  ", Span(path, "bold"))
         return out

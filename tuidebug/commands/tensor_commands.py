@@ -69,14 +69,19 @@ def _regex(pattern: str | None, what: str) -> re.Pattern[str] | None:
 
 
 def _size_text(nbytes: int | None) -> str:
+    """`600B`, `73.5K`, `12M`: binary units written as `L` writes them (tensor_list/rows.py
+    `human_bytes`), so one tensor's size reads the same in `lt` and `L` (a decimal `75.3 kB`
+    beside `73.5K` looked like two sizes)."""
     if nbytes is None:
         return "?"
     value = float(nbytes)
-    for unit in ("B", "kB", "MB", "GB"):
-        if value < 1000 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{nbytes} B"
+    for unit in ("B", "K", "M", "G", "T"):
+        if value < 1024 or unit == "T":
+            if unit == "B":
+                return f"{int(value)}B"
+            return f"{value:.1f}{unit}" if value < 100 else f"{math.floor(value)}{unit}"
+        value /= 1024
+    return f"{nbytes}B"  # pragma: no cover - the loop always returns
 
 
 def _shape_text(shape: tuple[int, ...] | None) -> str:

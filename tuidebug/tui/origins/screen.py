@@ -90,10 +90,11 @@ class OriginScreen(ModalScreen[tuple[str, int] | None]):
                 plain(f"Where the NaN/Inf of {start} came from ({self._where})"), id="origin-title"
             )
             count = len(self._trace.origins)
+            walked, read = len(self._trace.reached_from), self._trace.tensors_read
             yield Static(
                 f"{count} origin{'s' if count != 1 else ''} · "
-                f"{len(self._trace.reached_from)} non-finite nodes walked · "
-                f"{self._trace.tensors_read} tensors read",
+                f"{walked} non-finite node{'s' if walked != 1 else ''} walked · "
+                f"{read} tensor{'s' if read != 1 else ''} read",
                 id="origin-summary",
                 markup=False,
             )
