@@ -29,6 +29,7 @@ JSON_KEYS = {
     "rank",
     "graph",
     "iteration",
+    "step",  # the TUI's step for the iteration (iteration + 1), added beside it
     "node",
     "slot",
     "error_code",
@@ -74,6 +75,8 @@ def test_json_is_one_array(capsys, dump_2_10: Path) -> None:
     assert code == 1
     hits = json.loads(out)  # the whole stdout is one JSON document
     assert {h["iteration"] for h in hits} == {0, 1}
+    # the step the TUI, `pt` and the hit list name the same data by (issue 28)
+    assert all(h["step"] == h["iteration"] + 1 for h in hits)
     errors = [h for h in hits if h["error_code"]]
     assert {h["node"] for h in errors} == {
         "conv1.weight",

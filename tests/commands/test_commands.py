@@ -116,7 +116,7 @@ def test_eval_over_two_iterations_matches_numpy(registry: CommandRegistry, dump_
         ("eval `nosuch:0` * 2", "No node is named 'nosuch'"),
         ("eval 1/0", "ZeroDivisionError"),
         ("eval `fc3.bias", "backquote"),
-        ("pt fc3.bias@99", "no value at iteration 99"),
+        ("pt fc3.bias@99", "no value at step 100 (iteration 99)"),
         ("pt fc3.bias[0, 1]", "2 entries but the tensor has 1 dimension"),
         ("pt fc3.bias -r [1,", "not a range"),
         ("nosuch", "There is no command 'nosuch'"),

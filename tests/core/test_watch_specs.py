@@ -130,6 +130,7 @@ def test_hit_record_is_checks_schema() -> None:
         "rank": 0,
         "graph": "g",
         "iteration": 2,
+        "step": 3,  # a dump's iteration 2 is the TUI's step 3 (issue 28)
         "node": "Default/Add-op1",
         "slot": 0,
         "error_code": 0,
@@ -142,3 +143,6 @@ def test_hit_record_is_checks_schema() -> None:
     assert record["watchpoint"] == "TL:abs_mean_gt=1e0"
     assert record["error_messages"] == ["Tensor contains NaN.", "A tensor contains +/-INF."]
     assert record["params"][0]["actual"] is None  # JSON has no NaN
+    # a session's hit keeps the step it was shown at (online: the step is the iteration)
+    online = WatchpointHit(3, wp.condition, hit.tensor, 0, results, step=2)
+    assert hit_record(online, wp.spec, wp.params)["step"] == 2

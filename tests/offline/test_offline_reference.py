@@ -308,6 +308,7 @@ def test_cli_all_ten_in_process(case: dict[str, Any], capsys: pytest.CaptureFixt
             "rank",
             "graph",
             "iteration",
+            "step",
             "node",
             "slot",
             "error_code",

@@ -72,10 +72,10 @@ def test_a_cancelled_count_stops() -> None:
 
 def test_nothing_found_sentences() -> None:
     found = OriginTrace(RELU, (0,), (Origin(RELU, (0,)),))
-    assert nothing_found(found, GRAPH, 3) is None
+    assert nothing_found(found, GRAPH, "step 3") is None
     assert (
-        nothing_found(OriginTrace(RELU, (), ()), GRAPH, 3)
+        nothing_found(OriginTrace(RELU, (), ()), GRAPH, "step 3")
         == "ReLU-op1 has no NaN or Inf at step 3."
     )
     no_value = OriginTrace(RELU, (), (), start_has_value=False)
-    assert nothing_found(no_value, GRAPH, 3) == "ReLU-op1 has no value at step 3."
+    assert nothing_found(no_value, GRAPH, "step 3") == "ReLU-op1 has no value at step 3."

@@ -220,13 +220,13 @@ async def test_compare_with_a_named_tensor_of_the_same_shape(two_rank_dump: Path
         await pilot.press("enter")
         diff = await diff_shown(pilot, view)
         np.testing.assert_array_equal(diff, value(0, 1, 1) - value(0, 0, 2))
-        assert "[diff vs ReLU-op1:0 @ step 1]" in mode_text(view)
+        assert "[diff vs ReLU-op1:0 @ step 1 (iteration 0)]" in mode_text(view)
 
         await pilot.press("D")  # a tensor of another shape: one sentence, the diff stays
         prompt = await wait_for_screen(pilot, PromptScreen)
         prompt.query_one("#prompt-input", Input).value = "ReduceSum-op2"
         await pilot.press("enter")
-        sentence = "ReduceSum-op2:0 @ step 2 has shape (3,), not (2, 3), so it cannot be compared."
+        sentence = "ReduceSum-op2:0 @ step 2 (iteration 1) has shape (3,), not (2, 3), so it cannot be compared."
         await wait_until(pilot, lambda: view.error_text == sentence, what="the shape sentence")
         assert sentence in notices(app)
         assert view.mode == "diff" and "ReLU-op1" in mode_text(view)
@@ -303,7 +303,7 @@ async def test_a_hostile_tensor_name_is_escaped_wherever_the_view_names_it(
         await pilot.press("enter")
         diff = await diff_shown(pilot, view)
         np.testing.assert_array_equal(diff, value(0, 1, 1) - value(0, 1, 2))
-        label = "Evil[bold]\\x1b]0;pwned\\x07-op3:0 @ step 2"
+        label = "Evil[bold]\\x1b]0;pwned\\x07-op3:0 @ step 2 (iteration 1)"
         assert f"[diff vs {label}]" in mode_text(view)
         assert label in view.status_text
         for where, text in [
@@ -326,7 +326,8 @@ async def test_a_hostile_tensor_name_is_escaped_wherever_the_view_names_it(
         prompt.query_one("#prompt-input", Input).value = f"{EVIL_SUM}:0"
         await pilot.press("enter")
         sentence = (
-            "Sum[bold]\\x1b]0;pwned\\x07-op4:0 @ step 2 has shape (3,), not (2, 3), "
+            "Sum[bold]\\x1b]0;pwned\\x07-op4:0 @ step 2 (iteration 1) has shape (3,), "
+            "not (2, 3), "
             "so it cannot be compared."
         )
         await wait_until(pilot, lambda: view.error_text == sentence, what="the shape sentence")

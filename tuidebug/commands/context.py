@@ -125,6 +125,6 @@ class CommandContext:
             raise CommandError(str(err)) from None
         if array is None:
             raise CommandError(
-                f"{node.name}:{name.slot} has no value at iteration {ref.iteration}."
+                f"{node.name}:{name.slot} has no value at {self.session.step_label(ref)}."
             )
         return ref, array

@@ -114,8 +114,7 @@ def list_tensors(args: argparse.Namespace, ctx: CommandContext) -> Output:
     entries.sort(key=_sort_key(args.sort_by), reverse=args.reverse)  # type: ignore[arg-type]
     out = Output()
     shown = f"{len(entries)} of {total}" if len(entries) != total else f"{total}"
-    step = ctx.session.step_of(TensorRef("", iteration=iteration))
-    when = f"step {step} (iteration {iteration})" if step != iteration else f"step {step}"
+    when = ctx.session.step_label(TensorRef("", iteration=iteration))
     out.add(Span(f"{shown} tensors of {when}", "header"))
     if not entries:
         return out
@@ -195,10 +194,22 @@ def _in_ranges(array: np.ndarray, ranges: list[tuple[float, float]]) -> np.ndarr
     return mask
 
 
-def _title(ref_name: str, iteration: int | None, array: np.ndarray, index_text: str) -> str:
-    shape = ",".join(map(str, array.shape))
-    at = f" @ iteration {iteration}" if iteration is not None else ""
-    return f"Tensor {ref_name}{index_text}{at}: dtype {array.dtype}, shape [{shape}]"
+def _shape_list(shape: tuple[int, ...]) -> str:
+    return "[" + ",".join(map(str, shape)) + "]"
+
+
+def _title(
+    ref_name: str, when: str, array: np.ndarray, shown: np.ndarray, index: tuple[int | slice, ...]
+) -> str:
+    """`Tensor NAME @ step 4 (iteration 3): dtype float32, shape [2,2,6,6]; slice [0, 0, :, :]
+    → shape [6,6]`: the whole tensor's shape always, and the slice printed whenever it is not
+    the whole tensor (a 4-D tensor prints one 2-D plane by default, which must not read as a
+    tensor of that plane's shape)."""
+    title = f"Tensor {ref_name} @ {when}: dtype {array.dtype}, shape {_shape_list(array.shape)}"
+    whole = all(isinstance(i, slice) and i == slice(None) for i in index)
+    if index and not whole:
+        title += f"; slice {format_slice(index)} → shape {_shape_list(shown.shape)}"
+    return title
 
 
 def _print_array(out: Output, array: np.ndarray, width: int, everything: bool) -> None:
@@ -267,11 +278,9 @@ def print_tensor(args: argparse.Namespace, ctx: CommandContext) -> Output:
     ref, array = ctx.value(name)
     index = _index(name.slice, array.shape)
     shown = np.asarray(array[index])
-    index_text = format_slice(index) if index and name.slice else ""
     out = Output()
-    out.add(
-        Span(_title(ref.name, ref.iteration, shown, index_text), "header", _link(ctx, ref.node))
-    )
+    when = ctx.session.step_label(ref)
+    out.add(Span(_title(ref.name, when, array, shown, index), "header", _link(ctx, ref.node)))
     if args.ranges:
         ranges = parse_ranges(args.ranges)
         mask = _in_ranges(shown, ranges)

@@ -228,6 +228,20 @@ class DebugSession(ABC):
         Default: iterations are steps (online)."""
         return self.metadata.step if ref.iteration is None else ref.iteration
 
+    def iteration_of_step(self, step: int) -> int | None:
+        """The dump iteration step `step` shows, None where steps are not dump iterations.
+        Default: none (online)."""
+        return None
+
+    def step_label(self, ref: TensorRef | None = None) -> str:
+        """`core.text.step_text` of a tensor's step (the current step when `ref` or its
+        iteration is None): what every title and sentence about the tensor says."""
+        from tuidebug.core.tensor import TensorRef
+        from tuidebug.core.text import step_text
+
+        step = self.step_of(ref if ref is not None else TensorRef(""))
+        return step_text(step, self.iteration_of_step(step))
+
     def tensor_entries(self, iteration: int | None = None) -> list[TensorEntry]:
         """The output tensors of a step (`iteration` as `TensorRef.iteration` reads it; None
         = the current one) in execution order, without reading any value. Default: every

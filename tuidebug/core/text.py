@@ -1,5 +1,6 @@
 """Text for a terminal: untrusted strings made safe (`printable`), rank lists made short
-(`rank_ranges`), long things a dump says quoted short (`shortened`, `shape_text`).
+(`rank_ranges`), long things a dump says quoted short (`shortened`, `shape_text`), and the one
+way every screen, command and report names a step (`step_text`).
 
 Node names come from a `.pb` or a gRPC peer and file names from a dump folder: any of them
 may hold ESC sequences that set the terminal's title, clear the screen or overwrite a line,
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["printable", "rank_ranges", "shape_text", "shortened"]
+__all__ = ["printable", "rank_ranges", "shape_text", "shortened", "step_text"]
 
 # What a sentence quotes from a dump (a name, a shape) is cut to about this many characters:
 # a dump is free to hold a name of megabytes or a shape of a million dimensions, and one
@@ -81,3 +82,14 @@ def shape_text(shape: tuple[int, ...], limit: int = QUOTE_DIMS) -> str:
         head = ", ".join(str(d) for d in shape[:limit])
         return f"({head}, … {len(shape):,} dimensions in all)"
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def step_text(step: int, iteration: int | None = None) -> str:
+    """A step as the header, the hit list, tensor titles, `pt`/`lt` and the history all say
+    it: `step 4 (iteration 3)` where the step shows a dump iteration (offline: step `s` is
+    iteration `s − 1`), `step 4` where steps are not dump iterations (online, whose step 4
+    is the same data as a dump's iteration 3). One wording, so the same data never reads
+    as "step 3" in one place and "step 4" in another."""
+    if iteration is None:
+        return f"step {step}"
+    return f"step {step} (iteration {iteration})"

@@ -318,6 +318,20 @@ class WatchpointHit:
         return cls(watchpoint_id, condition, tensor, result.error_code, result.params, order, step)
 
     @property
+    def step_label(self) -> str:
+        """`core.text.step_text` of the hit's step (its dump iteration where it has one),
+        the same words the header and the tensor's title use; "" outside a session.
+        A session sets `step` from `tensor.iteration`: offline `iteration + 1`, online the
+        step itself (`TensorRef.iteration` is the step there), so an iteration that differs
+        from the step is a dump iteration."""
+        from tuidebug.core.text import step_text
+
+        if self.step is None:
+            return ""
+        iteration = self.tensor.iteration
+        return step_text(self.step, iteration if iteration != self.step else None)
+
+    @property
     def is_error(self) -> bool:
         return self.error_code != 0
 
@@ -378,7 +392,9 @@ def _finite(value: float | None) -> float | None:
 def hit_record(hit: WatchpointHit, spec: str, params: Mapping[str, float]) -> dict[str, Any]:
     """A hit as one object of `tuidebug check --json`'s array; `spec` and `params` are those
     of the hit's watchpoint (`Watchpoint.spec`, or the spec as the user wrote it)."""
-    return result_record(spec, params, hit.condition, hit.tensor, hit.error_code, hit.params)
+    return result_record(
+        spec, params, hit.condition, hit.tensor, hit.error_code, hit.params, step=hit.step
+    )
 
 
 def result_record(
@@ -388,15 +404,21 @@ def result_record(
     tensor: TensorPlace,
     error_code: int,
     results: Sequence[ParamResult],
+    step: int | None = None,
 ) -> dict[str, Any]:
     """`hit_record` of a check result on `tensor`, for callers that hold the checker's
-    result and not a hit (`tuidebug check --json` writes one object per result)."""
+    result and not a hit (`tuidebug check --json` writes one object per result). `step`:
+    the step the TUI shows the tensor at (a dump's iteration `i` is step `i + 1`; online
+    the step is the iteration); added beside `iteration` so older readers keep working."""
+    if step is None and tensor.iteration is not None:
+        step = tensor.iteration + 1  # a dump's iteration (check, the API)
     return {
         "watchpoint": spec,
         "condition": condition.id,
         "rank": tensor.rank,
         "graph": tensor.graph,
         "iteration": tensor.iteration,
+        "step": step,
         "node": tensor.node,
         "slot": tensor.slot,
         "error_code": error_code,

@@ -37,10 +37,12 @@ running check and closes the cluster's client. After a check of every rank,
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,7 +63,7 @@ from tuidebug.core.session import (
     SessionEvent,
     SessionState,
 )
-from tuidebug.core.tensor import TensorRef
+from tuidebug.core.tensor import TensorRef, dtype_label
 from tuidebug.core.tensor_listing import TensorEntry, entry_for
 from tuidebug.core.text import rank_ranges
 from tuidebug.core.watch_targets import watched_tensors
@@ -69,10 +71,12 @@ from tuidebug.core.watchpoint_book import WatchpointChange
 from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
 from tuidebug.offline.check.checker import Checker, CheckReport, Watch
 from tuidebug.offline.dump import DumpError, OfflineDump
-from tuidebug.offline.files.npy import TensorFileError
+from tuidebug.offline.files.bin_tensors import converted_fit
+from tuidebug.offline.files.npy import TensorFileError, peek_header
 
 if TYPE_CHECKING:
     from tuidebug.offline.check.cluster import ClusterProgress, ClusterRunner
+    from tuidebug.offline.files.names import TensorFile
 
 __all__ = ["OfflineSession"]
 
@@ -132,6 +136,25 @@ class StepProgress:
             self._ended = True
             if self._shown_at is not None:
                 self._emit(Progress(self._label, 1, 1))  # done: the progress line goes
+
+
+def _with_file_shape(entry: TensorEntry, f: TensorFile) -> TensorEntry:
+    """`entry` with the shape, dtype and size its file's header says, when the graph does
+    not: kernels with several outputs (BatchNorm, LayerNorm, Dropout, Adam…) declare a
+    tuple the graph parser cannot split per slot, and scalars often declare no shape. The
+    header is a few hundred bytes, cached per header form (`peek_header`); the listing
+    still reads no value."""
+    fit = converted_fit(f)
+    if fit is None:
+        header = peek_header(f.fspath)
+        fit = None if header is None else (header.dtype, header.shape)
+    if fit is None:
+        return entry
+    dtype, shape = fit
+    dtype_name = entry.dtype or dtype_label(dtype)
+    return replace(
+        entry, dtype=dtype_name, shape=tuple(shape), nbytes=math.prod(shape) * dtype.itemsize
+    )
 
 
 class OfflineSession(DebugSession):
@@ -235,6 +258,10 @@ class OfflineSession(DebugSession):
     def step_of(self, ref: TensorRef) -> int:
         """Step `s` shows dump iteration `s − 1` (module docstring)."""
         return self._metadata.step if ref.iteration is None else ref.iteration + 1
+
+    def iteration_of_step(self, step: int) -> int | None:
+        """Step `s` shows dump iteration `s − 1`; step 0 shows none (module docstring)."""
+        return step - 1 if step > 0 else None
 
     def _notice(self, message: str, severity: str = "warning") -> None:
         self.emit(Notice(message, severity))
@@ -713,7 +740,10 @@ class OfflineSession(DebugSession):
                 if io != "output" or node is None:
                     continue
                 order = base + index.execution_position(node_name)
-                out.append(entry_for(graph, node, slot, order, it, f.dtype))
+                entry = entry_for(graph, node, slot, order, it, f.dtype)
+                if entry.shape is None:
+                    entry = _with_file_shape(entry, f)
+                out.append(entry)
             # a statistic-only iteration: its tensors are its statistic.csv rows
             for node_name, io, slot in index.statistic_rows(it):
                 node = graph.get(node_name)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from textual.worker import Worker, get_current_worker
 
+from tuidebug.core.text import step_text
 from tuidebug.tui.kit.session_text import is_user_error
 from tuidebug.tui.messages import TraceEnded, TraceProgress
 from tuidebug.tui.panes.header import SessionHeader
@@ -115,7 +116,9 @@ class OriginTracing:
         if trace is None or graph is None:
             app.notify(message.error, severity="error")
             return
-        sentence = nothing_found(trace, graph, message.step)
+        # the step the trace read (the current one may have moved since)
+        step = step_text(message.step, app.session.iteration_of_step(message.step))
+        sentence = nothing_found(trace, graph, step)
         if sentence is not None:
             app.notify(sentence)
             return
@@ -127,7 +130,6 @@ class OriginTracing:
             if app.go_to_node(graph.name, origin):
                 self._open_tensor(graph.name, origin, slot, iteration)
 
-        step = f"step {message.step}"
         app.push_screen(OriginScreen(trace, graph, step, message.counts), chosen)
 
 

@@ -121,15 +121,16 @@ def origin_counts(
     return counts
 
 
-def nothing_found(trace: OriginTrace, graph: Graph, step: int) -> str | None:
-    """The sentence for a trace with no origin to show (None when it found some)."""
+def nothing_found(trace: OriginTrace, graph: Graph, step: str) -> str | None:
+    """The sentence for a trace with no origin to show (None when it found some); `step`
+    is `DebugSession.step_label`'s words for the traced step."""
     if trace.found:
         return None
     node = graph.get(trace.start)
     short = node.short_name if node is not None else trace.start
     if trace.start_has_value:
-        return f"{short} has no NaN or Inf at step {step}."
-    return f"{short} has no value at step {step}."
+        return f"{short} has no NaN or Inf at {step}."
+    return f"{short} has no value at {step}."
 
 
 __all__ = [

@@ -352,7 +352,7 @@ class HitList(Vertical):
         row.append(shown(short), style="cyan")
         row.append(f":{ref.slot}")
         if hit.step is not None:
-            row.append(f" step {hit.step}", style="dim")
+            row.append(f" {hit.step_label}", style="dim")
         if multi_rank:
             row.append(f" r{ref.rank}", style="dim")
         if multi_graph and ref.graph:
@@ -395,7 +395,7 @@ class HitList(Vertical):
         """Everything a hit row says, uncut: the full node name, where, and the detail."""
         ref = hit.tensor
         text, is_error = hit_detail(hit)
-        where = f"step {hit.step}" if hit.step is not None else ""
+        where = hit.step_label
         if ref.graph:
             where += f" · {shown(ref.graph)}"
         where += f" · rank {ref.rank}"

@@ -187,9 +187,13 @@ class NodeDetails(VerticalScroll):
         row = Text(f"  :{spec.slot} ", style="bold")
         declared = f"{dtype_label(spec.dtype)}{shape_label(spec.shape)}"
         summary = self._summaries.get(spec.slot)
-        if summary is None or summary.missing or not summary.line.startswith(declared):
-            # the graph's dtype and shape, unless the summary (which starts with the
-            # value's own) already says the same
+        # the summary of a read value starts with its own dtype and shape: the graph's are
+        # left out when they say the same, or when the graph does not know them (kernels
+        # with several outputs, scalars): "?" beside the file's shape would say it is unknown
+        said = summary.line if summary is not None and not summary.missing else ""
+        read = bool(said) and not said.startswith("statistics only")  # no shape in that one
+        unknown = spec.shape is None or spec.dtype is None
+        if not (read and (unknown or said.startswith(declared))):
             row.append(f"{dtype_label(spec.dtype):<8} ", style="green")
             row.append(f"{shape_label(spec.shape):<16} ")
         if summary is None:

@@ -102,7 +102,7 @@ class TensorCompareFlows:
         def chosen(value: str | None) -> None:
             if value and found:
                 ref = found[0]
-                label = tensor_label(ref, self._app.session.step_of(ref))
+                label = tensor_label(ref, self._app.session.step_label(ref))
                 view.compare_with(label, partial(self._app.session.tensor, ref))
 
         prompt = PromptScreen(
@@ -127,11 +127,12 @@ class TensorCompareFlows:
         return TensorRef(node.name, name.slot, name.iteration, rank, graph.name)
 
 
-def tensor_label(ref: TensorRef, step: int) -> str:
-    """`Conv2D-op1:0 @ step 2`: what the view calls a tensor it compares with. Escaped here,
+def tensor_label(ref: TensorRef, step: str) -> str:
+    """`Conv2D-op1:0 @ step 2 (iteration 1)`: what the view calls a tensor it compares with
+    (`step`: `DebugSession.step_label`, the header's words for it). Escaped here,
     once: the node name comes from the graph and the label reaches the status, mode, title,
     statistics and error lines (`markup=False`, which still passes ESC bytes through)."""
-    return printable(f"{ref.node.rsplit('/', 1)[-1]}:{ref.slot} @ step {step}")
+    return printable(f"{ref.node.rsplit('/', 1)[-1]}:{ref.slot} @ {step}")
 
 
 __all__ = ["TensorCompareFlows", "tensor_label"]

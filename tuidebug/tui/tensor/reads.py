@@ -91,10 +91,10 @@ def read_tensor(
         stats = _dumped_statistics(session, ref)
         if stats is not None:
             return TensorAnswer(
-                error=f"{node.short_name}:{ref.slot} at step {session.step_of(ref)}: "
+                error=f"{node.short_name}:{ref.slot} at {session.step_label(ref)}: "
                 f"{NOT_DUMPED}. statistic.csv: {statistics_text(stats)}"
             )
-        message = f"{node.short_name}:{ref.slot} has no value at step {session.step_of(ref)}."
+        message = f"{node.short_name}:{ref.slot} has no value at {session.step_label(ref)}."
         if (
             not session.capabilities.step_zero_has_values
             and ref.iteration is None

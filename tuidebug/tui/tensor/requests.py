@@ -102,7 +102,7 @@ class TensorRequests:
         self._opened(graph_name, node.name, slot, iteration)
         self.open = (graph_name, node.name, slot, iteration)
         ref = TensorRef(node.name, slot, iteration, app.metadata.rank, graph_name)
-        title = f"{node.short_name}:{slot}  ({node.op_type}, step {app.session.step_of(ref)})"
+        title = f"{node.short_name}:{slot}  ({node.op_type}, {app.session.step_label(ref)})"
         self._tensor.show_loading(title)
         capabilities = app.session.capabilities
         # Offline every tensor has its previous run in the dump; a live training keeps

@@ -46,7 +46,7 @@ from tuidebug.core.session import DebugSession, SessionError
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.tensor_health import Health, HealthCancelled, tensor_health
 from tuidebug.core.tensor_listing import TensorEntry
-from tuidebug.core.text import printable
+from tuidebug.core.text import printable, step_text
 from tuidebug.tui.kit.labels import shown
 from tuidebug.tui.kit.styled_scroll_view import StyledScrollView
 from tuidebug.tui.messages import NodeChosen
@@ -614,18 +614,20 @@ Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not r
         if self._error:
             return self._error
         step = self._session.metadata.step if self.step is None else self.step
+        # the header's words for the step (core.text.step_text), here as in every title
+        label = step_text(step, self._session.iteration_of_step(step))
         if self.listing:
-            return f"Listing the tensors of step {step}…"
+            return f"Listing the tensors of {label}…"
         total = len(self.entries)
         if not total:
             caps = self._session.capabilities
             if not caps.step_zero_has_values and step < 1:
                 return "Step 0 holds no values: step first (n)."
-            return f"No tensor at step {step}."
+            return f"No tensor at {label}."
         shown = len(self.rows.shown)
         query = self.query_state
         parts = [
-            f"Step {step}",
+            label[0].upper() + label[1:],
             f"{shown:,} of {total:,} tensors" if query.filtered else f"{total:,} tensors",
         ]
         if query.category is not None:

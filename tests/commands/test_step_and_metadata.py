@@ -1,0 +1,120 @@
+"""Issue 28: one label for a step everywhere (`core.text.step_text`), shapes from the file's
+header where the graph does not give them, and `pt`'s title naming the whole shape and the
+slice it prints."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tuidebug.commands import CommandRegistry, command_registry
+from tuidebug.core.condition_catalogue import get_condition
+from tuidebug.core.tensor import TensorRef
+from tuidebug.core.text import step_text
+from tuidebug.core.watchpoints import WatchpointHit
+from tuidebug.offline.session import OfflineSession
+from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
+
+LOSS = "SparseSoftmaxCrossEntropyWithLogits-op87"
+CONV = "Conv2D-op77"
+
+
+@pytest.fixture(scope="module")
+def lenet(fixtures_dir: Path) -> Iterator[tuple[OfflineSession, CommandRegistry]]:
+    session = OfflineSession(fixtures_dir / "mindspore_lenet_dump" / "ms2_0_0")
+    session.start()
+    yield session, command_registry(session, width=120)
+    session.close()
+
+
+def test_step_text_is_one_wording() -> None:
+    assert step_text(4, 3) == "step 4 (iteration 3)"
+    assert step_text(4) == "step 4"
+
+
+def test_offline_and_online_hits_say_their_step_the_same_way() -> None:
+    condition = get_condition("TO")
+    offline = WatchpointHit(1, condition, TensorRef("n", 0, 3), 0, step=4)
+    online = WatchpointHit(1, condition, TensorRef("n", 0, 4), 0, step=4)
+    assert offline.step_label == "step 4 (iteration 3)"
+    assert online.step_label == "step 4"
+    assert WatchpointHit(1, condition, TensorRef("n", 0, 3), 0).step_label == ""
+
+
+def test_session_labels_match_the_header(lenet: tuple[OfflineSession, CommandRegistry]) -> None:
+    session, _ = lenet
+    assert session.iteration_of_step(0) is None and session.iteration_of_step(4) == 3
+    assert session.step_label(TensorRef("x", 0, 2)) == "step 3 (iteration 2)"
+
+
+def test_lt_and_pt_name_the_step_as_the_header_does(
+    lenet: tuple[OfflineSession, CommandRegistry],
+) -> None:
+    _, registry = lenet
+    assert registry.run("lt").plain().startswith("60 tensors of step 1 (iteration 0)")
+    title = registry.run("pt fc3.bias@1").plain().splitlines()[0]
+    assert "@ step 2 (iteration 1)" in title and "iteration 1:" not in title
+
+
+def test_a_scalar_without_a_declared_shape_gets_its_files(
+    lenet: tuple[OfflineSession, CommandRegistry],
+) -> None:
+    """The loss is declared without a shape: `lt` said `?` for its size and shape."""
+    session, registry = lenet
+    row = next(line for line in registry.run("lt").plain().splitlines() if LOSS in line)
+    # (the size's unit is another change's business: `4 B` or `4B`)
+    assert "?" not in row and re.search(r"\s4 ?B\s", row) and "[]" in row
+    entry = next(e for e in session.tensor_entries(0) if LOSS in e.node)
+    assert entry.shape == () and entry.nbytes == 4 and entry.dtype == "float32"
+
+
+def test_pt_title_names_the_whole_shape_and_the_slice(
+    lenet: tuple[OfflineSession, CommandRegistry],
+) -> None:
+    _, registry = lenet
+    title = registry.run(f"pt {CONV}:0").plain().splitlines()[0]
+    assert "shape [4,6,28,28]; slice [0, 0, :, :] → shape [28,28]" in title
+    title = registry.run(f"pt {CONV}:0[1]").plain().splitlines()[0]
+    assert "shape [4,6,28,28]; slice [1, :, :, :] → shape [6,28,28]" in title
+    whole = registry.run("pt fc3.bias").plain().splitlines()[0]
+    assert whole.endswith("shape [10]")  # the whole tensor: no slice to name
+
+
+def test_kernels_with_several_outputs_list_their_files_shapes(tmp_path: Path) -> None:
+    """A BatchNorm whose graph declares no output types (as real dumps' tuple outputs
+    often do): the listing takes each slot's shape and dtype from its `.npy` header."""
+    with DumpWriter(tmp_path / "dump") as writer:
+        writer.add_graph(
+            0,
+            [NodeDef("Default/BatchNorm-op1", "BatchNorm", inputs=["x"], dtype=None)],
+            [ParamDef("x", np.float32, (2, 3))],
+        )
+        writer.write_iteration(
+            0,
+            0,
+            {
+                ("Default/BatchNorm-op1", "output", 0): np.zeros((2, 3), np.float32),
+                ("Default/BatchNorm-op1", "output", 1): np.zeros((3,), np.float32),
+                ("Default/BatchNorm-op1", "output", 2): np.zeros((3,), np.float16),
+                ("x", "output", 0): np.zeros((2, 3), np.float32),
+            },
+        )
+    session = OfflineSession(tmp_path / "dump")
+    session.start()
+    try:
+        entries = {
+            e.slot: e for e in session.tensor_entries(0) if e.node == "Default/BatchNorm-op1"
+        }
+        assert {s: (e.shape, e.dtype, e.nbytes) for s, e in entries.items()} == {
+            0: ((2, 3), "float32", 24),
+            1: ((3,), "float32", 12),
+            2: ((3,), "float16", 6),
+        }
+        lines = command_registry(session, width=120).run("lt").plain().splitlines()
+        assert not [line for line in lines if "BatchNorm" in line and "?" in line]
+    finally:
+        session.close()
