@@ -339,7 +339,10 @@ async def test_recheck_fills_the_hit_list_and_enter_jumps_to_the_node() -> None:
         tree = hits.tree_view
         groups = tree.root.children
         assert [str(g.label).split()[0] for g in groups] == ["#1", "#2"]
-        rows = [str(leaf.label) for leaf in groups[1].children]
+        # WCL's check errors are folded into one line under its group
+        (fold,) = groups[1].children
+        assert str(fold.label).startswith("2 check errors") and not fold.is_expanded
+        rows = [str(leaf.label) for leaf in fold.children]
         assert rows[0].startswith("WCL layer0.weight:0 step 1")  # dump iteration 0
         assert "previous step value cannot be found" in rows[0]
         first_to = groups[0].children[1]  # TO on Conv2D-op0

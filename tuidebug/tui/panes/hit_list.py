@@ -1,5 +1,10 @@
 """The hit list: watchpoint hits grouped by watchpoint, in execution order, with filters.
 
+Real hits come first: the watchpoints with hits, then those with check errors only, and a
+group's check errors are folded into one expandable line (at the NaN step of the demo, 59
+"Tensor contains NaN." rows would bury the 35 overflow hits). Above the list one alert line
+names the first tensor with NaN/Inf and counts them by kind, as TensorBoard Debugger V2 does.
+
 Each row says which tensor hit, the condition's abbreviation, and either the threshold
 against the measured value (`abs_mean_gt 1 ← 2.303`) or the error text (`previous step
 value cannot be found`). Enter on a row asks the app to jump to the node and open the
@@ -23,7 +28,7 @@ from textual.widgets import Input, Select, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from tuidebug.core.graph import Graph
-from tuidebug.core.hit_rules import only_no_previous
+from tuidebug.core.hit_rules import NanInfSummary, nan_inf_summary, only_no_previous
 from tuidebug.core.watchpoints import WatchpointHit
 from tuidebug.tui.kit.labels import plain, shown, shown_lines
 from tuidebug.tui.kit.name_filter import name_filter
@@ -77,6 +82,44 @@ def hits_announcement(hits: Sequence[WatchpointHit], shown: int) -> tuple[str, b
     return text, bool(real)
 
 
+def nan_inf_alert(summary: NanInfSummary | None, label: str = "") -> str:
+    """The alert line over the list: `first NaN/Inf: fc2-Dense/MatMul-op0 (step 4) — 12
+    NaN, 23 ±Inf tensors`; "" when no hit says NaN/Inf. `label` is the row's short name of
+    the first tensor's node (default: its last path component)."""
+    if summary is None:
+        return ""
+    ref = summary.first.tensor
+    name = label or ref.node.rsplit("/", 1)[-1]
+    step = summary.first.step if summary.first.step is not None else ref.iteration
+    where = f"step {step}" if step is not None else ""
+    kinds = [
+        f"{count} {kind}"
+        for count, kind in (
+            (summary.nan, "NaN"),
+            (summary.inf, "±Inf"),
+            # a tensor-overflow hit alone does not say which
+            (summary.either, "NaN-or-Inf"),
+        )
+        if count
+    ]
+    noun = "tensor" if summary.tensors == 1 else "tensors"
+    where = f" ({where})" if where else ""
+    slot = f":{ref.slot}" if ref.slot else ""  # most nodes have one output: short, fits 80×24
+    return f"first NaN/Inf: {name}{slot}{where} — {', '.join(kinds)} {noun}"
+
+
+def error_fold_label(errors: Sequence[WatchpointHit]) -> Text:
+    """The one line a group's check errors fold into: how many, and the commonest error."""
+    said = Counter(hit.detail() for hit in errors)
+    text, count = said.most_common(1)[0]
+    more = "" if count == len(errors) else f" (and {len(said) - 1} other errors)"
+    return Text.assemble(
+        (_count(len(errors), "check error"), "yellow"),
+        (f": {shown(text)}{more}", "dim yellow"),
+        ("  → or Enter shows them", "dim"),
+    )
+
+
 def distinct_names(names: Iterable[str]) -> dict[str, str]:
     """A short label per full node name: the last path component, and where that names
     several nodes (`MatMul-op0` of fc1, fc2…) the nearest scope that tells them apart,
@@ -109,6 +152,11 @@ class HitList(Vertical):
     HitList #hit-filters Select { width: 1fr; }
     HitList #hit-filter-text { height: 1; }
     HitList #hit-status { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
+    HitList #hit-alert {
+        height: auto; max-height: 2; padding: 0 1; color: $error; text-style: bold;
+        display: none;
+    }
+    HitList #hit-alert.-shown { display: block; }
     HitList #hit-tree { height: 1fr; }
     HitList #hit-detail {
         height: auto; max-height: 3; padding: 0 1; background: $boost; display: none;
@@ -124,6 +172,8 @@ class HitList(Vertical):
     CONTEXT_HELP = (
         "Watchpoint hits grouped by watchpoint, in execution order. Each row shows the\n"
         "condition, the tensor, and the threshold against the actual value (or the error).\n"
+        "Real hits come first; a watchpoint's check errors are folded into one line that\n"
+        "Enter or → opens. The red line above names the first tensor with NaN/Inf.\n"
         "Enter jumps to the node in the tree and opens the tensor at the hit's iteration;\n"
         "Esc comes back here. / moves to the filters: the node name (plain text, or a regular\n"
         "expression such as fc[12]\\.weight$), then Tab to the watchpoint, graph and rank.\n"
@@ -141,6 +191,10 @@ class HitList(Vertical):
         self._graphs: dict[str, Graph] = {}
         self._ranks: tuple[int, ...] = (0,)
         self._name_filter = name_filter("")
+        # the watchpoints whose folded check errors the user opened: kept open on a rebuild
+        self._open_folds: set[int] = set()
+        self._folds: dict[int, int] = {}  # tree node id → watchpoint id of a fold line
+        self._alert = ""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="hit-filters"):
@@ -172,6 +226,7 @@ class HitList(Vertical):
         yield Static(
             "no hits yet: step (n), continue (c) or recheck (r)", id="hit-status", markup=False
         )
+        yield Static("", id="hit-alert", markup=False)
         tree: Tree[Any] = Tree("hits", id="hit-tree")
         tree.show_root = False
         tree.guide_depth = 2
@@ -286,9 +341,12 @@ class HitList(Vertical):
         cursor = tree.cursor_node
         keep = id(cursor.data) if cursor is not None and cursor.data is not None else None
         tree.clear()
+        self._folds = {}
         hits = self._filtered()
         status = self.query_one("#hit-status", Static)
         self._show_detail(None)  # the highlighted hit (if any) says it again below
+        summary = nan_inf_summary(self._hits)
+        self._show_alert(summary)
         if not self._hits:
             status.update("no hits yet: step (n), continue (c) or recheck (r)")
             return
@@ -308,31 +366,81 @@ class HitList(Vertical):
         multi_rank = len(set(self._ranks)) > 1
         labels = distinct_names(hit.tensor.node for hit in hits)
         target: TreeNode[Any] | None = None
-        for wp_id in sorted(groups):
+        first = summary.first if summary is not None else None
+        first_leaf: TreeNode[Any] | None = None
+        # watchpoints with real hits first, those with check errors only after them
+        order = sorted(groups, key=lambda wp: (all(h.is_error for h in groups[wp]), wp))
+        for wp_id in order:
             group = groups[wp_id]
-            first = group[0]
-            title = f"{first.condition.abbr} {first.condition.name}"
-            label = Text.assemble(
-                (f"#{wp_id} ", "bold"), (title, "bold cyan"), (f"  {len(group)}", "bold red")
-            )
+            real = [h for h in group if not h.is_error]
+            failed = [h for h in group if h.is_error]
+            head = group[0]
+            title = f"{head.condition.abbr} {head.condition.name}"
+            label = Text.assemble((f"#{wp_id} ", "bold"), (title, "bold cyan"))
+            if real:
+                label.append(f"  {len(real)}", "bold red")
+            if failed:
+                label.append(f"  {_count(len(failed), 'check error')}", "yellow")
             parent = tree.root.add(label, None, expand=True)
-            for hit in group[:MAX_ROWS_PER_GROUP]:
-                row = self._row(hit, multi_graph, multi_rank, labels)
-                leaf = parent.add_leaf(row, hit)
+            for hit in real[:MAX_ROWS_PER_GROUP]:
+                leaf = parent.add_leaf(self._row(hit, multi_graph, multi_rank, labels), hit)
                 if keep is not None and id(hit) == keep:
                     target = leaf
-            if len(group) > MAX_ROWS_PER_GROUP:
+                if hit is first:
+                    first_leaf = leaf
+            if len(real) > MAX_ROWS_PER_GROUP:
                 parent.add_leaf(
-                    Text(f"… {len(group) - MAX_ROWS_PER_GROUP} more: filter to see them", "dim")
+                    Text(f"… {len(real) - MAX_ROWS_PER_GROUP} more: filter to see them", "dim")
+                )
+            if not failed:
+                continue
+            fold = parent.add(error_fold_label(failed), None, expand=wp_id in self._open_folds)
+            self._folds[fold.id] = wp_id
+            for hit in failed[:MAX_ROWS_PER_GROUP]:
+                leaf = fold.add_leaf(self._row(hit, multi_graph, multi_rank, labels), hit)
+                if keep is not None and id(hit) == keep:
+                    target = leaf
+                    fold.expand()  # the cursor's hit stays in view
+            if len(failed) > MAX_ROWS_PER_GROUP:
+                fold.add_leaf(
+                    Text(f"… {len(failed) - MAX_ROWS_PER_GROUP} more: filter to see them", "dim")
                 )
         tree.root.expand()
-        if target is None and tree.root.children and tree.root.children[0].children:
-            target = tree.root.children[0].children[0]  # the first hit, ready for Enter
+        if target is None:
+            # the first NaN/Inf hit the alert names, else the first real hit (or the first
+            # fold line), ready for Enter
+            target = first_leaf or tree.root.children[0].children[0]
         if target is not None:
             _ = tree._tree_lines  # line numbers are assigned by this (lazy) rebuild
             tree.move_cursor(target)
+            self.call_after_refresh(self._title_in_view)
             # said here too: a cursor left on the same line number posts no highlight
             self._show_detail(target.data)
+
+    def on_show(self) -> None:
+        self._title_in_view()
+
+    def _title_in_view(self) -> None:
+        """The first group's title line in view above its first hit: the tree scrolls only
+        as far as the cursor's line, and a list filled while its tab was hidden (no height
+        yet) is left scrolled past the title."""
+        tree = self.tree_view
+        if tree.cursor_line < 2:
+            tree.scroll_home(animate=False)
+
+    def _show_alert(self, summary: NanInfSummary | None) -> None:
+        alert = self.query_one("#hit-alert", Static)
+        label = ""
+        if summary is not None:
+            label = distinct_names(h.tensor.node for h in self._hits)[summary.first.tensor.node]
+        self._alert = nan_inf_alert(summary, shown(label))
+        alert.set_class(bool(self._alert), "-shown")
+        alert.update(self._alert)
+
+    @property
+    def alert_text(self) -> str:
+        """The NaN/Inf alert line as shown ("" when hidden)."""
+        return self._alert
 
     @staticmethod
     def _row(
@@ -378,6 +486,18 @@ class HitList(Vertical):
     def _name_filter_done(self, event: Input.Submitted) -> None:
         event.stop()
         self.tree_view.focus()
+
+    @on(Tree.NodeExpanded, "#hit-tree")
+    def _fold_opened(self, event: Tree.NodeExpanded[Any]) -> None:
+        event.stop()
+        if event.node.id in self._folds:
+            self._open_folds.add(self._folds[event.node.id])
+
+    @on(Tree.NodeCollapsed, "#hit-tree")
+    def _fold_closed(self, event: Tree.NodeCollapsed[Any]) -> None:
+        event.stop()
+        if event.node.id in self._folds:
+            self._open_folds.discard(self._folds[event.node.id])
 
     @on(Tree.NodeHighlighted, "#hit-tree")
     def _highlighted(self, event: Tree.NodeHighlighted[Any]) -> None:
