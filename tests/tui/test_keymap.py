@@ -364,3 +364,27 @@ async def test_the_tensor_panes_help_shows_its_keys_as_bound_now(
         assert "  F    " in text and "find nan" in text
         assert "  m    " in text  # a default key, filled in too
         assert "] / [" in text and "{" not in text
+
+
+def test_keys_warns_once_per_pane_that_keeps_a_remapped_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # step = "t": the tree's own t (node type filter) and the tensor view's (tolerance) win
+    # while the focus is there, and `tuidebug keys` said nothing of it.
+    keys_file_with(monkeypatch, tmp_path, '[keys]\nstep = "t"\n')
+    assert cli.main(["keys"]) == 0  # the remapping still works elsewhere: warnings only
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "warning: t is remapped to tuidebug.step, but ScopeTree binds t itself "
+        "(tree.type_filter), so t does not run tuidebug.step while the focus is in ScopeTree.",
+        "warning: t is remapped to tuidebug.step, but TensorView binds t itself "
+        "(tensor.tolerance), so t does not run tuidebug.step while the focus is in TensorView.",
+    ]
+    # moving the pane's own binding away too leaves nothing to warn about
+    keys_file_with(monkeypatch, tmp_path, '[keys]\nstep = "t"\n"tree.type_filter" = "T"\n')
+    assert cli.main(["keys"]) == 0
+    assert "ScopeTree" not in capsys.readouterr().err
+    # a key no pane binds: no warning
+    keys_file_with(monkeypatch, tmp_path, '[keys]\nstep = "ctrl+n"\n')
+    assert cli.main(["keys"]) == 0
+    assert capsys.readouterr().err == ""

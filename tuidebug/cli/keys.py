@@ -19,7 +19,13 @@ def run(_args: argparse.Namespace) -> int:
     a bad keys file: its problems on stderr (one sentence each) and exit status 2.
     Loads the TUI's classes (and so Textual), as only this subcommand needs them."""
     from tuidebug.core.text import printable
-    from tuidebug.tui.keys.keymap import EXAMPLE, keys_file_origin, known_bindings, load_keymap
+    from tuidebug.tui.keys.keymap import (
+        EXAMPLE,
+        keys_file_origin,
+        known_bindings,
+        load_keymap,
+        shadowed_keys,
+    )
 
     path, origin = keys_file_origin()
     keymap, problems = load_keymap(path)
@@ -45,4 +51,6 @@ def run(_args: argparse.Namespace) -> int:
     print("".join(f"  {line}\n" for line in EXAMPLE.splitlines()), end="")
     for problem in problems:
         say(f"tuidebug keys: {problem}")
+    for shadowing in shadowed_keys(keymap):  # the remapping works elsewhere: a warning
+        say(f"warning: {printable(shadowing)}")
     return EXIT_USAGE if problems else EXIT_OK

@@ -423,6 +423,49 @@ def _clashes(path: Path | str, keymap: Mapping[str, str], entry_of: Mapping[str,
     return problems
 
 
+def shadowed_keys(keymap: Mapping[str, str]) -> list[str]:
+    """One sentence per pane that keeps a remapped app key for itself. Textual offers a key
+    to the focused widget and its parents before the App, so an app binding remapped to a
+    key a pane binds (`step = "t"`, with the tree's own `t`) runs everywhere but there:
+    a warning, as the remapping still works elsewhere. Keys a pane inherits from Textual
+    (a Tree's `enter`) count too; screens are left out (their keys are the screen's own)."""
+    from textual.app import App
+    from textual.screen import Screen
+
+    classes = list(_tui_classes())
+    app_ids = {
+        b.id
+        for cls in classes
+        if issubclass(cls, App)
+        for b in _own_bindings(cls)
+        if b.id is not None and b.id in keymap
+    }
+    warnings: list[str] = []
+    for binding_id in sorted(app_ids):
+        for key in keymap[binding_id].split(","):
+            for cls in classes:
+                if issubclass(cls, (App, Screen)):
+                    continue
+                for base in cls.__mro__:
+                    if not (isinstance(base, type) and issubclass(base, DOMNode)):
+                        continue
+                    own = [
+                        b
+                        for b in _own_bindings(base)
+                        # the pane's binding, on its remapped keys when the user moved it
+                        if key in (keymap.get(b.id, b.key) if b.id else b.key).split(",")
+                    ]
+                    if own:
+                        what = own[0].id or f"its {own[0].action} action"
+                        warnings.append(
+                            f"{key} is remapped to {binding_id}, but {cls.__name__} binds {key} "
+                            f"itself ({what}), so {key} does not run {binding_id} while "
+                            f"the focus is in {cls.__name__}."
+                        )
+                        break
+    return warnings
+
+
 __all__ = [
     "ENV_VAR",
     "EXAMPLE",
@@ -435,4 +478,5 @@ __all__ = [
     "known_bindings",
     "load_keymap",
     "parse_keymap",
+    "shadowed_keys",
 ]
