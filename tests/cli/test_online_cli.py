@@ -18,7 +18,7 @@ from tuidebug import cli
 from tuidebug.cli import launch
 from tuidebug.cli import online as cli_online
 from tuidebug.cli.common import EXIT_OK, EXIT_USAGE
-from tuidebug.core.session import SessionState
+from tuidebug.core.session import Ending, SessionState
 from tuidebug.online.server import ServerStartError
 from tuidebug.online.session import OnlineSession
 
@@ -101,7 +101,7 @@ def test_simulate_unreachable_debugger(dump_2_0: Path, capsys: pytest.CaptureFix
     assert "Cannot reach the debugger" in err
 
 
-def test_simulate_drives_a_session(dump_2_0: Path) -> None:
+def test_simulate_drives_a_session(dump_2_0: Path, capsys: pytest.CaptureFixture[str]) -> None:
     session, _ = make_session()
     result: dict[str, int] = {}
     argv = ["simulate", str(dump_2_0), "--connect", session.address, "--backend", "GPU"]
@@ -116,6 +116,10 @@ def test_simulate_drives_a_session(dump_2_0: Path) -> None:
         session.terminate()
         thread.join(TIMEOUT)
         assert result == {"code": 0}
+        # a terminate is named as one, on both sides (issue 28: "training ended")
+        last = capsys.readouterr().out.splitlines()[-1]
+        assert last == "tuidebug simulate: terminated by the debugger after 2 steps."
+        assert session.metadata.ending is Ending.TERMINATED
     finally:
         session.close()
         thread.join(TIMEOUT)
@@ -212,6 +216,7 @@ def test_simulate_replay_warnings_are_one_prefixed_line(
         def __init__(self, *args: object, **kwargs: object) -> None:
             self.replay = type("R", (), {"iterations": [0]})()
             self.cur_step = 1
+            self.ending = ""
 
         def run(self) -> None:
             logging.getLogger("tuidebug.client").warning("x.npy is truncated.")
@@ -241,6 +246,7 @@ def test_simulate_log_lines_are_sentences(
         def __init__(self, *args: object, **kwargs: object) -> None:
             self.replay = type("R", (), {"iterations": [0]})()
             self.cur_step = 0
+            self.ending = ""
 
         def run(self) -> None:
             log = logging.getLogger("tuidebug.client")

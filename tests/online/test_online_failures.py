@@ -25,6 +25,7 @@ from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug.client.simulator import DumpSimulator
 from tuidebug.core.session import (
     ClientDisconnected,
+    Ending,
     EventLog,
     GraphsLoaded,
     SessionError,
@@ -121,6 +122,7 @@ def test_heartbeat_loss_resets_the_session(dump_2_0: Path) -> None:
         assert "heartbeat" in event.reason
         wait_state(session, SessionState.DISCONNECTED)
         assert "heartbeat" in session.metadata.message
+        assert session.metadata.ending is Ending.LOST  # named, not "finished" (issue 28)
         assert future.result(timeout=TIMEOUT).status == pb.EventReply.FAILED
         assert client.wait(timeout=5).status == pb.EventReply.FAILED  # protocol state reset
         assert session.graphs  # still shown until a new training arrives

@@ -17,6 +17,7 @@ from tests.online.support import TIMEOUT, make_session, wait_state, wait_until
 from tuidebug.client.simulator import DumpSimulator
 from tuidebug.core.graph import Category, Graph, NodeKind
 from tuidebug.core.session import (
+    Ending,
     EventLog,
     GraphsLoaded,
     HitsArrived,
@@ -332,7 +333,8 @@ def test_training_runs_to_the_end(dump_2_0: Path) -> None:
         session.continue_()  # no watchpoints: nothing stops it before the end
         wait_state(session, SessionState.DONE)
         assert session.metadata.step == 4
-        assert session.metadata.message == "Training finished."
+        assert session.metadata.message == Ending.FINISHED.sentence
+        assert session.metadata.ending is Ending.FINISHED
         live.thread.join(TIMEOUT)
         assert not live.thread.is_alive() and live.sim.error == ""
     finally:

@@ -19,6 +19,7 @@ from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug.cli.common import EXIT_USAGE
 from tuidebug.core.session import (
+    Ending,
     EventLog,
     GraphsLoaded,
     Metadata,
@@ -132,7 +133,8 @@ def test_old_unreadable_and_future_versions_are_accepted_with_one_warning(
     assert f"MindSpore {named}" in notice.message or f"version {named}" in notice.message
     for fragment in fragments:
         assert fragment in notice.message
-    assert session.metadata.message == "Training terminated."  # said last, over the warning
+    # said last, over the warning
+    assert session.metadata.message == Ending.TERMINATED.sentence
     warned = [r for r in caplog.records if r.getMessage() == notice.message]
     assert len(warned) == 1 and warned[0].levelno == logging.WARNING
 

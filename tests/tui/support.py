@@ -32,6 +32,7 @@ from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
 from tuidebug.core.session import (
     Capabilities,
     DebugSession,
+    Ending,
     GraphRun,
     GraphsLoaded,
     HitsArrived,
@@ -379,7 +380,7 @@ class FakeSession(DebugSession):
 
     def terminate(self) -> None:
         self.calls.append("terminate")
-        self._set(state=SessionState.DONE)
+        self._set(state=SessionState.DONE, ending=Ending.TERMINATED)
 
     def reset_step(self, step: int) -> None:
         self.calls.append(f"reset {step}")

@@ -479,7 +479,7 @@ async def test_online_header_pause_and_terminate_with_confirmation() -> None:
         assert "terminate" not in session.calls
         await pilot.press("T", "y")
         await wait_until(
-            pilot, lambda: "training finished" in str(header.render()), what="'training finished'"
+            pilot, lambda: "terminated by you" in str(header.render()), what="the ending named"
         )
         assert session.calls[-1] == "terminate"
 

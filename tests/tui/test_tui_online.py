@@ -251,8 +251,9 @@ async def test_pause_then_terminate_with_confirmation(live: Live) -> None:
         await pilot.press("T")
         await until(pilot, lambda: dialog_ready(app, ConfirmScreen), "asked again")
         await pilot.press("y")
-        await until(pilot, lambda: "training finished" in header(app), "terminated")
-        assert "Training terminated." in header(app)
+        # named for what it was (issue 28: it said "training finished")
+        await until(pilot, lambda: "terminated by you" in header(app), "terminated")
+        assert "finished" not in header(app)
         assert live.thread is not None
         live.thread.join(TIMEOUT)
         assert not live.thread.is_alive() and live.sim.client.terminated

@@ -9,7 +9,7 @@ from textual.app import App, ComposeResult
 
 from tests.tui.support import CONV, synthetic_graph, wait_until
 from tuidebug.core.condition_catalogue import ParamResult, get_condition
-from tuidebug.core.session import Metadata, SessionState
+from tuidebug.core.session import Ending, Metadata, SessionState
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui.kit.dialogs import int_check
@@ -146,6 +146,16 @@ def test_labels() -> None:
         "paused at hit"
     )
     assert state_label(online.with_(state=SessionState.DISCONNECTED))[0] == "disconnected"
+    # each ending named for what it was (issue 28: all read "training finished")
+    done, gone = SessionState.DONE, SessionState.DISCONNECTED
+    endings = {
+        (done, Ending.TERMINATED): "terminated by you",
+        (done, Ending.FINISHED): "training finished its steps",
+        (gone, Ending.CLOSED): "connection closed",
+        (gone, Ending.LOST): "lost: no heartbeat",
+    }
+    for (state, ending), label in endings.items():
+        assert state_label(online.with_(state=state, ending=ending))[0] == label
     offline = Metadata(mode="offline", source="x", state=SessionState.RUNNING)
     assert state_label(offline)[0] == "checking"
 

@@ -87,7 +87,14 @@ def run(args: argparse.Namespace) -> int:
             sim.stop()
             say(f"tuidebug simulate: interrupted after {sim.cur_step} steps.")
             return EXIT_INTERRUPTED
-        print(f"tuidebug simulate: training ended after {sim.cur_step} steps.", flush=True)
+        # each ending named for what it was (a terminate is not a finished training)
+        if sim.ending == "terminated":
+            what = f"terminated by the debugger after {sim.cur_step} steps"
+        elif sim.ending == "finished":
+            what = f"training finished its {sim.cur_step} steps"
+        else:
+            what = f"training ended after {sim.cur_step} steps"
+        print(f"tuidebug simulate: {what}.", flush=True)
         return EXIT_OK
     finally:
         client_log.removeHandler(handler)

@@ -272,6 +272,9 @@ class DumpSimulator:
         self.finished = threading.Event()
         self.error: str = ""
         self._aborted = False
+        # how the replay ended, for the CLI's last line: "finished" (every iteration
+        # replayed), "terminated" (the debugger sent exit), "" (refused, lost, interrupted)
+        self.ending = ""
 
     # ---------------------------------------------------------------- control
     def run(self) -> None:
@@ -306,6 +309,7 @@ class DumpSimulator:
         cmd: RunCommand | None = client.command_loop(StepTensors(replay, None), 0)
         for epoch, iteration in enumerate(replay.iterations, start=1):
             if cmd is None:
+                self._ended_early()
                 return
             executed: set[str] = set()
             if self.backend == "GPU":
@@ -318,8 +322,19 @@ class DumpSimulator:
             if hits:
                 client.send_hits(hits)
             cmd = client.command_loop(tensors, self.cur_step)
+        if cmd is None:
+            self._ended_early()
+            return
         # the dump is over: the training ends when the debugger lets it go on
+        self.ending = "finished"
         log.info("replay finished after %d steps", self.cur_step)
+
+    def _ended_early(self) -> None:
+        """The command loop gave up: the debugger's exit command (a terminate), unless
+        the connection was lost or the replay was stopped."""
+        client = self.client
+        if client.terminated and not client.connection_lost and not self._aborted:
+            self.ending = "terminated"
 
     def _run_kernels(
         self, iteration: int, epoch: int, executed: set[str], cmd: RunCommand

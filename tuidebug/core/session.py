@@ -61,6 +61,33 @@ class SessionState(str, Enum):
     DONE = "done"  # training finished (`training_done`) or terminated
 
 
+class Ending(Enum):
+    """How a live training ended (`Metadata.ending` once the state is DONE or
+    DISCONNECTED), each named for what it was: a terminate, a goodbye, a closed connection
+    and missed heartbeats ask different things of the user (nothing, nothing, look at the
+    training's log, look at the machine). The value is the header's label."""
+
+    NONE = ""
+    TERMINATED = "terminated by you"  # `T`: the debugger sent the exit command
+    FINISHED = "finished its steps"  # the training's goodbye (`training_done`)
+    CLOSED = "connection closed"  # its connection closed without a goodbye
+    LOST = "lost: no heartbeat"  # its heartbeats stopped (a hung or killed process)
+
+    @property
+    def sentence(self) -> str:
+        """The banner's sentence for this ending ("" for none)."""
+        return _ENDING_SENTENCES[self]
+
+
+_ENDING_SENTENCES = {
+    Ending.NONE: "",
+    Ending.TERMINATED: "Terminated by you: the training was told to exit.",
+    Ending.FINISHED: "The training finished its steps and said goodbye.",
+    Ending.CLOSED: "The training closed its connection: disconnected without a goodbye.",
+    Ending.LOST: "Lost: no heartbeat from the training, so it is taken as disconnected.",
+}
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What the session can do; the TUI enables keys and panes from this alone."""
@@ -106,6 +133,8 @@ class Metadata:
     # where steps are not iterations (online) or nothing is loaded (offline step 0)
     iteration: int | None = None
     message: str = ""  # a banner line (e.g. version mismatch, disconnected)
+    # how a live training ended (state DONE or DISCONNECTED); NONE while it runs
+    ending: Ending = Ending.NONE
 
     def with_(self, **changes: object) -> Metadata:
         return replace(self, **changes)  # type: ignore[arg-type]

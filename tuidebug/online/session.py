@@ -48,6 +48,7 @@ from tuidebug.core.session import (
     Capabilities,
     ClientDisconnected,
     DebugSession,
+    Ending,
     GraphsLoaded,
     HitsArrived,
     Metadata,
@@ -458,7 +459,10 @@ class OnlineSession(DebugSession):
                     self._link.stop()
                     self._views.fail("The training finished.")
                     self._set_meta(
-                        state=SessionState.DONE, step=md.cur_step, message="Training finished."
+                        state=SessionState.DONE,
+                        step=md.cur_step,
+                        message=Ending.FINISHED.sentence,
+                        ending=Ending.FINISHED,
                     )
                     self._cond.notify_all()
                 return pb.EventReply(status=_OK)
@@ -572,6 +576,7 @@ class OnlineSession(DebugSession):
             cur_node=md.cur_node,
             graph_names=(),
             message="",
+            ending=Ending.NONE,
         )
 
     def wire_graphs(self, protos: list[graph_pb.GraphProto], peer: str = "") -> pb.EventReply:
@@ -675,7 +680,7 @@ class OnlineSession(DebugSession):
             and self._active
             and not self._closed
         ):
-            self._client_gone("The training disconnected (its connection closed).")
+            self._client_gone(Ending.CLOSED)
 
     def _suspended(self, md: pb.Metadata) -> None:
         """The client reports a suspension point: new step/node, graph and hit publishing."""
@@ -757,7 +762,11 @@ class OnlineSession(DebugSession):
         elif kind == "exit":
             self._active = False
             self._watchdog.stop()
-            self._set_meta(state=SessionState.DONE, message="Training terminated.")
+            self._set_meta(
+                state=SessionState.DONE,
+                message=Ending.TERMINATED.sentence,
+                ending=Ending.TERMINATED,
+            )
         elif kind == "view_cmd":
             self._views.delivered()
         elif kind == "set_cmd":
@@ -853,13 +862,13 @@ class OnlineSession(DebugSession):
     def _heartbeats_lost(self) -> None:
         """The watchdog's verdict (with `_cond` held): three heartbeats missed."""
         if self._active:
-            self._client_gone("The training stopped sending heartbeats.")
+            self._client_gone(Ending.LOST)
 
     def _connection_closed(self) -> None:
         """The connection watch's verdict (with `_cond` held): the kernel shows the attached
         training's connection closed, though no call of it was in flight."""
         if self._active:
-            self._client_gone("The training disconnected (its connection closed).")
+            self._client_gone(Ending.CLOSED)
 
     def _drop_if_closed(self) -> None:
         """Another training knocks: the attached one may have closed its connection since
@@ -867,8 +876,9 @@ class OnlineSession(DebugSession):
         if self._link.gone(self._peer):
             self._connection_closed()
 
-    def _client_gone(self, reason: str) -> None:
+    def _client_gone(self, ending: Ending) -> None:
         """Reset the protocol state (graphs and hits stay visible until a new training)."""
+        reason = ending.sentence
         self._active = False
         self._link.stop()
         self._generation += 1
@@ -877,7 +887,7 @@ class OnlineSession(DebugSession):
         self._target_node = ""
         self._received_hits = []
         self._views.fail("The training disconnected.")
-        self._set_meta(state=SessionState.DISCONNECTED, message=reason)
+        self._set_meta(state=SessionState.DISCONNECTED, message=reason, ending=ending)
         self._post(ClientDisconnected(reason))
         self._cond.notify_all()
 

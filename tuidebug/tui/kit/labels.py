@@ -16,7 +16,7 @@ import math
 
 from rich.text import Text
 
-from tuidebug.core.session import Metadata, SessionState
+from tuidebug.core.session import Ending, Metadata, SessionState
 from tuidebug.core.tensor import dtype_label as core_dtype_label
 from tuidebug.core.text import printable
 
@@ -103,8 +103,14 @@ def state_label(metadata: Metadata, *, hits_at_step: bool = False) -> tuple[str,
         return ("version mismatch", "bold red")
     if state is SessionState.NODE_TOO_LARGE:
         return ("graph too large", "bold red")
+    ending = metadata.ending
     if state is SessionState.DISCONNECTED:
-        return ("disconnected", "bold red")
+        # a closed connection or lost heartbeats: named, as each asks another look
+        return (ending.value or "disconnected", "bold red")
     if state is SessionState.DONE:
-        return ("training finished" if online else "done", "cyan")
+        if not online:
+            return ("done", "cyan")
+        if ending is Ending.FINISHED:
+            return ("training finished its steps", "cyan")
+        return (ending.value or "training ended", "cyan")
     return (state.value, "")
