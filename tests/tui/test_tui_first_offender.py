@@ -93,3 +93,29 @@ async def test_no_alert_without_nan_or_inf() -> None:
         await wait_until(pilot, lambda: hit_list.hit_count == 1, what="the hit")
         assert hit_list.alert_text == ""
         assert not hit_list.query_one("#hit-alert").display
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+async def test_the_watchpoint_list_names_each_watchpoints_graph_when_they_differ(
+    size: tuple[int, int],
+) -> None:
+    from tuidebug.tui.watchpoints.list_pane import WatchpointList
+
+    app, session = make_app()
+    async with app.run_test(size=size) as pilot:
+        await wait_for_screen(pilot, ConfirmScreen)
+        await pilot.press("n")
+        await settled(pilot)
+        table = app.query_one(WatchpointList)
+        session.create_watchpoint("tensor_overflow", {})
+        await wait_until(pilot, lambda: len(table.watchpoints) == 1, what="one watchpoint")
+        assert "graph" not in [str(c.label) for c in table.columns.values()]
+        # watchpoints of one graph each (an online training of several graphs)
+        session.create_watchpoint("tensor_overflow", {}, graph_name="kernel_graph_7")
+        await wait_until(pilot, lambda: len(table.watchpoints) == 2, what="two watchpoints")
+        labels = [str(c.label) for c in table.columns.values()]
+        assert labels[-2:] == ["graph", "watches"]
+        assert [str(table.get_cell_at((r, len(labels) - 2))) for r in (0, 1)] == [
+            "every graph",
+            "kernel_graph_7",
+        ]

@@ -109,6 +109,9 @@ class Capabilities:
     # weight_initialization is checked only at step 0 (online: MindSpore evaluates it at
     # the initial suspension only, spec §2.6); elsewhere it may be set at any step
     weight_init_only_at_step_zero: bool = False
+    # a watchpoint without a graph watches every graph (offline): the recommended set is one
+    # watchpoint per condition across graphs, not one per condition per graph
+    watch_across_graphs: bool = False
 
 
 @dataclass(frozen=True)
@@ -365,12 +368,19 @@ class DebugSession(ABC):
         self.emit(WatchpointsChanged(change.watchpoints))
 
     def apply_recommended(self) -> list[Watchpoint]:
-        """Create the recommended watchpoints of spec §4 for the loaded graphs."""
-        from tuidebug.core.watchpoints import recommended_watchpoints
+        """Create the recommended watchpoints of spec §4 for the loaded graphs: one per
+        condition across graphs where a watchpoint can watch every graph
+        (`watch_across_graphs`), else one per condition per graph, as MindInsight does."""
+        from tuidebug.core.watchpoints import merge_recommended, recommended_watchpoints
 
+        backend = self.metadata.backend
+        graphs = list(self.graphs.values())
+        if self.capabilities.watch_across_graphs and len(graphs) > 1:
+            merged = merge_recommended(recommended_watchpoints(g, backend=backend) for g in graphs)
+            return [self.create_watchpoint(r.condition, r.params, r.targets) for r in merged]
         created = []
-        for graph in self.graphs.values():
-            for rec in recommended_watchpoints(graph, backend=self.metadata.backend):
+        for graph in graphs:
+            for rec in recommended_watchpoints(graph, backend=backend):
                 created.append(
                     self.create_watchpoint(
                         rec.condition, rec.params, rec.targets, graph_name=graph.name

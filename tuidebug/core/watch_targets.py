@@ -12,7 +12,7 @@ instead of a private copy of the loop:
   targets) are read relative to the graph.
 - `node_filter`: `check --node REGEX` narrows the nodes.
 - `tolerate`: offline watches every graph of a rank; a target that exists in only some of
-  them is not an error unless it resolves in none.
+  them is watched there, and is an error only when it resolves in none.
 """
 
 from __future__ import annotations
@@ -72,24 +72,28 @@ def watched_tensors(
     """Graph name → the (node name, output slot) pairs a watchpoint watches there; graphs
     with nothing to watch are left out. A target that names nothing raises
     `WatchpointError`; with `tolerate=True` only when it does so in every graph (the first
-    graph's sentence), and the graphs where it resolves are watched."""
+    graph's sentence), and each target is watched in the graphs where it resolves."""
     out: dict[str, list[tuple[str, int]]] = {}
-    errors: list[str] = []
-    count = 0
+    errors: dict[str, str] = {}  # target → the first graph's sentence that it names nothing
+    found: set[str] = set()
     for graph in graphs:
-        count += 1
-        try:
-            nodes = watched_nodes(
-                condition, targets, graph, constants=constants, node_filter=node_filter
-            )
-        except WatchpointError as err:
-            if not tolerate:
-                raise
-            errors.append(str(err))
-            continue
+        here = list(targets)
+        if tolerate:
+            # each target in the graphs that have it: a watchpoint across graphs names the
+            # nodes of several (the recommended gradient nodes, one graph's each)
+            here = [t for t in targets if t == "" or graph.get(t) is not None or graph.is_scope(t)]
+            found.update(here)
+            for target in targets:
+                if target not in here:  # resolve_targets' sentence
+                    said = f"No node or scope named {target!r} in graph {graph.name}."
+                    errors.setdefault(target, said)
+            if targets and not here:
+                continue  # no targets would mean the whole category
+        nodes = watched_nodes(condition, here, graph, constants=constants, node_filter=node_filter)
         pairs = [(n.name, slot) for n in nodes for slot in output_slots(n)]
         if pairs:
             out[graph.name] = pairs
-    if errors and len(errors) == count:
-        raise WatchpointError(errors[0])
+    missing = [t for t in targets if t in errors and t not in found]
+    if missing:
+        raise WatchpointError(errors[missing[0]])
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -41,6 +42,8 @@ __all__ = [
     "check_watchpoints",
     "format_value",
     "hit_record",
+    "is_optimizer_state",
+    "merge_recommended",
     "parse_watch_spec",
     "recommended_watchpoints",
     "resolve_targets",
@@ -492,6 +495,28 @@ def resolve_targets(
 
 
 # ------------------------------------------------------------------------------ recommended
+# Optimizer state: the moments, accumulators and step counters an optimizer keeps per
+# weight. They start at zero (TZ would stop every step) and are not the network's tensors;
+# MindInsight's weight rule leaves them out by their `optimizer-` scope (spec §3.2), and the
+# recommended tensor checks leave them out too, by that scope or by the names optimizers
+# give them (MindSpore's Momentum `moments.*`, Adagrad `accum.*`, Adam `adam_m`/`adam_v`
+# and `moment1`/`moment2`, PyTorch's `exp_avg`/`exp_avg_sq`, `global_step`, `beta1_power`).
+_OPTIMIZER_STATE = re.compile(
+    r"^(?:moments?|moment[12]|accum|adam_[mv]|mean_grad|mean_square|exp_avg(?:_sq)?)[._]"
+    r"|[._](?:moments?|moment[12]|accum|adam_[mv]|exp_avg(?:_sq)?)$"
+    r"|^(?:global_step|beta[12]_power)$"
+)
+
+
+def is_optimizer_state(node: Node) -> bool:
+    """A parameter an optimizer keeps (see `_OPTIMIZER_STATE`), not a weight or an input."""
+    if node.kind is not NodeKind.PARAMETER:
+        return False
+    full = node.ui_name.lower()
+    leaf = full.rsplit("/", 1)[-1]
+    return "optimizer-" in full or _OPTIMIZER_STATE.search(leaf) is not None
+
+
 @dataclass(frozen=True)
 class RecommendedWatchpoint:
     """One of MindInsight's recommended watchpoints (spec §4) for one graph."""
@@ -527,6 +552,49 @@ def _merge_into_scopes(graph: Graph, nodes: Sequence[Node]) -> tuple[str, ...]:
 
     walk("")
     return tuple(out)
+
+
+def _top_entries(graph: Graph) -> tuple[str, ...]:
+    """The graph's top-level entries but constants (never watched)."""
+    return tuple(
+        entry.node or entry.path
+        for entry in (graph.children("") if len(graph) else [])
+        if entry.node is None or graph.nodes[entry.node].kind is not NodeKind.CONSTANT
+    )
+
+
+def _tensor_targets(graph: Graph) -> tuple[str, ...]:
+    """The recommended tensor checks' targets: the top-level entries (`Default`,
+    `Gradients`), as MindInsight sends them, when no optimizer state is among their nodes;
+    else every non-constant node but the optimizer state, merged into scopes."""
+    left_out = [n for n in graph if is_optimizer_state(n)]
+    if not left_out:
+        return _top_entries(graph)
+    # constants count as selected, so a scope is still named whole for holding one (it is
+    # never checked); a constant left named on its own is dropped
+    out = {n.name for n in left_out}
+    merged = _merge_into_scopes(graph, [n for n in graph if n.name not in out])
+    return tuple(
+        t for t in merged if t not in graph.nodes or graph.nodes[t].kind is not NodeKind.CONSTANT
+    )
+
+
+def merge_recommended(
+    per_graph: Iterable[Sequence[RecommendedWatchpoint]],
+) -> list[RecommendedWatchpoint]:
+    """One recommended watchpoint per name across graphs: each graph's targets, in order,
+    without repeats (`Default` is in every graph). For a session whose watchpoints watch
+    every graph (offline): a 22-graph dump gets 7 watchpoints, not 61 unlabelled ones."""
+    by_name: dict[str, RecommendedWatchpoint] = {}
+    for recs in per_graph:
+        for rec in recs:
+            had = by_name.get(rec.name)
+            if had is None:
+                by_name[rec.name] = rec
+                continue
+            targets = had.targets + tuple(t for t in rec.targets if t not in had.targets)
+            by_name[rec.name] = RecommendedWatchpoint(had.name, had.condition, had.params, targets)
+    return list(by_name.values())
 
 
 def _sigmoid(x: float) -> float:
@@ -602,13 +670,12 @@ def recommended_watchpoints(
         {"abs_mean_lt": 1e-9},
         [n.name for n in graph.nodes_in(Category.GRADIENT)],
     )
-    # every node merges into the top-level entries (constants are never watched)
-    top = [
-        entry.node or entry.path
-        for entry in (graph.children("") if len(graph) else [])
-        if entry.node is None or graph.nodes[entry.node].kind is not NodeKind.CONSTANT
-    ]
-    add("recommend_operator_overflow_watchpoint", "operator_overflow", {}, top)
+    # every node merges into the top-level entries (constants are never watched), optimizer
+    # state left out: a scope holding some is named by its other entries instead
+    top = _tensor_targets(graph)
+    # operator overflow is read from Ascend's overflow records of kernels, never of
+    # parameters: MindInsight's top-level entries as they are
+    add("recommend_operator_overflow_watchpoint", "operator_overflow", {}, _top_entries(graph))
     add("recommend_tensor_overflow_watchpoint", "tensor_overflow", {}, top)
     add(
         "recommend_tensor_all_zero_watchpoint",

@@ -173,6 +173,7 @@ class OfflineSession(DebugSession):
         can_compare_previous=True,
         step_zero_has_values=False,  # step 0 = nothing loaded yet (module docstring)
         weight_init_only_at_step_zero=False,
+        watch_across_graphs=True,  # a watchpoint without a graph resolves in each (_resolve_in)
     )
 
     def __init__(

@@ -55,17 +55,28 @@ def watched_nodes(graph: Graph, watchpoint: Watchpoint) -> tuple[list[Node], lis
     """(nodes a watchpoint watches in this graph, scope paths it names)."""
     if watchpoint.graph_name and watchpoint.graph_name != graph.name:
         return [], []
+    targets = watchpoint.targets
+    if not watchpoint.graph_name and targets:
+        # a watchpoint across graphs (offline) names the nodes of several: this graph's
+        here = graph_relative(targets, graph)
+        targets = tuple(
+            t
+            for t, r in zip(targets, here, strict=True)
+            if graph.get(r) is not None or graph.is_scope(r)
+        )
+        if not targets:
+            return [], []
     try:
         nodes = resolve_watched(
             watchpoint.condition,
-            watchpoint.targets,
+            targets,
             graph,
             constants=True,  # a constant named as a target is badged as watched
             strip_graph_prefix=True,
         )
     except WatchpointError:
         return [], []  # a target of another graph: nothing to badge here
-    scopes = [t for t in graph_relative(watchpoint.targets, graph) if graph.is_scope(t)]
+    scopes = [t for t in graph_relative(targets, graph) if graph.is_scope(t)]
     return nodes, scopes
 
 
@@ -120,10 +131,25 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("params", "parameters"),
     ("targets", "watches"),
 )
+# where watchpoints belong to different graphs (online, one per graph), a graph column
+# before "watches": which graph each belongs to
+GRAPH_COLUMN = ("graph", "graph")
+GRAPH_WIDTH_MAX = 24
 FIXED_WIDTHS = (3, 2, 4, 4)
 # condition, parameters, watches: their widths at most, and the share of what is left
 FLEX_MAX = (30, 44, 44)
 FLEX_SHARE = (0.3, 0.38, 0.32)
+
+
+def graph_text(watchpoint: Watchpoint) -> str:
+    """The graph column's cell: the watchpoint's graph, or "every graph" (offline)."""
+    return shown(watchpoint.graph_name) if watchpoint.graph_name else "every graph"
+
+
+def shows_graphs(watchpoints: Sequence[Watchpoint]) -> bool:
+    """Whether the list needs the graph column: its watchpoints do not all watch the same
+    graph (a one-graph training's watchpoints all name it: no column)."""
+    return len({wp.graph_name or "" for wp in watchpoints}) > 1
 
 
 def column_widths(total: int) -> tuple[int, ...]:
@@ -180,7 +206,15 @@ class WatchpointList(DataTable[Any]):
         first = len(FIXED_WIDTHS) + 1
         for i, column in enumerate(zip(*texts, strict=True), start=first):
             widths[i] = max(widths[i], max(cell_len(text) for text in column))
+        if shows_graphs(self._watchpoints):
+            graph = max(cell_len(graph_text(wp)) for wp in self._watchpoints)
+            widths.insert(-1, min(GRAPH_WIDTH_MAX, max(5, graph)))
         return tuple(widths)
+
+    def _columns(self) -> tuple[tuple[str, str], ...]:
+        if shows_graphs(self._watchpoints):
+            return (*COLUMNS[:-1], GRAPH_COLUMN, COLUMNS[-1])
+        return COLUMNS
 
     def _relayout(self) -> bool:
         """New column widths where the size or the texts need them (True: rows redrawn)."""
@@ -194,7 +228,7 @@ class WatchpointList(DataTable[Any]):
 
     def _add_columns(self, widths: tuple[int, ...]) -> None:
         self._widths = widths
-        for (key, label), size in zip(COLUMNS, self._widths, strict=True):
+        for (key, label), size in zip(self._columns(), self._widths, strict=True):
             self.add_column(label, key=key, width=size)
 
     def action_first_row(self) -> None:
@@ -225,21 +259,23 @@ class WatchpointList(DataTable[Any]):
         if not self._watchpoints:
             self.add_row("", "", "", "", Text("none yet: press w", "dim"), "", "")
             return
+        graphs = len(self._widths) > len(COLUMNS)  # the graph column is there
         for wp in self._watchpoints:
             abbr, name = wp.condition.abbr, wp.condition.name
             enabled = wp.enabled
             hits = self._hit_counts.get(wp.id, 0)
             style = "" if enabled else "dim"
-            self.add_row(
+            cells = [
                 Text(str(wp.id), style=style),
                 Text("●" if enabled else "○", style="green" if enabled else "dim"),
                 Text(abbr, style="bold cyan" if enabled else "dim"),
                 Text(str(hits) if hits else "", style="bold red"),
                 Text(name, style=style),
                 Text(params_text(wp), style=style),
-                Text(targets_text(wp), style=style),
-                key=str(wp.id),
-            )
+            ]
+            if graphs:
+                cells.append(Text(graph_text(wp), style=style or "dim cyan"))
+            self.add_row(*cells, Text(targets_text(wp), style=style), key=str(wp.id))
         if keep is not None:
             with contextlib.suppress(Exception):
                 self.move_cursor(row=self.get_row_index(str(keep)))
