@@ -20,7 +20,7 @@ from tuidebug.core.watchpoints import (
     recommended_watchpoints,
 )
 from tuidebug.offline.session import OfflineSession
-from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef
+from tuidebug.offline.writer.dump_writer import DumpWriter, NodeDef, ParamDef, TensorKey
 
 F32 = np.float32
 
@@ -56,7 +56,9 @@ def two_graphs(tmp_path: Path) -> Path:
     for it in (0, 1):
         for k in (0, 1):
             nodes, params = _graph_nodes(k)
-            tensors = {(n.full_name, "output", 0): np.ones((2, 2), F32) for n in nodes}
+            tensors: dict[TensorKey, np.ndarray] = {
+                (n.full_name, "output", 0): np.ones((2, 2), F32) for n in nodes
+            }
             tensors.update({(p.name, "output", 0): np.ones((2, 2), F32) for p in params})
             # the optimizer's moments start at zero: all-zero every step
             tensors[(f"moments.fc{k}.weight", "output", 0)] = np.zeros((2, 2), F32)

@@ -99,6 +99,8 @@ async def test_no_alert_without_nan_or_inf() -> None:
 async def test_the_watchpoint_list_names_each_watchpoints_graph_when_they_differ(
     size: tuple[int, int],
 ) -> None:
+    from textual.coordinate import Coordinate
+
     from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
     app, session = make_app()
@@ -115,7 +117,7 @@ async def test_the_watchpoint_list_names_each_watchpoints_graph_when_they_differ
         await wait_until(pilot, lambda: len(table.watchpoints) == 2, what="two watchpoints")
         labels = [str(c.label) for c in table.columns.values()]
         assert labels[-2:] == ["graph", "watches"]
-        assert [str(table.get_cell_at((r, len(labels) - 2))) for r in (0, 1)] == [
+        assert [str(table.get_cell_at(Coordinate(r, len(labels) - 2))) for r in (0, 1)] == [
             "every graph",
             "kernel_graph_7",
         ]
