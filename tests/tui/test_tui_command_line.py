@@ -24,8 +24,8 @@ from tuidebug.tui.panes.command_line import (
     command_history_file,
     load_history,
     save_history,
-    wrap_offsets,
 )
+from tuidebug.tui.panes.command_output import wrap_offsets
 from tuidebug.tui.tensor.view import TensorView
 
 SIZE = (160, 48)
@@ -306,6 +306,100 @@ async def test_short_terminal_gives_the_output_the_watchpoint_rows() -> None:
         assert lines[1].startswith("Tensor layer0.weight:0 @ iteration 0")
         await pilot.press("escape")
         assert app.query_one("#watchpoints").display
+
+
+# ------------------------------------------- a safe place to type (issue 28)
+async def test_one_escape_closes_it_from_the_output_even_maximized() -> None:
+    """Issue 28: Esc in the output went back to the prompt, and a maximized output first
+    only restored the layout: three Esc to close. Now one, from anywhere in the panel."""
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        tree = app.query_one("#scope-tree")
+        panel = await open_command_line(pilot)
+        await run(pilot, panel, "lt -t Conv")
+        await pilot.press("shift+tab")
+        assert app.focused is panel.output
+        await pilot.press("escape")
+        assert not panel.is_open and app.focused is tree
+        await open_command_line(pilot)
+        await pilot.press("shift+tab", "z")
+        assert app.screen.maximized is panel
+        await pilot.press("escape")
+        assert not panel.is_open and app.screen.maximized is None
+        assert app.focused is tree
+        await open_command_line(pilot)  # from the prompt, maximized: one Esc too
+        await pilot.press("shift+tab", "z", "colon")
+        assert app.focused is panel.input and app.screen.maximized is panel
+        await pilot.press("escape")
+        assert not panel.is_open and app.screen.maximized is None
+
+
+async def test_letters_in_the_output_go_to_the_prompt_and_no_run_key_fires() -> None:
+    """Issue 28: `c` in the output continued the run, `w` opened the watchpoint editor.
+    Letters go to the prompt now (`:` just moves there); a run key a keys.toml put on a
+    key the prompt does not type (F5) fires neither from the output nor the prompt."""
+    from tuidebug.tui.watchpoints.editor import WatchpointEditor
+
+    app, session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        await run(pilot, panel, "lt -t Conv")
+        calls = list(session.calls)
+        await pilot.press("shift+tab")
+        footer_keys = set(app.screen.active_bindings)
+        assert not {"c", "w", "q", "1", "slash"} & footer_keys  # the footer offers none
+        await pilot.press("c", "w", "s", "1", "space")
+        assert app.focused is panel.input and panel.input.value == "cws1 "
+        await pilot.press("shift+tab", "colon")  # `:` moves to the prompt, types nothing
+        assert app.focused is panel.input and panel.input.value == "cws1 "
+        app.set_keymap({"tuidebug.continue": "f5"})
+        await pilot.press("f5", "shift+tab", "f5")
+        await settled(pilot)
+        assert session.calls == calls  # nothing continued, stepped or watched
+        assert not isinstance(app.screen, WatchpointEditor) and panel.is_open
+        await pilot.press("escape", "f5")  # outside the panel the key is the run key again
+        await wait_until(pilot, lambda: "continue" in session.calls, what="F5 to continue")
+
+
+async def test_slash_searches_the_output() -> None:
+    """tfdbg's `/regex`: every match highlighted, the first from the top of the view
+    shown; Enter again or n / N in the output move; Esc ends the search, the next closes."""
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        await run(pilot, panel, "lt")
+        output = panel.output
+        await pilot.press("shift+tab", "slash", "c", "o", "n", "v", "2", "d", "enter")
+        # lower case: smartcase finds Conv2D (its op type and its name: two a line)
+        expected = sum(line.count("Conv2D") for line in output.plain_lines())
+        assert expected > 3
+        assert len(output.matches) == expected and output.match_index == 0
+        assert panel.input.value == "/conv2d" and app.focused is panel.input
+        assert f"match 1 of {expected}" in str(panel.hint.render())
+        number, start, end = output.matches[0]
+        assert output.plain_lines()[number][start:end] == "Conv2D"
+        await pilot.press("enter")  # the same search again: the next match
+        assert output.match_index == 1 and f"match 2 of {expected}" in str(panel.hint.render())
+        await pilot.press("shift+tab", "n", "n", "N")
+        assert output.match_index == 2 and f"match 3 of {expected}" in str(panel.hint.render())
+        row = output._row_of(output.matches[2][0], output.matches[2][1])
+        assert output.scroll_offset.y <= row < output.scroll_offset.y + output.size.height
+        await pilot.press("escape")  # ends the search, the panel stays
+        assert output.pattern is None and not output.matches and panel.is_open
+        assert panel.input.value == "" and not panel.hint.has_class("-shown")
+        await pilot.press("n")  # no search: n is the next link again
+        assert output.selected is not None
+        await pilot.press("slash", "(", "enter")
+        assert "/( is not a regular expression" in str(panel.hint.render())
+        assert output.pattern is None and app.focused is panel.input
+        panel.input.value = "/Conv2d"  # a capital: case-sensitive, so nothing matches
+        await pilot.press("enter")
+        assert "Nothing in the output matches /Conv2d." in str(panel.hint.render())
+        await pilot.press("escape")
+        assert not panel.is_open
 
 
 # ----------------------------------------------------------------- a real dump

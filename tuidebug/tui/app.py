@@ -802,6 +802,16 @@ class DebuggerApp(App[int]):
     def action_maximize_pane(self) -> None:
         toggle_maximized(self)
 
+    @property
+    def escape_to_minimize(self) -> bool:
+        """Textual's Esc first puts a maximized widget back, before any binding sees the
+        key; a maximized command line closes on one Esc instead (its own binding puts the
+        layout back as it closes)."""
+        maximized = self.screen.maximized
+        if maximized is not None and maximized.id == "command-line":
+            return False
+        return super().escape_to_minimize
+
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return

@@ -4,6 +4,8 @@ App; none imports another.
 Modules (this docstring is the table of contents; the package imports nothing):
 - `command_line`: The command line (`:`): tfdbg's commands typed in the TUI, their output in
   a pane below.
+- `command_output`: The command line's output pane: tfdbg's command output, wrapped at its
+  width, its links (nodes and tensors) and the search of it (`/regex`).
 - `header`: The header: which session this is, where the run stands, and what is loading.
 - `hit_list`: The hit list: watchpoint hits grouped by watchpoint, in execution order, with
   filters.
