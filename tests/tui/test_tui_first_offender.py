@@ -121,3 +121,24 @@ async def test_the_watchpoint_list_names_each_watchpoints_graph_when_they_differ
             "every graph",
             "kernel_graph_7",
         ]
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+async def test_the_history_counts_hits_per_step_and_marks_nan_inf(size: tuple[int, int]) -> None:
+    from textual.coordinate import Coordinate
+    from textual.widgets import DataTable
+
+    from tuidebug.tui.kit.dialogs import HistoryScreen
+
+    app, session = make_app()
+    async with app.run_test(size=size) as pilot:
+        await _nan_step(pilot, session)
+        await pilot.press("h")
+        screen = await wait_for_screen(pilot, HistoryScreen)
+        strip = str(screen.query_one("#history-strip").render())
+        assert "1✖4" in strip  # step 1: 4 hits, NaN/Inf among them
+        table = screen.query_one(DataTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        hits = labels.index("hits")
+        assert str(table.get_cell_at(Coordinate(0, hits))) == "4 NaN/Inf"
+        assert str(table.get_cell_at(Coordinate(1, hits))) == ""  # not checked yet

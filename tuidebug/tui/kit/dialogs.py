@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -208,6 +208,35 @@ def path_check() -> Callable[[str], str | None]:
     return check
 
 
+def hits_cell(record: tuple[int, int, bool] | None) -> Text:
+    """The history's hits cell of one step: `35 NaN/Inf`, `6`, `2 errors`, `0`, or blank
+    for a step not checked this session."""
+    if record is None:
+        return Text("")
+    real, errors, nan_inf = record
+    if nan_inf:
+        return Text(f"{real + errors} NaN/Inf", style="bold red")
+    if real:
+        return Text(str(real), style="red")
+    if errors:
+        return Text(f"{errors} error{'s' if errors != 1 else ''}", style="yellow")
+    return Text("0", style="dim")
+
+
+def step_strip(hits: Mapping[int, tuple[int, int, bool]], current: int) -> Text:
+    """One line over the history: each checked step with its hit count, the NaN/Inf steps
+    marked ✖ in red (TensorBoard Debugger V2's execution timeline, in one row)."""
+    out = Text("steps  ")
+    for step in sorted(hits):
+        real, errors, nan_inf = hits[step]
+        mark = "✖" if nan_inf else ("▲" if real else "·")
+        style = "bold red" if nan_inf else ("red" if real else "dim")
+        label = f"{step}{mark}{real + errors if nan_inf else real or ''}"
+        out.append(label, style=style + (" reverse" if step == current else ""))
+        out.append("  ")
+    return out
+
+
 class HistoryScreen(ModalScreen[int | None]):
     """The graph execution history (spec §5.7). Enter on a row answers its step number so
     the app can offer to jump there.
@@ -227,6 +256,7 @@ class HistoryScreen(ModalScreen[int | None]):
     HistoryScreen #history-note { color: $warning; padding: 0 0 1 0; }
     HistoryScreen DataTable { height: auto; max-height: 30; }
     HistoryScreen #history-hint { color: $text-muted; }
+    HistoryScreen #history-strip { padding: 0 0 1 0; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -234,11 +264,20 @@ class HistoryScreen(ModalScreen[int | None]):
         Binding("q", "close", "Close", show=False),
     ]
 
-    def __init__(self, runs: Sequence[GraphRun], current_step: int, can_jump: bool) -> None:
+    def __init__(
+        self,
+        runs: Sequence[GraphRun],
+        current_step: int,
+        can_jump: bool,
+        hits: Mapping[int, tuple[int, int, bool]] | None = None,
+    ) -> None:
         super().__init__()
         self._runs = list(runs)
         self._current = current_step
         self._can_jump = can_jump
+        # step → (real hits, check errors, NaN/Inf) of the steps checked so far (the hit
+        # list's record): a hits column and a strip of the steps, like DV2's timeline
+        self._hits = dict(hits or {})
 
     def compose(self) -> ComposeResult:
         title, note = self._title_and_note()
@@ -246,6 +285,8 @@ class HistoryScreen(ModalScreen[int | None]):
             yield Label(title, id="history-title")
             if note:  # it names graphs of the dump
                 yield Static(shown_lines(note), id="history-note", markup=False)
+            if self._hits:
+                yield Static(step_strip(self._hits, self._current), id="history-strip")
             yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
             hint = "Enter jumps to that step, Esc closes" if self._can_jump else "Esc closes"
             yield Static(hint, id="history-hint")
@@ -278,9 +319,9 @@ class HistoryScreen(ModalScreen[int | None]):
         columns = ["step", "iteration", "graph", "data"]
         if marked:
             columns.append("from")
-        table.add_columns(*columns, "sub-graphs")
+        table.add_columns(*columns, "hits", "sub-graphs")
         if not self._runs:
-            table.add_row("—", "—", "this session records no graph runs", "", "")
+            table.add_row("—", "—", "this session records no graph runs", "", "", "")
         for i, run in enumerate(self._runs):
             step = run.iteration + 1
             mark = "▶ " if step == self._current else "  "
@@ -296,6 +337,7 @@ class HistoryScreen(ModalScreen[int | None]):
                     if run.from_history
                     else Text("dumped folders", style="yellow")
                 )
+            cells.append(hits_cell(self._hits.get(step)))
             table.add_row(*cells, plain(", ".join(run.sub_graphs)), key=str(i))
         current = next(
             (i for i, run in enumerate(self._runs) if run.iteration + 1 == self._current), None

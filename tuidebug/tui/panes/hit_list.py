@@ -195,6 +195,9 @@ class HitList(Vertical):
         self._open_folds: set[int] = set()
         self._folds: dict[int, int] = {}  # tree node id → watchpoint id of a fold line
         self._alert = ""
+        # step → (real hits, check errors, some hit says NaN/Inf) of every hit list shown
+        # this session: the history (h) marks the steps (a session keeps only the last)
+        self._per_step: dict[int, tuple[int, int, bool]] = {}
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="hit-filters"):
@@ -251,6 +254,13 @@ class HitList(Vertical):
 
     def set_hits(self, hits: Sequence[WatchpointHit]) -> None:
         self._hits = list(hits)
+        by_step: dict[int, list[WatchpointHit]] = {}
+        for hit in self._hits:
+            if hit.step is not None:
+                by_step.setdefault(hit.step, []).append(hit)
+        for step, found in by_step.items():
+            errors = sum(1 for h in found if h.is_error)
+            self._per_step[step] = (len(found) - errors, errors, nan_inf_summary(found) is not None)
         self._fill_filters()
         self._rebuild()
 
@@ -259,6 +269,10 @@ class HitList(Vertical):
         for hit in self._hits:
             counts[hit.watchpoint_id] = counts.get(hit.watchpoint_id, 0) + 1
         return counts
+
+    def step_record(self) -> dict[int, tuple[int, int, bool]]:
+        """Step → (real hits, check errors, NaN/Inf seen) of the steps hits were shown at."""
+        return dict(self._per_step)
 
     @property
     def shown_count(self) -> int:

@@ -293,7 +293,8 @@ class RunControls:
             if step is not None and self.allowed("reset_step"):
                 self._reset_step(step)
 
-        app.push_screen(HistoryScreen(runs, app.metadata.step, can_jump), answered)
+        record = self._hits.step_record()
+        app.push_screen(HistoryScreen(runs, app.metadata.step, can_jump, record), answered)
 
     def new_watchpoint(self) -> None:
         self._watch_flows.create()  # it guards: editing a watchpoint is refused alike
