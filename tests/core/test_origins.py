@@ -265,3 +265,22 @@ def test_demo_cancel_from_the_session_glue(demo_session: OfflineSession) -> None
 def test_demo_missing_step_is_no_value(demo_session: OfflineSession) -> None:
     trace = trace_in_session(demo_session, _graph(demo_session), DEMO_LOSS, iteration=99)
     assert not trace.found and not trace.start_has_value
+
+
+def test_the_trace_says_which_value_of_a_parameter_it_read(
+    demo_session: OfflineSession,
+) -> None:
+    """Issue 28: at the NaN step the weights are NaN in their own files (after the update),
+    which `L` and `pt` show, while the trace read them before the update: it says so."""
+    from tuidebug.tui.origins.screen import parameter_note
+
+    g = _graph(demo_session)
+    trace = trace_in_session(demo_session, g, DEMO_LOSS, iteration=3)
+    assert trace.parameters_read and all(trace.parameters_read.values())
+    note = parameter_note(trace)
+    assert note is not None and "before this step's optimizer update" in note
+    assert "L, WI/WCL and pt show the value after it" in note
+    later = trace_in_session(demo_session, g, DEMO_LOSS, iteration=4)
+    assert later.parameters_read["fc3.weight"] is True  # step 4's weights: step 3's dump
+    first = trace_in_session(demo_session, g, DEMO_LOSS, iteration=0)
+    assert not any(first.parameters_read.values())  # no earlier dump: after the update

@@ -95,7 +95,7 @@ async def test_finite_node_is_a_notice_and_help_and_palette_list_the_key(demo_du
         await at_step(pilot, 1)
         assert app.go_to_node(next(iter(app.graphs)), DEMO_LOSS)
         await pilot.press("o")
-        await wait_for_notice(pilot, "has no NaN or Inf at step 1.")
+        await wait_for_notice(pilot, "has no NaN or Inf at step 1 (iteration 0).")
         await settled(pilot)
         assert not isinstance(app.screen, OriginScreen)
         rows = app.help_keys()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -83,6 +83,11 @@ class OriginTrace:
     tensors_read: int = 0
     truncated: bool = False  # stopped at `max_tensors` before the walk was done
     start_has_value: bool = True  # False: none of the start's outputs had a value
+    # parameter → which value the trace judged it by: True its value before the step's
+    # optimizer update (the previous step's dump), False this step's dump (after the update:
+    # the first step has no earlier one). `L`, WI/WCL and `pt` show the value after the
+    # update, so a weight they show NaN may have been read finite here: the screen says so.
+    parameters_read: Mapping[str, bool] = field(default_factory=dict)
 
     @property
     def found(self) -> bool:
@@ -317,6 +322,7 @@ def session_checks(
     iteration: int | None = None,
     rank: int = 0,
     cancelled: Callable[[], bool] | None = None,
+    parameters_read: dict[str, bool] | None = None,
 ) -> tuple[Check, Check, Check]:
     """(`nonfinite`, `input_nonfinite`, `parameter_nonfinite`) callbacks reading `graph`'s
     tensors at `iteration` (None: the session's current step) through `session.tensor`.
@@ -327,7 +333,9 @@ def session_checks(
     declares: MindSpore does not dump monad or trailing constant inputs, and an input
     index that no longer lines up must not blame the wrong producer. A parameter's value
     when the step began is its previous step's value (parameters are dumped after the
-    update); at the first step, which has none, its value at this step stands in."""
+    update); at the first step, which has none, its value at this step stands in.
+    `parameters_read`, when given, records which of the two each parameter was judged by
+    (`OriginTrace.parameters_read`)."""
     from tuidebug.core.session import SessionError
 
     def read(ref: TensorRef, previous: bool = False) -> np.ndarray | None:
@@ -352,8 +360,11 @@ def session_checks(
             return False
         ref = TensorRef(name, slot, iteration, rank, graph.name)
         array = read(ref, previous=True)
+        before = array is not None
         if array is None:
             array = read(ref)
+        if array is not None and parameters_read is not None:
+            parameters_read[name] = before
         return None if array is None else has_nonfinite(array, cancelled=cancelled)
 
     def input_nonfinite(name: str, index: int) -> bool | None:
@@ -388,11 +399,12 @@ def trace_in_session(
     def stop() -> bool:
         return cancelled is not None and cancelled()
 
+    read: dict[str, bool] = {}
     nonfinite, input_nonfinite, parameter_nonfinite = session_checks(
-        session, graph, iteration=iteration, rank=rank, cancelled=stop
+        session, graph, iteration=iteration, rank=rank, cancelled=stop, parameters_read=read
     )
     try:
-        return trace_origins(
+        trace = trace_origins(
             graph,
             start,
             nonfinite,
@@ -405,3 +417,4 @@ def trace_in_session(
     except SearchCancelled:
         # find_match's own cancellation, raised inside a callback, means the same thing
         raise TraceCancelled from None
+    return replace(trace, parameters_read=read)

@@ -46,6 +46,30 @@ def trace_notes(trace: OriginTrace) -> list[str]:
     return notes
 
 
+def parameter_note(trace: OriginTrace) -> str | None:
+    """Which value of each parameter the trace judged: dumps write a parameter after the
+    step's optimizer update, so `L`, WI/WCL and `pt` may show a weight NaN that every
+    kernel of the step read finite; the trace reads the value before the update."""
+    read = trace.parameters_read
+    if not read:
+        return None
+    before = sum(1 for b in read.values() if b)
+    after = len(read) - before
+    parts = []
+    if before:
+        parts.append(
+            f"{before} parameter{'s were' if before != 1 else ' was'} judged by {'their' if before != 1 else 'its'} "
+            "value before this step's optimizer update (the previous step's dump); L, WI/WCL "
+            "and pt show the value after it, which may be NaN."
+        )
+    if after:
+        parts.append(
+            f"{after} parameter{'s' if after != 1 else ''} had no earlier value and "
+            f"{'were' if after != 1 else 'was'} judged by this step's dump (after the update)."
+        )
+    return " ".join(parts)
+
+
 class OriginScreen(ModalScreen[tuple[str, int] | None]):
     """The trace's result; answers (origin node, slot to open) or None."""
 
@@ -57,6 +81,7 @@ class OriginScreen(ModalScreen[tuple[str, int] | None]):
     }
     OriginScreen #origin-title { text-style: bold; padding: 1 0 0 0; }
     OriginScreen #origin-summary { color: $text-muted; }
+    OriginScreen #origin-params { color: $text-muted; height: auto; }
     OriginScreen #origin-notes { color: $warning; height: auto; }
     OriginScreen DataTable { height: auto; max-height: 14; margin-top: 1; }
     OriginScreen #origin-chain { height: auto; max-height: 14; margin-top: 1; }
@@ -98,6 +123,9 @@ class OriginScreen(ModalScreen[tuple[str, int] | None]):
                 id="origin-summary",
                 markup=False,
             )
+            params = parameter_note(self._trace)
+            if params is not None:
+                yield Static(params, id="origin-params", markup=False)
             notes = trace_notes(self._trace)
             if notes:  # a complete trace needs no line saying so
                 yield Static(
@@ -126,7 +154,7 @@ class OriginScreen(ModalScreen[tuple[str, int] | None]):
             table.add_row(
                 Text("" if origin.certain else "?", style="yellow"),
                 plain(self._short(origin.node), style="bold cyan"),
-                plain(node.op_type if node is not None else ""),
+                plain(self._type_of(origin.node)),
                 ", ".join(f":{s}" for s in origin.slots) or "—",
                 Text(nan, style="red"),
                 Text(pos, style="red"),
@@ -137,6 +165,16 @@ class OriginScreen(ModalScreen[tuple[str, int] | None]):
         if self._trace.origins:
             self._show_chain(self._trace.origins[0])
         table.focus()
+
+    def _type_of(self, name: str) -> str:
+        """The origin's op type; a parameter says which of its values was judged."""
+        node = self._graph.get(name)
+        if node is None:
+            return ""
+        before = self._trace.parameters_read.get(name)
+        if before is None:
+            return node.op_type
+        return f"{node.op_type} (before update)" if before else f"{node.op_type} (after update)"
 
     def _show_chain(self, origin: Origin) -> None:
         chain = self._trace.chain(origin.node)
