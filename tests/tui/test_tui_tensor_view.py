@@ -328,6 +328,49 @@ async def test_compare_mode_shows_diff_with_tolerance() -> None:
         assert view.mode == "current"
 
 
+async def test_the_title_names_what_a_compare_mode_shows_against() -> None:
+    """The slice bar's `[diff]` alone left the title saying only the tensor (issue 28)."""
+    app = ViewApp()
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(TensorView)
+        view.show("w", np.ones((2, 2), np.float32), np.zeros((2, 2), np.float32))
+        await tensor_shown(pilot, view)
+        title = view.query_one("#tv-title", Static)
+        assert "diff vs" not in str(title.content)
+        view.set_mode("diff")
+        await wait_until(
+            pilot,
+            lambda: "w — diff vs the previous step" in str(title.content),
+            what="the reference in the title",
+        )
+        view.set_mode("previous")
+        await wait_until(
+            pilot,
+            lambda: "w — showing the previous step" in str(title.content),
+            what="the previous value named in the title",
+        )
+
+
+async def test_the_tolerance_is_kept_for_the_same_tensor_and_reset_for_another() -> None:
+    """A tolerance set for one tensor's scale silently hid the next tensor's differences
+    (issue 28); stepping the same tensor keeps it, another tensor starts at 0 and says so."""
+    app = ViewApp()
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(TensorView)
+        ones, zeros = np.ones((2, 2), np.float32), np.zeros((2, 2), np.float32)
+        view.show("Default/fc1/MatMul-op1:0 @ step 3", ones, zeros, short_name="MatMul-op1")
+        await tensor_shown(pilot, view)
+        assert view.apply_tolerance("0.5")
+        view.show("Default/fc1/MatMul-op1:0 @ step 4", ones, zeros, short_name="MatMul-op1")
+        await tensor_shown(pilot, view)
+        assert view.tolerance == 0.5
+        view.show("Default/fc2/MatMul-op2:0 @ step 4", ones, zeros, short_name="MatMul-op2")
+        await tensor_shown(pilot, view)
+        assert view.tolerance == 0.0
+        assert view.query_one("#tv-tolerance", Input).value == "0"
+        await wait_for_notice(pilot, "The compare tolerance is back to 0 for this tensor.")
+
+
 async def test_compare_unavailable_without_previous() -> None:
     app = ViewApp()
     async with app.run_test(size=SIZE) as pilot:

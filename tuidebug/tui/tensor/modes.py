@@ -43,7 +43,11 @@ class CompareState:
         # tensor named by the user)
         self.reference = PREVIOUS_STEP
         self.mode: Mode = "current"
-        self.tolerance = 0.0  # kept from tensor to tensor
+        # kept while the same tensor is shown at other steps (its scale is the same), reset
+        # for another tensor (`keep_tolerance_for`): a tolerance set for one tensor's scale
+        # would silently hide the differences of the next
+        self.tolerance = 0.0
+        self._tolerance_of: object = None
         self.comparison: Comparison | None = None  # None until the worker has computed it
         self.problem = ""  # why compare is unavailable ("" = available)
 
@@ -76,6 +80,17 @@ class CompareState:
         """The comparison could not be computed: back to the current value, and why."""
         self.problem = problem
         self.mode = "current"
+
+    def keep_tolerance_for(self, tensor: object) -> bool:
+        """`tensor` (any identity: name and slot) is shown next: the tolerance is kept if it
+        is the tensor it was set for, else reset to 0. True when it was reset from a value
+        the user had set."""
+        if tensor == self._tolerance_of:
+            return False
+        self._tolerance_of = tensor
+        was = self.tolerance
+        self.tolerance = 0.0
+        return was != 0.0
 
     # ------------------------------------------------------------------ the modes
     def next_mode(self) -> Mode:
@@ -114,6 +129,14 @@ class CompareState:
     def bracketed(self) -> str:
         """The slice bar's `[diff]` ("" when there is nothing to compare with)."""
         return "" if self.problem else f"[{self.label}]"
+
+    @property
+    def versus(self) -> str:
+        """What the title says of a compare mode: `diff vs the previous step`, `showing rank
+        1`; "" in the current mode (the title then names the tensor alone)."""
+        if self.problem or self.mode == "current":
+            return ""
+        return f"diff vs {self.reference}" if self.mode == "diff" else f"showing {self.reference}"
 
     @property
     def reference_name(self) -> str:

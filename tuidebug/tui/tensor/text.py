@@ -75,16 +75,25 @@ def mode_label(mode: str, label: str) -> str:
 
 
 def title_line(
-    title: str, array: np.ndarray, geometry: SliceGeometry | None, message: str, *, mode: str = ""
+    title: str,
+    array: np.ndarray,
+    geometry: SliceGeometry | None,
+    message: str,
+    *,
+    mode: str = "",
+    versus: str = "",
 ) -> str:
     """ "Default/fc1/MatMul-op1:0  float32 [4×4]  slice [:, :]  note".
 
     With `mode` (a short pane, whose slice bar is hidden) the slice and the mode come
-    right after the name, before the type, so a narrow pane still shows them."""
+    right after the name, before the type, so a narrow pane still shows them. `versus`
+    (a compare mode, `CompareState.versus`) follows the name: the title says what the
+    numbers are compared with, not only the slice bar."""
     shape = "×".join(str(d) for d in array.shape) or "scalar"
     where = f"slice {geometry.text}" if geometry is not None else ""
     kind = f"{dtype_label(array.dtype)} [{shape}]"
-    parts = [shown(title), where, mode, kind] if mode else [shown(title), kind, where]
+    name = f"{shown(title)} — {shown(versus)}" if versus and not mode else shown(title)
+    parts = [name, where, mode, kind] if mode else [name, kind, where]
     if message:
         parts.append(shown(message))
     return "  ".join(p for p in parts if p)

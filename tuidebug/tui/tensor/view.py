@@ -360,6 +360,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._message = note
         self._array = array
         self._compare.open(array, previous)
+        if self._compare.keep_tolerance_for((short_name or short_name_of(title), slot)):
+            self._tolerance_reset()
         self._index = default_slice(tuple(array.shape))
         self._set_error("")
         if self._ready:
@@ -473,6 +475,7 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
                 self._geometry,
                 self._message,
                 mode=mode_text if self._short else "",
+                versus=self._compare.versus,
             )
         )
         self.query_one("#tv-mode", Static).update(mode_text)
@@ -703,6 +706,12 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
         self._set_error("")
         self.canvas.focus()
 
+    def _tolerance_reset(self) -> None:
+        """Another tensor: the tolerance set for the last one is back to 0, said once."""
+        if self._ready:
+            self.query_one("#tv-tolerance", Input).value = "0"
+        self.app.notify("The compare tolerance is back to 0 for this tensor.", timeout=3)
+
     def _close_tolerance(self) -> None:
         self.query_one("#tv-tolerance", Input).value = f"{self._compare.tolerance:g}"
         self._set_error("")
@@ -779,8 +788,11 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     @on(Input.Submitted, "#tv-find")
     def _find_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        if self.find(event.value):
-            self.close_find()
+        # a spec that cannot be read is a toast too, and the keys go back to the grid as
+        # after any search (a box keeping them typed every key into it); `f` reopens the
+        # box with the spec, to be corrected
+        self.find(event.value)
+        self.close_find()
 
     def find(self, text: str) -> bool:
         """Look for `text` (a search spec) in the slice from the cursor on and highlight
