@@ -118,3 +118,34 @@ def test_kernels_with_several_outputs_list_their_files_shapes(tmp_path: Path) ->
         assert not [line for line in lines if "BatchNorm" in line and "?" in line]
     finally:
         session.close()
+
+
+def test_ni_lists_inputs_and_consumers_with_links(
+    lenet: tuple[OfflineSession, CommandRegistry],
+) -> None:
+    """tfdbg's node_info lists the neighbours; `ni` said only "1 input node(s), 3 …"."""
+    _, registry = lenet
+    out = registry.run("ni ReLU-op78")
+    text = out.plain()
+    assert "node(s)" not in text and "  1 input:" in text and "  3 consumers:" in text
+    assert "<- Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/Conv2D-op77" in text
+    linked = {span.link.node for line in out.lines for span in line if span.link is not None}
+    assert any(name.endswith("MaxPool-op79") for name in linked)
+    assert any(name.endswith("Conv2D-op77") for name in linked)
+
+
+def test_fused_stacks_are_separate_candidates(
+    lenet: tuple[OfflineSession, CommandRegistry],
+) -> None:
+    from tuidebug.core.graph import stack_sections
+
+    session, registry = lenet
+    text = registry.run("ni MatMulBiasAddReluFusion-op84 -t").plain()
+    lines = text.splitlines()
+    assert "  Corresponding code candidate:" not in lines  # a header is no frame
+    titles = [line.strip() for line in lines if "candidate" in line]
+    assert titles == [f"Corresponding code candidate {n} of 3:" for n in (1, 2, 3)]
+    graph = next(iter(session.graphs.values()))
+    node = next(n for n in graph if n.name.endswith("MatMulBiasAddReluFusion-op84"))
+    sections = stack_sections(node.stack)
+    assert len(sections) == 3 and all(f.file_path for s in sections for f in s.frames)

@@ -9,13 +9,13 @@ ps train.py                   the file, each line with the nodes it created
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from tuidebug.commands.context import CommandContext, CommandError
 from tuidebug.commands.output import Link, Output, Span
 from tuidebug.commands.registry import Command, CommandParser, parser
 from tuidebug.commands.source import source_files, source_lines, source_roots
-from tuidebug.core.graph import Graph, Node
+from tuidebug.core.graph import Graph, Node, stack_sections
 from tuidebug.core.tensor import dtype_label
 
 __all__ = ["NODE_COMMANDS"]
@@ -46,7 +46,9 @@ def node_info(args: argparse.Namespace, ctx: CommandContext) -> Output:
     if node.scope:
         out.add(f"  scope: {node.scope}")
     inputs, consumers = graph.inputs(node.name), graph.consumers(node.name)
-    out.add(f"  {len(inputs)} input node(s), {len(consumers)} consumer(s)")
+    # listed with links, as tfdbg's node_info does: a count alone sends the user to li/lo
+    _neighbours(out, "input", "<-", inputs)
+    _neighbours(out, "consumer", "->", consumers)
     for spec in node.outputs:
         dtype = dtype_label(spec.dtype) if spec.dtype else "?"
         shape = "?" if spec.shape is None else f"[{','.join(map(str, spec.shape))}]"
@@ -70,9 +72,28 @@ def node_info(args: argparse.Namespace, ctx: CommandContext) -> Output:
             out.add(Span("The graph records no stack for this node.", "dim"))
         else:
             out.add(Span("Stack:", "header"))
-            for frame in node.stack:
-                out.add(f"  {frame}")
+            # a fused node's candidates are stacks of their own, each under its header
+            for section in stack_sections(node.stack):
+                indent = "  "
+                if section.title:
+                    out.add(Span(f"  {section.title}:", "dim"))
+                    indent = "    "
+                for frame in section.frames:
+                    out.add(f"{indent}{frame}")
     return out
+
+
+MAX_NEIGHBOURS = 50  # rows per list in `ni`; `li`/`lo` list every one
+
+
+def _neighbours(out: Output, noun: str, arrow: str, nodes: Sequence[Node]) -> None:
+    count = len(nodes)
+    out.add(Span(f"  {count} {noun}{'s' if count != 1 else ''}{':' if count else ''}", "dim"))
+    for other in nodes[:MAX_NEIGHBOURS]:
+        out.add(f"    {arrow} ", Span(other.name, "", _link(other)), f"  ({other.op_type})")
+    if count > MAX_NEIGHBOURS:
+        more = count - MAX_NEIGHBOURS
+        out.add(Span(f"    … {more} more ({'li' if noun == 'input' else 'lo'} lists them)", "dim"))
 
 
 def _ranges(values: list[int]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
@@ -99,6 +99,43 @@ class StackFrame:
             return self.code_line
         where = f"{self.file_path}:{self.line_no}" if self.line_no is not None else self.file_path
         return f"{where} {self.code_line}".rstrip()
+
+
+@dataclass(frozen=True)
+class StackSection:
+    """One sub-stack of a node's stack, as a viewer shows it: `title` is "" for the node's
+    own stack, else its header and position (`Corresponding code candidate 2 of 3`), so
+    a fused node's candidates read as separate stacks and no header reads as a frame."""
+
+    title: str
+    frames: tuple[StackFrame, ...]
+
+
+def stack_sections(stack: Sequence[StackFrame]) -> list[StackSection]:
+    """`stack` split by `StackFrame.group`: the node's own frames first, then one section
+    per candidate, its header line (a frame without `file_path` that opened the group)
+    turned into the section's title."""
+    groups: dict[int, list[StackFrame]] = {}
+    headers: dict[int, str] = {}
+    header = ""
+    for frame in stack:
+        if not frame.file_path and frame.code_line.rstrip().endswith(":"):
+            # names the candidates after it ("# Corresponding code candidate:" in some forms)
+            header = frame.code_line.strip().lstrip("#").strip().rstrip(":")
+            headers.setdefault(frame.group, header)
+            continue
+        groups.setdefault(frame.group, []).append(frame)
+        headers.setdefault(frame.group, header)
+    candidates = [g for g in groups if g != 0]
+    sections = []
+    for group, frames in groups.items():
+        if group == 0:
+            title = ""
+        else:
+            n = candidates.index(group) + 1
+            title = f"{headers[group] or 'Candidate'} {n} of {len(candidates)}"
+        sections.append(StackSection(title, tuple(frames)))
+    return sections
 
 
 @dataclass(frozen=True)

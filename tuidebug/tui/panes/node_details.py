@@ -17,7 +17,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuidebug.core.graph import Graph, Node, TensorSpec
+from tuidebug.core.graph import Graph, Node, TensorSpec, stack_sections
 from tuidebug.tui.kit.labels import dtype_label, markup_safe, shape_label, shown, source_place
 from tuidebug.tui.messages import NodeChosen, OutputSummary, TensorRequested
 
@@ -230,14 +230,20 @@ class NodeDetails(VerticalScroll):
             stack.update(Text("stack: none recorded for this node", style="dim"))
             return
         text = Text("stack", style="bold")
-        for frame in node.stack:
-            text.append("\n  ")
-            if not frame.file_path:  # a sub-stack header, no source line of its own
-                text.append(shown(frame.code_line.strip()), style="dim italic")
-                continue
-            text.append(source_place(frame.file_path, frame.line_no), style="cyan")
-            text.append(" ")
-            text.append(shown(frame.code_line.strip()))
+        # a fused node's candidates are separate stacks, each under its header and number
+        for section in stack_sections(node.stack):
+            indent = "\n  "
+            if section.title:
+                text.append(f"\n  {shown(section.title)}:", style="dim italic")
+                indent = "\n    "
+            for frame in section.frames:
+                text.append(indent)
+                if not frame.file_path:  # a line that names no location
+                    text.append(shown(frame.code_line.strip()), style="dim")
+                    continue
+                text.append(source_place(frame.file_path, frame.line_no), style="cyan")
+                text.append(" ")
+                text.append(shown(frame.code_line.strip()))
         stack.update(text)
 
     # ------------------------------------------------------------ keyboard
