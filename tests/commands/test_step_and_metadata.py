@@ -149,3 +149,70 @@ def test_fused_stacks_are_separate_candidates(
     node = next(n for n in graph if n.name.endswith("MatMulBiasAddReluFusion-op84"))
     sections = stack_sections(node.stack)
     assert len(sections) == 3 and all(f.file_path for s in sections for f in s.frames)
+
+
+def _loop_dump(root: Path) -> Path:
+    """A control-flow loop: one iteration folder holds three trips of two tensors."""
+    with DumpWriter(root) as writer:
+        writer.add_graph(
+            0,
+            [
+                NodeDef("Default/while/Add-op1", "Add", inputs=["x"], shape=(2,)),
+                NodeDef("Default/while/Mul-op2", "Mul", inputs=["Default/while/Add-op1"]),
+            ],
+            [ParamDef("x", np.float32, (2,))],
+        )
+        for trip in (1, 2, 3):
+            writer.write_iteration(
+                0,
+                0,
+                {
+                    ("Default/while/Add-op1", "output", 0): np.full(2, trip, np.float32),
+                    ("Default/while/Mul-op2", "output", 0): np.float32(trip * 10),
+                },
+            )
+    return root
+
+
+def test_loop_trips_are_one_sentence_and_pt_prints_each(tmp_path: Path) -> None:
+    from tuidebug.core.session import Notice
+
+    session = OfflineSession(_loop_dump(tmp_path / "dump"))
+    said: list[str] = []
+    session.subscribe(lambda e: said.append(e.message) if isinstance(e, Notice) else None)
+    session.start()
+    try:
+        registry = command_registry(session, width=120)
+        out = registry.run("pt Add-op1:0@0")
+        assert "trip 3 of 3, the last; #N picks another" in out.plain().splitlines()[0]
+        assert "[3., 3.]" in out.plain()
+        first = registry.run("pt Add-op1:0@0#1").plain()
+        assert "@ step 1 (iteration 0), trip 1 of 3:" in first and "[1., 1.]" in first
+        assert "[2., 2.]" in registry.run("pt Add-op1:0@0#2").plain()
+        assert "20." in registry.run("pt Mul-op2@0#2").plain()
+        error = registry.run("pt Add-op1:0@0#4").error
+        assert (
+            error
+            == "Default/while/Add-op1:0 has 3 trips at step 1 (iteration 0), not #4 (#1 is the first)."
+        )
+        trips = [m for m in said if "several files" in m or "same tensor" in m]
+        assert len(trips) == 1, said  # one sentence, not one per file
+        assert trips[0].startswith("2 tensors of graph") and "up to 3 each" in trips[0]
+        assert "#TRIP" in trips[0]
+    finally:
+        session.close()
+
+
+def test_trip_grammar_leaves_hashes_in_node_names_alone() -> None:
+    from tuidebug.commands import parse_tensor_name
+
+    name = parse_tensor_name("Add-op1:0@3#2[0]")
+    assert (name.node, name.slot, name.iteration, name.trip, name.slice) == (
+        "Add-op1",
+        0,
+        3,
+        2,
+        "[0]",
+    )
+    named = parse_tensor_name("MatMul-op0#1@3")  # a duplicate name's `#N` is its own
+    assert (named.node, named.iteration, named.trip) == ("MatMul-op0#1", 3, None)

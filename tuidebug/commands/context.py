@@ -32,13 +32,20 @@ class TensorName:
     slot: int
     iteration: int | None
     slice: str  # "" or "[...]"
+    # a control-flow loop's trip (1 the first) of the tensor in its iteration folder; None
+    # = the newest file, the one MindSpore reads
+    trip: int | None = None
 
 
-_TENSOR = re.compile(r"^(?P<node>.+?)(?::(?P<slot>\d+))?(?:@(?P<it>-?\d+))?(?P<slice>\[.*\])?$")
+# `#TRIP` only after `@ITERATION`: node names may hold `#` (duplicate names get `#N`)
+_TENSOR = re.compile(
+    r"^(?P<node>.+?)(?::(?P<slot>\d+))?(?:@(?P<it>-?\d+)(?:#(?P<trip>\d+))?)?(?P<slice>\[.*\])?$"
+)
 
 
 def parse_tensor_name(text: str) -> TensorName:
-    """`Conv2D-op77:0@2[0, :, :]` → node, slot 0, iteration 2, slice `[0, :, :]`."""
+    """`Conv2D-op77:0@2[0, :, :]` → node, slot 0, iteration 2, slice `[0, :, :]`;
+    `Add-op3:0@2#1` → trip 1 (the first loop trip) of iteration 2."""
     m = _TENSOR.match(text.strip())
     if not m:
         raise CommandError(f"{text!r} is not a tensor name like NODE:SLOT@ITERATION[SLICE].")
@@ -47,6 +54,7 @@ def parse_tensor_name(text: str) -> TensorName:
         slot=int(m["slot"]) if m["slot"] else 0,
         iteration=int(m["it"]) if m["it"] else None,
         slice=m["slice"] or "",
+        trip=int(m["trip"]) if m["trip"] else None,
     )
 
 
@@ -120,7 +128,16 @@ class CommandContext:
         graph, node = self.find_node(name.node)
         ref = self.ref(graph, node, name.slot, name.iteration)
         try:
-            array = self.session.tensor(ref)
+            if name.trip is not None:
+                array = self.session.tensor_trip(ref, name.trip)
+                trips = self.session.tensor_trips(ref)
+                if array is None and trips:
+                    raise CommandError(
+                        f"{node.name}:{name.slot} has {trips} trip{'s' if trips != 1 else ''} "
+                        f"at {self.session.step_label(ref)}, not #{name.trip} (#1 is the first)."
+                    )
+            else:
+                array = self.session.tensor(ref)
         except SessionError as err:
             raise CommandError(str(err)) from None
         if array is None:

@@ -221,6 +221,9 @@ def _split(line: str) -> tuple[list[str], Redirect | None]:
     try:
         lexer = shlex.shlex(line, posix=True, punctuation_chars=">")
         lexer.whitespace_split = True
+        # `#` is no comment: it picks a loop trip (`pt NAME@3#2`) and ends duplicate node
+        # names (`MatMul-op0#1`); shlex's default would drop the rest of the line
+        lexer.commenters = ""
         words = list(lexer)
     except ValueError as err:  # an unclosed quote
         raise CommandError(f"The command line cannot be split: {err}.") from None

@@ -280,6 +280,12 @@ def print_tensor(args: argparse.Namespace, ctx: CommandContext) -> Output:
     shown = np.asarray(array[index])
     out = Output()
     when = ctx.session.step_label(ref)
+    trips = ctx.session.tensor_trips(ref)
+    if trips > 1:
+        # a loop ran the kernel several times in the step: say which run this is
+        trip = trips if name.trip is None else name.trip
+        newest = ", the last; #N picks another" if name.trip is None else ""
+        when += f", trip {trip} of {trips}{newest}"
     out.add(Span(_title(ref.name, when, array, shown, index), "header", _link(ctx, ref.node)))
     if args.ranges:
         ranges = parse_ranges(args.ranges)

@@ -260,6 +260,16 @@ class DebugSession(ABC):
         Default: iterations are steps (online)."""
         return self.metadata.step if ref.iteration is None else ref.iteration
 
+    def tensor_trips(self, ref: TensorRef) -> int:
+        """How many values one tensor has in one step: a control-flow loop runs a kernel
+        once per trip, and a dump keeps a file per trip. Default: one (online)."""
+        return 1
+
+    def tensor_trip(self, ref: TensorRef, trip: int) -> np.ndarray | None:
+        """The tensor's value at loop trip `trip` (1-based, 1 the first) of its step; None
+        when it has no such trip. Default: the one value is trip 1."""
+        return self.tensor(ref) if trip == 1 else None
+
     def iteration_of_step(self, step: int) -> int | None:
         """The dump iteration step `step` shows, None where steps are not dump iterations.
         Default: none (online)."""

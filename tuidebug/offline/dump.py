@@ -326,10 +326,13 @@ class OfflineDump:
         slot: int,
         iteration: int | None,
         is_output: bool = True,
+        trip: int | None = None,
     ) -> np.ndarray | None:
         """A tensor's value (a read-only memory map for dumped files), or None when it has no
         value at that iteration. Constants with a value in the graph file return it directly,
-        whatever the iteration; other constants come from the `constants/` folder.
+        whatever the iteration; other constants come from the `constants/` folder. `trip`
+        (1-based) picks one of the files a control-flow loop wrote for the tensor in one
+        iteration folder (`TensorIndex.trips`); None reads the newest, as MindSpore does.
         Raises `TensorFileError` (one sentence naming the file) for unreadable files."""
         index = self.index(rank, graph)
         found = index.graph.node(node)
@@ -343,6 +346,9 @@ class OfflineDump:
         elif iteration is None:
             return None
         tensor_file = index.lookup(found.name, slot, iteration, is_output)
+        if trip is not None and tensor_file is not None:
+            trips = index.trips(found.name, slot, iteration, is_output)
+            tensor_file = trips[trip - 1] if 1 <= trip <= len(trips) else None
         if tensor_file is None:
             refused = index.refused(found.name, slot, iteration, is_output)
             if refused is not None:

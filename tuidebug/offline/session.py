@@ -723,6 +723,38 @@ class OfflineSession(DebugSession):
             # a file that contradicts its node is left out, and the notice says why
             self._flush_problems()
 
+    def _trip_place(self, ref: TensorRef) -> tuple[int, str, str, int]:
+        """(rank, graph, node, iteration) of a ref, as `tensor` resolves them."""
+        dump = self.dump
+        rank = ref.rank if ref.rank in dump.ranks else self._rank
+        graph_name = ref.graph or self._graph_of(ref.node)
+        try:
+            node = dump.graph(rank, graph_name).node(ref.node)
+        except KeyError as err:
+            raise SessionError(str(err.args[0]) if err.args else str(err)) from None
+        iteration = ref.iteration if ref.iteration is not None else self._metadata.step - 1
+        return rank, graph_name, node.name, iteration
+
+    def tensor_trips(self, ref: TensorRef) -> int:
+        """The files a control-flow loop wrote for the tensor in its iteration folder."""
+        rank, graph, node, iteration = self._trip_place(ref)
+        if iteration < 0:
+            return 0
+        index = self.dump.index(rank, graph)
+        return len(index.trips(node, ref.slot, iteration, ref.is_output))
+
+    def tensor_trip(self, ref: TensorRef, trip: int) -> np.ndarray | None:
+        """The value of loop trip `trip` (1 the first; the last is what `tensor` reads)."""
+        rank, graph, node, iteration = self._trip_place(ref)
+        if iteration < 0:
+            return None
+        try:
+            return self.dump.value(rank, graph, node, ref.slot, iteration, ref.is_output, trip)
+        except TensorFileError as err:
+            raise SessionError(str(err)) from None
+        finally:
+            self._flush_problems()
+
     def tensor_entries(self, iteration: int | None = None) -> list[TensorEntry]:
         """The output tensors whose files the iteration's folders hold (constants
         included), in execution order: graph by graph in the order they run, each graph's

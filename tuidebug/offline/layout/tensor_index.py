@@ -27,7 +27,9 @@ not the file's mtime (a copy of the dump changes every mtime). MindSpore compare
 timestamp strings; they are compared as numbers here, which agrees for MindSpore's own
 timestamps (always the same number of digits) and stays right for hand-made names. Equal
 timestamps are settled by the file name, so the choice never depends on the listing order.
-Each such tensor is one sentence in `problems`, naming the files ignored.
+One such tensor is one sentence in `problems`, naming the files ignored; several (a
+control-flow loop dumps a tensor once per trip into one iteration folder) are one sentence
+for the graph, saying how many and that `trips` gives the earlier files (`pt NAME@IT#TRIP`).
 
 Files that match no node are listed in `unmatched` and summed up in `problems`, except
 2.0-era `constants/` files of constants the graph does not hold (MindInsight shows none of
@@ -56,9 +58,6 @@ from tuidebug.offline.files.statistic_csv import StatisticRow
 from tuidebug.offline.layout.sync_rank import RankLayout
 
 TensorKey = tuple[str, str, int]  # (node name, "input" | "output", slot)
-# Tensors held by several files are named one sentence each up to this many per index, then
-# counted in one more: a dump written twice into the same folders must not bury the rest.
-_MAX_DUPLICATES_NAMED = 20
 # remembered (header, declared type) answers; a dump has a few dozen distinct headers
 _MAX_FITS = 4096
 
@@ -356,11 +355,41 @@ class TensorIndex:
         table[key] = newer
         self._ignored.setdefault((iteration, key), []).append(older)
 
+    def trips(
+        self, node_name: str, slot: int, iteration: int, is_output: bool = True
+    ) -> list[TensorFile]:
+        """Every file of one tensor in one iteration folder, oldest first: a control-flow
+        loop dumps a tensor once per trip, and the last (the newest, what `lookup` gives) is
+        the one read by default. Empty when the tensor has no file there."""
+        node = self._node(node_name)
+        if node is None:
+            return []
+        key = (node.name, "output" if is_output else "input", slot)
+        table = self._table(iteration)
+        kept = None if table is None else table.get(key)
+        if kept is None:
+            return []
+        older = sorted(self._ignored.get((iteration, key), []), key=lambda f: (f.timestamp, f.name))
+        return [*older, kept]
+
     def _report_duplicates(self) -> None:
-        """One sentence per tensor held by several files, naming the files ignored."""
+        """One sentence for a tensor held by several files, naming the files ignored; one
+        sentence for the graph when several are (loop trips: a control-flow graph can hold
+        hundreds, and one wrapped warning per file buried everything else)."""
         show = self.rank._show
         items = sorted(self._ignored.items(), key=lambda kv: (kv[0][0] is None, kv[0]))
-        for (iteration, key), ignored in items[:_MAX_DUPLICATES_NAMED]:
+        if len(items) > 1:
+            (iteration, (node, io, slot)), _ = items[0]
+            most = max(len(ignored) for _, ignored in items) + 1
+            where = "constants/" if iteration is None else f"iteration {iteration}"
+            self.problems.append(
+                f"{len(items)} tensors of graph {self.graph.name} have several files in one "
+                f"folder (control-flow loop trips, up to {most} each; the first is {node} "
+                f"{io} {slot} at {where}): the newest file of each is read, and "
+                "`pt NAME:SLOT@ITERATION#TRIP` prints an earlier trip (#1 the first)."
+            )
+            return
+        for (iteration, key), ignored in items:  # one at most
             table = self._constants if iteration is None else self._by_iteration[iteration]
             kept = table[key]
             node, io, slot = key
@@ -376,13 +405,6 @@ class TensorIndex:
             self.problems.append(
                 f"{what} the same tensor ({node} {io} {slot}, {where}) as the newer "
                 f"{kept.path.name}, so {verb} ignored."
-            )
-        if len(items) > _MAX_DUPLICATES_NAMED:
-            more = len(items) - _MAX_DUPLICATES_NAMED
-            self.problems.append(
-                f"{more} more tensor{'s' if more != 1 else ''} of graph {self.graph.name} "
-                f"{'are' if more != 1 else 'is'} held by several files; the newest file of "
-                "each is read."
             )
 
     def _named_dtype_fits(self, node: Node, f: TensorFile, iteration: int | None) -> bool:
