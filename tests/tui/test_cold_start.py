@@ -59,6 +59,8 @@ NOT_AT_FIRST_FRAME = (
     "tuidebug.tui.panes.command_line",
     "tuidebug.core.origins",
     "tomllib",
+    # the command layer: the command line's and the compare prompt's, a tenth of the start
+    "tuidebug.commands",
 )
 
 

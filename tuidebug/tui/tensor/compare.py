@@ -17,12 +17,12 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Literal
 
-from tuidebug.commands.context import CommandContext, CommandError, parse_tensor_name
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.text import printable
 from tuidebug.tui.kit.dialogs import PromptScreen
 
 if TYPE_CHECKING:
+    from tuidebug.commands.context import CommandContext
     from tuidebug.tui.host import AppHost
     from tuidebug.tui.tensor.view import TensorView
 
@@ -88,6 +88,10 @@ class TensorCompareFlows:
     # ----------------------------------------------------------------- tensors
     def with_tensor(self, view: TensorView, opened: OpenTensor) -> None:
         """Any tensor the user names (of the same shape: the view says so otherwise)."""
+        # the command layer (its parsers and every command's module) loads on the first
+        # compare, not with the app: it is a tenth of the TUI's start (issue 28)
+        from tuidebug.commands.context import CommandContext, CommandError
+
         _graph, node, slot, _iteration = opened
         context = CommandContext(self._app.session)
         found: list[TensorRef] = []
@@ -116,6 +120,8 @@ class TensorCompareFlows:
         self._app.push_screen(prompt, chosen)
 
     def _ref_of(self, context: CommandContext, text: str) -> TensorRef:
+        from tuidebug.commands.context import CommandError, parse_tensor_name  # loaded already
+
         name = parse_tensor_name(text)
         if name.slice:
             raise CommandError("Give the tensor without a slice: the view's slice applies.")
