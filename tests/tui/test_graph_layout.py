@@ -9,15 +9,19 @@ from pathlib import Path
 import pytest
 
 from tests.tui.support import CONV, RELU, synthetic_graph
-from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.tui.neighbours.graph_layout import (
     GAP,
     MAX_BOXES,
     Picture,
+    is_scope_box,
     label_text,
     layout,
     neighbourhood,
+    scope_ancestors,
+    scope_label,
     step,
+    tensor_label,
 )
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
@@ -246,3 +250,65 @@ def test_lenet_neighbourhoods() -> None:
                 assert followed_edges(picture) == set(hood.edges)
     finally:
         session.close()
+
+
+def scoped(name: str, *inputs: str) -> Node:
+    node = op(name, *inputs)
+    node.scope = name.rpartition("/")[0]
+    node.outputs = [TensorSpec(0, 11, (32, 10))]  # float32
+    return node
+
+
+def test_a_closed_scope_is_one_box_and_opens() -> None:
+    """MindInsight's hierarchical graph: the centre's scopes are open, another scope of
+    several nodes is one box whose edges are its nodes' edges; opened, its nodes appear."""
+    graph = Graph(
+        "g",
+        [
+            scoped("net/fc1/a"),
+            scoped("net/fc1/b", "net/fc1/a"),
+            scoped("net/fc2/c", "net/fc1/b"),
+            scoped("net/fc2/d", "net/fc2/c"),
+            scoped("net/solo/e", "net/fc2/d"),  # a scope of one node: drawn as the node
+        ],
+    )
+    hood = neighbourhood(graph, "net/fc2/c", 2, expanded=set())
+    assert hood.nodes == ("net/fc2/c", "net/fc1/", "net/fc2/d", "net/solo/e")
+    assert hood.scopes == {"net/fc1/": ("net/fc1/a", "net/fc1/b")}
+    assert ("net/fc1/", "net/fc2/c") in hood.edges
+    assert hood.producers[("net/fc1/", "net/fc2/c")] == ("net/fc1/b",)
+    assert is_scope_box("net/fc1/") and not is_scope_box("net/fc1/a")
+    picture = layout(hood, graph)
+    box = picture.boxes["net/fc1/"]
+    assert picture.lines[box.y][box.x] == "╭"
+    assert "(2 nodes)" in picture.lines[box.y + 2]
+    assert followed_edges(picture) == set(hood.edges)
+    opened = neighbourhood(graph, "net/fc2/c", 2, expanded={"net/fc1"})
+    assert not opened.scopes and {"net/fc1/a", "net/fc1/b"} <= set(opened.nodes)
+    assert neighbourhood(graph, "net/fc2/c", 2).nodes == opened.nodes  # None: all open
+    assert scope_ancestors(graph, "net/fc2/c") == ["net", "net/fc2"]
+    assert scope_label("Default/network-WithLossCell/_backbone/conv1-Conv2d") == "…/conv1-Conv2d"
+
+
+def test_edges_say_the_producers_tensor() -> None:
+    graph = Graph("g", [scoped("s/a"), scoped("s/b", "s/a")])
+    picture = layout(neighbourhood(graph, "s/b", 1), graph)
+    box = picture.boxes["s/a"]
+    stub = picture.lines[box.y + box.height]
+    assert "│ f32[32,10]" in stub
+    assert followed_edges(picture) == {("s/a", "s/b")}
+    bare = layout(neighbourhood(graph, "s/b", 1), graph, tensors=False)
+    assert "f32" not in "".join(bare.lines)
+    several = Node("m", NodeKind.OPERATOR, "Split", outputs=[TensorSpec(0, 10, ()), TensorSpec(1)])
+    assert tensor_label(several) == "f16[]+1"
+    assert tensor_label(Node("x", NodeKind.OPERATOR, "X")) == ""
+    assert tensor_label(scoped("s/long")) == "f32[32,10]"
+    huge = Node("h", NodeKind.OPERATOR, "X", outputs=[TensorSpec(0, 11, (1,) * 40)])
+    assert tensor_label(huge) == ""  # too long to write: left out, never cut
+
+
+def test_marks_name_nan_and_inf() -> None:
+    graph = synthetic_graph()
+    picture = layout(neighbourhood(graph, CONV, 2), graph, marks={RELU: "!NaN"}, hits={CONV})
+    relu = picture.boxes[RELU]
+    assert picture.lines[relu.y][relu.x : relu.x + 5] == "┌!NaN"

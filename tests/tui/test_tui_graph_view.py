@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.app import App
 from textual.widgets import Tree
 
 from tests.tui.support import (
@@ -16,20 +17,41 @@ from tests.tui.support import (
     make_app,
     run_palette,
     settled,
+    synthetic_graph,
     wait_for_notice,
     wait_for_screen,
     wait_until,
 )
+from tuidebug.core.condition_catalogue import get_condition
+from tuidebug.core.error_codes import ErrorCode
+from tuidebug.core.tensor import TensorRef
+from tuidebug.core.watchpoints import WatchpointHit
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.keys.help_screen import HelpScreen
 from tuidebug.tui.kit.dialogs import ConfirmScreen
-from tuidebug.tui.neighbours.graph_screen import GraphCanvas, GraphScreen
+from tuidebug.tui.neighbours.graph_screen import (
+    GraphCanvas,
+    GraphScreen,
+    hit_counts,
+    nan_inf_kinds,
+)
 from tuidebug.tui.panes.scope_tree import GraphTree
 
 GRAPH = "kernel_graph_0"
 WEIGHT = "layer0.weight"
 LENET = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 LENET /= "mindspore_lenet_dump/ms2_0_0"
+
+
+class GraphApp(App[None]):
+    """The graph screen alone, over a bare app."""
+
+    def __init__(self, screen: GraphScreen) -> None:
+        super().__init__()
+        self._graph_screen = screen
+
+    def on_mount(self) -> None:
+        self.push_screen(self._graph_screen)
 
 
 async def start(pilot: Any, *, accept_recommended: bool = False) -> None:
@@ -196,6 +218,8 @@ async def test_lenet_neighbourhood() -> None:
             await settled(pilot)
             screen = await open_graph(pilot)
             canvas = screen.canvas
+            await pilot.press("e")  # every scope open: one box per node
+            assert canvas.expanded is None and not canvas.picture.hood.scopes
             neighbours = {n.name for n in graph.inputs(conv.name) + graph.consumers(conv.name)}
             assert neighbours <= set(canvas.picture.boxes)
             for src, dst in canvas.picture.hood.edges:
@@ -209,3 +233,72 @@ async def test_lenet_neighbourhood() -> None:
             assert app.current_node is not None and app.current_node.name == moved
     finally:
         session.close()
+
+
+@pytest.mark.skipif(not LENET.is_dir(), reason="the shared LeNet fixture is absent")
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_scopes_close_open_and_edges_say_their_tensor(size: tuple[int, int]) -> None:
+    """MindInsight's hierarchical graph: a scope of several nodes outside the centre's is
+    one rounded box `…/scope (N nodes)`; Enter opens it, - on one of its nodes closes it
+    again; each exit is labelled with the producer's dtype and shape."""
+    from tuidebug.offline.session import OfflineSession
+
+    session = OfflineSession(LENET)
+    app = DebuggerApp(session, start_session=True)
+    try:
+        async with app.run_test(size=size) as pilot:
+            await start(pilot)
+            graph = app.graphs[app.current_graph or ""]
+            relu = next(n for n in graph if n.op_type == "ReLU")
+            app.go_to_node(graph.name, relu.name)
+            await settled(pilot)
+            screen = await open_graph(pilot)
+            canvas = screen.canvas
+            scopes = canvas.picture.hood.scopes
+            assert "Gradients/" in scopes and len(scopes["Gradients/"]) > 1
+            drawn = "\n".join(canvas.picture.lines)
+            assert f"({len(scopes['Gradients/'])} nodes)" in drawn and "╭" in drawn
+            assert "f32[" in drawn  # an edge's tensor
+            assert "closed scope" in str(screen.query_one("#graph-summary").render())
+            canvas.select("Gradients/")
+            await settled(pilot)
+            assert "Enter or + opens it" in str(screen.query_one("#graph-selected").render())
+            await pilot.press("enter")  # opens the scope, selects a box inside it
+            await settled(pilot)
+            assert "Gradients/" not in canvas.picture.boxes
+            assert canvas.selected.startswith("Gradients/")
+            assert canvas.expanded is not None and "Gradients" in canvas.expanded
+            while canvas.closable_scope() not in (None, "Gradients"):
+                await pilot.press("minus")  # closes the inner scopes first
+            await pilot.press("minus")
+            await settled(pilot)
+            assert canvas.selected == "Gradients/" and "Gradients/" in canvas.picture.boxes
+            assert isinstance(app.screen, GraphScreen)
+    finally:
+        session.close()
+
+
+async def test_nan_inf_boxes_are_red_other_hits_yellow() -> None:
+    """A node some hit says holds NaN/Inf is marked !NaN and drawn in the error colour;
+    a node with other hits is marked ! in the warning colour, as the hit list's lines."""
+    graph = synthetic_graph()
+    large = get_condition("TL")
+    hits = [  # TL could not compare a mean with NaN in it: the NaN error bit
+        WatchpointHit(1, large, TensorRef(RELU, 0, 0, 0, graph.name), ErrorCode.NAN),
+        WatchpointHit(2, large, TensorRef(WEIGHT, 0, 0, 0, graph.name), 0),
+    ]
+    kinds = nan_inf_kinds(hits, graph)
+    assert kinds == {RELU: "NaN"}
+    app = GraphApp(GraphScreen(graph, CONV, hit_counts(hits, graph), nan_inf=kinds))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await wait_for_screen(pilot, GraphScreen)
+        canvas = screen.canvas
+        relu, weight = canvas.picture.boxes[RELU], canvas.picture.boxes[WEIGHT]
+        assert canvas.picture.lines[relu.y][relu.x : relu.x + 5] == "┌!NaN"
+        assert canvas.picture.lines[weight.y][weight.x : weight.x + 2] == "┌!"
+        red = canvas.box_style(RELU).color
+        yellow = canvas.box_style(WEIGHT).color
+        assert red == canvas.style_of("graph-canvas--nan").color
+        assert yellow == canvas.style_of("graph-canvas--hit").color and red != yellow
+        assert "1 with NaN/Inf" in str(screen.query_one("#graph-summary").render())
+        await pilot.press("escape")

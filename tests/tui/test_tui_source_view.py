@@ -226,6 +226,28 @@ async def test_a_file_outside_the_roots_shows_the_quoted_lines_and_how_to_allow_
         assert "x1 = 1" not in "".join(line.text for line in screen.code.lines)
 
 
+async def test_a_dump_from_another_machine_reads_its_files_through_a_path_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--source-root /home/dev/ws=DIR` (here the variable it sets): the stacks name the
+    training machine's /home/dev/ws/net.py, read from DIR/net.py, coloured."""
+    here = tmp_path / "ws"
+    here.mkdir()
+    source_file(here)
+    monkeypatch.setenv(ROOTS_VARIABLE, f"/home/dev/ws={here}")
+    app, _session = make_app(graph_list=[graph_for("/home/dev/ws/net.py")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start(pilot)
+        screen = await open_frame(pilot, "ReLU-op1", 130)
+        assert screen.whole_file is True and len(screen.code.lines) == 200
+        assert screen.found_path == str(here / "net.py")
+        assert f"read from {here / 'net.py'}" in str(screen.query_one("#source-note").render())
+        code = screen.code
+        await wait_until(pilot, lambda: code.coloured is not None, what="syntax colours")
+        assert code.lines[code.cursor].line_no == 130 and code.target == 129
+        assert code.line is not None and code.line.nodes
+
+
 async def test_v_opens_any_line_of_the_graph(tmp_path: Path) -> None:
     path = source_file(tmp_path)
     app, _session = make_app(graph_list=[graph_for(str(path))])

@@ -48,9 +48,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--source-root",
         action="append",
         default=[],
-        metavar="DIR",
+        metavar="DIR|PREFIX=DIR",
         help="ps also shows the files under DIR that a stack names (repeatable; by default "
-        "only those under the dump's folder and the working folder)",
+        "only those under the dump's folder and the working folder); PREFIX=DIR reads a "
+        "dump from another machine: its paths under PREFIX are read under DIR",
     )
 
 

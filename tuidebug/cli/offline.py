@@ -31,11 +31,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "on every worker (needs pip install 'tuidebug[cluster]')",
     )
 
+    p.add_argument(
+        "--source-root",
+        action="append",
+        default=[],
+        metavar="DIR|PREFIX=DIR",
+        help="the source view and :ps also show the files under DIR that a stack names "
+        "(repeatable; by default only those under the dump's folder and the working "
+        "folder); PREFIX=DIR reads a dump from another machine: its paths under PREFIX "
+        "(/home/dev/ws=~/ws) are read under DIR",
+    )
+
 
 def run(args: argparse.Namespace) -> int:
     """Open a dump in the TUI (tuidebug.cli.launch; imported here so other commands never
     load Textual)."""
     specs = watch_specs(args)  # mistakes end here, before Textual loads
+    if args.source_root:
+        import os
+
+        from tuidebug.commands.source import ROOTS_VARIABLE
+
+        # The TUI's source view and its :ps read the roots from this variable (as they do
+        # the user's own): the options join it for this process and nothing else.
+        known = os.environ.get(ROOTS_VARIABLE, "")
+        os.environ[ROOTS_VARIABLE] = os.pathsep.join(
+            [*args.source_root, *([known] if known else [])]
+        )
     from tuidebug.cli.launch import run_offline
 
     return run_offline(args, watch_specs=specs, recommended=args.recommended)

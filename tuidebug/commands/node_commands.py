@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from tuidebug.commands.context import CommandContext, CommandError
 from tuidebug.commands.output import Link, Output, Span
 from tuidebug.commands.registry import Command, CommandParser, parser
-from tuidebug.commands.source import source_files, source_lines, source_roots
+from tuidebug.commands.source import path_maps, source_files, source_lines, source_roots
 from tuidebug.core.graph import Graph, Node, stack_sections
 from tuidebug.core.tensor import dtype_label
 
@@ -213,8 +213,9 @@ def print_source(args: argparse.Namespace, ctx: CommandContext) -> Output:
         for path, count in files.most_common():
             out.add(f"  {count:>6}  ", Span(path, "bold"))
         return out
-    roots = source_roots(ctx.session.metadata.source, [*ctx.source_roots, *args.root])
-    found = source_lines(graphs, args.file, roots, typed=True)
+    named = [*ctx.source_roots, *args.root]
+    roots = source_roots(ctx.session.metadata.source, named)
+    found = source_lines(graphs, args.file, roots, typed=True, maps=path_maps(named))
     lines, path = found.lines, found.path
     if not lines:
         raise CommandError(

@@ -14,6 +14,13 @@ named (`ps --root DIR`, `tuidebug exec --source-root DIR`). Elsewhere the stacks
 lines are shown with a sentence saying where the file is and how to allow it. A path the
 user types (`ps /etc/shadow`, perhaps copied from `ps`'s listing of the stacks' files)
 follows the same rule: `ps --root /etc /etc/shadow` is how the user says so.
+
+A dump made on another machine names that machine's paths (`/home/dev/ws/train.py`). A
+root given as `PREFIX=DIR` (`--source-root /home/dev/ws=~/ws`, the same in
+`TUIDEBUG_SOURCE_ROOTS`) is a path map: a stack path under PREFIX is read from the same
+place under DIR, and DIR is a source root like any other (`path_maps`). A path mapped
+there is still read only when its real path is under a root: a stack's `../..` or a link
+in DIR leads nowhere else.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ __all__ = [
     "SourceLine",
     "SourceText",
     "nodes_by_line",
+    "path_maps",
     "source_files",
     "source_lines",
     "source_roots",
@@ -116,16 +124,60 @@ def read_source(path: str) -> list[str] | None:
     return lines
 
 
+def _entries(named: Iterable[str], environ: Mapping[str, str] | None) -> list[str]:
+    """The roots the user named, then those of `TUIDEBUG_SOURCE_ROOTS`: `DIR` or `PREFIX=DIR`."""
+    env = os.environ if environ is None else environ
+    return [*named, *(p for p in env.get(ROOTS_VARIABLE, "").split(os.pathsep) if p.strip())]
+
+
+def _split(entry: str) -> tuple[str, str]:
+    """`PREFIX=DIR` → (PREFIX, DIR); a plain `DIR` → ("", DIR). A folder here whose name
+    holds `=` is that folder, not a map."""
+    prefix, equals, local = entry.partition("=")
+    if not equals or not prefix.strip() or not local.strip():
+        return "", entry
+    if os.path.isdir(os.path.expanduser(entry)):
+        return "", entry
+    return prefix, local
+
+
+def path_maps(
+    named: Iterable[str] = (), environ: Mapping[str, str] | None = None
+) -> tuple[tuple[str, str], ...]:
+    """The `PREFIX=DIR` entries among the roots: (the other machine's prefix, with `/`
+    separators and no trailing one; this machine's folder, a real path), longest prefix
+    first, so `/ws/lib=…` wins over `/ws=…` for a file under both."""
+    maps = []
+    for entry in _entries(named, environ):
+        prefix, local = _split(entry)
+        if prefix:
+            other = prefix.replace("\\", "/").rstrip("/") or "/"
+            maps.append((other, os.path.realpath(os.path.expanduser(local))))
+    return tuple(sorted(dict.fromkeys(maps), key=lambda m: -len(m[0])))
+
+
+def mapped_paths(path: str, maps: Sequence[tuple[str, str]]) -> list[str]:
+    """Where `path` (a stack's, maybe another machine's, maybe Windows') lies under each
+    map whose prefix holds it, whole components only (`/ws=…` does not map `/wsx/a.py`)."""
+    spelled = path.replace("\\", "/")
+    found = []
+    for prefix, local in maps:
+        if prefix == "/" or spelled == prefix or spelled.startswith(prefix + "/"):
+            rest = [part for part in spelled[len(prefix) :].split("/") if part]
+            found.append(os.path.join(local, *rest))
+    return found
+
+
 def source_roots(
     dump: str | None = None,
     named: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
 ) -> tuple[str, ...]:
     """The folders whose files a stack's path may show (real paths, links resolved): the
-    folders the user named, those of `TUIDEBUG_SOURCE_ROOTS`, the dump's own folder and
-    the working folder when it is a project's (not `/`, not the home folder or above it)."""
-    env = os.environ if environ is None else environ
-    wanted = [*named, *(p for p in env.get(ROOTS_VARIABLE, "").split(os.pathsep) if p.strip())]
+    folders the user named (a `PREFIX=DIR` map's DIR), those of `TUIDEBUG_SOURCE_ROOTS`,
+    the dump's own folder and the working folder when it is a project's (not `/`, not the
+    home folder or above it)."""
+    wanted = [_split(entry)[1] for entry in _entries(named, environ)]
     roots = [os.path.realpath(os.path.expanduser(p)) for p in wanted]
     if dump and os.path.isdir(dump):
         roots.append(os.path.realpath(dump))
@@ -156,17 +208,24 @@ class SourceText:
 
 
 def source_lines(
-    graphs: list[Graph], path: str, roots: Sequence[str] = (), *, typed: bool = False
+    graphs: list[Graph],
+    path: str,
+    roots: Sequence[str] = (),
+    *,
+    typed: bool = False,
+    maps: Sequence[tuple[str, str]] = (),
 ) -> SourceText:
     """The annotated lines of `path` (a stack's path, or one the user `typed`), read only
-    under `roots`."""
+    under `roots`; `maps` (`path_maps`) say where another machine's paths lie here."""
     by_line, code, spelled = nodes_by_line(graphs, path)
     # a typed path has ~ expanded, as a shell would; a stack's path is taken as written (no
     # ~ of the training machine means this home). Both are read only under a root: a name
     # typed after the stacks' listing is still the dump's choice of file
-    candidates = [os.path.expanduser(path) if typed else path]
+    named = [os.path.expanduser(path) if typed else path]
     if spelled and spelled != path:
-        candidates.append(spelled)
+        named.append(spelled)
+    # the mapped copies first: a map says the files here are the ones the stacks mean
+    candidates = [*(m for p in named for m in mapped_paths(p, maps)), *named]
     outside = ""
     for candidate in candidates:
         real = os.path.realpath(candidate)

@@ -31,7 +31,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from tuidebug.core.graph import Graph
+from tuidebug.core.graph import Graph, Node
+from tuidebug.core.tensor import dtype_label
 from tuidebug.core.text import printable
 
 DEFAULT_DEPTH = 2
@@ -83,15 +84,80 @@ _BOX_UNICODE = _BoxGlyphs("┌", "┐", "└", "┘", "─", "│", "┬")
 _CENTRE_UNICODE = _BoxGlyphs("╔", "╗", "╚", "╝", "═", "║", "╤")
 _BOX_ASCII = _BoxGlyphs("+", "+", "+", "+", "-", "|", "+")
 _CENTRE_ASCII = _BoxGlyphs("#", "#", "#", "#", "=", "#", "#")
+# a closed scope: rounded corners (ASCII has none: its "(7 nodes)" line says it)
+_SCOPE_UNICODE = _BoxGlyphs("╭", "╮", "╰", "╯", "─", "│", "┬")
 ARROW_UNICODE = "▼"
 ARROW_ASCII = "v"
 HIT_MARK = "!"
 
 
 # ------------------------------------------------------------------ which nodes
+SCOPE_END = "/"  # a scope's box is named by its path and this: no node name ends with it
+
+
+def is_scope_box(name: str) -> bool:
+    """Whether a box of the picture is a collapsed scope (named `Default/network/fc1/`)."""
+    return name.endswith(SCOPE_END)
+
+
+def scope_ancestors(graph: Graph, name: str) -> list[str]:
+    """The scopes holding node `name` in the tree, outermost first (`Default`,
+    `Default/network`, …): the centre's are always open, so it is drawn as itself."""
+    node = graph.get(name)
+    if node is None:
+        return []
+    parts = node.ui_name.split("/")[:-1]
+    return ["/".join(parts[: k + 1]) for k in range(len(parts))]
+
+
+class _Units:
+    """What is drawn as one box: a node, or a closed scope of several nodes (MindInsight's
+    hierarchical graph: a scope is one box until it is opened). `expanded` None: every
+    scope open, one box per node."""
+
+    def __init__(self, graph: Graph, expanded: Collection[str] | None) -> None:
+        self.graph = graph
+        self.members: dict[str, list[str]] = {}
+        self._unit: dict[str, str] = {}
+        if expanded is None:
+            return
+        # one pass over the graph: a scope's box needs all its nodes (their edges are its)
+        for node in graph:
+            unit = self._closed_scope(node.ui_name, expanded)
+            if unit is not None:
+                self._unit[node.name] = unit
+                self.members.setdefault(unit, []).append(node.name)
+
+    def _closed_scope(self, ui_name: str, expanded: Collection[str]) -> str | None:
+        parts = ui_name.split("/")[:-1]
+        for k in range(len(parts)):
+            path = "/".join(parts[: k + 1])
+            # a scope of one node is drawn as that node: a box saying "1 node" hides it
+            if path not in expanded and self.graph.leaf_count(path) > 1:
+                return path + SCOPE_END
+        return None
+
+    def of(self, name: str) -> str:
+        return self._unit.get(name, name)
+
+    def nodes(self, unit: str) -> list[str]:
+        return self.members.get(unit) or [unit]
+
+    def inputs(self, unit: str) -> list[str]:
+        return _fresh(
+            (self.of(src.name) for m in self.nodes(unit) for src in self.graph.inputs(m)), (unit,)
+        )
+
+    def consumers(self, unit: str) -> list[str]:
+        return _fresh(
+            (self.of(dst.name) for m in self.nodes(unit) for dst in self.graph.consumers(m)),
+            (unit,),
+        )
+
+
 @dataclass(frozen=True)
 class Neighbourhood:
-    """The nodes to draw around `centre` and the data edges among them."""
+    """The nodes (and closed scopes) to draw around `centre` and the data edges among them."""
 
     centre: str
     depth: int
@@ -100,18 +166,34 @@ class Neighbourhood:
     edges: tuple[tuple[str, str], ...]  # producer → consumer, both drawn, each pair once
     left_out: int = 0  # nodes found within `depth` that the cap left out (at least)
     deeper: bool = False  # there are nodes beyond `depth` (a larger depth shows more)
+    # a closed scope's box (`path/`) → the nodes it holds; nodes are not in it
+    scopes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # an edge → the nodes producing its tensors (more than one only out of a scope's box)
+    producers: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def cut(self) -> bool:
         return self.left_out > 0
 
 
-def neighbourhood(graph: Graph, centre: str, depth: int, cap: int = MAX_BOXES) -> Neighbourhood:
+def neighbourhood(
+    graph: Graph,
+    centre: str,
+    depth: int,
+    cap: int = MAX_BOXES,
+    *,
+    expanded: Collection[str] | None = None,
+) -> Neighbourhood:
     """The centre with its inputs `depth` steps up and its consumers `depth` steps down,
-    breadth first, nearest first (up and down alternating), at most `cap` nodes. Once the
-    cap is reached the search stops: `left_out` counts the nodes of that distance that did
-    not fit (nodes further away were not looked for)."""
+    breadth first, nearest first (up and down alternating), at most `cap` boxes. Once the
+    cap is reached the search stops: `left_out` counts the boxes of that distance that did
+    not fit (boxes further away were not looked for). `expanded`: the open scopes; every
+    other scope of several nodes is one box (its nodes' edges are its edges, a step is a
+    step between boxes); the centre's scopes are always open. None: each node a box."""
     start = graph.node(centre)
+    if expanded is not None:
+        expanded = {*expanded, *scope_ancestors(graph, start.name)}
+    units = _Units(graph, expanded)
     depth = max(0, depth)
     distance: dict[str, int] = {start.name: 0}
     nodes = [start.name]
@@ -119,8 +201,8 @@ def neighbourhood(graph: Graph, centre: str, depth: int, cap: int = MAX_BOXES) -
     left_out = 0
     deeper = False
     for step in range(1, depth + 2):
-        found_up = _fresh((src.name for n in ups for src in graph.inputs(n)), distance)
-        found_down = _fresh((dst.name for n in downs for dst in graph.consumers(n)), distance)
+        found_up = _fresh((src for n in ups for src in units.inputs(n)), distance)
+        found_down = _fresh((dst for n in downs for dst in units.consumers(n)), distance)
         if step > depth:
             deeper = bool(found_up or found_down)
             break
@@ -137,13 +219,24 @@ def neighbourhood(graph: Graph, centre: str, depth: int, cap: int = MAX_BOXES) -
         if left_out:
             break
     drawn = set(nodes)
-    edges: dict[tuple[str, str], None] = {}
+    producers: dict[tuple[str, str], dict[str, None]] = {}
     for name in nodes:
-        for src in graph.inputs(name):
-            if src.name in drawn:
-                edges[(src.name, name)] = None
+        for member in units.nodes(name):
+            for src in graph.inputs(member):
+                unit = units.of(src.name)
+                if unit in drawn and unit != name:
+                    producers.setdefault((unit, name), {})[src.name] = None
+    scopes = {n: tuple(units.members[n]) for n in nodes if n in units.members}
     return Neighbourhood(
-        start.name, depth, tuple(nodes), distance, tuple(edges), left_out, deeper or bool(left_out)
+        start.name,
+        depth,
+        tuple(nodes),
+        distance,
+        tuple(producers),
+        left_out,
+        deeper or bool(left_out),
+        scopes,
+        {edge: tuple(found) for edge, found in producers.items()},
     )
 
 
@@ -212,6 +305,7 @@ class _Item:
     width: int
     label: tuple[str, str] = ("", "")
     x: int = 0
+    tensor: str = ""  # what its edges carry (`f32[32,10]`), written beside its exit
     ups: list[int] = field(default_factory=list)  # items of the layer above linked to this
     downs: list[int] = field(default_factory=list)  # items of the layer below
     exit_offset: int | None = None  # a box's exit column from its left edge (None: middle)
@@ -238,6 +332,15 @@ def label_text(text: str, limit: int = MAX_LABEL, *, middle: bool = False) -> st
         return safe[: limit - 1] + "…"
     tail = (limit - 1) // 2
     return safe[: limit - 1 - tail] + "…" + safe[len(safe) - tail :]
+
+
+def scope_label(path: str, limit: int = MAX_LABEL) -> str:
+    """A closed scope's path as its box shows it: whole when it fits, else its last
+    components after `…/` (`…/conv1-Conv2d`: the end tells two scopes apart)."""
+    if len(label_text(path, limit + 1)) <= limit:
+        return label_text(path)
+    tail = label_text(path.rsplit("/", 1)[-1], limit - 2, middle=True)
+    return "…/" + tail
 
 
 def _layers(hood: Neighbourhood) -> dict[str, int]:
@@ -274,21 +377,58 @@ def _layers(hood: Neighbourhood) -> dict[str, int]:
     return layer
 
 
+DTYPE_SHORT = (("bfloat", "bf"), ("float", "f"), ("uint", "u"), ("int", "i"), ("complex", "c"))
+MAX_TENSOR_LABEL = 18  # an edge's label longer than this is left out, never cut
+
+
+def tensor_label(node: Node) -> str:
+    """The tensor a producer's edges carry, short: `f32[32,10]` (dtype and shape of its
+    first output, `+2` when it has more); "" when the graph says neither. ASCII only and
+    never cut, so a shape is never misread: one that does not fit is not written."""
+    if not node.outputs:
+        return ""
+    spec = node.outputs[0]
+    dtype = dtype_label(spec.dtype) if spec.dtype is not None else ""
+    if dtype.startswith("DT_"):
+        dtype = dtype[3:].lower()
+    elif " " in dtype:
+        dtype = "?"  # a DataType number no table knows
+    for long, short in DTYPE_SHORT:
+        if dtype.startswith(long):
+            dtype = short + dtype[len(long) :]
+            break
+    shape = "" if spec.shape is None else "[" + ",".join(str(d) for d in spec.shape) + "]"
+    if not dtype and not shape:
+        return ""
+    more = f"+{len(node.outputs) - 1}" if len(node.outputs) > 1 else ""
+    text = printable(f"{dtype or '?'}{shape}{more}")
+    return text if text.isascii() and len(text) <= MAX_TENSOR_LABEL else ""
+
+
 def layout(
     hood: Neighbourhood,
     graph: Graph,
     *,
     ascii: bool = False,
     hits: Collection[str] = (),
+    marks: Mapping[str, str] | None = None,
+    tensors: bool = True,
 ) -> Picture:
-    """Draw `hood` (node types read from `graph`); `hits`: nodes to mark with `!`."""
+    """Draw `hood` (node types read from `graph`); `hits`: boxes to mark with `!`;
+    `marks`: a box's own mark instead (`!NaN`), cut to its top border; `tensors`: write
+    the producer's dtype and shape beside each box's exit."""
     layer_of = _layers(hood)
     items: list[_Item] = []
     index: dict[str, int] = {}
     for name in hood.nodes:
         node = graph.get(name)
-        short = label_text(node.short_name if node is not None else name, middle=True)
-        kind = label_text(node.op_type if node is not None else "")
+        members = hood.scopes.get(name)
+        if members is not None:  # a closed scope: its path, and how many nodes it holds
+            short = scope_label(name.removesuffix(SCOPE_END))
+            kind = f"({len(members)} nodes)"
+        else:
+            short = label_text(node.short_name if node is not None else name, middle=True)
+            kind = label_text(node.op_type if node is not None else "")
         index[name] = len(items)
         items.append(_Item(name, layer_of[name], 0, (short, kind)))
     drawn: list[tuple[str, str]] = []
@@ -306,6 +446,13 @@ def layout(
             previous = dummy
         items[previous].downs.append(index[dst])
         items[index[dst]].ups.append(previous)
+    if tensors:
+        for name in hood.nodes:
+            # one label per box: what its edges carry, when one node produces them all
+            made = {p for (s, _d), found in hood.producers.items() if s == name for p in found}
+            producer = graph.get(next(iter(made))) if len(made) == 1 else None
+            if producer is not None:
+                items[index[name]].tensor = tensor_label(producer)
     for item in items:
         if item.name is not None:
             fan_in = len(item.ups)
@@ -315,7 +462,9 @@ def layout(
     order = _order(items)
     _place(items, order)
     _untangle(items, order)
-    lines, boxes = _draw(items, order, hood.centre, set(hits), ascii)
+    shown_marks = {name: HIT_MARK for name in hits}
+    shown_marks.update(marks or {})
+    lines, boxes = _draw(items, order, hood.centre, shown_marks, ascii, set(hood.scopes))
     layers: dict[int, tuple[str, ...]] = {}
     for lay, row in order.items():
         layers[lay] = tuple(name for name in (items[i].name for i in row) if name is not None)
@@ -599,7 +748,12 @@ class _Canvas:
 
 
 def _draw(
-    items: list[_Item], order: dict[int, list[int]], centre: str, hits: set[str], ascii: bool
+    items: list[_Item],
+    order: dict[int, list[int]],
+    centre: str,
+    marks: Mapping[str, str],
+    ascii: bool,
+    scopes: Collection[str],
 ) -> tuple[list[str], dict[str, Box]]:
     keys = list(order)
     channels = {lay: _channel(items, order[lay]) for lay in keys[:-1]}
@@ -612,6 +766,11 @@ def _draw(
             y += channels[lay].height
     height = y
     width = max(item.x + item.width for item in items) + 1
+    for lay in keys[:-1]:  # the rightmost exit's label may reach past the boxes: room for it
+        leaving = [items[i] for i in order[lay] if items[i].downs]
+        last = max(leaving, key=lambda item: item.exit_x, default=None)
+        if last is not None and last.tensor:
+            width = max(width, last.exit_x + 2 + len(last.tensor) + 1)
     canvas = _Canvas(width, height)
     line_glyphs = _LINES_ASCII if ascii else _LINES_UNICODE
     arrow = ARROW_ASCII if ascii else ARROW_UNICODE
@@ -645,6 +804,8 @@ def _draw(
     canvas.ink(line_glyphs)
     for row, col in arrows:
         canvas.chars[row][col] = arrow
+    for lay, _channel_of in channels.items():
+        _write_tensors(canvas, items, order[lay], band_y[lay] + BOX_HEIGHT, width)
     boxes: dict[str, Box] = {}
     for lay in keys:
         for i in order[lay]:
@@ -656,18 +817,38 @@ def _draw(
             is_centre = item.name == centre
             if ascii:
                 glyphs = _CENTRE_ASCII if is_centre else _BOX_ASCII
+            elif item.name in scopes:
+                glyphs = _SCOPE_UNICODE
             else:
                 glyphs = _CENTRE_UNICODE if is_centre else _BOX_UNICODE
-            _draw_box(canvas, box, item, glyphs, item.name in hits)
+            _draw_box(canvas, box, item, glyphs, marks.get(item.name, ""))
     return ["".join(row) for row in canvas.chars], boxes
 
 
-def _draw_box(canvas: _Canvas, box: Box, item: _Item, g: _BoxGlyphs, hit: bool) -> None:
+def _write_tensors(canvas: _Canvas, items: list[_Item], row: list[int], y: int, width: int) -> None:
+    """Each box's tensor label on the row its edge leaves by, right of its exit: the only
+    lines crossing that row are the exits' stubs, so a label that ends a blank column
+    before the next exit (and inside the picture) touches no line; one that does not fit
+    is left out."""
+    exits = sorted(items[i].exit_x for i in row if items[i].downs)
+    for i in row:
+        item = items[i]
+        if not item.tensor or not item.downs:
+            continue
+        start = item.exit_x + 2
+        limit = next((x for x in exits if x > item.exit_x), width) - 2
+        if start + len(item.tensor) - 1 <= min(limit, width - 1):
+            canvas.chars[y][start : start + len(item.tensor)] = list(item.tensor)
+
+
+def _draw_box(canvas: _Canvas, box: Box, item: _Item, g: _BoxGlyphs, mark: str) -> None:
     x, y, w = box.x, box.y, box.width
     inner = w - 2
     top = g.top_left + g.horizontal * inner + g.top_right
-    if hit:
-        top = top[:1] + HIT_MARK + top[2:]
+    if mark:
+        # the whole mark, or `!` alone where the border is too short for it
+        mark = mark if len(mark) <= inner - 1 else HIT_MARK
+        top = top[:1] + mark + top[1 + len(mark) :]
     name, kind = item.label
     rows = [
         top,
@@ -711,11 +892,16 @@ __all__ = [
     "DEFAULT_DEPTH",
     "MAX_BOXES",
     "MAX_DEPTH",
+    "SCOPE_END",
     "Box",
     "Neighbourhood",
     "Picture",
+    "is_scope_box",
     "label_text",
     "layout",
     "neighbourhood",
+    "scope_ancestors",
+    "scope_label",
     "step",
+    "tensor_label",
 ]

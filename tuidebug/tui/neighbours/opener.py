@@ -59,7 +59,7 @@ class NodeScreens:
 
     def graph_view(self) -> None:
         """G: the selected hit's or node's inputs and consumers, drawn as a small DAG."""
-        from tuidebug.tui.neighbours.graph_screen import GraphScreen, hit_counts
+        from tuidebug.tui.neighbours.graph_screen import GraphScreen, hit_counts, nan_inf_kinds
 
         target = self.target()
         if target is None:
@@ -70,18 +70,20 @@ class NodeScreens:
         def centred(node: str) -> None:  # the tree follows the view's centre, behind it
             app.go_to_node(graph.name, node, focus_tree=False)
 
+        hits = app.session.hits  # this step's: the hit list's
         screen = GraphScreen(
             graph,
             target.node,
-            hit_counts(app.session.hits, graph, app.metadata.rank),
+            hit_counts(hits, graph, app.metadata.rank),
             ascii=app.has_class("-ascii"),  # a terminal without UTF-8 (DebuggerApp._draw_for)
             on_centre=centred,
+            nan_inf=nan_inf_kinds(hits, graph, app.metadata.rank),
         )
         app.push_screen(screen, self._go_when_closed(graph.name))
 
     def source(self, path: str, line_no: int | None) -> None:
         """A stack line's file, each line with the nodes it created (Enter goes there)."""
-        from tuidebug.commands.source import source_roots
+        from tuidebug.commands.source import path_maps, source_roots
         from tuidebug.tui.neighbours.source_screen import SourceScreen
 
         def chosen(node: tuple[str, str] | None) -> None:
@@ -89,8 +91,10 @@ class NodeScreens:
                 self._app.call_after_refresh(self._app.go_to_node, *node)
 
         # a stack's path shows its file only under these folders (commands/source.py)
+        # (`offline --source-root` puts its folders and PREFIX=DIR maps in the variable)
         roots = source_roots(self._app.metadata.source)
-        screen = SourceScreen(list(self._app.graphs.values()), path, line_no, roots)
+        graphs = list(self._app.graphs.values())
+        screen = SourceScreen(graphs, path, line_no, roots, maps=path_maps())
         self._app.push_screen(screen, chosen)
 
 

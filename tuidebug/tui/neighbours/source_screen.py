@@ -299,12 +299,16 @@ class SourceScreen(ModalScreen[NodeRef | None]):
         path: str,
         line_no: int | None,
         roots: Sequence[str] = (),
+        *,
+        maps: Sequence[tuple[str, str]] = (),
     ) -> None:
-        """`roots`: the folders whose files a stack's path may show (`source_roots`)."""
+        """`roots`: the folders whose files a stack's path may show (`source_roots`);
+        `maps`: where another machine's paths lie here (`path_maps`)."""
         super().__init__()
         self._graphs = list(graphs)
         self._path = path
         self._roots = tuple(roots)
+        self._maps = tuple(maps)
         self._line_no = line_no
         self._created: list[NodeRef] = []  # the nodes listed under the code
         self.found_path = path
@@ -333,7 +337,7 @@ class SourceScreen(ModalScreen[NodeRef | None]):
     def _read(self) -> None:
         """Read and index in a thread (a big file, a graph of 10⁵ nodes), colour after."""
         worker = get_current_worker()
-        found = source_lines(self._graphs, self._path, self._roots)
+        found = source_lines(self._graphs, self._path, self._roots, maps=self._maps)
         if worker.is_cancelled:
             return
         with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
