@@ -29,6 +29,7 @@ from tuidebug.core.session import SessionState
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.keys.help_screen import HelpScreen
 from tuidebug.tui.kit.dialogs import ConfirmScreen, HistoryScreen, PromptScreen
+from tuidebug.tui.messages import NodeChosen
 from tuidebug.tui.panes.header import SessionHeader
 from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.panes.node_details import NodeDetails
@@ -350,13 +351,12 @@ async def test_recheck_fills_the_hit_list_and_enter_jumps_to_the_node() -> None:
         await pilot.press("enter")
         view = app.query_one(TensorView)
         await wait_until(pilot, lambda: view._state == "tensor", what="the hit's tensor to open")
-        assert tabs.active == "tree-tab"
+        # issue 28: Enter on a hit left the hit tab for the tree; the list keeps its tab
+        # and the keys (the next hit is one ↓ away), the tree behind it follows the hit
+        assert tabs.active == "hits-tab" and app.focused is tree
         assert app.query_one(GraphTree).cursor_node.data.node == CONV
         # the title names the hit's step, as the header and a tensor opened from the tree do
         assert "step 1)" in view._title
-        await settled(pilot)  # the tensor view done loading before escape goes back
-        await pilot.press("escape")  # back to the hit list
-        assert tabs.active == "hits-tab"
 
 
 async def test_hit_list_filters_by_watchpoint() -> None:
@@ -532,8 +532,7 @@ async def test_help_screen_lists_keys_with_context() -> None:
         await start(pilot, accept_recommended=True)
         await pilot.press("6", "question_mark")
         assert isinstance(app.screen, HelpScreen)
-        context = str(app.screen.query_one("#help-context").render())
-        assert "Enter or e edits" in context
+        assert "Enter or e edits" in app.screen.context_text
         keys = app.help_keys()
         assert ("n", keys[0][1], "") == keys[0]
         pause = next(row for row in keys if row[0] == "p")
@@ -629,3 +628,77 @@ async def test_a_burst_of_notices_is_one_toast_and_kept_for_the_dialog() -> None
         app.action_messages()
         await wait_for_screen(pilot, ConfirmScreen)
         assert "file 2 matches no node" in str(app.screen.query_one("#confirm-body").render())
+
+
+# ------------------------------------------------------------ small keys (issue 28)
+async def test_ctrl_c_quits_as_q_does() -> None:
+    """Ctrl+C showed Textual's raw `[b]ctrl+q[/b]` sentence and quit nothing."""
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await start(pilot)
+        assert not notices(app)
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: app._exit, what="Ctrl+C to quit the app")
+        assert not any("[b]" in text for text in notices(app))
+
+
+async def test_page_keys_scroll_node_details_from_its_list() -> None:
+    """PageDown / End on the node's input and output rows scrolled nothing: the list took
+    them for its own rows and the stack below stayed out of sight."""
+    app, _session = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start(pilot)
+        graph = next(iter(app.graphs))
+        app.post_message(NodeChosen(graph, CONV))
+        await wait_until(pilot, lambda: app.current_node is not None, what="CONV shown")
+        await pilot.press("4")
+        details = app.query_one(NodeDetails)
+        assert app.focused is app.query_one("#io-list") and details.max_scroll_y > 2
+        await pilot.press("home")
+        assert details.scroll_y == 0
+        await pilot.press("pagedown")
+        assert details.scroll_y > 0
+        await pilot.press("end")
+        assert details.scroll_y == details.max_scroll_y
+        await pilot.press("pageup", "pageup", "pageup")
+        assert details.scroll_y == 0
+        assert app.focused is app.query_one("#io-list")  # the keys stay in the pane
+
+
+async def test_escape_on_the_tree_filter_keeps_the_expansion() -> None:
+    """Esc on the name filter rebuilt the tree collapsed to its top level; now the scopes
+    expanded before the filter are expanded again, and the cursor is where it was (or on
+    the node picked among the matches, when the tree had the keys)."""
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await start(pilot)
+        graph = next(iter(app.graphs))
+        app.post_message(NodeChosen(graph, CONV))
+        tree = app.query_one(GraphTree)
+        await wait_until(
+            pilot,
+            lambda: tree.cursor_node is not None and tree.cursor_node.data.node == CONV,
+            what="CONV revealed in the tree",
+        )
+
+        def expanded() -> list[str]:
+            return [row.data.path for row in walk(tree.root) if row.is_expanded]
+
+        before = expanded()
+        assert "Default/network-Net/layer0-Block" in before
+        await pilot.press("slash", "t", "a", "n", "h")
+        await wait_until(
+            pilot,
+            lambda: app.query_one("#filter-status").has_class("-shown"),
+            what="the filtered tree",
+        )
+        await pilot.press("escape")  # from the box: the tree as it was
+        assert app.focused is tree and expanded() == before
+        assert tree.cursor_node.data.node == CONV
+        await pilot.press("slash", "t", "a", "n", "h", "enter")  # to the matches
+        assert app.focused is tree
+        picked = tree.cursor_node.data.node
+        assert picked is not None and "Tanh" in picked
+        await pilot.press("escape")  # from the tree: the pick stays, revealed
+        assert tree.cursor_node.data.node == picked
+        assert set(before) <= set(expanded())

@@ -89,7 +89,7 @@ async def test_lt_output_shows_and_escape_returns_focus() -> None:
         assert panel.is_open and panel.region.height >= 10
         lines = await run(pilot, panel, "lt -t Conv")
         assert lines[0] == "> lt -t Conv"
-        assert lines[1] == "5 of 25 tensors of step 1 (iteration 0)"  # 4 Conv2D, 1 backprop
+        assert lines[1] == "5 of 25 tensors of step 1"  # 4 Conv2D, 1 backprop
         assert any(line.rstrip().endswith(f"{CONV}:0") for line in lines)
         await pilot.press("escape")
         assert not panel.is_open and not panel.display
@@ -303,7 +303,7 @@ async def test_short_terminal_gives_the_output_the_watchpoint_rows() -> None:
         assert not app.query_one("#watchpoints").display
         assert panel.output.region.height >= 8
         lines = await run(pilot, panel, "pt layer0.weight -s")
-        assert lines[1].startswith("Tensor layer0.weight:0 @ iteration 0")
+        assert lines[1].startswith("Tensor layer0.weight:0 @ step 1:")
         await pilot.press("escape")
         assert app.query_one("#watchpoints").display
 
@@ -422,8 +422,9 @@ async def test_lenet_lt_link_and_pt(dump_2_0: Path) -> None:
             )
             assert app._open_tensor[1] == conv2
             lines = await run(pilot, panel, "pt fc3.weight[0:2, :] -s")
-            assert (
-                lines[1] == "Tensor fc3.weight:0[0:2, :] @ iteration 0: dtype float32, shape [2,84]"
+            assert lines[1] == (
+                "Tensor fc3.weight:0 @ step 1 (iteration 0): dtype float32, shape [10,84];"
+                " slice [0:2, :] → shape [2,84]"
             )
             assert any(line.startswith("  count 840") for line in lines)
     finally:

@@ -715,7 +715,9 @@ class DebuggerApp(App[int]):
             graph_name = next(
                 (name for name, graph in self.graphs.items() if graph.get(ref.node)), graph_name
             )
-        if self.go_to_node(graph_name, ref.node):
+        # the hit list keeps the focus and its tab: the next hit is one ↓ away, and the
+        # tree (behind its tab) and the tensor pane follow the hit
+        if self.go_to_node(graph_name, ref.node, focus_tree=False):
             self._request_tensor(graph_name, ref.node, ref.slot, ref.iteration, message.hit)
 
     @on(GraphSwitched)
@@ -801,6 +803,12 @@ class DebuggerApp(App[int]):
 
     def action_maximize_pane(self) -> None:
         toggle_maximized(self)
+
+    def action_help_quit(self) -> None:
+        """Ctrl+C quits, as `q` does. Textual's Ctrl+C only told to press Ctrl+Q, in markup
+        our toasts show as text; a terminal user's reflex, and lazygit's, k9s' and htop's
+        key, should not need a sentence. In a text box Ctrl+C still copies (its binding)."""
+        self.exit()  # what `q` (Textual's action_quit) does
 
     @property
     def escape_to_minimize(self) -> bool:

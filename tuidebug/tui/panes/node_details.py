@@ -39,7 +39,8 @@ class NodeDetails(VerticalScroll):
         "Inf counts in colour), inputs and consumers, attributes and source stack.\n"
         "Enter on an output opens it in the tensor view; on an input or consumer it goes\n"
         "to that node. ↓ past the last row (or Tab) moves on to the attributes and the\n"
-        "stack, ↑ ↓ scroll them, ↑ at their top goes back; PgUp / PgDn scroll the pane."
+        "stack, ↑ ↓ scroll them, ↑ at their top goes back; PgUp / PgDn / Home / End scroll\n"
+        "the pane, from the list too."
     )
 
     DEFAULT_CSS = """
@@ -255,6 +256,19 @@ class NodeDetails(VerticalScroll):
         return parts
 
     def on_key(self, event: events.Key) -> None:
+        if event.key in ("pageup", "pagedown", "home", "end"):
+            # the pane scrolls, wherever its focus is: the input/consumer list would take
+            # these keys for its own (at most 16) rows and the stack below stayed unread
+            event.stop()
+            event.prevent_default()
+            scroll = {
+                "pageup": self.scroll_page_up,
+                "pagedown": self.scroll_page_down,
+                "home": self.scroll_home,
+                "end": self.scroll_end,
+            }[event.key]
+            scroll(animate=False)
+            return
         if event.key not in ("up", "down"):
             return
         focused = self.app.focused

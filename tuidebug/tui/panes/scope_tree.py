@@ -189,10 +189,14 @@ class ScopeTree(Vertical):
         "The graph's scopes, opened on demand: → or space opens a scope, ← closes it.\n"
         "Moving onto a node shows its details (4); Enter also opens its first output in the\n"
         "tensor view (5). ◉ = watched by a watchpoint, ▲n = n hits below.\n"
-        "/ filters by name as you type (Esc clears): plain text is found anywhere in the\n"
-        "name, and a regular expression works too (^Default/.*MatMul, op(1|2)$).\n"
+        "/ filters by name as you type: plain text is found anywhere in the name, and a\n"
+        "regular expression works too (^Default/.*MatMul, op(1|2)$). Esc clears the filter\n"
+        "and the scopes open before it open again (on the node picked among the matches).\n"
         "{tree.type_filter} opens the node type filter (a type, or weights, gradients,\n"
-        "activations); the selector beside it picks the graph."
+        "activations); the selector beside it picks the graph.\n"
+        "{tuidebug.new_watchpoint} watches the selected node or scope; "
+        "{tuidebug.watch_scope} a scope whole, whatever the\n"
+        "condition (on a node: the scope that holds it)."
     )
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -221,6 +225,11 @@ class ScopeTree(Vertical):
         self._name_match = name_filter("")
         self._filter_type = ALL_TYPES
         self._empty_message = "No graph loaded yet."
+        # The unfiltered tree's expanded scopes and cursor, kept while a filter shows (graph
+        # name, scope paths, cursor entry): clearing the filter (Esc) puts them back instead
+        # of a tree collapsed to its top level.
+        self._unfiltered: tuple[str, list[str], TreeEntry | None] | None = None
+        self._showing_filter = False
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="tree-filters"):
@@ -375,9 +384,16 @@ class ScopeTree(Vertical):
 
     def _rebuild(self) -> None:
         tree = self.tree_view
+        graph = self.graph
+        if self._filtering and not self._showing_filter and graph is not None:
+            self._unfiltered = (graph.name, self._expanded_scopes(), self.selected_entry)
+        # a node picked among the matches (the tree has the focus) stays picked; leaving
+        # the filter from its box puts the cursor back where it was
+        picked = self._showing_filter and self.tree_view.has_focus
+        chosen = self.selected_entry if picked else None
         tree.clear()
         status = self.query_one("#filter-status", Static)
-        graph = self.graph
+        self._showing_filter = self._filtering and graph is not None
         if graph is None:
             status.remove_class("-shown")
             return
@@ -387,6 +403,7 @@ class ScopeTree(Vertical):
             tree.root.expand()
             if tree.root.children:
                 move_cursor(tree, tree.root.children[0])
+            self._restore_unfiltered(graph, chosen)
             return
         matches: list[Node] = []
         total = 0
@@ -408,6 +425,41 @@ class ScopeTree(Vertical):
         first = next((n for n in walk(tree.root) if n.data and n.data.node is not None), None)
         if first is not None:
             move_cursor(tree, first)
+
+    def _expanded_scopes(self) -> list[str]:
+        return [
+            row.data.path
+            for row in walk(self.tree_view.root)
+            if row.is_expanded and row.data is not None and row.data.node is None
+        ]
+
+    def _restore_unfiltered(self, graph: Graph, chosen: TreeEntry | None) -> None:
+        """The filter is gone: expand again what was expanded before it, and put the
+        cursor on the node picked among the matches (else where it was before)."""
+        kept, self._unfiltered = self._unfiltered, None
+        if kept is None or kept[0] != graph.name:
+            return
+        _graph, scopes, cursor = kept
+        tree = self.tree_view
+        rows: dict[str, TreeNode[TreeEntry]] = {}
+        for path in scopes:  # parents come before their children (walk's order)
+            parent = rows.get(path.rpartition("/")[0], tree.root)
+            row = self._find_child(parent, path)
+            if row is None:
+                continue
+            self._load(row)
+            row.expand()
+            rows[path] = row
+        target = chosen if chosen is not None and chosen.node is not None else cursor
+        if target is None:
+            return
+        if target.node is not None:
+            self.reveal(target.node)
+            return
+        parent = rows.get(target.path.rpartition("/")[0], tree.root)
+        row = self._find_child(parent, target.path)
+        if row is not None:
+            move_cursor(tree, row)
 
     def _matches(self, node: Node) -> bool:
         if self._filter_type != ALL_TYPES:

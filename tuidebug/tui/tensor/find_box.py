@@ -59,6 +59,7 @@ class TensorFinder:
         self._hooks = hooks
         # the spec typed last, the active search and what is known of it
         self.state = TensorFind()
+        self._unread: str | None = None  # a spec typed that could not be read, to correct
 
     @property
     def _table(self) -> TensorTable:
@@ -75,7 +76,7 @@ class TensorFinder:
             return
         box = self._view.query_one("#tv-find", Input)
         box.display = True
-        box.value = self.state.text
+        box.value = self.state.text if self._unread is None else self._unread
         box.focus()
 
     def find(self, text: str) -> bool:
@@ -92,7 +93,9 @@ class TensorFinder:
             self._hooks.check(spec)
         except SearchSpecError as exc:
             self._view.notify(str(exc), severity="error", timeout=6)
+            self._unread = text
             return False
+        self._unread = None
         self.state.text = spec.text
         self.start(spec, start, backward=False)
         return True
