@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from tuidebug.core.graph import Node
     from tuidebug.offline.check.checker import CheckOutcome, CheckReport, Watch
     from tuidebug.offline.dump import OfflineDump
+    from tuidebug.offline.files.msprobe import MsprobeRoot
 
 
 # The conditions a --watch SPEC may name (spec §3.1); a test keeps this in step with the
@@ -249,6 +250,12 @@ class _Scope:
 
 def run(args: argparse.Namespace) -> int:
     options = _options(args)
+    from tuidebug.offline.files.msprobe import find_msprobe_root
+
+    # an msprobe dump (issue 29) is found by its files, no flag needed
+    msprobe = find_msprobe_root(args.dump) if isinstance(args.dump, str) else None
+    if msprobe is not None:
+        return _run_msprobe(args, options, msprobe)
     dump = _open(args)
     scope = _select(args, dump)
     watches, plan = _plan_check(args, dump, scope, options)
@@ -428,6 +435,55 @@ def _report(
         )
         return EXIT_USAGE
     return EXIT_OK
+
+
+def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot) -> int:
+    """`check` on an msprobe dump: decided from its statistics (`offline.check.msprobe`)."""
+    from tuidebug.core.watchpoints import result_detail, result_record
+    from tuidebug.offline.check.msprobe import check_msprobe
+
+    for flag, given in (("--graph", args.graph), ("--cluster", args.cluster)):
+        if given:
+            raise UsageError(f"{flag} does not apply to an msprobe dump; give it without {flag}.")
+    if args.recommended:
+        raise UsageError("--recommended is not available for msprobe dumps yet; give --watch.")
+    iterations = parse_iteration_ranges(args.iteration) if args.iteration else None
+    rank_ranges = [r for t in args.rank or () for r in parse_iteration_ranges(t, "rank")]
+    report = check_msprobe(
+        root,
+        [(o.watchpoint.request(), o.condition.target) for o in options.watches],
+        steps=(lambda i: any(a <= i <= b for a, b in iterations)) if iterations else None,
+        ranks=(lambda r: any(a <= r <= b for a, b in rank_ranges)) if rank_ranges else None,
+        node_filter=options.node_filter,
+    )
+    for problem in [*root.problems, *report.problems, *report.refusals.values()]:
+        _warn(problem)
+    watches = options.watches
+    if args.json:
+        records = []
+        for hit in report.hits:
+            option = watches[hit.watchpoint_id]
+            record = result_record(
+                option.spec,
+                option.params,
+                option.condition,
+                hit.place,
+                hit.result.error_code,
+                hit.result.params,
+            )
+            record["tensor"] = hit.place.tensor  # msprobe's own name of the tensor
+            records.append(record)
+        print(json.dumps(records, indent=1))
+    else:
+        for hit in report.hits:
+            option = watches[hit.watchpoint_id]
+            detail = result_detail(option.condition, hit.result.error_code, hit.result.params)
+            p = hit.place
+            print(f"step{p.iteration}  rank {p.rank}  {p.tensor}  {option.spec}  {detail}")
+        say(f"{len(report.hits)} hit(s) in {report.checked} msprobe tensor record(s).")
+    if report.hits:
+        return EXIT_HITS
+    return EXIT_USAGE if report.problems or report.refusals else EXIT_OK
 
 
 def _warn(problem: str) -> None:

@@ -9,6 +9,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `cluster_connect`: Reaching a Dask cluster for a check: `--cluster tcp://host:8786` (a
   running scheduler, probed for Dask's handshake first) or `--cluster local[:N]` (a
   `LocalCluster` of worker processes on this machine).
+- `msprobe`: Watchpoints checked on an msprobe dump's statistics (issue 29): each tensor
+  record's Max, Min and Mean decided with MindSpore's math, as a statistic.csv row is.
 - `statistic`: Watchpoints checked from `statistic.csv` alone (a statistic-only dump,
   `saved_data: "statistic"`, spec §5.1, §5.3): MindSpore's decision (spec §3.5) on the
   statistics a row holds, or the one statistic that is missing to decide it exactly.

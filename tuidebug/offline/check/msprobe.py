@@ -1,0 +1,188 @@
+"""Watchpoints checked on an msprobe dump's statistics (issue 29): each tensor record's Max,
+Min and Mean decided with MindSpore's math, as a statistic.csv row is (`check.statistic`).
+
+What a record decides, and why:
+
+* NaN and ±Inf: msprobe's own rule (its `overflow_check`) reads Max and Min only. Its
+  statistics are computed in the tensor's dtype, so Norm overflows to Infinity in float32 or
+  bfloat16 long before any value does: a TensorOverflow from Norm would be a false alarm on
+  every large-weight step. Max/Min are NaN when any value is (torch's max propagates NaN),
+  +Inf / -Inf when one is, so they stand for statistic.csv's NaN and Inf counts;
+* `max_*`, `min_*`, `mean_*`, `max_min_*`: Max, Min, Mean, read where MindSpore evaluates a
+  threshold (no NaN/Inf), through the same `decide` as statistic.csv;
+* refused per watchpoint in one sentence: `abs_mean_*`, `range_percentage_*`,
+  `zero_percentage_*` (TZ, WI), the legacy `sd_*` and the change conditions, which no
+  msprobe statistic gives.
+
+Which tensors a category watches: tensor conditions every output, parameter and parameter
+gradient of every call; weights the modules' `parameters`; gradients the `parameters_grad`
+records; activations the outputs of forward calls. Hits come in execution order (dump.json
+order) within a step, steps in order, ranks in order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tuidebug.core.condition_catalogue import (
+    CHANGE_CONDITIONS,
+    LEGACY_STAT,
+    CheckRequest,
+    CheckResult,
+)
+from tuidebug.core.graph import Category
+from tuidebug.offline.check.statistic import Missing, StatValue, condition_label, decide
+from tuidebug.offline.files.msprobe import (
+    MsprobeCall,
+    MsprobeError,
+    MsprobeRoot,
+    MsprobeTensor,
+    read_dump_json,
+)
+
+__all__ = ["MsprobeHit", "MsprobePlace", "MsprobeReport", "check_msprobe", "msprobe_stats"]
+
+GRAPH = "msprobe"  # the one "graph" of a step: its calls in execution order
+
+# statistics no msprobe record holds, in words for the refusal
+_UNDERIVABLE: dict[str, str] = {
+    "abs_mean": "the mean of absolute values (abs_mean)",
+    "range_percentage": "the percentage of values in a range (range_percentage)",
+    "zero_percentage": "the count of zeros (zero_percentage)",
+    "sd": "the standard deviation (sd)",
+}
+
+
+@dataclass(frozen=True)
+class MsprobePlace:
+    """Where a checked tensor lives (a `core.watchpoints.TensorPlace`): `node` is the call,
+    `slot` the tensor's position among the call's watched tensors of its role, `tensor`
+    msprobe's own name (`Functional.linear.0.forward.output.0`)."""
+
+    rank: int
+    graph: str
+    iteration: int | None
+    node: str
+    slot: int
+    tensor: str
+
+
+@dataclass(frozen=True)
+class MsprobeHit:
+    watchpoint_id: int
+    place: MsprobePlace
+    result: CheckResult
+
+
+@dataclass
+class MsprobeReport:
+    hits: list[MsprobeHit] = field(default_factory=list)
+    # one sentence per watchpoint that the statistics cannot decide
+    refusals: dict[int, str] = field(default_factory=dict)
+    # dump files that could not be read, one sentence each
+    problems: list[str] = field(default_factory=list)
+    checked: int = 0
+
+
+def msprobe_stats(t: MsprobeTensor) -> dict[str, StatValue]:
+    """A record as a statistic.csv row (`StatisticRow.stats` keys) for `statistic.decide`:
+    the NaN/Inf counts from Max and Min only (never Norm), Max/Min/Mean as the values."""
+    stats: dict[str, StatValue] = {"count": t.count}
+    if t.max is None or t.min is None:
+        return stats  # no NaN/Inf counts: decide() says what is missing
+    ends = (t.max, t.min)
+    stats["nan_count"] = int(any(math.isnan(v) for v in ends))
+    stats["pos_inf_count"] = int(any(v == math.inf for v in ends))
+    stats["neg_inf_count"] = int(any(v == -math.inf for v in ends))
+    stats["max"], stats["min"], stats["avg"] = t.max, t.min, t.mean
+    return stats
+
+
+def _refusal(req: CheckRequest) -> str | None:
+    """The sentence refusing a watchpoint no msprobe statistic decides, else None."""
+    what = ""
+    if req.condition in CHANGE_CONDITIONS:
+        what = "the previous step's values, which msprobe statistics do not hold"
+    else:
+        for p in req.params:
+            if p.disabled:
+                continue
+            stat = LEGACY_STAT.get(req.condition, "") if p.name == "param" else p.name
+            stat = stat.rsplit("_", 1)[0] if "_" in stat else stat
+            if stat in _UNDERIVABLE:
+                what = f"{_UNDERIVABLE[stat]}, which no msprobe statistic holds"
+                break
+    if not what:
+        return None
+    return (
+        f"The watchpoint {condition_label(req)} cannot be checked on msprobe statistics "
+        f"(Max, Min, Mean, Norm; values not read): it needs {what}."
+    )
+
+
+def _watched(call: MsprobeCall, category: Category) -> list[MsprobeTensor]:
+    if category in (Category.WEIGHT, Category.PARAMETER):
+        return call.role("parameters")
+    if category == Category.GRADIENT:
+        return call.role("parameters_grad")
+    if category == Category.ACTIVATION:
+        forward = call.parsed is not None and call.parsed.direction == "forward"
+        return call.role("output") if forward else []
+    return [t for t in call.tensors if t.role != "input"]
+
+
+def check_msprobe(
+    root: MsprobeRoot,
+    watches: Sequence[tuple[CheckRequest, Category]],
+    steps: Callable[[int], bool] | None = None,
+    ranks: Callable[[int], bool] | None = None,
+    node_filter: re.Pattern[str] | None = None,
+) -> MsprobeReport:
+    """Check `watches` (watchpoint id = position) on every selected step and rank of `root`,
+    one dump.json at a time (memory bounded by one step of one rank)."""
+    report = MsprobeReport()
+    live: list[tuple[int, CheckRequest, Category]] = []
+    for wp_id, (req, category) in enumerate(watches):
+        sentence = _refusal(req)
+        if sentence is not None:
+            report.refusals[wp_id] = sentence
+        else:
+            live.append((wp_id, req, category))
+    for step_id, step in root.steps.items():
+        if steps is not None and not steps(step_id):
+            continue
+        for rank, folder in sorted(step.ranks.items()):
+            if ranks is not None and not ranks(rank):
+                continue
+            if not live:
+                continue
+            try:
+                dump = read_dump_json(folder / "dump.json")
+            except MsprobeError as err:
+                report.problems.append(str(err))
+                continue
+            report.problems.extend(dump.problems)
+            for call in dump.calls:
+                if node_filter is not None and not node_filter.search(call.name):
+                    continue
+                for wp_id, req, category in live:
+                    if wp_id in report.refusals:
+                        continue
+                    for slot, tensor in enumerate(_watched(call, category)):
+                        report.checked += 1
+                        outcome = decide(req, msprobe_stats(tensor))
+                        if isinstance(outcome, Missing):
+                            # a record without Max/Min (a non-float tensor msprobe gave no
+                            # statistics): said once per watchpoint, as statistic.csv does
+                            report.refusals[wp_id] = (
+                                f"The watchpoint {condition_label(req)} cannot be checked on "
+                                f"{tensor.name}: its msprobe record has no Max/Min statistics."
+                            )
+                            break
+                        if outcome.reported:
+                            place = MsprobePlace(rank, GRAPH, step_id, call.name, slot, tensor.name)
+                            report.hits.append(MsprobeHit(wp_id, place, outcome))
+    return report

@@ -1,0 +1,504 @@
+"""msprobe dumps (MindStudio Training Tools, issue 29): the root, `dump.json`, `stack.json`
+and `construct.json`, read bounded and safely.
+
+The layout (msprobe 26.x and 8.x, from real files): `<root>/step<N>/<proc<pid> | rank<N> |
+rank>/{dump.json, stack.json, construct.json[, dump_tensor_data/]}`. The user may name the
+root of step folders, one step folder, or one proc/rank folder; all three are found here.
+Steps are the iterations; `rank<N>` is rank N, `rank` (8.x, one process) is rank 0, and
+`proc<pid>` folders (26.x without torch.distributed) are numbered in pid order, because a
+pid says nothing of a rank and the same process keeps its pid across steps.
+
+`dump.json`'s `data` maps a call name to its tensors in execution order (Python dicts keep
+the file's order). A call name is one of two grammars: APIs put the call index before the
+direction (`Functional.linear.0.forward`), modules and cells after it
+(`Module.fc1.Linear.forward.0`, `Module.fc1.Linear.parameters_grad.0`; 8.x writes
+`parameters_grad` with no index). Every file here is untrusted: each is opened through
+`regular_file.read_regular` with a size cap, and any failure is one sentence (`MsprobeError`).
+NaN and ±Inf are the bare tokens `NaN`/`Infinity`/`-Infinity`, which Python's `json` reads
+as floats; no other non-JSON token is admitted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuidebug.offline.files.regular_file import FileTooLargeError, NotRegularFileError, read_regular
+
+__all__ = [
+    "MAX_CONSTRUCT_BYTES",
+    "MAX_DUMP_JSON_BYTES",
+    "MAX_STACK_BYTES",
+    "CallName",
+    "MsprobeCall",
+    "MsprobeDump",
+    "MsprobeError",
+    "MsprobeRoot",
+    "MsprobeStep",
+    "MsprobeTensor",
+    "find_msprobe_root",
+    "is_msprobe_root",
+    "iter_tensors",
+    "parse_call_name",
+    "parse_dump_json",
+    "read_construct",
+    "read_dump_json",
+    "read_stack",
+]
+
+# A 7B model's L1 statistics dump is ~20 MB per step and rank, and the benchmark of issue 29
+# has 1M tensor records in ~300 MB; json.loads needs ~8× the file in Python objects, so
+# 512 MiB (~4 GiB read) is the most one rank's step may cost before it is refused.
+MAX_DUMP_JSON_BYTES = 512 << 20
+# stack.json repeats ~10 frames per forward call: a few times dump.json's calls, not its size
+MAX_STACK_BYTES = 256 << 20
+# construct.json is one short line per call
+MAX_CONSTRUCT_BYTES = 128 << 20
+# Folders listed at most while looking for steps and ranks: a real run has tens of steps and
+# 8+ ranks; a hostile tree of millions of folders costs a bounded listing and one sentence.
+MAX_LISTED = 100_000
+# msprobe nests arguments a few levels deep (lists of lists of tensors): records deeper than
+# this are not walked. (json's own decoder stops a hostile nesting with RecursionError.)
+MAX_DEPTH = 64
+
+_STEP_DIR = re.compile(r"step(\d+)", re.ASCII)
+_RANK_DIR = re.compile(r"rank(\d*)|proc(\d+)", re.ASCII)
+_DIRECTIONS = ("forward", "backward")
+_MODULE_PREFIXES = ("Module", "Cell")
+_STATS = ("Max", "Min", "Mean", "Norm")
+
+
+class MsprobeError(ValueError):
+    """An msprobe file or folder that cannot be read; the message is one sentence."""
+
+
+# ---------------------------------------------------------------------------------- names
+
+
+@dataclass(frozen=True)
+class CallName:
+    """A dumped call's name, split: `prefix` (Functional, Torch, Tensor, Primitive, Module,
+    Cell, …), `op` (`linear`, `matmul.MatMul`, `fc1.Linear`), `index` (the call count; None
+    for 8.x's `parameters_grad`), `direction` (`forward`, `backward`, `parameters_grad`) and
+    `is_module` (a module or cell, whose index follows the direction)."""
+
+    name: str
+    prefix: str
+    op: str
+    index: int | None
+    direction: str
+    is_module: bool
+
+
+def parse_call_name(name: str) -> CallName | None:
+    """`Functional.linear.0.forward`, `Module.fc1.Linear.forward.0`,
+    `Module.fc1.Linear.parameters_grad[.0]` → their parts; None for any other name."""
+    parts = name.split(".")
+    if len(parts) < 3 or not all(parts):
+        return None
+    prefix = parts[0]
+    last = parts[-1]
+    if last == "parameters_grad":  # 8.x: no call index
+        return CallName(name, prefix, ".".join(parts[1:-1]), None, last, True)
+    if last in _DIRECTIONS and parts[-2].isdigit() and len(parts) >= 4:
+        return CallName(
+            name, prefix, ".".join(parts[1:-2]), int(parts[-2]), last, prefix in _MODULE_PREFIXES
+        )
+    if last.isdigit() and parts[-2] in (*_DIRECTIONS, "parameters_grad") and len(parts) >= 4:
+        return CallName(name, prefix, ".".join(parts[1:-2]), int(last), parts[-2], True)
+    return None
+
+
+# ---------------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class MsprobeTensor:
+    """One tensor record of a call. `role` is `input`, `output`, `parameters` or
+    `parameters_grad`; `slot` is msprobe's own path under it (`0`, `1.0` for a list in an
+    argument, `weight` for a parameter, a keyword's name), so `name` is msprobe's tensor name
+    (`Functional.linear.0.forward.output.0`, the `data_name` without its extension).
+    Statistics are floats (NaN and ±Inf as read) or None when the record has none."""
+
+    call: str
+    role: str
+    slot: str
+    dtype: str
+    shape: tuple[int, ...] | None
+    max: float | None
+    min: float | None
+    mean: float | None
+    norm: float | None
+    data_name: str | None = None
+    requires_grad: bool | None = None
+
+    @property
+    def name(self) -> str:
+        if self.role == "parameters_grad":
+            # the call's own name already says it: `Module.fc1.Linear.parameters_grad.0.weight`
+            return f"{self.call}.{self.slot}"
+        return f"{self.call}.{self.role}.{self.slot}"
+
+    @property
+    def count(self) -> int | None:
+        """How many elements the shape says (None without a shape)."""
+        if self.shape is None:
+            return None
+        return math.prod(self.shape)
+
+    @property
+    def overflows(self) -> bool:
+        """msprobe's rule (its `overflow_check`): Max or Min is NaN or ±Inf. Never Norm: the
+        statistics are computed in the tensor's dtype, so Norm overflows to Infinity in
+        float32/bf16 long before any value does, and would be a false alarm."""
+        return any(v is not None and not math.isfinite(v) for v in (self.max, self.min))
+
+
+@dataclass
+class MsprobeCall:
+    """One dumped call: its name (split when it follows the grammar), its tensors (inputs
+    first, then parameters, outputs, parameter gradients, as msprobe orders the record) and
+    the count of non-tensor arguments (ints, floats, None… which no condition reads)."""
+
+    name: str
+    parsed: CallName | None
+    tensors: list[MsprobeTensor]
+    scalars: int = 0
+
+    def role(self, role: str) -> list[MsprobeTensor]:
+        return [t for t in self.tensors if t.role == role]
+
+
+@dataclass
+class MsprobeDump:
+    """One `dump.json`: its header fields and its calls in execution order."""
+
+    task: str
+    level: str
+    framework: str
+    dump_data_dir: str | None
+    calls: list[MsprobeCall]
+    problems: list[str] = field(default_factory=list)
+
+
+def _stat(value: object) -> float | None:
+    # a bool tensor's Max/Min are true/false; a string or a list is no statistic
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    return None
+
+
+def _shape(value: object) -> tuple[int, ...] | None:
+    if isinstance(value, list) and all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value
+    ):
+        return tuple(value)
+    return None
+
+
+def _is_tensor(value: dict[str, Any]) -> bool:
+    # a tensor record has a dtype and a shape; `{"type": "int", "value": 1}` has neither
+    return "dtype" in value and "shape" in value
+
+
+def _tensors(
+    call: str, role: str, slot: str, value: object, out: list[MsprobeTensor], depth: int = 0
+) -> int:
+    """Append the tensor records under `value` (a record, a list, a dict, null) to `out`;
+    return how many non-tensor leaves were met."""
+    if depth > MAX_DEPTH:
+        return 0
+    if isinstance(value, dict):
+        if _is_tensor(value):
+            data_name = value.get("data_name")
+            grad = value.get("requires_grad")
+            out.append(
+                MsprobeTensor(
+                    call=call,
+                    role=role,
+                    slot=slot,
+                    dtype=str(value.get("dtype")),
+                    shape=_shape(value.get("shape")),
+                    max=_stat(value.get("Max")),
+                    min=_stat(value.get("Min")),
+                    mean=_stat(value.get("Mean")),
+                    norm=_stat(value.get("Norm")),
+                    data_name=data_name if isinstance(data_name, str) else None,
+                    requires_grad=grad if isinstance(grad, bool) else None,
+                )
+            )
+            return 0
+        if "type" in value:
+            return 1
+        scalars = 0
+        for key, item in value.items():
+            scalars += _tensors(
+                call, role, f"{slot}.{key}" if slot else str(key), item, out, depth + 1
+            )
+        return scalars
+    if isinstance(value, list):
+        scalars = 0
+        for i, item in enumerate(value):
+            scalars += _tensors(call, role, f"{slot}.{i}" if slot else str(i), item, out, depth + 1)
+        return scalars
+    return 0 if value is None else 1
+
+
+def _call(name: str, record: object) -> MsprobeCall:
+    parsed = parse_call_name(name)
+    tensors: list[MsprobeTensor] = []
+    scalars = 0
+    if isinstance(record, dict):
+        if parsed is not None and parsed.direction == "parameters_grad":
+            # `{"weight": [record], "bias": [record]}`: msprobe names them `…parameters_grad.0.weight`
+            for key, value in record.items():
+                found: list[MsprobeTensor] = []
+                scalars += _tensors(name, "parameters_grad", str(key), value, found)
+                # a one-tensor list is the parameter itself, named without the list index
+                tensors.extend(
+                    MsprobeTensor(**{**t.__dict__, "slot": str(key)}) if len(found) == 1 else t
+                    for t in found
+                )
+        else:
+            for key, role in (
+                ("input_args", "input"),
+                ("input", "input"),
+                ("input_kwargs", "input"),
+                ("parameters", "parameters"),
+                ("output", "output"),
+            ):
+                if key in record:
+                    scalars += _tensors(name, role, "", record[key], tensors)
+    return MsprobeCall(name, parsed, tensors, scalars)
+
+
+def _no_constant(token: str) -> float:
+    # json admits NaN/Infinity/-Infinity through this hook only; they are msprobe's tokens
+    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[token]
+
+
+def _loads(data: bytes, label: str) -> object:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MsprobeError(f"{label} is not UTF-8 text, so it was not read.") from None
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as err:
+        raise MsprobeError(
+            f"{label} is not valid JSON ({err.msg} at line {err.lineno} column {err.colno}), "
+            "so it was not read."
+        ) from None
+    except RecursionError:
+        # the C decoder counts its nesting: a file of a million `[` ends here, not in a crash
+        raise MsprobeError(f"{label} nests too deeply to be JSON from msprobe.") from None
+
+
+def _read(path: Path, limit: int, what: str, label: str) -> bytes:
+    try:
+        return read_regular(path, limit)
+    except FileTooLargeError:
+        raise MsprobeError(
+            f"{label} is larger than the {limit:,}-byte limit for {what}, so it was not read."
+        ) from None
+    except NotRegularFileError as err:
+        raise MsprobeError(f"{label} is {err.strerror}; it was not read.") from None
+    except OSError as err:
+        reason = (err.strerror or type(err).__name__).rstrip(".")
+        raise MsprobeError(f"cannot read {label}: {reason[:1].lower() + reason[1:]}.") from None
+
+
+def parse_dump_json(data: bytes, label: str) -> MsprobeDump:
+    """A `dump.json`'s bytes → its calls in order; `label` names the file in sentences."""
+    doc = _loads(data, label)
+    if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
+        raise MsprobeError(f'{label} has no "data" object, so it is not an msprobe dump.json.')
+    problems: list[str] = []
+    calls: list[MsprobeCall] = []
+    unnamed: list[str] = []
+    for name, record in doc["data"].items():
+        call = _call(name, record)
+        if call.parsed is None:
+            unnamed.append(name)
+        calls.append(call)
+    if unnamed:
+        # still listed (their tensors are real); only their grammar is unknown
+        problems.append(
+            f"{label}: {len(unnamed)} call name(s) follow neither msprobe grammar "
+            f"(the first: {unnamed[0][:200]!r})."
+        )
+    text = {k: doc.get(k) for k in ("task", "level", "framework")}
+    ddir = doc.get("dump_data_dir")
+    return MsprobeDump(
+        task=str(text["task"] or ""),
+        level=str(text["level"] or ""),
+        framework=str(text["framework"] or ""),
+        dump_data_dir=ddir if isinstance(ddir, str) else None,
+        calls=calls,
+        problems=problems,
+    )
+
+
+def read_dump_json(path: Path, label: str | None = None) -> MsprobeDump:
+    shown = label or str(path)
+    return parse_dump_json(_read(path, MAX_DUMP_JSON_BYTES, "an msprobe dump.json", shown), shown)
+
+
+def read_stack(path: Path, label: str | None = None) -> dict[str, list[str]]:
+    """`stack.json` → call name → its frames, innermost first as written. 26.x writes
+    `{"0": [[names…], [frames…]]}` (calls sharing one stack); 8.x writes `{name: [frames]}`."""
+    shown = label or str(path)
+    doc = _loads(_read(path, MAX_STACK_BYTES, "an msprobe stack.json", shown), shown)
+    if not isinstance(doc, dict):
+        raise MsprobeError(f"{shown} is not a JSON object, so it is not an msprobe stack.json.")
+    out: dict[str, list[str]] = {}
+    for key, value in doc.items():
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and isinstance(value[0], list)
+            and isinstance(value[1], list)
+        ):
+            frames = [f for f in value[1] if isinstance(f, str)]
+            for name in value[0]:
+                if isinstance(name, str):
+                    out[name] = frames
+        elif isinstance(value, list):
+            out[key] = [f for f in value if isinstance(f, str)]
+    return out
+
+
+def read_construct(path: Path, label: str | None = None) -> dict[str, str | None]:
+    """`construct.json` → call or module name → its parent (None: a top scope). `{}` at L1."""
+    shown = label or str(path)
+    doc = _loads(_read(path, MAX_CONSTRUCT_BYTES, "an msprobe construct.json", shown), shown)
+    if not isinstance(doc, dict):
+        raise MsprobeError(f"{shown} is not a JSON object, so it is not an msprobe construct.json.")
+    return {k: v if isinstance(v, str) else None for k, v in doc.items()}
+
+
+# ---------------------------------------------------------------------------------- layout
+
+
+@dataclass(frozen=True)
+class MsprobeStep:
+    """One step's ranks: rank → its folder (holding dump.json)."""
+
+    step: int
+    ranks: dict[int, Path]
+
+
+@dataclass
+class MsprobeRoot:
+    """An msprobe dump: its steps in order, and problems met while finding them."""
+
+    root: Path
+    steps: dict[int, MsprobeStep]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def rank_ids(self) -> list[int]:
+        return sorted({r for s in self.steps.values() for r in s.ranks})
+
+
+def _dirs(path: str, problems: list[str], budget: list[int]) -> list[tuple[str, str]]:
+    """(name, path) of the real sub-folders of `path`, symlinks excluded (a link may leave
+    the dump), listing at most `budget[0]` entries over the whole search."""
+    out: list[tuple[str, str]] = []
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    problems.append(
+                        f"more than {MAX_LISTED:,} entries were met looking for msprobe "
+                        "steps and ranks; the rest were not read."
+                    )
+                    break
+                if entry.is_dir(follow_symlinks=False):
+                    out.append((entry.name, entry.path))
+    except OSError:
+        return []
+    return out
+
+
+def _has_dump_json(path: str) -> bool:
+    try:
+        return os.path.isfile(os.path.join(path, "dump.json")) and not os.path.islink(
+            os.path.join(path, "dump.json")
+        )
+    except OSError:
+        return False
+
+
+def _rank_folders(step_dir: str, problems: list[str], budget: list[int]) -> dict[int, Path]:
+    named: dict[int, Path] = {}
+    procs: list[tuple[int, str]] = []
+    for name, path in sorted(_dirs(step_dir, problems, budget)):
+        m = _RANK_DIR.fullmatch(name)
+        if not m or not _has_dump_json(path):
+            continue
+        if m.group(2) is not None:
+            procs.append((int(m.group(2)), path))
+        else:
+            named[int(m.group(1) or 0)] = Path(path)
+    if procs and named:
+        problems.append(
+            f"{step_dir} holds both rank and proc folders; only the rank folders are read."
+        )
+    if not named:
+        # proc<pid>: numbered in pid order (a pid is no rank), the same pid the same rank
+        named = {i: Path(p) for i, (_pid, p) in enumerate(sorted(procs))}
+    return named
+
+
+def find_msprobe_root(root: str | os.PathLike[str]) -> MsprobeRoot | None:
+    """The msprobe dump at `root`: a folder of `step<N>/`, one step folder (its proc/rank
+    folders are step 0's ranks… named by the folder's number when it is `step<N>`), or one
+    proc/rank folder (a dump.json in it). None when `root` is none of these."""
+    path = os.path.realpath(os.fspath(root))
+    if not os.path.isdir(path):
+        return None
+    problems: list[str] = []
+    budget = [MAX_LISTED]
+    base = os.path.basename(path)
+    if _has_dump_json(path):
+        m = _RANK_DIR.fullmatch(base)
+        rank = int(m.group(1)) if m and m.group(1) else 0
+        parent = _STEP_DIR.fullmatch(os.path.basename(os.path.dirname(path)))
+        step = int(parent.group(1)) if parent else 0
+        return MsprobeRoot(Path(path), {step: MsprobeStep(step, {rank: Path(path)})}, problems)
+    ranks = _rank_folders(path, problems, budget)
+    if ranks:
+        m = _STEP_DIR.fullmatch(base)
+        step = int(m.group(1)) if m else 0
+        return MsprobeRoot(Path(path), {step: MsprobeStep(step, ranks)}, problems)
+    steps: dict[int, MsprobeStep] = {}
+    for name, sub in _dirs(path, problems, budget):
+        m = _STEP_DIR.fullmatch(name)
+        if not m:
+            continue
+        found = _rank_folders(sub, problems, budget)
+        if found:
+            steps[int(m.group(1))] = MsprobeStep(int(m.group(1)), found)
+    if not steps:
+        return None
+    return MsprobeRoot(Path(path), dict(sorted(steps.items())), problems)
+
+
+def is_msprobe_root(root: str | os.PathLike[str]) -> bool:
+    """Whether `root` is an msprobe dump (see `find_msprobe_root`), without reading a file."""
+    return find_msprobe_root(root) is not None
+
+
+def iter_tensors(dump: MsprobeDump) -> Iterator[MsprobeTensor]:
+    for call in dump.calls:
+        yield from call.tensors
