@@ -1,14 +1,18 @@
-"""The tensor list (`L`): every tensor of the step in execution order, health glyphs
-filled in by a background pass, filters and sorts, Enter opening the tensor, the list
-following the step, and all of it at 80×24."""
+"""The tensor list (`L`): every tensor of the step in execution order, health glyphs and
+the numbers beside them (min, max, NaN and Inf counts) filled in by a background pass,
+filters and sorts, Enter opening the tensor, the list following the step, and all of it at
+80×24."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pytest
 from textual.widgets import Static
 
+from tests.dump_names import DEMO_FIRST_INF
 from tests.tui.support import (
     CONV,
     RELU,
@@ -24,6 +28,7 @@ from tests.tui.support import (
 )
 from tuidebug.core.graph import Category
 from tuidebug.core.session import SessionError
+from tuidebug.core.tensor import TensorRef
 from tuidebug.core.tensor_health import Health
 from tuidebug.core.tensor_listing import TensorEntry
 from tuidebug.offline.session import OfflineSession
@@ -31,6 +36,7 @@ from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.keys.help_screen import HelpScreen
 from tuidebug.tui.kit.dialogs import ConfirmScreen
 from tuidebug.tui.tensor.view import TensorView
+from tuidebug.tui.tensor_list.rows import count_label, value_label
 from tuidebug.tui.tensor_list.screen import TensorListScreen, TensorRows
 
 SMALL = (80, 24)
@@ -91,7 +97,9 @@ async def test_lists_every_tensor_of_a_real_step_in_execution_order(dump_2_0: Pa
         assert not {Health.NAN, Health.INF, Health.UNREADABLE} & set(screen.health)
         assert Health.NORMAL in screen.health
         first = row_texts(screen.rows)[1]
-        assert first.startswith(("· float32", ". float32")) and "Conv2D-op77:0" in first
+        # beside the glyph at 80 columns: the NaN and Inf counts (min and max do not fit)
+        assert first.startswith(("·     0     0 float32", ".     0     0 float32"))
+        assert "Conv2D-op77:0" in first
         assert "Step 1" in screen.status_text() and "60 tensors" in screen.status_text()
 
 
@@ -107,6 +115,72 @@ async def test_health_glyphs_fill_in_and_mark_the_nan_tensor() -> None:
         line = next(t for t in row_texts(screen.rows) if "Conv2D-op0:0" in t)
         assert line.startswith("N ")
         assert "health" not in screen.status_text()  # all known: no progress left
+
+
+@pytest.mark.parametrize("size", [(160, 48), SMALL], ids=["160x48", "80x24"])
+async def test_numbers_beside_the_glyph_at_the_demo_overflow_step(
+    demo_dump: Path, size: tuple[int, int]
+) -> None:
+    """At the demo's first overflow step, once the pass has read the tensors, each row
+    shows the NaN and Inf counts and, at 160 columns, min and max of the finite values:
+    the numbers of the tensor itself."""
+    session = OfflineSession(demo_dump)
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=size) as pilot:
+        await wait_for_screen(pilot, ConfirmScreen)
+        await pilot.press("y")  # the recommended watchpoints, so `c` stops at the overflow
+        await wait_until(
+            pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the offer to close"
+        )
+        await settled(pilot)
+        for _ in range(8):
+            if any(h.condition.abbr == "TO" for h in session.hits):
+                break
+            await pilot.press("c")
+            await settled(pilot)
+        assert any(h.condition.abbr == "TO" for h in session.hits)
+        screen = await open_list(pilot)
+        await health_known(pilot, screen)
+        rows = screen.rows
+        header = rows.render_line(0).text.split()
+        wide = size[0] >= 120
+        assert header[:4] == (
+            ["min", "max", "NaN", "Inf"] if wide else ["NaN", "Inf", "dtype", "shape"]
+        )
+
+        def numbers_of(index: int) -> tuple[list[str], list[str]]:
+            """(the row's number cells, what the tensor's own values say they are)."""
+            entry = screen.entries[index]
+            ref = TensorRef(entry.node, entry.slot, entry.iteration, 0, entry.graph)
+            values = np.asarray(session.tensor(ref), dtype=np.float64)
+            finite = values[np.isfinite(values)]
+            expected = [count_label(int(np.isnan(values).sum()))]
+            expected.append(count_label(int(np.isinf(values).sum())))
+            if wide:  # of the finite values; "—" where there is none
+                extremes = (finite.min(), finite.max()) if finite.size else (None, None)
+                expected[:0] = [value_label(value) for value in extremes]
+            rows.set_cursor(rows.shown.index(index))
+            line = rows.render_line(rows.cursor - rows.scroll_offset.y + 1).text
+            assert len(line) == rows.view_width  # one line, never wrapped
+            return line.split()[1 : 1 + len(expected)], expected
+
+        # the first offender, fc2's MatMul: no finite value left, so no min or max
+        first = next(i for i, e in enumerate(screen.entries) if e.node == DEMO_FIRST_INF)
+        assert screen.health[first] in (Health.NAN, Health.INF)
+        cells, expected = numbers_of(first)
+        assert cells == expected and expected[-2:] != ["0", "0"]
+        if wide:
+            assert cells[:2] == ["—", "—"]
+        # a tensor with NaN and finite values (the Tanh after it): min, max and the counts
+        mixed = next(i for i, e in enumerate(screen.entries) if e.node.endswith("Tanh-op0"))
+        cells, expected = numbers_of(mixed)
+        assert cells == expected and expected[-2] != "0"
+        if wide:
+            assert cells[:2] == ["-1", "1"]
+        # a healthy tensor of the step: 0 NaN, 0 Inf
+        healthy = next(i for i, h in enumerate(screen.health) if h is Health.NORMAL)
+        cells, expected = numbers_of(healthy)
+        assert cells == expected and cells[-2:] == ["0", "0"]
 
 
 async def test_filter_category_op_type_sort_and_problems_only() -> None:

@@ -1,21 +1,27 @@
-"""A tensor's health in one word: NaN, ±Inf, all zero or normal (the tensor list's glyph).
+"""A tensor's health in one word: NaN, ±Inf, all zero or normal (the tensor list's glyph),
+and the few numbers the list shows beside it: min and max of the finite values, NaN and Inf
+counts (`tensor_summary`).
 
-Cheaper than `tensor.tensor_statistics`: a listing checks every tensor of a step, and only
-needs to know which of these it is, so each chunk costs one `isfinite` and one `any` pass
-(NaN vs Inf is told apart only in a chunk that is not all finite), and nothing is summed.
-Memory stays bounded by one chunk of the tensor (dump files are memory-mapped).
+Cheaper than `tensor.tensor_statistics`: a listing checks every tensor of a step, so nothing
+is summed. `tensor_summary` costs a healthy chunk one `min` and one `max` pass: NaN
+propagates through both and ±Inf shows in them, so two finite answers prove the chunk
+finite, and only a chunk that is not pays for `isfinite`, the counts and the masked
+min/max. `tensor_health` (the word alone) stops at the first NaN. Memory stays bounded by
+one chunk of the tensor (dump files are memory-mapped).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
 
 from tuidebug.core.tensor import BFLOAT16, CHUNK_ELEMENTS, iter_chunks
 
-__all__ = ["Health", "HealthCancelled", "tensor_health"]
+__all__ = ["Health", "HealthCancelled", "TensorSummary", "tensor_health", "tensor_summary"]
 
 
 class Health(str, Enum):
@@ -70,3 +76,93 @@ def tensor_health(
     if inf:
         return Health.INF
     return Health.NORMAL if nonzero else Health.ZERO
+
+
+@dataclass(frozen=True)
+class TensorSummary:
+    """A tensor's health and its numbers. `low`/`high`: min and max of the finite values
+    (None when no value is finite, for complex tensors, which have no order, and when the
+    tensor was not read: missing, empty, unreadable); `nan`/`inf`: counts of the elements
+    (None when not read). Integer and bool tensors give ints (bool as 0/1)."""
+
+    health: Health
+    low: float | int | None = None
+    high: float | int | None = None
+    nan: int | None = None
+    inf: int | None = None
+
+    @property
+    def counted(self) -> bool:
+        """The tensor was read: its counts (and, where any value is finite, min/max) hold."""
+        return self.nan is not None
+
+
+def tensor_summary(
+    array: np.ndarray,
+    *,
+    chunk: int = CHUNK_ELEMENTS,
+    cancelled: Callable[[], bool] | None = None,
+) -> TensorSummary:
+    """Health, min/max of the finite values, NaN and Inf counts in one chunked pass (no
+    early exit: the counts need every chunk); `cancelled` is asked between chunks."""
+    dt = array.dtype
+    if not (dt.kind in "biufc" or dt == BFLOAT16):
+        return TensorSummary(Health.UNREADABLE)
+    if array.size == 0:
+        return TensorSummary(Health.EMPTY, nan=0, inf=0)
+    # decided once: a step may hold 10⁵ small tensors, where per-chunk Python is the cost
+    widen = dt == BFLOAT16 or dt == np.float16
+    floating = dt.kind == "f" or widen
+    if dt.kind == "c":
+        return _complex_summary(array, chunk, cancelled)
+    nan = inf = 0
+    low: float | int | None = None
+    high: float | int | None = None
+    for piece in iter_chunks(array, chunk):
+        if cancelled is not None and cancelled():
+            raise HealthCancelled
+        if widen:
+            piece = piece.astype(np.float32)  # every ufunc exists for float32, and is fast
+        # Python numbers (a bool as 0/1): what the labels format, and cheap to compare
+        lo, hi = piece.min().item() + 0, piece.max().item() + 0
+        if floating and not (math.isfinite(lo) and math.isfinite(hi)):
+            # NaN or ±Inf somewhere in this chunk (only now pay for isfinite and the counts)
+            finite = np.isfinite(piece)
+            good = int(np.count_nonzero(finite))
+            nans = int(np.count_nonzero(np.isnan(piece)))
+            nan, inf = nan + nans, inf + piece.size - good - nans
+            if not good:
+                continue  # nothing finite here: min/max stay as they were
+            lo = np.min(piece, where=finite, initial=np.inf).item()
+            hi = np.max(piece, where=finite, initial=-np.inf).item()
+        low = lo if low is None or lo < low else low
+        high = hi if high is None or hi > high else high
+    if nan:
+        health = Health.NAN
+    elif inf:
+        health = Health.INF
+    else:
+        # every value finite: all zero exactly when min and max are (-0.0 == 0, False == 0)
+        health = Health.ZERO if low == 0 and high == 0 else Health.NORMAL
+    return TensorSummary(health, low, high, nan, inf)
+
+
+def _complex_summary(
+    array: np.ndarray, chunk: int, cancelled: Callable[[], bool] | None
+) -> TensorSummary:
+    """A complex tensor has no order, so no min/max: the counts, and `any` for all-zero."""
+    nan = inf = 0
+    nonzero = False
+    for piece in iter_chunks(array, chunk):
+        if cancelled is not None and cancelled():
+            raise HealthCancelled
+        bad = piece.size - int(np.count_nonzero(np.isfinite(piece)))
+        if bad:
+            nans = int(np.count_nonzero(np.isnan(piece)))  # NaN in either part
+            nan, inf = nan + nans, inf + bad - nans
+        nonzero = nonzero or bool(piece.any())
+    if nan:
+        return TensorSummary(Health.NAN, nan=nan, inf=inf)
+    if inf:
+        return TensorSummary(Health.INF, nan=nan, inf=inf)
+    return TensorSummary(Health.NORMAL if nonzero else Health.ZERO, nan=0, inf=0)

@@ -1,4 +1,5 @@
-"""Every tensor of the step in execution order (tfdbg's `lt`), with a health glyph each.
+"""Every tensor of the step in execution order (tfdbg's `lt`), with a health glyph each
+and, beside it, min and max of the finite values and the NaN and Inf counts.
 
 `TensorListScreen` (key `L`) lists `DebugSession.tensor_entries()`: the step's output
 tensors, known without reading a value. A `ScrollView` with `render_line` draws only the
@@ -6,7 +7,8 @@ rows on screen (toolong's model), so 10⁵ tensors scroll as fast as 10. Filters
 regex, the category, one op type, only the unhealthy ones) and the sort are
 tensor_list_rows.py's; this module is the widget side.
 
-The health glyph (NaN, ±Inf, all zero, normal) comes from a thread worker in the
+The health glyph (NaN, ±Inf, all zero, normal) and the numbers come from one chunked
+read of each tensor (`core.tensor_health.tensor_summary`) in a thread worker in the
 exclusive group `tensor-health`: it reads the rows on screen first, then the shown ones,
 then the rest (offline; a live training is asked only for the rows the user sees, as each
 read is a request to it), posting results in batches. Scrolling or filtering restarts it
@@ -44,7 +46,7 @@ from textual.worker import Worker, get_current_worker
 from tuidebug.core.graph import Category
 from tuidebug.core.session import DebugSession, SessionError
 from tuidebug.core.tensor import TensorRef
-from tuidebug.core.tensor_health import Health, HealthCancelled, tensor_health
+from tuidebug.core.tensor_health import Health, HealthCancelled, TensorSummary, tensor_summary
 from tuidebug.core.tensor_listing import TensorEntry
 from tuidebug.core.text import printable, step_text
 from tuidebug.tui.kit.labels import shown
@@ -56,6 +58,7 @@ from tuidebug.tui.tensor_list.rows import (
     Columns,
     ListQuery,
     columns_for,
+    format_numbers,
     format_row,
     header_cells,
     health_glyph,
@@ -112,6 +115,7 @@ class TensorRows(StyledScrollView, can_focus=True):
         self.entries: Sequence[TensorEntry] = ()
         self.shown: list[int] = []  # indices into `entries`, in display order
         self.health: Sequence[Health | None] = ()
+        self.summaries: Sequence[TensorSummary | None] = ()  # parallel to `health`
         self.cursor = 0  # position in `shown`
         self.ascii_only = False  # set on mount from the app's terminal (its -ascii class)
 
@@ -125,12 +129,15 @@ class TensorRows(StyledScrollView, can_focus=True):
         entries: Sequence[TensorEntry],
         shown: list[int],
         health: Sequence[Health | None],
+        summaries: Sequence[TensorSummary | None] = (),
         *,
         cursor_entry: int | None = None,
     ) -> None:
         """Show `shown` (indices of `entries`); the cursor stays on entry `cursor_entry`
-        when it is still shown, else on the same position."""
+        when it is still shown, else on the same position. The lists are the screen's,
+        filled in place by the health pass: a refresh draws what it found."""
         self.entries, self.shown, self.health = entries, shown, health
+        self.summaries = summaries
         cursor = self.cursor
         if cursor_entry is not None:
             with contextlib.suppress(ValueError):
@@ -221,13 +228,15 @@ class TensorRows(StyledScrollView, can_focus=True):
         index = self.shown[position]
         entry = self.entries[index]
         health = self.health[index] if index < len(self.health) else None
-        glyph, glyph_style = health_glyph(health, ascii_only=self.ascii_only)
+        summary = self.summaries[index] if index < len(self.summaries) else None
+        ascii_only = self.ascii_only
+        glyph, glyph_style = health_glyph(health, ascii_only=ascii_only)
         line_style = self.style_of("tensor-rows--cursor") if position == self.cursor else base
-        text = " " + " ".join(format_row(entry, columns, ascii_only=self.ascii_only))
-        segments = [
-            Segment(glyph, line_style + Style.parse(glyph_style)),
-            Segment(text, line_style),
-        ]
+        segments = [Segment(glyph, line_style + _style(glyph_style))]
+        for cell, cell_style in format_numbers(summary, columns, ascii_only=ascii_only):
+            segments.append(Segment(" " + cell, line_style + _style(cell_style)))
+        text = " " + " ".join(format_row(entry, columns, ascii_only=ascii_only))
+        segments.append(Segment(text, line_style))
         return Strip(segments).adjust_cell_length(width, line_style)
 
     def _header(self, columns: Columns, width: int) -> Strip:
@@ -239,11 +248,22 @@ class TensorRows(StyledScrollView, can_focus=True):
         return Strip([Segment(" ".join(cells), style)]).adjust_cell_length(width, style)
 
 
+def _style(name: str) -> Style:
+    """A rich style by name, parsed once: render_line asks for a few names on every line."""
+    style = _STYLES.get(name)
+    if style is None:
+        style = _STYLES[name] = Style.parse(name)
+    return style
+
+
+_STYLES: dict[str, Style] = {}
+
+
 class HealthFound(Message):
-    """A batch of the health pass: (entry index, health) pairs of load `generation`."""
+    """A batch of the health pass: (entry index, summary) pairs of load `generation`."""
 
     def __init__(
-        self, generation: int, found: list[tuple[int, Health]], *, done: bool = False
+        self, generation: int, found: list[tuple[int, TensorSummary]], *, done: bool = False
     ) -> None:
         super().__init__()
         self.generation = generation
@@ -285,7 +305,8 @@ class TensorListScreen(Screen[None]):
   {tensors.sort}               sort: execution order, size (largest first), op type
   {tensors.close}             close (1–6 close it and go to that pane)
 The app's run keys work here (n steps): the list follows the step.
-Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not read yet"""
+Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not read yet
+Beside it: min and max of the finite values, NaN and Inf counts"""
 
     DEFAULT_CSS = """
     TensorListScreen { layout: vertical; }
@@ -311,6 +332,7 @@ Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not r
         self.entries: list[TensorEntry] = []
         self._categories: list[frozenset[Category]] = []
         self.health: list[Health | None] = []
+        self.summaries: list[TensorSummary | None] = []  # the numbers beside each glyph
         self._known = 0
         self.step: int | None = None  # the step listed
         self.listing = False  # the entries are being read (not `loading`: Textual's)
@@ -409,6 +431,7 @@ Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not r
         self.entries = message.entries
         self._categories = message.categories
         self.health = [None] * len(self.entries)
+        self.summaries = [None] * len(self.entries)
         self._known = 0  # entries whose health is known (a sum over 10⁵ per batch costs)
         cursor = None
         if key is not None:
@@ -424,7 +447,7 @@ Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not r
         if cursor_entry is None:
             cursor_entry = rows.cursor_entry
         shown, self._problem = select(self.entries, self._categories, self.health, self.query_state)
-        rows.set_rows(self.entries, shown, self.health, cursor_entry=cursor_entry)
+        rows.set_rows(self.entries, shown, self.health, self.summaries, cursor_entry=cursor_entry)
         self._update_status()
         self._schedule_restart()
 
@@ -557,10 +580,11 @@ Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not r
         rank: int,
         live: bool,
     ) -> None:
-        """(worker) Read each tensor of `todo` and post its health in batches."""
+        """(worker) Read each tensor of `todo` once and post its health and numbers in
+        batches."""
         worker = get_current_worker()
         cancelled = lambda: worker.is_cancelled  # noqa: E731 (a closure over this worker)
-        found: list[tuple[int, Health]] = []
+        found: list[tuple[int, TensorSummary]] = []
         posted = slice_began = time.monotonic()
         for index in todo:
             if cancelled():
@@ -571,14 +595,16 @@ Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not r
             ref = TensorRef(entry.node, entry.slot, iteration, rank, entry.graph)
             try:
                 array = self._session.tensor(ref)
-                health = (
-                    Health.MISSING if array is None else tensor_health(array, cancelled=cancelled)
+                summary = (
+                    TensorSummary(Health.MISSING)
+                    if array is None
+                    else tensor_summary(array, cancelled=cancelled)
                 )
             except HealthCancelled:
                 return
             except Exception:  # unreadable file or dtype: the glyph says so, the pass goes on
-                health = Health.UNREADABLE
-            found.append((index, health))
+                summary = TensorSummary(Health.UNREADABLE)
+            found.append((index, summary))
             now = time.monotonic()
             if now - slice_began >= GIL_SLICE_SECONDS:
                 # small tensors make this loop pure Python: hand the GIL to the UI thread
@@ -595,10 +621,11 @@ Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not r
     def _health_found(self, message: HealthFound) -> None:
         if message.generation != self._generation:
             return
-        for index, health in message.found:
+        for index, summary in message.found:
             if self.health[index] is None:
                 self._known += 1
-            self.health[index] = health
+            self.health[index] = summary.health
+            self.summaries[index] = summary
         if message.done:
             self.health_running = False
             self._health_worker = None
