@@ -92,6 +92,7 @@ from tuidebug.tui.messages import (
 from tuidebug.tui.navigation.kept_views import KeptViews
 from tuidebug.tui.navigation.maximize import maximize_instead, pane_of, toggle_maximized
 from tuidebug.tui.navigation.pane_keys import PANES, Navigation
+from tuidebug.tui.navigation.pane_sizes import SIZE_BINDINGS, PaneSizes
 from tuidebug.tui.navigation.visit_history import Visit
 from tuidebug.tui.navigation.visits import VisitNavigation
 from tuidebug.tui.neighbours.opener import NodeScreens
@@ -176,6 +177,7 @@ class DebuggerApp(App[int]):
             Binding(str(n), f"focus_pane({n})", PANES[n][2], show=False, id=f"tuidebug.pane{n}")
             for n in PANES
         ),
+        *SIZE_BINDINGS,  # < > { }: the dividers (pane_sizes.py)
     ]
 
     # made in compose; named here as lambdas made before them read them
@@ -229,6 +231,7 @@ class DebuggerApp(App[int]):
         # back / forward over the nodes and tensors visited
         self._visits = VisitNavigation(self, lambda: self._reads.open, self._request_tensor)
         self._kept = KeptViews(self)  # the tensor list and the command line, once made
+        self._sizes = PaneSizes(self)  # the dividers the user moved, kept for the session
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -331,6 +334,7 @@ class DebuggerApp(App[int]):
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_layout(event.size.height)
+        self.call_after_refresh(self._sizes.apply)  # the screen has its new size by then
 
     def _fit_layout(self, height: int) -> None:
         """A short terminal (80×24) cannot give every pane a readable height at once: there
@@ -803,6 +807,9 @@ class DebuggerApp(App[int]):
 
     def action_maximize_pane(self) -> None:
         toggle_maximized(self)
+
+    def action_resize_pane(self, which: str, direction: int) -> None:
+        self._sizes.resize(which, direction)
 
     def action_help_quit(self) -> None:
         """Ctrl+C quits, as `q` does. Textual's Ctrl+C only told to press Ctrl+Q, in markup

@@ -8,10 +8,12 @@ nearest ancestor that has one (posting's habit), so a pane documents itself.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -37,6 +39,11 @@ APP_HELP: Mapping[str, str] = {
     "visit_back": "back to the node or tensor visited before (in the tensor view: Alt+← only)",
     "visit_forward": "forward again after going back (in the tensor view: Alt+→ only)",
     "quit": "quit",
+    # the dividers (navigation/pane_sizes.py): sizes kept for the session
+    "resize_pane('left', -1)": "left column narrower (the divider moves left)",
+    "resize_pane('left', 1)": "left column wider: hit rows cut at its edge show more",
+    "resize_pane('bottom', 1)": "watchpoint list taller (the divider above it moves up)",
+    "resize_pane('bottom', -1)": "watchpoint list shorter",
 }
 
 # Help rows the binding list does not word well: (the key as fixed text, or the ids of the
@@ -73,6 +80,10 @@ _KEY_NAMES = {
     "equals_sign": "=",
     "left_square_bracket": "[",
     "right_square_bracket": "]",
+    "less_than_sign": "<",
+    "greater_than_sign": ">",
+    "left_curly_bracket": "{",
+    "right_curly_bracket": "}",
 }
 
 
@@ -139,6 +150,45 @@ def _fill_keys(text: str, key_for: Callable[[str], str]) -> str:
     )
 
 
+def reflowed(text: str) -> Group:
+    """A pane's help as the help screen shows it: the prose lines of a paragraph joined so
+    the terminal wraps them (a `CONTEXT_HELP` is written with line breaks that fit 96
+    columns, which at 80 columns left a word alone on every other line), and each run of
+    "  key  what it does" rows as a grid whose second column wraps beside its key."""
+    blocks: list[Text | Table] = []
+    prose: list[str] = []
+    rows: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        if prose:
+            blocks.append(Text(" ".join(prose)))
+            prose.clear()
+        if rows:
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(no_wrap=True)
+            grid.add_column()
+            for key, does in rows:
+                grid.add_row(Text(key), Text(does))
+            blocks.append(grid)
+            rows.clear()
+
+    for line in text.splitlines():
+        row = _KEY_ROW.match(line)
+        if row is not None:
+            if prose:
+                flush()
+            rows.append((row.group(1), row.group(2)))
+        elif not line.strip():
+            flush()
+            blocks.append(Text(""))  # a blank line the text has stays a paragraph break
+        else:
+            if rows:
+                flush()
+            prose.append(line.strip())
+    flush()
+    return Group(*blocks)
+
+
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
@@ -176,7 +226,7 @@ class HelpScreen(ModalScreen[None]):
                 if self._pane_help is not None:
                     title, text = self._pane_help
                     yield Static(Text.assemble(("Here: ", "bold"), (title, "bold cyan")))
-                    yield Static(text, id="help-context", markup=False)
+                    yield Static(reflowed(text), id="help-context")
                     yield Static("")
                 yield Static(self._table(), id="help-keys")
             yield Static(
@@ -184,6 +234,16 @@ class HelpScreen(ModalScreen[None]):
                 id="help-footer",
                 markup=False,
             )
+
+    @property
+    def context_text(self) -> str:
+        """The pane's help in plain text, wrapped as the screen shows it ("" for none)."""
+        if self._pane_help is None:
+            return ""
+        width = self.query_one("#help-context").size.width or 94
+        console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+        console.print(reflowed(self._pane_help[1]))
+        return console.export_text()
 
     def _table(self) -> Table:
         table = Table(box=None, show_header=True, header_style="bold", expand=True)

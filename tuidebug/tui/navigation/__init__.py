@@ -8,6 +8,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `maximize`: z: the focused pane fills the screen, and the pane keys while one does.
 - `pane_keys`: Moving around the app's panes: the pane keys (1–6), the filter key (/), and
   where Esc goes back to.
+- `pane_sizes`: Resizable panes: `<` / `>` and `{` / `}` move the dividers beside the left
+  column and above the watchpoint list, the sizes kept for the session.
 - `visit_history`: Back and forward over the nodes and tensors visited, like a browser's
   history.
 - `visits`: Back and forward (Alt+← / Alt+→, `[` / `]`) over the nodes and tensors the user

@@ -166,6 +166,7 @@ class HitList(Vertical):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "save", "Save hits", id="hits.save"),
+        Binding("R", "group_by_rank", "By rank", id="hits.by_rank"),
     ]
 
     CONTEXT_TITLE = "hit list"
@@ -177,6 +178,7 @@ class HitList(Vertical):
         "Enter jumps to the node in the tree and opens the tensor at the hit's iteration;\n"
         "Esc comes back here. / moves to the filters: the node name (plain text, or a regular\n"
         "expression such as fc[12]\\.weight$), then Tab to the watchpoint, graph and rank.\n"
+        "{hits.by_rank} groups the hits by rank, then by watchpoint (several ranks: --all-ranks).\n"
         "The line under the list shows the highlighted hit in full (rows are cut at the edge).\n"
         "{hits.save} saves every hit (not only the filtered ones) as JSON, the schema of\n"
         "tuidebug check --json."
@@ -195,6 +197,8 @@ class HitList(Vertical):
         self._open_folds: set[int] = set()
         self._folds: dict[int, int] = {}  # tree node id → watchpoint id of a fold line
         self._alert = ""
+        # R: group by rank first (several ranks), kept for the session across steps
+        self.by_rank = False
         # step → (real hits, check errors, some hit says NaN/Inf) of every hit list shown
         # this session: the history (h) marks the steps (a session keeps only the last)
         self._per_step: dict[int, tuple[int, int, bool]] = {}
@@ -249,6 +253,7 @@ class HitList(Vertical):
     def set_context(self, graphs: Mapping[str, Graph], ranks: Sequence[int]) -> None:
         self._graphs = dict(graphs)
         self._ranks = tuple(ranks)
+        self.refresh_bindings()  # R is offered with several ranks only (check_action)
         self._fill_filters()
         self._rebuild()
 
@@ -372,64 +377,113 @@ class HitList(Vertical):
         shown = f"{len(hits)} hits" + (f" ({errors} check errors)" if errors else "")
         if len(hits) != len(self._hits):
             shown += f" of {len(self._hits)}"
+        if self.by_rank and len(set(self._ranks)) > 1:
+            shown += " by rank"
         status.update(_with(problem, shown + " · Enter jumps to the node"))
-        groups: dict[int, list[WatchpointHit]] = {}
-        for hit in hits:  # dicts keep first-seen order: groups follow execution order
-            groups.setdefault(hit.watchpoint_id, []).append(hit)
         multi_graph = len(self._graphs) > 1
         multi_rank = len(set(self._ranks)) > 1
         labels = distinct_names(hit.tensor.node for hit in hits)
         target: TreeNode[Any] | None = None
         first = summary.first if summary is not None else None
         first_leaf: TreeNode[Any] | None = None
-        # watchpoints with real hits first, those with check errors only after them
-        order = sorted(groups, key=lambda wp: (all(h.is_error for h in groups[wp]), wp))
-        for wp_id in order:
-            group = groups[wp_id]
-            real = [h for h in group if not h.is_error]
-            failed = [h for h in group if h.is_error]
-            head = group[0]
-            title = f"{head.condition.abbr} {head.condition.name}"
-            label = Text.assemble((f"#{wp_id} ", "bold"), (title, "bold cyan"))
-            if real:
-                label.append(f"  {len(real)}", "bold red")
-            if failed:
-                label.append(f"  {_count(len(failed), 'check error')}", "yellow")
-            parent = tree.root.add(label, None, expand=True)
-            for hit in real[:MAX_ROWS_PER_GROUP]:
-                leaf = parent.add_leaf(self._row(hit, multi_graph, multi_rank, labels), hit)
-                if keep is not None and id(hit) == keep:
-                    target = leaf
-                if hit is first:
-                    first_leaf = leaf
-            if len(real) > MAX_ROWS_PER_GROUP:
-                parent.add_leaf(
-                    Text(f"… {len(real) - MAX_ROWS_PER_GROUP} more: filter to see them", "dim")
-                )
-            if not failed:
-                continue
-            fold = parent.add(error_fold_label(failed), None, expand=wp_id in self._open_folds)
-            self._folds[fold.id] = wp_id
-            for hit in failed[:MAX_ROWS_PER_GROUP]:
-                leaf = fold.add_leaf(self._row(hit, multi_graph, multi_rank, labels), hit)
-                if keep is not None and id(hit) == keep:
-                    target = leaf
-                    fold.expand()  # the cursor's hit stays in view
-            if len(failed) > MAX_ROWS_PER_GROUP:
-                fold.add_leaf(
-                    Text(f"… {len(failed) - MAX_ROWS_PER_GROUP} more: filter to see them", "dim")
-                )
+        for section, section_hits in self._sections(hits, multi_rank):
+            groups: dict[int, list[WatchpointHit]] = {}
+            for hit in section_hits:  # dicts keep first-seen order: groups follow execution
+                groups.setdefault(hit.watchpoint_id, []).append(hit)
+            # a rank's own section says its rank: the rows need not
+            row_rank = multi_rank and section is tree.root
+            # watchpoints with real hits first, those with check errors only after them
+            order = sorted(groups, key=lambda wp: (all(h.is_error for h in groups[wp]), wp))
+            for wp_id in order:
+                group = groups[wp_id]
+                real = [h for h in group if not h.is_error]
+                failed = [h for h in group if h.is_error]
+                head = group[0]
+                title = f"{head.condition.abbr} {head.condition.name}"
+                label = Text.assemble((f"#{wp_id} ", "bold"), (title, "bold cyan"))
+                if real:
+                    label.append(f"  {len(real)}", "bold red")
+                if failed:
+                    label.append(f"  {_count(len(failed), 'check error')}", "yellow")
+                parent = section.add(label, None, expand=True)
+                for hit in real[:MAX_ROWS_PER_GROUP]:
+                    leaf = parent.add_leaf(self._row(hit, multi_graph, row_rank, labels), hit)
+                    if keep is not None and id(hit) == keep:
+                        target = leaf
+                    if hit is first:
+                        first_leaf = leaf
+                if len(real) > MAX_ROWS_PER_GROUP:
+                    parent.add_leaf(
+                        Text(f"… {len(real) - MAX_ROWS_PER_GROUP} more: filter to see them", "dim")
+                    )
+                if not failed:
+                    continue
+                fold = parent.add(error_fold_label(failed), None, expand=wp_id in self._open_folds)
+                self._folds[fold.id] = wp_id
+                for hit in failed[:MAX_ROWS_PER_GROUP]:
+                    leaf = fold.add_leaf(self._row(hit, multi_graph, row_rank, labels), hit)
+                    if keep is not None and id(hit) == keep:
+                        target = leaf
+                        fold.expand()  # the cursor's hit stays in view
+                if len(failed) > MAX_ROWS_PER_GROUP:
+                    fold.add_leaf(
+                        Text(
+                            f"… {len(failed) - MAX_ROWS_PER_GROUP} more: filter to see them", "dim"
+                        )
+                    )
         tree.root.expand()
         if target is None:
             # the first NaN/Inf hit the alert names, else the first real hit (or the first
             # fold line), ready for Enter
-            target = first_leaf or tree.root.children[0].children[0]
+            target = first_leaf or self._first_row()
         if target is not None:
             _ = tree._tree_lines  # line numbers are assigned by this (lazy) rebuild
             tree.move_cursor(target)
             self.call_after_refresh(self._title_in_view)
             # said here too: a cursor left on the same line number posts no highlight
             self._show_detail(target.data)
+
+    def _sections(
+        self, hits: Sequence[WatchpointHit], multi_rank: bool
+    ) -> list[tuple[TreeNode[Any], list[WatchpointHit]]]:
+        """Where the watchpoint groups go: the tree's root, or with grouping by rank one
+        section per rank that has hits (the header line counts them), lowest rank first."""
+        tree = self.tree_view
+        if not (self.by_rank and multi_rank):
+            return [(tree.root, list(hits))]
+        per_rank: dict[int, list[WatchpointHit]] = {}
+        for hit in hits:
+            per_rank.setdefault(hit.tensor.rank, []).append(hit)
+        sections = []
+        for rank in sorted(per_rank):
+            found = per_rank[rank]
+            errors = sum(1 for h in found if h.is_error)
+            label = Text.assemble((f"rank {rank}", "bold magenta"))
+            if len(found) > errors:
+                label.append(f"  {_count(len(found) - errors, 'hit')}", "bold red")
+            if errors:
+                label.append(f"  {_count(errors, 'check error')}", "yellow")
+            sections.append((tree.root.add(label, None, expand=True), found))
+        return sections
+
+    def _first_row(self) -> TreeNode[Any] | None:
+        """The first hit or fold line, under its rank's section and watchpoint's group."""
+        root = self.tree_view.root
+        node = root.children[0] if root.children else None
+        while node is not None and node.data is None and node.id not in self._folds:
+            node = node.children[0] if node.children else None
+        return node
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # R only where there are ranks to group: the footer does not offer it otherwise
+        if action == "group_by_rank":
+            return len(set(self._ranks)) > 1
+        return True
+
+    def action_group_by_rank(self) -> None:
+        """R: the hits grouped by rank, then by watchpoint (again: by watchpoint only)."""
+        self.by_rank = not self.by_rank
+        self._rebuild()
 
     def on_show(self) -> None:
         self._title_in_view()

@@ -371,6 +371,19 @@ RUN_ACTIONS: tuple[RunAction, ...] = (
         guard_new_watchpoint,
     ),
     RunAction(
+        "watch_scope",
+        "W",
+        "Watch scope",
+        "watch_scope",
+        None,
+        (
+            "Watch the selected scope",
+            "A new watchpoint on every node of the tree's scope (or of the node's scope)",
+        ),
+        "new watchpoint on the whole scope selected in the tree (on a node: its scope)",
+        guard_new_watchpoint,
+    ),
+    RunAction(
         "trace_origin",
         "o",
         "Trace NaN",

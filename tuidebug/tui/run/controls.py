@@ -299,6 +299,9 @@ class RunControls:
     def new_watchpoint(self) -> None:
         self._watch_flows.create()  # it guards: editing a watchpoint is refused alike
 
+    def watch_scope(self) -> None:
+        self._watch_flows.create(whole_scope=True)
+
     def trace_origin(self) -> None:
         if not self.allowed("trace_origin"):
             return

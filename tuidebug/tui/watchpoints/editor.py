@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -33,6 +33,7 @@ from tuidebug.core.watchpoints import validate_params
 from tuidebug.tui.kit.fill_on_mount import fill_when_mounted
 from tuidebug.tui.kit.labels import plain, shown_lines
 
+NARROW = 100  # columns: under it a label sits over its input (80×24 had no input box)
 TARGET_CATEGORY = "category"
 TARGET_ALL = "all"
 TARGET_KEEP = "keep"
@@ -134,6 +135,18 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
     WatchpointEditor .-editing #editor-body { height: auto; }
     WatchpointEditor .-editing #condition-list { height: auto; max-height: 6; }
     WatchpointEditor .-editing #editor-right { height: auto; }
+    /* Narrow: a narrower list, and the right column scrolls as a whole (its parameters do
+       not scroll on their own), so the target selector is never cut off under them. */
+    WatchpointEditor.-narrow #condition-list { width: 42; }
+    /* Each label over its input, as wide as the column (here, not in ParamRow's scoped
+       CSS, which cannot see the editor's class): 31 + 22 columns beside the list left no
+       room for the input box at 80 columns. */
+    WatchpointEditor.-narrow ParamRow > Horizontal { layout: vertical; height: auto; }
+    WatchpointEditor.-narrow ParamRow Label { width: 1fr; padding: 0; }
+    WatchpointEditor.-narrow ParamRow Input { width: 1fr; }
+    WatchpointEditor.-narrow ParamRow .param-error { padding: 0; }
+    WatchpointEditor.-narrow #editor-right { padding: 0 0 0 1; }
+    WatchpointEditor.-narrow #params { max-height: 100%; }
     WatchpointEditor #condition-help { height: auto; color: $text-muted; margin-bottom: 1; }
     WatchpointEditor #params { height: auto; max-height: 12; }
     WatchpointEditor #target-label { margin-top: 1; }
@@ -165,8 +178,12 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         step: int = 0,
         init_only_at_step_zero: bool = False,
         editing: Any = None,
+        prefer_scope: bool = False,
     ) -> None:
+        """`prefer_scope` (W, watch a scope whole): the scope is the target each condition
+        starts with, where it holds nodes of the condition's kind."""
         super().__init__()
+        self.prefer_scope = prefer_scope
         self.graph = graph
         self.node = node
         self.scope = scope
@@ -187,7 +204,7 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
             yield Label(title, id="editor-title")
             with Horizontal(id="editor-body"):
                 yield OptionList(*self._condition_options(), id="condition-list")
-                with Vertical(id="editor-right"):
+                with VerticalScroll(id="editor-right", can_focus=False):
                     yield Static("", id="condition-help")
                     yield VerticalScroll(id="params")
                     yield Label("Watch", id="target-label")
@@ -231,7 +248,15 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         return options
 
     def on_mount(self) -> None:
+        self._fit(self.app.size.width)
         fill_when_mounted(self, self._initialise)  # the lists sit two containers down
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(event.size.width)
+
+    def _fit(self, width: int) -> None:
+        """Under 100 columns the parameters stack their labels over their inputs (CSS)."""
+        self.set_class(width < NARROW, "-narrow")
 
     def _initialise(self) -> None:
         conditions = self.query_one("#condition-list", OptionList)
@@ -331,7 +356,14 @@ class WatchpointEditor(ModalScreen[WatchpointDraft | None]):
         default = options[0][1]
         if self.editing is None and category is not Category.TENSOR:
             default = TARGET_CATEGORY  # weight/gradient/activation: the category is the usual pick
+            if self.prefer_scope and self.scope and self._scope_holds(category):
+                default = f"scope:{self.scope}"
         select.value = default
+
+    def _scope_holds(self, category: Category) -> bool:
+        """Whether the scope has a node of `category` (else watching it would be refused)."""
+        scope = self.scope or ""
+        return any(category in self.graph.categories(n) for n in self.graph.leaves(scope))
 
     # ---------------------------------------------------------------- events
     @on(OptionList.OptionHighlighted, "#condition-list")

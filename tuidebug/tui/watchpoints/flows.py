@@ -88,8 +88,10 @@ class WatchpointFlows:
 
             app.push_screen(prompts.delete_watchpoint_confirm(watchpoint), answered)
 
-    def create(self) -> None:
-        """The editor for a new watchpoint on the selected node or scope (w)."""
+    def create(self, *, whole_scope: bool = False) -> None:
+        """The editor for a new watchpoint on the selected node or scope (w); with
+        `whole_scope` (W) on the scope selected in the tree, or the one holding the
+        selected node, its target whatever the condition (MindInsight selects by scope)."""
         app = self._app
         if not app.guard("new_watchpoint"):
             return
@@ -102,6 +104,19 @@ class WatchpointFlows:
         scope_path = entry.path if entry and entry.node is None else None
         if node_name is not None and app.current_node is not None:
             node_name = app.current_node.name
+        if whole_scope:
+            if scope_path is None and node_name is not None:
+                node = graph.get(node_name)
+                # the tree's scope of the node (a parameter sits under its consumer's)
+                holder = node.ui_name.rpartition("/")[0] if node is not None else ""
+                scope_path = holder if holder and graph.is_scope(holder) else None
+            if scope_path is None:
+                app.notify(
+                    "Select a scope in the tree (1), or a node inside one, to watch it whole.",
+                    severity="warning",
+                )
+                return
+            node_name = None
         md = app.metadata
         # the editor screen loads when first opened (w), not with the app's first frame
         from tuidebug.tui.watchpoints.editor import WatchpointEditor
@@ -113,6 +128,7 @@ class WatchpointFlows:
             backend=md.backend,
             step=md.step,
             init_only_at_step_zero=app.session.capabilities.weight_init_only_at_step_zero,
+            prefer_scope=whole_scope,
         )
         app.push_screen(editor, self._drafted)
 
