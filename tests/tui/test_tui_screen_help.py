@@ -120,5 +120,5 @@ async def test_command_line_help_from_the_input_and_the_output() -> None:
         await wait_until(
             pilot, lambda: type(app.focused).__name__ == "CommandOutput", what="the output"
         )
-        title, text = await help_of(pilot)
+        title, text = await help_of(pilot, "f1")  # ? in the output is typed at the prompt
         assert title == "Command output" and has_row(text, "tab", "next link")
