@@ -17,7 +17,16 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tuidebug.cli import check, demo, exec_commands, keys, offline, online, simulate
+from tuidebug.cli import (
+    check,
+    compare,
+    demo,
+    exec_commands,
+    keys,
+    offline,
+    online,
+    simulate,
+)
 from tuidebug.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -28,7 +37,7 @@ from tuidebug.cli.common import (
 )
 
 # in the order `tuidebug --help` lists them
-SUBCOMMANDS = (offline, online, check, exec_commands, demo, keys, simulate)
+SUBCOMMANDS = (offline, online, check, compare, exec_commands, demo, keys, simulate)
 
 
 def build_parser() -> argparse.ArgumentParser:

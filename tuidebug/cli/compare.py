@@ -1,0 +1,213 @@
+"""`tuidebug compare TARGET GOLDEN`: where do two runs first diverge? (issue 30)
+
+    tuidebug compare ./bf16_dump ./fp32_dump --iteration 3 --csv out.csv
+
+TARGET and GOLDEN in the order of msprobe compare's `-tp`/`-gp`: two MindSpore synchronous
+dumps of the same network and version, or two msprobe dumps (statistics compared). The
+table lists the rows in execution order from the first divergence on (a divergence: past a
+tolerance that knows the dtypes, see tuidebug/compare/tolerance.py), then one summary line;
+`--json` prints one JSON object instead, `--csv FILE` writes msprobe compare's CSV layout
+(never over an existing file; `--force` replaces it).
+Exit status: 0 = no divergence, 1 = divergences, 2 = usage or data error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import TYPE_CHECKING
+
+from tuidebug.cli.common import EXIT_HITS, EXIT_OK, UsageError, say
+
+if TYPE_CHECKING:
+    from tuidebug.compare.report import CompareReport, Row
+
+NAME = "compare"
+HELP = "compare two dumps of the same network: where do they first diverge"
+EPILOG = """\
+a divergence: NaN or Inf on one side only, different shapes, Cosine < --cosine, or
+  MaxAbsErr > --atol + --rtol * max|golden|; defaults by the lower-precision dtype:
+  float32 0.9999/1e-4/1e-6, float16 0.99/1e-2/1e-3, bfloat16 0.99/3e-2/1e-2, float64
+  0.99999/1e-7/1e-9, integers exact
+exit status: 0 no divergence, 1 divergences, 2 usage or data error
+"""
+# rows printed after the first divergence before "… N more rows" (--json/--csv have all)
+TABLE_ROWS = 40
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("target", help="the dump under test (msprobe's -tp)")
+    p.add_argument("golden", help="the reference dump (msprobe's -gp)")
+    p.add_argument(
+        "--iteration", "--step", dest="iteration", default=None, metavar="N|A-B",
+        help="iteration(s)/step(s) to compare (default: every common one)",
+    )  # fmt: skip
+    p.add_argument(
+        "--rank", action="append", default=None, metavar="R|A-B",
+        help="rank(s) to compare (repeatable; default: every common one)",
+    )  # fmt: skip
+    p.add_argument("--node", default=None, metavar="REGEX", help="only tensors matching REGEX")
+    p.add_argument("--cosine", type=float, default=None, help="the lowest cosine that passes")
+    p.add_argument("--rtol", type=float, default=None, help="relative tolerance")
+    p.add_argument("--atol", type=float, default=None, help="absolute tolerance")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--csv", default=None, metavar="FILE", help="write msprobe's CSV layout")
+    p.add_argument("--force", action="store_true", help="let --csv replace an existing file")
+    p.add_argument(
+        "--all", action="store_true", help="print every row, not from the first divergence"
+    )
+
+
+def _numbers(text: str | None, noun: str) -> list[int] | None:
+    if text is None:
+        return None
+    from tuidebug.cli.check import parse_iteration_ranges
+
+    ranges = parse_iteration_ranges(text, noun)
+    if sum(hi - lo + 1 for lo, hi in ranges) > 1_000_000:
+        raise UsageError(f"--{noun} {text!r} covers more than a million values.")
+    return sorted({i for lo, hi in ranges for i in range(lo, hi + 1)})
+
+
+def _options(
+    args: argparse.Namespace,
+) -> tuple[re.Pattern[str] | None, list[int] | None, list[int] | None]:
+    for flag in ("cosine", "rtol", "atol"):
+        value = getattr(args, flag)
+        if value is not None and not (value >= 0 and value == value):
+            raise UsageError(f"--{flag} must be a number of 0 or more, not {value}.")
+    node = None
+    if args.node is not None:
+        try:
+            node = re.compile(args.node)
+        except re.error as err:
+            raise UsageError(
+                f"--node {args.node!r} is not a valid regular expression: {err}."
+            ) from None
+    ranks = None
+    if args.rank:
+        ranks = sorted({r for text in args.rank for r in _numbers(text, "rank") or []})
+    return node, ranks, _numbers(args.iteration, "iteration")
+
+
+def run(args: argparse.Namespace) -> int:
+    node, ranks, iterations = _options(args)
+    report = _compare(args, node, ranks, iterations)
+    if args.csv is not None:
+        _write_csv(args, report)
+    if args.json:
+        _print_json(report)
+    else:
+        _print_table(report, args.all)
+    return EXIT_HITS if report.first is not None else EXIT_OK
+
+
+def _compare(
+    args: argparse.Namespace,
+    node: re.Pattern[str] | None,
+    ranks: list[int] | None,
+    iterations: list[int] | None,
+) -> CompareReport:
+    from tuidebug.compare.pairing import CompareError, pair_mindspore, pair_msprobe
+    from tuidebug.compare.report import compare_pairs
+    from tuidebug.offline.dump import DumpError, OfflineDump
+    from tuidebug.offline.files.msprobe import MsprobeError, find_msprobe_root
+
+    for path in (args.target, args.golden):
+        import os
+
+        if not os.path.isdir(path):
+            raise UsageError(f"{path} is not a folder holding a dump.")
+    t_ms, g_ms = find_msprobe_root(args.target), find_msprobe_root(args.golden)
+    try:
+        if t_ms is not None and g_ms is not None:
+            pairs = pair_msprobe(t_ms, g_ms, ranks=ranks, steps=iterations, node=node)
+        elif t_ms is not None or g_ms is not None:
+            which = "target" if t_ms is not None else "golden"
+            raise UsageError(
+                f"the {which} is an msprobe dump and the other is not; compare two dumps of "
+                "the same kind."
+            )
+        else:
+            target, golden = OfflineDump(args.target), OfflineDump(args.golden)
+            pairs = pair_mindspore(target, golden, ranks=ranks, iterations=iterations, node=node)
+        report = compare_pairs(pairs, cosine=args.cosine, rtol=args.rtol, atol=args.atol)
+    except (CompareError, DumpError, MsprobeError) as err:
+        raise UsageError(str(err)) from None
+    if not report.rows:
+        raise UsageError("no tensor of either dump matches, so nothing was compared.")
+    return report
+
+
+def _write_csv(args: argparse.Namespace, report: CompareReport) -> None:
+    from tuidebug.compare.report import csv_text
+    from tuidebug.core.user_files import WriteRefusedError, write_user_file
+
+    data = csv_text(report).encode("utf-8")
+    try:
+        write_user_file(
+            args.csv, lambda f: f.write(data), overwrite=args.force,
+            how_to_overwrite="add --force to replace it",
+        )  # fmt: skip
+    except WriteRefusedError as err:
+        raise UsageError(str(err)) from None
+
+
+def _print_json(report: CompareReport) -> None:
+    out = {
+        "summary": report.summary,
+        "first_divergence": report.rows[report.first].as_json()
+        if report.first is not None
+        else None,
+        "rows": [r.as_json() for r in report.rows],
+    }
+    sys.stdout.write(json.dumps(out, indent=1) + "\n")
+
+
+def _num(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return "-" if value is None else str(value)
+
+
+def _line(row: Row) -> str:
+    m = row.metrics
+    if m is not None:
+        figures = f"cos {_num(m.cosine):>9}  maxabs {_num(m.max_abs_err):>9}  maxrel {_num(m.max_relative_err):>9}"
+    elif row.stat_diffs is not None:
+        d = row.stat_diffs
+        figures = f"max diff {_num(d[0]):>9}  norm diff {_num(d[3]):>9}  norm rel {_num(d[7]):>9}"
+    else:
+        figures = ""
+    where = f"r{row.rank} s{row.step}"
+    tail = f"  ({row.reason})" if row.reason else ""
+    return f"{row.status:9} {where:8} {row.name}  {figures}{tail}"
+
+
+def _print_table(report: CompareReport, every: bool) -> None:
+    from tuidebug.core.text import printable
+
+    start = 0 if every or report.first is None else report.first
+    rows = report.rows[start:]
+    if report.first is None and not every:
+        # nothing diverged: the rows that did not compare say why, the rest pass
+        rows = [r for r in report.rows if r.status != "pass"]
+    shown = rows if every else rows[:TABLE_ROWS]
+    if report.first is not None:
+        first = report.rows[report.first]
+        print(printable(f"first divergence: {first.name} (rank {first.rank}, step {first.step})"))
+    for row in shown:
+        print(printable(_line(row)))
+    if len(rows) > len(shown):
+        print(f"… {len(rows) - len(shown)} more rows (--all, --json or --csv show them)")
+    s = report.summary
+    print(
+        f"{s['matched']} matched ({s['diverged']} diverged), {s['unmatched']} unmatched, "
+        f"{s['skipped']} skipped"
+    )
+    if report.first is None:
+        say("no divergence beyond the tolerance.")
