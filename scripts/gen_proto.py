@@ -33,7 +33,7 @@ GENERATOR_VERSION = "1.63.0"  # grpcio-tools version the committed modules come 
 REPO = Path(__file__).resolve().parent.parent
 PROTO_DIR = REPO / "proto"
 DEFAULT_OUT = REPO / "tuidebug" / "_proto"
-PROTO_FILES = ("debug_graph.proto", "debug_grpc.proto", "dump_data.proto")
+PROTO_FILES = ("debug_graph.proto", "debug_grpc.proto", "dump_data.proto", "tfdbg_event.proto")
 GENERATED = (
     "debug_graph_pb2.py",
     "debug_graph_pb2.pyi",
@@ -42,6 +42,8 @@ GENERATED = (
     "debug_grpc_pb2.py",
     "debug_grpc_pb2.pyi",
     "debug_grpc_pb2_grpc.py",
+    "tfdbg_event_pb2.py",
+    "tfdbg_event_pb2.pyi",
 )
 
 # `import debug_graph_pb2 as debug__graph__pb2` → `from . import debug_graph_pb2 as ...`
@@ -75,10 +77,11 @@ def generate(out_dir: Path = DEFAULT_OUT) -> list[Path]:
         path = out_dir / name
         path.write_text(_relativise(path.read_text(encoding="utf-8")), encoding="utf-8")
         paths.append(path)
-    # protoc also emits an (empty) grpc module for each service-less proto (the graph and
-    # the Ascend `.bin` dump header); we do not ship them.
+    # protoc also emits an (empty) grpc module for each service-less proto (the graph, the
+    # Ascend `.bin` dump header and TensorFlow's DebugEvent); we do not ship them.
     (out_dir / "debug_graph_pb2_grpc.py").unlink(missing_ok=True)
     (out_dir / "dump_data_pb2_grpc.py").unlink(missing_ok=True)
+    (out_dir / "tfdbg_event_pb2_grpc.py").unlink(missing_ok=True)
     return paths
 
 

@@ -256,6 +256,8 @@ def run(args: argparse.Namespace) -> int:
     msprobe = find_msprobe_root(args.dump) if isinstance(args.dump, str) else None
     if msprobe is not None:
         return _run_msprobe(args, options, msprobe)
+    if isinstance(args.dump, str) and _is_tfdbg(args.dump):  # issue 32, no flag needed
+        return _run_tfdbg(args, options)
     dump = _open(args)
     scope = _select(args, dump)
     watches, plan = _plan_check(args, dump, scope, options)
@@ -484,6 +486,82 @@ def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot)
     if report.hits:
         return EXIT_HITS
     return EXIT_USAGE if report.problems or report.refusals else EXIT_OK
+
+
+def _is_tfdbg(folder: str) -> bool:
+    from tuidebug.offline.files.tfdbg import TfdbgError, find_tfdbg_prefix
+
+    try:
+        return find_tfdbg_prefix(folder) is not None
+    except TfdbgError as err:
+        raise UsageError(str(err)) from None
+
+
+def _run_tfdbg(args: argparse.Namespace, options: _Options) -> int:
+    """`check` on a TensorFlow Debugger V2 dump (`offline.check.tfdbg`): TO from the
+    recorded health counts or values, hits in execution order with a derived step."""
+    from tuidebug.core.text import printable
+    from tuidebug.offline.check.tfdbg import check_tfdbg
+    from tuidebug.offline.files.tfdbg import TfdbgDump, TfdbgError
+
+    for flag, given in (
+        ("--graph", args.graph),
+        ("--cluster", args.cluster),
+        ("--iteration", args.iteration),
+        ("--rank", args.rank),
+    ):
+        if given:
+            raise UsageError(f"{flag} does not apply to a tfdbg dump yet; give it without {flag}.")
+    if args.recommended:
+        raise UsageError("--recommended is not available for tfdbg dumps yet; give --watch.")
+    try:
+        dump = TfdbgDump(args.dump)
+    except TfdbgError as err:
+        raise UsageError(str(err)) from None
+    watches = options.watches
+    report = check_tfdbg(
+        dump, [(o.watchpoint.request(), o.condition.target) for o in watches], options.node_filter
+    )
+    for problem in [*dump.notes, *dump.problems, *report.problems, *report.refusals.values()]:
+        _warn(problem)
+    if args.json:
+        records = []
+        for hit in report.hits:
+            option = watches[hit.watchpoint_id]
+            record: dict[str, object] = {
+                "watch": option.spec,
+                "condition": option.condition.name,
+                "op": hit.op_name,
+                "op_type": hit.op_type,
+                "output_slot": hit.output_slot,
+                "graph": hit.graph,
+                "step": hit.step,
+                "trace_index": hit.index,
+            }
+            if hit.counts is not None:
+                record["nan"], record["neg_inf"], record["pos_inf"] = hit.counts
+            records.append(record)
+        print(json.dumps(records, indent=1))
+    else:
+        for hit in report.hits:
+            option = watches[hit.watchpoint_id]
+            counts = ""
+            if hit.counts is not None:
+                counts = f"  NaN {hit.counts[0]}, -Inf {hit.counts[1]}, +Inf {hit.counts[2]}"
+            step = "step ?" if hit.step is None else f"step {hit.step}"
+            print(
+                printable(
+                    f"{step}  {hit.graph}  {hit.op_name}:{hit.output_slot} ({hit.op_type})"
+                    f"  {option.spec}{counts}"
+                )
+            )
+        say(
+            f"{len(report.hits)} hit(s) in {report.checked} tfdbg graph execution trace(s); "
+            "steps are the calls of the function that ran each op, counted from 0."
+        )
+    if report.hits:
+        return EXIT_HITS
+    return EXIT_USAGE if dump.problems or report.problems or report.refusals else EXIT_OK
 
 
 def _warn(problem: str) -> None:

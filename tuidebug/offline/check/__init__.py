@@ -14,6 +14,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `statistic`: Watchpoints checked from `statistic.csv` alone (a statistic-only dump,
   `saved_data: "statistic"`, spec §5.1, §5.3): MindSpore's decision (spec §3.5) on the
   statistics a row holds, or the one statistic that is missing to decide it exactly.
+- `tfdbg`: Watchpoints checked on a TensorFlow Debugger V2 dump (issue 32), from what its
+  `tensor_debug_mode` recorded for each op output.
 - `task`: Checking one tensor file against every watchpoint that watches it: the checker's
   unit of work, run by its threads (`offline/check/checker.py`).
 """

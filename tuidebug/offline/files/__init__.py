@@ -23,6 +23,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
   overflow").
 - `regular_file`: Opening dump files that may not be files: the one way every dump file is
   opened.
+- `tfdbg`: TensorFlow Debugger V2 dumps (issue 32): the six TFRecord files of one run,
+  read bounded and safely with protobuf alone (no TensorFlow).
 - `statistic_csv`: `statistic.csv` (spec §5.3): both column layouts, columns mapped by
   header name.
 """

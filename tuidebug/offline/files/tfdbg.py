@@ -1,0 +1,509 @@
+"""TensorFlow Debugger V2 dumps (issue 32): the six TFRecord files of one run, read bounded
+and safely with protobuf alone (no TensorFlow).
+
+A dump folder holds `tfdbg_events.<ts>.<host>.{metadata, source_files, stack_frames, graphs,
+execution, graph_execution_traces}`. Each is a TFRecord stream: per record a little-endian
+`uint64` length, the masked CRC32C of those 8 bytes, the data (a serialized
+`tensorflow.DebugEvent`, declared in `proto/tfdbg_event.proto`) and the masked CRC32C of the
+data. Every file is untrusted:
+
+* opened through `regular_file.open_regular` (a FIFO or device is one sentence, no hang);
+* the length's CRC is always checked before the length is believed, so a lying length is
+  caught at once and the rest of that file is skipped with one sentence (framing is lost);
+* a record longer than `MAX_RECORD_BYTES` is skipped by seeking, never read into memory;
+* a last record cut short (a training still writing, or killed) is a note, not an error;
+* the data's CRC is checked for every record we parse (pure-Python CRC32C: no CRC library is
+  a dependency, and the records parsed are small); `.source_files` records are not read when
+  indexed (only their offsets and file paths are kept, 94–98 % of a dump is source text), so
+  their CRC is checked when one file's text is read (`TfdbgDump.source_lines`);
+* a record that is no DebugEvent (protobuf's DecodeError, which also stops a deep nesting)
+  is skipped with one sentence.
+
+Problems are collected as sentences (`TfdbgDump.problems`, `notes`), never raised past the
+reader, except `TfdbgError` for a folder that cannot be a dump at all.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from tuidebug._proto import tfdbg_event_pb2 as pb
+from tuidebug.offline.files.regular_file import open_regular
+
+__all__ = [
+    "KINDS",
+    "MAX_RECORD_BYTES",
+    "TfdbgDump",
+    "TfdbgError",
+    "TfdbgOp",
+    "crc32c",
+    "find_tfdbg_prefix",
+    "masked_crc32c",
+    "read_records",
+    "tensor_values",
+]
+
+KINDS = (
+    "metadata",
+    "source_files",
+    "stack_frames",
+    "graphs",
+    "execution",
+    "graph_execution_traces",
+)
+# One record is one DebugEvent. A FULL_TENSOR trace holds a whole tensor, and a source file
+# a whole Python file; 256 MiB is far above either in a real run, and what one record may
+# cost in memory before it is refused.
+MAX_RECORD_BYTES = 256 << 20
+# Entries of the dump folder looked at while finding the files: a real dump has six.
+MAX_LISTED = 10_000
+# The head of a `.source_files` record read to index it: the file path is its first field.
+_SOURCE_HEAD = 4096
+
+_HEADER = struct.Struct("<QI")
+_FOOTER = struct.Struct("<I")
+
+
+class TfdbgError(ValueError):
+    """A folder that cannot be read as a tfdbg dump; the message is one sentence."""
+
+
+# ------------------------------------------------------------------------------ CRC32C
+
+
+def _crc_table() -> list[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1  # Castagnoli, reflected
+        table.append(c)
+    return table
+
+
+_TABLE = _crc_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli) of `data`, table-driven (about 5 MB/s: fine for records of a
+    few hundred bytes, which is what is checked; see the module docstring)."""
+    crc = 0xFFFFFFFF
+    table = _TABLE
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc32c(data: bytes) -> int:
+    """TFRecord's masked CRC: rotated right by 15 and offset, so CRCs of CRCs differ."""
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+# ------------------------------------------------------------------------------ records
+
+
+@dataclass
+class _Log:
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _records(
+    handle: BinaryIO, path: str, log: _Log, *, read_data: bool = True
+) -> Iterator[tuple[int, int, bytes]]:
+    """(offset of the data, its length, the data or b"" when not `read_data`) per record.
+    The data's CRC is checked when it is read; see the module docstring for the rest."""
+    size = os.fstat(handle.fileno()).st_size
+    pos = 0
+    while True:
+        head = handle.read(_HEADER.size)
+        if not head:
+            return
+        if len(head) < _HEADER.size:
+            log.notes.append(
+                f"{path}: the last record is cut short at byte {pos:,} (a "
+                "training still writing, or killed); it is left out."
+            )
+            return
+        length, length_crc = _HEADER.unpack(head)
+        if masked_crc32c(head[:8]) != length_crc:
+            log.problems.append(
+                f"{path}: the record at byte {pos:,} has a corrupt length "
+                "(its CRC does not match), so the rest of the file is skipped."
+            )
+            return
+        start = pos + _HEADER.size
+        end = start + length + _FOOTER.size
+        if end > size:
+            log.notes.append(
+                f"{path}: the last record is cut short at byte {pos:,} (a "
+                "training still writing, or killed); it is left out."
+            )
+            return
+        if length > MAX_RECORD_BYTES:
+            log.problems.append(
+                f"{path}: the record at byte {pos:,} is {length:,} bytes, more "
+                f"than the {MAX_RECORD_BYTES:,} a record may have; it is skipped."
+            )
+            handle.seek(end)
+            pos = end
+            continue
+        if read_data:
+            data = handle.read(length)
+            (data_crc,) = _FOOTER.unpack(handle.read(_FOOTER.size))
+            if masked_crc32c(data) != data_crc:
+                log.problems.append(
+                    f"{path}: the record at byte {pos:,} is corrupt (its "
+                    "CRC does not match); it is skipped."
+                )
+            else:
+                yield start, length, data
+        else:
+            handle.seek(end)
+            yield start, length, b""
+        pos = end
+
+
+def read_records(path: str | os.PathLike[str]) -> tuple[list[bytes], list[str], list[str]]:
+    """Every intact record of one TFRecord file, with the problems and notes (sentences).
+    For tests and small files; the dump streams its files instead."""
+    log = _Log()
+    with open_regular(path) as handle:
+        data = [d for _o, _n, d in _records(handle, os.fspath(path), log)]
+    return data, log.problems, log.notes
+
+
+def _event(data: bytes, where: str, log: _Log) -> pb.DebugEvent | None:
+    try:
+        return pb.DebugEvent.FromString(data)
+    except (DecodeError, RecursionError, ValueError) as err:
+        log.problems.append(f"{where} is no DebugEvent ({err or 'undecodable'}); it is skipped.")
+        return None
+
+
+# ------------------------------------------------------------------------------ tensors
+
+# tensorflow.DataType → numpy dtype; bfloat16 (14) is widened from its 16 bits below
+_DTYPES: dict[int, str] = {
+    1: "<f4",
+    2: "<f8",
+    3: "<i4",
+    4: "u1",
+    5: "<i2",
+    6: "i1",
+    9: "<i8",
+    10: "?",
+    17: "<u2",
+    19: "<f2",
+    22: "<u4",
+    23: "<u8",
+}
+_BFLOAT16 = 14
+
+
+def tensor_values(tp: pb.TensorProto) -> np.ndarray | str:
+    """The values a TensorProto holds, flat (a `*_val` short form is not broadcast to its
+    shape: every value it holds is there, which is all a NaN/Inf check needs), or a sentence
+    saying why they cannot be read (a dtype not numeric, a content of the wrong size)."""
+    dtype = _DTYPES.get(tp.dtype)
+    if tp.dtype == _BFLOAT16:
+        if tp.tensor_content:
+            if len(tp.tensor_content) % 2:
+                return "a bfloat16 tensor content of an odd number of bytes"
+            bits = np.frombuffer(tp.tensor_content, "<u2")
+        else:
+            bits = np.asarray(tp.half_val, dtype=np.uint32).astype(np.uint16)
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+    if dtype is None:
+        return f"tensorflow dtype {tp.dtype}, not a numeric one tuidebug reads"
+    np_dtype = np.dtype(dtype)
+    if tp.tensor_content:
+        count = 1
+        for dim in tp.tensor_shape.dim:
+            count *= max(dim.size, 0)
+        if len(tp.tensor_content) != count * np_dtype.itemsize:
+            return (
+                f"{len(tp.tensor_content):,} bytes of content for {count:,} elements of "
+                f"{np_dtype.name}"
+            )
+        return np.frombuffer(tp.tensor_content, np_dtype)
+    if tp.dtype == 19:
+        return np.asarray(tp.half_val, dtype=np.uint16).view(np.float16)
+    source = {
+        1: tp.float_val,
+        2: tp.double_val,
+        9: tp.int64_val,
+        10: tp.bool_val,
+        22: tp.uint32_val,
+        23: tp.uint64_val,
+    }.get(tp.dtype, tp.int_val)
+    return np.asarray(source, dtype=np_dtype)
+
+
+# ------------------------------------------------------------------------------ the dump
+
+
+@dataclass(frozen=True)
+class TfdbgOp:
+    """One `graph_op_creation` record: an op of a graph, as TensorFlow built it."""
+
+    op_type: str
+    op_name: str
+    graph_id: str
+    graph_name: str
+    input_names: tuple[str, ...]
+    num_outputs: int
+    stack_frame_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TfdbgExecution:
+    """One `execution` record: an eager op or a `tf.function` call (then `graph_id` names
+    its graph), in execution order."""
+
+    index: int
+    op_type: str
+    graph_id: str
+    wall_time: float
+    tensor_debug_mode: int
+    tensor_protos: tuple[pb.TensorProto, ...]
+
+
+@dataclass(frozen=True)
+class TfdbgGraph:
+    graph_id: str
+    name: str
+    outer_context_id: str
+
+
+def find_tfdbg_prefix(folder: str | os.PathLike[str]) -> str | None:
+    """The common prefix of the dump files in `folder` (`…/tfdbg_events.<ts>.<host>`), found
+    by its `.metadata` file; None when `folder` holds no tfdbg dump. Two runs in one folder
+    are a `TfdbgError` (which files belong together cannot be told)."""
+    path = os.fspath(folder)
+    if not os.path.isdir(path):
+        return None
+    found = []
+    try:
+        with os.scandir(path) as entries:
+            for n, entry in enumerate(entries):
+                if n >= MAX_LISTED:
+                    break
+                if entry.name.startswith("tfdbg_events.") and entry.name.endswith(".metadata"):
+                    found.append(entry.name[: -len(".metadata")])
+    except OSError:
+        return None
+    if not found:
+        return None
+    if len(found) > 1:
+        raise TfdbgError(
+            f"{path} holds {len(found)} tfdbg runs ({', '.join(sorted(found)[:3])}"
+            "…); give the folder of one run."
+        )
+    return os.path.join(path, found[0])
+
+
+class TfdbgDump:
+    """One tfdbg run: metadata, devices, graphs and op records, stack frames and executions
+    read at once (they are small); graph execution traces streamed (`traces()`), source text
+    read per file on demand (`source_lines`)."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        prefix = find_tfdbg_prefix(folder)
+        if prefix is None:
+            raise TfdbgError(
+                f"{os.fspath(folder)} holds no tfdbg dump (no tfdbg_events.*.metadata file)."
+            )
+        self.folder = Path(folder)
+        self.prefix = prefix
+        self._log = _Log()
+        self.tensorflow_version = ""
+        self.run_id = ""
+        self.devices: dict[int, str] = {}
+        self.graphs: dict[str, TfdbgGraph] = {}
+        self.ops: dict[tuple[str, str], TfdbgOp] = {}  # (graph id, op name) → op
+        # id → (file index in `.source_files`, line, function)
+        self.stack_frames: dict[str, tuple[int, int, str]] = {}
+        self.executions: list[TfdbgExecution] = []
+        self._sources: dict[str, tuple[int, int]] = {}  # file path → (offset, length)
+        # file paths in record order: a stack frame's `file_index` indexes this list
+        self.source_order: list[str] = []
+        self._read_metadata()
+        self._read_graphs()
+        self._read_stack_frames()
+        self._read_executions()
+        self._index_sources()
+
+    @property
+    def problems(self) -> list[str]:
+        return self._log.problems
+
+    @property
+    def notes(self) -> list[str]:
+        return self._log.notes
+
+    def path(self, kind: str) -> str:
+        return f"{self.prefix}.{kind}"
+
+    def _events(self, kind: str) -> Iterator[pb.DebugEvent]:
+        path = self.path(kind)
+        try:
+            handle = open_regular(path)
+        except FileNotFoundError:
+            self._log.problems.append(f"{path} is missing, so the dump's {kind} are unknown.")
+            return
+        except OSError as err:
+            self._log.problems.append(f"{path} cannot be read: {err}.")
+            return
+        with handle:
+            for offset, _n, data in _records(handle, path, self._log):
+                event = _event(data, f"{path}: the record at byte {offset - 12:,}", self._log)
+                if event is not None:
+                    yield event
+
+    def _read_metadata(self) -> None:
+        for event in self._events("metadata"):
+            if event.HasField("debug_metadata"):
+                self.tensorflow_version = event.debug_metadata.tensorflow_version
+                self.run_id = event.debug_metadata.tfdbg_run_id
+
+    def _read_graphs(self) -> None:
+        for event in self._events("graphs"):
+            what = event.WhichOneof("what")
+            if what == "debugged_device":
+                self.devices[event.debugged_device.device_id] = event.debugged_device.device_name
+            elif what == "debugged_graph":
+                g = event.debugged_graph
+                self.graphs[g.graph_id] = TfdbgGraph(g.graph_id, g.graph_name, g.outer_context_id)
+            elif what == "graph_op_creation":
+                o = event.graph_op_creation
+                self.ops[(o.graph_id, o.op_name)] = TfdbgOp(
+                    o.op_type,
+                    o.op_name,
+                    o.graph_id,
+                    o.graph_name,
+                    tuple(o.input_names),
+                    o.num_outputs,
+                    tuple(o.code_location.stack_frame_ids),
+                )
+
+    def _read_stack_frames(self) -> None:
+        for event in self._events("stack_frames"):
+            if event.HasField("stack_frame_with_id"):
+                f = event.stack_frame_with_id
+                flc = f.file_line_col
+                self.stack_frames[f.id] = (flc.file_index, flc.line, flc.func)
+
+    def _read_executions(self) -> None:
+        for event in self._events("execution"):
+            if event.HasField("execution"):
+                e = event.execution
+                self.executions.append(
+                    TfdbgExecution(
+                        len(self.executions),
+                        e.op_type,
+                        e.graph_id,
+                        event.wall_time,
+                        e.tensor_debug_mode,
+                        tuple(e.tensor_protos),
+                    )
+                )
+
+    def _index_sources(self) -> None:
+        path = self.path("source_files")
+        try:
+            handle = open_regular(path)
+        except OSError as err:
+            self._log.notes.append(f"{path} cannot be read ({err}); stacks show no source text.")
+            return
+        with handle:
+            for offset, length, _d in list(_records(handle, path, self._log, read_data=False)):
+                handle.seek(offset)
+                name = _source_path(handle.read(min(length, _SOURCE_HEAD)))
+                self.source_order.append(name or "")
+                if name is not None:
+                    self._sources.setdefault(name, (offset, length))
+
+    @property
+    def source_paths(self) -> list[str]:
+        return list(self._sources)
+
+    def source_lines(self, file_path: str) -> list[str] | None:
+        """The text of one source file as the dump holds it (its CRC checked now), or None
+        when the dump has none or its record is corrupt (then a problem says so)."""
+        where = self._sources.get(file_path)
+        if where is None:
+            return None
+        offset, length = where
+        path = self.path("source_files")
+        with open_regular(path) as handle:
+            handle.seek(offset)
+            data = handle.read(length)
+            (data_crc,) = _FOOTER.unpack(handle.read(_FOOTER.size).ljust(4, b"\0"))
+        if len(data) != length or masked_crc32c(data) != data_crc:
+            self._log.problems.append(
+                f"{path}: the text of {file_path} is corrupt (its CRC does not match)."
+            )
+            return None
+        event = _event(data, f"{path}: the record at byte {offset - 12:,}", self._log)
+        return list(event.source_file.lines) if event is not None else None
+
+    def traces(self) -> Iterator[tuple[pb.GraphExecutionTrace, float]]:
+        """The graph execution traces in file (execution) order, with their wall times
+        (`DebugEvent.wall_time`, set as each was written), streamed."""
+        for event in self._events("graph_execution_traces"):
+            if event.HasField("graph_execution_trace"):
+                yield event.graph_execution_trace, event.wall_time
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while pos < len(data) and shift < 64:
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    raise ValueError("a varint runs past its record")
+
+
+def _source_path(head: bytes) -> str | None:
+    """`DebugEvent.source_file.file_path` from the head of a record, without parsing the
+    file's text: a hand walk of the wire format over the first fields only."""
+    try:
+        pos = 0
+        while pos < len(head):
+            key, pos = _varint(head, pos)
+            number, wire = key >> 3, key & 7
+            if wire == 1:
+                pos += 8
+            elif wire == 0:
+                _v, pos = _varint(head, pos)
+            elif wire == 2:
+                size, pos = _varint(head, pos)
+                if number != 4:
+                    pos += size
+                    continue
+                inner = head[pos:]
+                key, at = _varint(inner, 0)
+                if key != 0x0A:
+                    return None
+                size, at = _varint(inner, at)
+                if at + size > len(inner):
+                    return None  # a path longer than the head: not a real source record
+                return inner[at : at + size].decode("utf-8", "replace")
+            else:
+                return None
+    except ValueError:
+        return None
+    return None
