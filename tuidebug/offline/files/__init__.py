@@ -21,6 +21,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `npy`: Reading one dump tensor file safely: header first, then a read-only memory map.
 - `overflow`: Ascend operator-overflow records (issue 16 item 4; spec §5.2 "Operator
   overflow").
+- `pt`: Reading a PyTorch `.pt` tensor file (a `torch.save` zip) without torch and without
+  running its pickle (issue 29: msprobe's tensor dumps).
 - `regular_file`: Opening dump files that may not be files: the one way every dump file is
   opened.
 - `tfdbg`: TensorFlow Debugger V2 dumps (issue 32): the six TFRecord files of one run,
