@@ -15,6 +15,7 @@ from tuidebug.core.graph import (
     Node,
     NodeKind,
     StackFrame,
+    distinct_short_names,
     node_categories,
     paused_gc,
 )
@@ -330,3 +331,51 @@ def test_paused_gc_restores_the_collector() -> None:
     with pytest.raises(RuntimeError), paused_gc():
         raise RuntimeError("boom")
     assert gc.isenabled()
+
+
+def test_distinct_short_names_add_the_shortest_scope_tail_that_tells_namesakes_apart() -> None:
+    fc1, fc2 = f"{NET}/fc1-Dense/MatMul-op0", f"{NET}/fc2-Dense/MatMul-op0"
+    add = f"{NET}/fc1-Dense/Add-op1"
+    # no namesake: the short name alone; namesakes differing one scope up: that scope
+    assert distinct_short_names([fc1, add, "conv1.weight"]) == {
+        fc1: "MatMul-op0",
+        add: "Add-op1",
+        "conv1.weight": "conv1.weight",
+    }
+    assert distinct_short_names([fc1, fc2, add]) == {
+        fc1: "fc1-Dense/MatMul-op0",
+        fc2: "fc2-Dense/MatMul-op0",
+        add: "Add-op1",
+    }
+    # several depths in one group: each name takes only as much as it needs
+    deep = ["a/b/fc/M", "a/c/fc/M", "a/fc2/M", "x/y/z/b/fc/M"]
+    assert distinct_short_names(deep) == {
+        "a/b/fc/M": "a/b/fc/M",
+        "a/c/fc/M": "c/fc/M",
+        "a/fc2/M": "fc2/M",
+        "x/y/z/b/fc/M": "z/b/fc/M",
+    }
+    # a name that is a whole tail of another keeps itself; the other one's tail is longer
+    assert distinct_short_names(["M", "s/M"]) == {"M": "M", "s/M": "s/M"}
+    # one full name twice (the same node name in two graphs): no tail tells them apart,
+    # so it has one label, and it tells it apart from the rest
+    twice = distinct_short_names(["A/x", "B/x", "B/x"])
+    assert twice == {"A/x": "A/x", "B/x": "B/x"}
+    assert distinct_short_names([fc1, fc1]) == {fc1: "MatMul-op0"}
+    assert distinct_short_names([]) == {}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abc"), min_size=1, max_size=4), max_size=8))
+def test_distinct_short_names_are_distinct_tails(paths: list[list[str]]) -> None:
+    names = ["/".join(parts) for parts in paths]
+    labels = distinct_short_names(names)
+    assert set(labels) == set(names)
+    assert len(set(labels.values())) == len(labels)  # distinct names, distinct labels
+    for name, label in labels.items():
+        assert name == label or name.endswith("/" + label)
+        assert label.rsplit("/", 1)[-1] == name.rsplit("/", 1)[-1]
+        if "/" in label:  # the shortest: one component less is another name's tail too
+            shorter = label.split("/", 1)[1]
+            others = set(names) - {name}
+            assert any(o == shorter or o.endswith("/" + shorter) for o in others)

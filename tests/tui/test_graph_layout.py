@@ -14,6 +14,7 @@ from tuidebug.tui.neighbours.graph_layout import (
     GAP,
     MAX_BOXES,
     Picture,
+    box_names,
     is_scope_box,
     label_text,
     layout,
@@ -288,6 +289,33 @@ def test_a_closed_scope_is_one_box_and_opens() -> None:
     assert neighbourhood(graph, "net/fc2/c", 2).nodes == opened.nodes  # None: all open
     assert scope_ancestors(graph, "net/fc2/c") == ["net", "net/fc2"]
     assert scope_label("Default/network-WithLossCell/_backbone/conv1-Conv2d") == "…/conv1-Conv2d"
+
+
+def box_name(picture: Picture, name: str) -> str:
+    """The name line of a box, without its borders."""
+    box = picture.boxes[name]
+    return picture.lines[box.y + 1][box.x + 1 : box.x + box.width - 1].strip()
+
+
+def test_namesakes_in_one_picture_show_their_scope_tail() -> None:
+    """MindSpore numbers ops per scope: fc1's and fc2's `MatMul-op0` are two boxes of one
+    picture, told apart by the scope that differs; a name no other box shares stays short."""
+    net = "Default/network-WithLossCell/_backbone-Net"
+    fc1, fc2 = f"{net}/fc1-Dense/MatMul-op0", f"{net}/fc2-Dense/MatMul-op0"
+    relu = f"{net}/relu-ReLU/ReLU-op0"
+    graph = Graph("g", [scoped(fc1), scoped(relu, fc1), scoped(fc2, relu)])
+    hood = neighbourhood(graph, relu, 1)
+    picture = layout(hood, graph)
+    assert box_name(picture, fc1) == "fc1-Dense/MatMul-op0"
+    assert box_name(picture, fc2) == "fc2-Dense/MatMul-op0"
+    assert box_name(picture, relu) == "ReLU-op0"
+    assert box_names(hood) == {
+        relu: "ReLU-op0",
+        fc1: "fc1-Dense/MatMul-op0",
+        fc2: "fc2-Dense/MatMul-op0",
+    }
+    alone = layout(neighbourhood(graph, fc1, 1), graph)  # fc2 is not drawn: no namesake
+    assert box_name(alone, fc1) == "MatMul-op0"
 
 
 def test_edges_say_the_producers_tensor() -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import App, ComposeResult
+from textual.widgets import OptionList
 
 from tests.tui.support import CONV, synthetic_graph, wait_until
 from tuidebug.core.condition_catalogue import ParamResult, get_condition
+from tuidebug.core.graph import Graph, Node, NodeKind
 from tuidebug.core.session import Ending, Metadata, SessionState
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
@@ -16,6 +18,7 @@ from tuidebug.tui.kit.dialogs import int_check
 from tuidebug.tui.kit.labels import dtype_label, number, shape_label, state_label
 from tuidebug.tui.panes.header import fit_line, header_segments
 from tuidebug.tui.panes.hit_list import distinct_names, hit_detail
+from tuidebug.tui.panes.node_details import NodeDetails
 from tuidebug.tui.panes.scope_tree import GraphTree, ScopeTree, walk
 from tuidebug.tui.panes.stack_list import index_source_lines
 from tuidebug.tui.watchpoints.list_pane import params_text, targets_text, watch_badges
@@ -205,3 +208,52 @@ async def test_filter_caps_huge_match_lists() -> None:
         leaves = [n for n in walk(scope.tree_view.root) if n.data and n.data.node]
         assert len(leaves) == 2000
         assert "2500 matches, first 2000 shown" in str(scope.query_one("#filter-status").render())
+
+
+class DetailsOnly(App[None]):
+    def compose(self) -> ComposeResult:
+        yield NodeDetails(id="details")
+
+
+def io_rows(details: NodeDetails) -> dict[str, str]:
+    """The input and consumer rows of the pane: the linked node → the row's text."""
+    io_list = details.query_one("#io-list", OptionList)
+    rows = (io_list.get_option_at_index(i) for i in range(io_list.option_count))
+    return {o.id.removeprefix("in:"): str(o.prompt) for o in rows if o.id and o.id[:3] == "in:"}
+
+
+async def test_node_details_links_tell_namesakes_apart() -> None:
+    """fc1's and fc2's `MatMul-op0` both feed the Add and fc3's is its consumer: each
+    link names the scope that tells them apart; a name met once stays short."""
+    net = "Default/network-Net"
+    fc1, fc2 = f"{net}/fc1-Dense/MatMul-op0", f"{net}/fc2-Dense/MatMul-op0"
+    fc3, add = f"{net}/fc3-Dense/MatMul-op0", f"{net}/add/Add-op0"
+
+    def op(name: str, op_type: str, *inputs: str) -> Node:
+        return Node(
+            name, NodeKind.OPERATOR, op_type, scope=name.rsplit("/", 1)[0], inputs=[*inputs]
+        )
+
+    graph = Graph(
+        "g",
+        [
+            Node("x", NodeKind.PARAMETER, "Parameter"),
+            op(fc1, "MatMul", "x"),
+            op(fc2, "MatMul", fc1),
+            op(add, "Add", fc1, fc2),
+            op(fc3, "MatMul", add),
+        ],
+    )
+    app = DetailsOnly()
+    async with app.run_test(size=(100, 40)):
+        details = app.query_one(NodeDetails)
+        details.show_node(graph, graph.node(add))
+        rows = io_rows(details)
+        assert "fc1-Dense/MatMul-op0" in rows[fc1] and "fc2-Dense/MatMul-op0" in rows[fc2]
+        assert "fc3-Dense/MatMul-op0" in rows[fc3]
+        details.show_node(graph, graph.node(fc3))  # its one input, no namesake listed
+        assert io_rows(details)[add].split() == ["←", "Add-op0", "Add"]
+        # the node shown counts: fc1 as fc2's input beside fc2 would read as fc2 itself
+        details.show_node(graph, graph.node(fc2))
+        rows = io_rows(details)
+        assert rows[fc1].split()[1] == "fc1-Dense/MatMul-op0" and rows[add].split()[1] == "Add-op0"

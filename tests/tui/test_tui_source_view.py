@@ -16,7 +16,7 @@ from tests.tui.support import make_app, settled, wait_for_screen, wait_until
 from tuidebug.commands.source import ROOTS_VARIABLE
 from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
 from tuidebug.tui.kit.dialogs import ConfirmScreen
-from tuidebug.tui.neighbours.source_screen import SourceCode, SourceScreen
+from tuidebug.tui.neighbours.source_screen import SourceCode, SourceScreen, line_note
 from tuidebug.tui.panes.scope_tree import GraphTree
 
 GRAPH = "kernel_graph_0"
@@ -275,3 +275,14 @@ async def test_v_opens_any_line_of_the_graph(tmp_path: Path) -> None:
         screen = await wait_for_screen(pilot, SourceScreen)
         await wait_until(pilot, lambda: screen.code.lines, what="the source lines")
         assert screen.code.lines[screen.code.cursor].line_no == 130
+
+
+def test_a_line_note_tells_namesakes_apart() -> None:
+    """A helper called from fc1 and fc2 creates two `MatMul-op0` on one line: the note adds
+    the scope that differs; a name met once on the line stays short."""
+    fc1, fc2 = f"{SCOPE}/fc1-Dense/MatMul-op0", f"{SCOPE}/fc2-Dense/MatMul-op0"
+    refs = [(GRAPH, fc1), (GRAPH, f"{SCOPE}/fc1-Dense/BiasAdd-op1"), (GRAPH, fc2)]
+    assert line_note(refs) == "◂ fc1-Dense/MatMul-op0, BiasAdd-op1, fc2-Dense/MatMul-op0"
+    assert line_note(refs[:2]) == "◂ MatMul-op0, BiasAdd-op1"
+    # the same node name in two graphs: one name (the node list adds the graph)
+    assert line_note([(GRAPH, fc1), ("kernel_graph_1", fc1)]) == "◂ MatMul-op0, MatMul-op0"

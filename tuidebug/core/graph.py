@@ -195,6 +195,46 @@ class Node:
         return self.kind is NodeKind.PARAMETER
 
 
+def distinct_short_names(names: Iterable[str]) -> dict[str, str]:
+    """Each name's label where several are shown together: its short name (last path
+    component) when no other name shares it, else its shortest scope tail that no other
+    name ends with (`fc1/MatMul-op0`, `fc2/MatMul-op0`; MindSpore numbers ops per scope, so
+    one view of a graph may hold several `MatMul-op0`). A name that is a whole tail of
+    another (`x` beside `a/x`) keeps itself, which the other's longer tail differs from.
+    The same name given twice (a node of two graphs) has one label: no tail tells it apart.
+    """
+    by_short: dict[str, list[list[str]]] = {}
+    for name in dict.fromkeys(names):
+        parts = name.split("/")
+        by_short.setdefault(parts[-1], []).append(parts)
+    labels: dict[str, str] = {}
+    for short, group in by_short.items():
+        if len(group) == 1:
+            labels["/".join(group[0])] = short
+            continue
+        # a tail of k components names only its own node when no other name has that tail:
+        # counted per depth, so a group of g names costs g per depth, not g² comparisons
+        left = group
+        depth = 1
+        while left:
+            depth += 1
+            tails: dict[tuple[str, ...], int] = {}
+            for parts in group:
+                if len(parts) >= depth:
+                    tail = tuple(parts[-depth:])
+                    tails[tail] = tails.get(tail, 0) + 1
+            unresolved = []
+            for parts in left:
+                if len(parts) < depth:  # a whole tail of another name: itself is its label
+                    labels["/".join(parts)] = "/".join(parts)
+                elif tails[tuple(parts[-depth:])] == 1:
+                    labels["/".join(parts)] = "/".join(parts[-depth:])
+                else:
+                    unresolved.append(parts)
+            left = unresolved
+    return labels
+
+
 @dataclass(frozen=True)
 class ScopeEntry:
     """One row of the scope tree: either a scope (folder) or a node (leaf)."""

@@ -31,7 +31,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from tuidebug.core.graph import Graph, Node
+from tuidebug.core.graph import Graph, Node, distinct_short_names
 from tuidebug.core.tensor import dtype_label
 from tuidebug.core.text import printable
 
@@ -343,6 +343,12 @@ def scope_label(path: str, limit: int = MAX_LABEL) -> str:
     return "…/" + tail
 
 
+def box_names(hood: Neighbourhood) -> dict[str, str]:
+    """The name each node's box shows: its short name, with as much of its scope as tells
+    it apart from another box of the same short name (`fc1/MatMul-op0`, `fc2/MatMul-op0`)."""
+    return distinct_short_names(name for name in hood.nodes if name not in hood.scopes)
+
+
 def _layers(hood: Neighbourhood) -> dict[str, int]:
     """Longest-path layers inside the drawn set: consumers count down from the centre,
     inputs up, so every edge among them points down."""
@@ -420,6 +426,7 @@ def layout(
     layer_of = _layers(hood)
     items: list[_Item] = []
     index: dict[str, int] = {}
+    names = box_names(hood)
     for name in hood.nodes:
         node = graph.get(name)
         members = hood.scopes.get(name)
@@ -427,7 +434,7 @@ def layout(
             short = scope_label(name.removesuffix(SCOPE_END))
             kind = f"({len(members)} nodes)"
         else:
-            short = label_text(node.short_name if node is not None else name, middle=True)
+            short = label_text(names[name], middle=True)
             kind = label_text(node.op_type if node is not None else "")
         index[name] = len(items)
         items.append(_Item(name, layer_of[name], 0, (short, kind)))
@@ -896,6 +903,7 @@ __all__ = [
     "Box",
     "Neighbourhood",
     "Picture",
+    "box_names",
     "is_scope_box",
     "label_text",
     "layout",

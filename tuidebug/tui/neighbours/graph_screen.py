@@ -48,6 +48,7 @@ from tuidebug.tui.neighbours.graph_layout import (
     MAX_DEPTH,
     SCOPE_END,
     Picture,
+    box_names,
     is_scope_box,
     layout,
     neighbourhood,
@@ -468,17 +469,13 @@ exit labelled with the dtype and shape its edges carry; a rounded box is a close
         self._describe()
         self.canvas.focus()
 
-    def _short(self, name: str) -> str:
-        node = self._graph.get(name)
-        return node.short_name if node is not None else name.rsplit("/", 1)[-1]
-
     def _describe(self) -> None:
         canvas = self.canvas
         hood = canvas.picture.hood
         title = self.query_one("#graph-title", Label)
-        title.update(
-            plain(f"Neighbourhood of {self._short(hood.centre)}  (graph {self._graph.name})")
-        )
+        # the centre named as its box is: with its scope tail when another box shares its name
+        centre = box_names(hood).get(hood.centre, hood.centre.rsplit("/", 1)[-1])
+        title.update(plain(f"Neighbourhood of {centre}  (graph {self._graph.name})"))
         count = len(hood.nodes) - len(hood.scopes)
         with_hits = sum(1 for name in hood.nodes if name in canvas.box_hits)
         with_nan = sum(1 for name in hood.nodes if name in canvas.box_nan)

@@ -38,7 +38,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from tuidebug.commands.source import SourceLine, SourceText, source_lines
-from tuidebug.core.graph import Graph
+from tuidebug.core.graph import Graph, distinct_short_names
 from tuidebug.core.text import printable
 from tuidebug.tui.kit.labels import plain, shown
 from tuidebug.tui.kit.styled_scroll_view import StyledScrollView
@@ -55,11 +55,21 @@ def code_text(line: str) -> str:
     return printable(line.expandtabs(4))
 
 
+def node_labels(nodes: Sequence[NodeRef]) -> dict[str, str]:
+    """Each node's name as a line's note or its node list shows it: the short name, with
+    the scope tail that tells it apart from another node shown there with the same one.
+    Only the nodes shown count: a line of `model(x)` created 10⁵ nodes, and its note is
+    drawn on every frame."""
+    return distinct_short_names(name for _graph, name in nodes)
+
+
 def line_note(nodes: Sequence[NodeRef]) -> str:
-    """`◂ Conv2D-op5, ReLU-op6 +3`: the nodes a line created, short."""
+    """`◂ Conv2D-op5, ReLU-op6 +3`: the nodes a line created, short (`fc1/MatMul-op0`,
+    `fc2/MatMul-op0`: a helper called from several cells creates namesakes on one line)."""
     if not nodes:
         return ""
-    names = [printable(name.rsplit("/", 1)[-1]) for _graph, name in nodes[:NOTE_NAMES]]
+    labels = node_labels(nodes[:NOTE_NAMES])
+    names = [printable(labels[name]) for _graph, name in nodes[:NOTE_NAMES]]
     more = f" +{len(nodes) - NOTE_NAMES}" if len(nodes) > NOTE_NAMES else ""
     return "◂ " + ", ".join(names) + more
 
@@ -401,11 +411,12 @@ class SourceScreen(ModalScreen[NodeRef | None]):
             else f"line {line.line_no}: no node created here"
         )
         several_graphs = len({graph for graph, _name in self._created}) > 1
+        labels = node_labels(self._created[:MAX_NODES_LISTED])
         options = []
         for index, (graph_name, name) in enumerate(self._created[:MAX_NODES_LISTED]):
             graph = next((g for g in self._graphs if g.name == graph_name), None)
             node = graph.get(name) if graph is not None else None
-            label = plain(node.short_name if node is not None else name, style="cyan")
+            label = plain(labels[name], style="cyan")
             if node is not None:
                 label.append(f"  {shown(node.op_type)}", style="dim")
                 label.append(f"  {shown(node.scope)}", style="dim")
@@ -442,4 +453,4 @@ class SourceScreen(ModalScreen[NodeRef | None]):
         self.dismiss(None)
 
 
-__all__ = ["SourceCode", "SourceScreen", "code_text", "highlight", "line_note"]
+__all__ = ["SourceCode", "SourceScreen", "code_text", "highlight", "line_note", "node_labels"]

@@ -7,7 +7,7 @@ computes them in a worker and hands them in with `set_summary`; rows wait with "
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 from textual import events, on
@@ -17,7 +17,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuidebug.core.graph import Graph, Node, TensorSpec, stack_sections
+from tuidebug.core.graph import Graph, Node, TensorSpec, distinct_short_names, stack_sections
 from tuidebug.tui.kit.labels import dtype_label, markup_safe, shape_label, shown, source_place
 from tuidebug.tui.messages import NodeChosen, OutputSummary, TensorRequested
 
@@ -159,8 +159,13 @@ class NodeDetails(VerticalScroll):
             options.append(Option(Text("  (no tensor outputs)", style="dim"), disabled=True))
         for spec in node.outputs:
             options.append(Option(self._output_row(spec), id=f"out:{spec.slot}"))
-        options += self._neighbour_rows("inputs", "←", graph.inputs(node.name), "  (none)")
-        options += self._neighbour_rows("consumers", "→", graph.consumers(node.name), None)
+        inputs, consumers = graph.inputs(node.name), graph.consumers(node.name)
+        # MindSpore numbers ops per scope: fc1's and fc2's `MatMul-op0` may both be listed
+        # (or be this node), so a name shared within the pane gets its scope tail
+        listed = [node, *inputs[:MAX_INPUT_ROWS], *consumers[:MAX_INPUT_ROWS]]
+        labels = distinct_short_names(n.name for n in listed)
+        options += self._neighbour_rows("inputs", "←", inputs, "  (none)", labels)
+        options += self._neighbour_rows("consumers", "→", consumers, None, labels)
         io_list.clear_options()
         io_list.add_options(options)
         if highlighted is not None and highlighted < io_list.option_count:
@@ -168,15 +173,20 @@ class NodeDetails(VerticalScroll):
 
     @staticmethod
     def _neighbour_rows(
-        title: str, arrow: str, nodes: Sequence[Node], empty: str | None
+        title: str,
+        arrow: str,
+        nodes: Sequence[Node],
+        empty: str | None,
+        labels: Mapping[str, str],
     ) -> list[Option]:
-        """A heading with the count, then up to MAX_INPUT_ROWS rows (Enter jumps there)."""
+        """A heading with the count, then up to MAX_INPUT_ROWS rows (Enter jumps there),
+        each node named by its label in `labels`."""
         rows = [Option(Text(f"{title} ({len(nodes)})", style="bold underline"), disabled=True)]
         if not nodes and empty is not None:
             rows.append(Option(Text(empty, style="dim"), disabled=True))
         for other in nodes[:MAX_INPUT_ROWS]:
             row = Text(f"  {arrow} ")
-            row.append(shown(other.short_name), style="cyan")
+            row.append(shown(labels.get(other.name, other.short_name)), style="cyan")
             row.append(f"  {shown(other.op_type)}", style="dim")
             rows.append(Option(row, id=f"in:{other.name}"))
         if len(nodes) > MAX_INPUT_ROWS:
