@@ -37,7 +37,7 @@ def test_a_failing_command_is_one_sentence_and_the_rest_run(
     code, out, err = run(capsys, str(dump_2_0), "pt nosuch", "pt fc3.bias")
     assert code == 2
     assert sentences(err, "exec") == ["tuidebug exec: No node is named 'nosuch'."]
-    assert "Tensor fc3.bias:0 @ iteration 0" in out
+    assert "Tensor fc3.bias:0 @ step 1 (iteration 0)" in out
 
 
 def test_iteration_option_and_eval(capsys: pytest.CaptureFixture[str], dump_2_0: Path) -> None:
@@ -111,7 +111,7 @@ def test_folder_targets_are_sentences_and_the_later_commands_run(
         f"tuidebug exec: {home} is a folder; name a file in it.",
     ]
     assert f"Saved 10 elements to {home / 'bias.npy'}." in out  # ~ is the home folder
-    assert out.count("Tensor fc3.bias:0 @ iteration 0") == 2
+    assert out.count("Tensor fc3.bias:0 @ step 1 (iteration 0)") == 2
     assert not (tmp_path / "home.npy").exists()
 
 

@@ -58,7 +58,10 @@ def test_the_alert_line_reads_like_tensorboard_debugger_v2s() -> None:
         for i in range(34)
     ]
     line = nan_inf_alert(nan_inf_summary(hits), "fc2-Dense/MatMul-op0")
-    assert line == "first NaN/Inf: fc2-Dense/MatMul-op0 (step 4) — 12 NaN, 23 ±Inf tensors"
+    assert (
+        line
+        == "first NaN/Inf: fc2-Dense/MatMul-op0 at step 4 (iteration 3) — 12 NaN, 23 ±Inf tensors"
+    )
     one = nan_inf_alert(nan_inf_summary([hit("TO", FC2)]))
-    assert one == "first NaN/Inf: MatMul-op0 (step 4) — 1 NaN-or-Inf tensor"
+    assert one == "first NaN/Inf: MatMul-op0 at step 4 (iteration 3) — 1 NaN-or-Inf tensor"
     assert nan_inf_alert(None) == ""

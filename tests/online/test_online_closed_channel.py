@@ -21,7 +21,7 @@ from tests.online.support import (
     wait_until,
 )
 from tuidebug._proto import debug_grpc_pb2 as pb
-from tuidebug.core.session import SessionState
+from tuidebug.core.session import Ending, SessionState
 from tuidebug.online.peer_link import connection_open
 
 PROMPT = 3.0  # "at once", with room for a shared machine; the heartbeats would take 15 s+
@@ -95,7 +95,8 @@ def test_a_channel_closed_while_a_step_runs_is_shown_disconnected_at_once(
         assert future.result(timeout=TIMEOUT).HasField("run_cmd")
         first.close()  # the training "runs its step" and dies before its next WaitCMD
         wait_state(session, SessionState.DISCONNECTED, timeout=PROMPT)
-        assert "connection closed" in session.metadata.message
+        assert session.metadata.ending is Ending.CLOSED
+        assert "closed its connection" in session.metadata.message
         second = _second_training_accepted(session.address, 1.0)
         second.close()
     finally:

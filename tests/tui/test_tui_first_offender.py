@@ -61,7 +61,7 @@ async def test_real_hits_first_errors_folded_and_the_first_offender_named(
         assert not fold.is_expanded and len(fold.children) == 2
         # the alert: the first to run of the tensors with NaN/Inf, counted by kind
         alert = hit_list.alert_text
-        assert alert.startswith("first NaN/Inf: Conv2D-op0 (step 1) — ")
+        assert alert.startswith("first NaN/Inf: Conv2D-op0 at step 1 (iteration 0) — ")
         assert alert.endswith("1 NaN, 1 ±Inf, 2 NaN-or-Inf tensors")
         assert hit_list.query_one("#hit-alert").display
         # the cursor waits on the first offender, the group's title in view above it

@@ -139,7 +139,9 @@ async def test_lenet_watchpoint_recheck_and_jump_to_hit(lenet_dump: Path) -> Non
         await wait_until(pilot, lambda: view._state == "tensor", what="the hit's tensor to open")
         assert app.current_node is not None
         assert "SparseSoftmaxCrossEntropyWithLogits" in app.current_node.name
-        assert "step 1)" in view._title  # dump iteration 0 is step 1, as the header says
+        assert (
+            "step 1 (iteration 0)" in view._title
+        )  # dump iteration 0 is step 1, as the header says
 
 
 async def test_lenet_bad_slice_heatmap_and_reset_step(dump_2_0: Path) -> None:
@@ -219,7 +221,7 @@ async def test_history_lists_graphs_without_history_file(dump_2_0: Path, tmp_pat
         note = str(screen.query_one("#history-note", Static).render())
         assert note.startswith(f"1 graph has no history file ({sub}):")
         columns, rows = history_table(screen)
-        assert columns == ["step", "iteration", "graph", "data", "from", "sub-graphs"]
+        assert columns == ["step", "iteration", "graph", "data", "from", "hits", "sub-graphs"]
         assert [(r[0].strip(), r[2], r[3], r[4]) for r in rows] == [
             ("1", "kernel_graph_0", "dumped", "history file"),
             ("2", "kernel_graph_0", "dumped", "history file"),
@@ -273,7 +275,7 @@ async def test_history_with_history_file_has_no_from_column(dump_2_0: Path) -> N
         screen = await history_shown(pilot)
         assert not screen.query("#history-note")
         columns, rows = history_table(screen)
-        assert columns == ["step", "iteration", "graph", "data", "sub-graphs"]
+        assert columns == ["step", "iteration", "graph", "data", "hits", "sub-graphs"]
         assert len(rows) == 4
 
 

@@ -83,15 +83,16 @@ def hits_announcement(hits: Sequence[WatchpointHit], shown: int) -> tuple[str, b
 
 
 def nan_inf_alert(summary: NanInfSummary | None, label: str = "") -> str:
-    """The alert line over the list: `first NaN/Inf: fc2-Dense/MatMul-op0 (step 4) — 12
+    """The alert line over the list: `first NaN/Inf: fc2-Dense/MatMul-op0 at step 4 — 12
     NaN, 23 ±Inf tensors`; "" when no hit says NaN/Inf. `label` is the row's short name of
     the first tensor's node (default: its last path component)."""
     if summary is None:
         return ""
     ref = summary.first.tensor
     name = label or ref.node.rsplit("/", 1)[-1]
+    # the words the header and the hit rows use ("step 4 (iteration 3)" offline)
     step = summary.first.step if summary.first.step is not None else ref.iteration
-    where = f"step {step}" if step is not None else ""
+    where = summary.first.step_label or (f"step {step}" if step is not None else "")
     kinds = [
         f"{count} {kind}"
         for count, kind in (
@@ -103,7 +104,7 @@ def nan_inf_alert(summary: NanInfSummary | None, label: str = "") -> str:
         if count
     ]
     noun = "tensor" if summary.tensors == 1 else "tensors"
-    where = f" ({where})" if where else ""
+    where = f" at {where}" if where else ""
     slot = f":{ref.slot}" if ref.slot else ""  # most nodes have one output: short, fits 80×24
     return f"first NaN/Inf: {name}{slot}{where} — {', '.join(kinds)} {noun}"
 
