@@ -86,6 +86,11 @@ def test_hit_rows_tell_same_named_kernels_apart() -> None:
     assert labels["Default/net/relu/ReLU-op0"] == "ReLU-op0"  # unique: the short name
     grads = distinct_names(["G/fc1/Grad_MatMul/MatMul-op0", "G/fc2/Grad_MatMul/MatMul-op0"])
     assert set(grads.values()) == {"fc1/…/MatMul-op0", "fc2/…/MatMul-op0"}
+    # folding the middle away could give two nodes one label: then the whole tail shows
+    four = ["b/x/fc/M", "b/y/fc/M", "c/x/fc/M", "c/y/fc/M"]
+    labels = distinct_names(four)
+    assert len(set(labels.values())) == 4, labels
+    assert labels["b/x/fc/M"] == "b/x/fc/M"
 
 
 def test_header_fits_the_width_dropping_the_least_important_facts() -> None:

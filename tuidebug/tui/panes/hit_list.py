@@ -27,7 +27,7 @@ from textual.message import Message
 from textual.widgets import Input, Select, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from tuidebug.core.graph import Graph
+from tuidebug.core.graph import Graph, distinct_short_names
 from tuidebug.core.hit_rules import NanInfSummary, nan_inf_summary, only_no_previous
 from tuidebug.core.watchpoints import WatchpointHit
 from tuidebug.tui.kit.labels import plain, shown, shown_lines
@@ -122,26 +122,22 @@ def error_fold_label(errors: Sequence[WatchpointHit]) -> Text:
 
 
 def distinct_names(names: Iterable[str]) -> dict[str, str]:
-    """A short label per full node name: the last path component, and where that names
-    several nodes (`MatMul-op0` of fc1, fc2…) the nearest scope that tells them apart,
-    e.g. `fc2-Dense/MatMul-op0` or `gradFc2-Dense/…/MatMul-op0`."""
-    by_short: dict[str, set[str]] = {}
-    for name in names:
-        by_short.setdefault(name.rsplit("/", 1)[-1], set()).add(name)
-    labels: dict[str, str] = {}
-    for short, fulls in by_short.items():
-        if len(fulls) == 1:
-            labels[next(iter(fulls))] = short
-            continue
-        parts = {full: full.split("/") for full in fulls}
-        for full, p in parts.items():
-            labels[full] = full
-            for k in range(2, len(p) + 1):
-                others = (q for other, q in parts.items() if other != full)
-                if all(q[-k:] != p[-k:] for q in others):
-                    labels[full] = p[-k] + ("/…/" if k > 2 else "/") + short
-                    break
-    return labels
+    """A short label per full node name for the narrow hit rows: `core.graph`'s
+    `distinct_short_names` (the short name, or the shortest scope tail that no other name
+    ends with), with a tail of three or more components folded to its first and last
+    (`fc2/…/MatMul-op0`) where the folded label is still no other's: the fold alone could
+    give two nodes one label (`b/x/fc/M` and `b/y/fc/M` both `b/…/M`)."""
+    labels = distinct_short_names(names)
+    folded: dict[str, str] = {}
+    for full, label in labels.items():
+        parts = label.split("/")
+        folded[full] = f"{parts[0]}/…/{parts[-1]}" if len(parts) > 2 else label
+    taken: dict[str, int] = {}
+    for label in folded.values():
+        taken[label] = taken.get(label, 0) + 1
+    return {
+        full: folded[full] if taken[folded[full]] == 1 else label for full, label in labels.items()
+    }
 
 
 class HitList(Vertical):
