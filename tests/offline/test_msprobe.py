@@ -265,3 +265,17 @@ def test_fuzz_reader_never_crashes(data: object, cut: int) -> None:
         except MsprobeError as err:
             _one_sentence(err)
     assert time.monotonic() - start < 5
+
+
+def test_escapes_in_call_names_are_printed_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "step0" / "rank0"
+    folder.mkdir(parents=True)
+    record = {"dtype": "torch.float32", "shape": [2], "Max": "NaN", "Min": 0, "Mean": 0, "Norm": 0}
+    name = "Functional.\x1b]0;pwned\x07x.0.forward"
+    doc = json.dumps({"data": {name: {"output": [record]}}}).replace('"NaN"', "NaN")
+    (folder / "dump.json").write_text(doc)
+    assert cli.main(["check", str(tmp_path), "--watch", "TO"]) == 1
+    out = capsys.readouterr().out
+    assert "pwned" in out and "\x1b" not in out and "\x07" not in out

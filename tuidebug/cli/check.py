@@ -441,6 +441,7 @@ def _report(
 
 def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot) -> int:
     """`check` on an msprobe dump: decided from its statistics (`offline.check.msprobe`)."""
+    from tuidebug.core.text import printable
     from tuidebug.core.watchpoints import result_detail, result_record
     from tuidebug.offline.check.msprobe import check_msprobe
 
@@ -481,7 +482,10 @@ def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot)
             option = watches[hit.watchpoint_id]
             detail = result_detail(option.condition, hit.result.error_code, hit.result.params)
             p = hit.place
-            print(f"step{p.iteration}  rank {p.rank}  {p.tensor}  {option.spec}  {detail}")
+            # the tensor's name is the dump's own text: escaped before the terminal sees it
+            print(
+                printable(f"step{p.iteration}  rank {p.rank}  {p.tensor}  {option.spec}  {detail}")
+            )
         say(f"{len(report.hits)} hit(s) in {report.checked} msprobe tensor record(s).")
     if report.hits:
         return EXIT_HITS
