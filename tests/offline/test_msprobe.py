@@ -279,3 +279,21 @@ def test_escapes_in_call_names_are_printed_escaped(
     assert cli.main(["check", str(tmp_path), "--watch", "TO"]) == 1
     out = capsys.readouterr().out
     assert "pwned" in out and "\x1b" not in out and "\x07" not in out
+
+
+def _clean_dump(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    record = {"dtype": "torch.float32", "shape": [2], "Max": 1, "Min": 0, "Mean": 0.5, "Norm": 1}
+    (folder / "dump.json").write_text(
+        json.dumps({"data": {"Functional.x.0.forward": {"output": [record]}}})
+    )
+
+
+def test_folders_left_unread_make_the_check_incomplete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # rank and proc folders side by side: the proc folder is not read, so no all-clear
+    _clean_dump(tmp_path / "step0" / "rank0")
+    _clean_dump(tmp_path / "step0" / "proc123")
+    assert cli.main(["check", str(tmp_path), "--watch", "TO"]) == 2
+    assert "only the rank folders are read" in capsys.readouterr().err

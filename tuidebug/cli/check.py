@@ -489,7 +489,9 @@ def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot)
         say(f"{len(report.hits)} hit(s) in {report.checked} msprobe tensor record(s).")
     if report.hits:
         return EXIT_HITS
-    return EXIT_USAGE if report.problems or report.refusals else EXIT_OK
+    # folders left unread while finding the dump (root.problems) count as data skipped
+    incomplete = root.problems or report.problems or report.refusals
+    return EXIT_USAGE if incomplete else EXIT_OK
 
 
 def _is_tfdbg(folder: str) -> bool:
