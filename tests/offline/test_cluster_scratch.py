@@ -42,3 +42,36 @@ def test_a_runner_closed_with_its_session_leaves_no_scratch_space(fresh_tmp: Pat
     runner = open_runner("local:1")
     runner.close()
     assert list(fresh_tmp.iterdir()) == []
+
+
+def test_a_client_that_fails_to_close_still_closes_its_local_cluster(
+    monkeypatch: pytest.MonkeyPatch, fresh_tmp: Path
+) -> None:
+    """`client.close()` raising (a lost scheduler) must not skip the local cluster's close
+    and the removal of its scratch folder."""
+    import distributed
+
+    from tuidebug.offline.check import cluster_connect
+
+    closed: list[str] = []
+
+    class FakeCluster:
+        def close(self) -> None:
+            closed.append("cluster")
+
+    class FakeClient:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def close(self) -> None:
+            raise OSError("the scheduler is gone")
+
+    monkeypatch.setattr(cluster_connect, "_local_cluster", lambda *a: FakeCluster())
+    monkeypatch.setattr(distributed, "Client", FakeClient)
+    with (
+        pytest.raises(OSError, match="the scheduler is gone"),
+        cluster_connect.connect("local:1"),
+    ):
+        assert len(list(fresh_tmp.iterdir())) == 1  # the scratch folder
+    assert closed == ["cluster"]
+    assert list(fresh_tmp.iterdir()) == []

@@ -114,8 +114,10 @@ def connect(text: str, *, quiet: bool = True) -> Iterator[Client]:
     try:
         yield client
     finally:
-        client.close()
-        _close_local(cluster, scratch)
+        try:
+            client.close()
+        finally:  # a client that fails to close (a lost scheduler) still ends its cluster
+            _close_local(cluster, scratch)
 
 
 def _close_local(cluster: LocalCluster | None, scratch: str) -> None:
