@@ -297,3 +297,13 @@ def test_folders_left_unread_make_the_check_incomplete(
     _clean_dump(tmp_path / "step0" / "proc123")
     assert cli.main(["check", str(tmp_path), "--watch", "TO"]) == 2
     assert "only the rank folders are read" in capsys.readouterr().err
+
+
+def test_nothing_checked_is_no_all_clear(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a step the dump lacks: "0 hits in 0 records" would read as all clear
+    _clean_dump(tmp_path / "step0" / "rank0")
+    assert cli.main(["check", str(tmp_path), "--watch", "TO"]) == 0
+    assert cli.main(["check", str(tmp_path), "--watch", "TO", "--iteration", "5"]) == 2
+    assert "nothing was checked" in capsys.readouterr().err

@@ -461,6 +461,12 @@ def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot)
     )
     for problem in [*root.problems, *report.problems, *report.refusals.values()]:
         _warn(problem)
+    if not report.checked and not (root.problems or report.problems or report.refusals):
+        # "0 hits" would read as "all clear" although nothing was looked at
+        raise UsageError(
+            "no msprobe tensor record is in the steps, ranks and nodes selected, so nothing "
+            "was checked."
+        )
     watches = options.watches
     if args.json:
         records = []
