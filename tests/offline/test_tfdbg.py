@@ -263,3 +263,27 @@ def test_generated_module_is_not_stale(tmp_path: Path) -> None:
 
     name = "tfdbg_event_pb2.py"
     assert descriptor(tmp_path / name) == descriptor(REPO / "tuidebug" / "_proto" / name)
+
+
+@pytest.mark.parametrize("mode", ["curt_health", "concise_health", "full_health"])
+def test_non_finite_health_counts_are_one_problem(mode: str, tmp_path: Path) -> None:
+    # a count slot that is NaN or Inf (a hostile or damaged summary) is no count
+    folder = _copy(mode, tmp_path)
+    path = folder / f"{PREFIX}.graph_execution_traces"
+    out = b""
+    for data in read_records(path)[0]:
+        event = pb.DebugEvent.FromString(data)
+        tp = event.graph_execution_trace.tensor_proto
+        if event.HasField("graph_execution_trace") and tp.tensor_content:
+            values = bytearray(tp.tensor_content)
+            slots, flag = {"curt_health": (2, 1), "concise_health": (5, 2)}.get(mode, (11, 5))
+            width = len(values) // slots
+            at = flag * width
+            nan = struct.pack("<f", float("nan")) if width == 4 else struct.pack("<d", float("nan"))
+            values[at : at + width] = nan
+            tp.tensor_content = bytes(values)
+        out += _record(event.SerializeToString())
+    path.write_bytes(out)
+    run = _check(folder, "--watch", "TO")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "cannot be read" in run.stderr

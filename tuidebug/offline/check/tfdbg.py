@@ -121,10 +121,13 @@ def _non_finite(mode: int, tp: pb.TensorProto) -> tuple[bool, tuple[int, int, in
     if values.size < need:
         return f"a {MODE_NAMES[mode]} summary of {values.size} values, not {need}"
     v = values.astype(np.float64)
+    lo = {2: 1, 3: 2, 4: 5}[mode]
+    slots = v[lo : lo + (1 if mode == 2 else 3)]
+    if not np.isfinite(slots).all():  # a damaged summary: a NaN is no count
+        return f"a {MODE_NAMES[mode]} summary whose NaN/Inf counts are not numbers"
     if mode == 2:
-        return bool(v[1] > 0), None
-    lo = 2 if mode == 3 else 5
-    neg, pos, nan = (int(x) for x in v[lo : lo + 3])
+        return bool(slots[0] > 0), None
+    neg, pos, nan = (int(x) for x in slots)
     return neg + pos + nan > 0, (nan, neg, pos)
 
 
