@@ -225,3 +225,14 @@ def test_shape_mismatch_and_missing_tensor_are_rows(
     assert reasons["MatMul-op2:output.0"] == ("diverged", "shapes differ: [2, 8] against [4, 8]")
     assert reasons["x:output.0"] == ("unmatched", "only in the golden dump")
     assert out["summary"]["unmatched"] == 2
+
+
+def test_a_skipped_row_makes_the_compare_incomplete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target, golden = _write(tmp_path / "t"), _write(tmp_path / "g")
+    damaged = sorted(target.rglob("*MatMul-op4*.npy"))[0]
+    damaged.write_bytes(damaged.read_bytes()[:100])  # a header, no data
+    assert main(["compare", str(target), str(golden), "--json"]) == 2
+    out = json.loads(capsys.readouterr().out)
+    assert out["summary"]["skipped"] == 1 and out["summary"]["diverged"] == 0

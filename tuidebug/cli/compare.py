@@ -19,7 +19,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from tuidebug.cli.common import EXIT_HITS, EXIT_OK, UsageError, say
+from tuidebug.cli.common import EXIT_HITS, EXIT_OK, EXIT_USAGE, UsageError, say
 
 if TYPE_CHECKING:
     from tuidebug.compare.report import CompareReport, Row
@@ -103,7 +103,17 @@ def run(args: argparse.Namespace) -> int:
         _print_json(report)
     else:
         _print_table(report, args.all)
-    return EXIT_HITS if report.first is not None else EXIT_OK
+    if report.first is not None:
+        return EXIT_HITS
+    skipped = report.count("skipped")
+    if skipped:
+        # a pair whose side could not be read was not compared: no all-clear
+        say(
+            f"tuidebug compare: {skipped} pair{'s' if skipped != 1 else ''} could not be "
+            "compared (see the skipped rows), so the compare is incomplete."
+        )
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def _compare(
