@@ -108,6 +108,29 @@ async def test_session_started_before_the_app_still_gets_the_offer() -> None:
         assert app.query_one(GraphTree).root.children
 
 
+async def test_graphs_loaded_works_out_the_tree_badges_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The badges scan every watchpoint's nodes in the graph: a graph load (each rank
+    switch, each online reconnect) must not pay for it twice."""
+    from tuidebug.tui.watchpoints import hits_shown
+
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await start(pilot, accept_recommended=True)
+        scans: list[str] = []
+        real = hits_shown.watch_badges
+
+        def counted(graph: Any, *args: Any) -> Any:
+            scans.append(graph.name)
+            return real(graph, *args)
+
+        monkeypatch.setattr(hits_shown, "watch_badges", counted)
+        app._graphs_loaded(app.graphs, first_time=False)
+        assert scans == ["kernel_graph_0"]
+        assert app.query_one(GraphTree).root.children
+
+
 # ------------------------------------------------------------------------------ tree
 async def test_tree_expands_lazily_and_selecting_a_node_fills_details() -> None:
     app, _session = make_app()

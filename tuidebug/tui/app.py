@@ -468,7 +468,7 @@ class DebuggerApp(App[int]):
         self._graph_switched()
         self._hits.set_context(self.graphs, self._metadata.ranks)
         self._kept.step_changed()  # new graphs (a rank switch): list them again
-        self._shown.refresh_badges()
+        # the badges: `_graph_switched` above worked them out for the new graph
         self.state_changed()
         if first_time and self.graphs and not self._recommendation_offered:
             self._recommendation_offered = True
