@@ -142,3 +142,36 @@ async def test_the_history_counts_hits_per_step_and_marks_nan_inf(size: tuple[in
         hits = labels.index("hits")
         assert str(table.get_cell_at(Coordinate(0, hits))) == "4 NaN/Inf"
         assert str(table.get_cell_at(Coordinate(1, hits))) == ""  # not checked yet
+
+
+async def test_typing_a_filter_keeps_the_alert_without_working_it_out_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The alert names the first NaN/Inf of every hit, whatever the filters let through:
+    each key typed in the name filter rebuilds the list, not the alert (a NaN step has
+    thousands of hits to scan)."""
+    from tuidebug.tui.panes import hit_list as hit_list_module
+
+    app, session = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        hit_list = await _nan_step(pilot, session)
+        alert = hit_list.alert_text
+        assert alert.startswith("first NaN/Inf: Conv2D-op0 at step 1 (iteration 0) — ")
+        scans: list[int] = []
+        real = hit_list_module.nan_inf_summary
+
+        def counted(hits: Any) -> Any:
+            scans.append(1)
+            return real(hits)
+
+        monkeypatch.setattr(hit_list_module, "nan_inf_summary", counted)
+        hit_list.focus_filters()
+        await pilot.press("R", "e", "L", "u")
+        await wait_until(pilot, lambda: hit_list.shown_count == 1, what="the ReLU hit alone")
+        assert scans == []
+        assert hit_list.alert_text == alert
+        assert hit_list.query_one("#hit-alert").display
+        hit_list.clear_name_filter()
+        await settled(pilot)
+        assert hit_list.shown_count == 4
+        assert scans == [] and hit_list.alert_text == alert

@@ -193,6 +193,8 @@ class HitList(Vertical):
         # the watchpoints whose folded check errors the user opened: kept open on a rebuild
         self._open_folds: set[int] = set()
         self._folds: dict[int, int] = {}  # tree node id → watchpoint id of a fold line
+        # the first NaN/Inf of every hit (not only the filtered ones): set with the hits
+        self._summary: NanInfSummary | None = None
         self._alert = ""
         # R: group by rank first (several ranks), kept for the session across steps
         self.by_rank = False
@@ -263,6 +265,8 @@ class HitList(Vertical):
         for step, found in by_step.items():
             errors = sum(1 for h in found if h.is_error)
             self._per_step[step] = (len(found) - errors, errors, nan_inf_summary(found) is not None)
+        self._summary = nan_inf_summary(self._hits)
+        self._show_alert(self._summary)
         self._fill_filters()
         self._rebuild()
 
@@ -361,8 +365,6 @@ class HitList(Vertical):
         hits = self._filtered()
         status = self.query_one("#hit-status", Static)
         self._show_detail(None)  # the highlighted hit (if any) says it again below
-        summary = nan_inf_summary(self._hits)
-        self._show_alert(summary)
         if not self._hits:
             status.update("no hits yet: step (n), continue (c) or recheck (r)")
             return
@@ -381,7 +383,7 @@ class HitList(Vertical):
         multi_rank = len(set(self._ranks)) > 1
         labels = distinct_names(hit.tensor.node for hit in hits)
         target: TreeNode[Any] | None = None
-        first = summary.first if summary is not None else None
+        first = self._summary.first if self._summary is not None else None
         first_leaf: TreeNode[Any] | None = None
         for section, section_hits in self._sections(hits, multi_rank):
             groups: dict[int, list[WatchpointHit]] = {}
