@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from tuidebug.core.file_kinds import file_kind
+
 __all__ = ["TargetExistsError", "WriteRefusedError", "spreadsheet_text", "write_user_file"]
 
 
@@ -31,19 +33,6 @@ class WriteRefusedError(Exception):
 
 class TargetExistsError(WriteRefusedError):
     """The target exists and the caller did not allow replacing it."""
-
-
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-def _kind(mode: int) -> str:
-    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 
 def _umask() -> int:
@@ -98,7 +87,7 @@ def write_user_file(
     except OSError as err:
         raise WriteRefusedError(f"Cannot write {path}: {err.strerror or err}.") from None
     if mode is not None and not stat.S_ISREG(mode):
-        raise WriteRefusedError(f"{path} is {_kind(mode)}; output goes only to regular files.")
+        raise WriteRefusedError(f"{path} is {file_kind(mode)}; output goes only to regular files.")
     if mode is not None and not overwrite:
         raise _exists(path, how_to_overwrite)
     try:

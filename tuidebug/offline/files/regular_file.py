@@ -14,6 +14,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from tuidebug.core.file_kinds import file_kind
+
 __all__ = ["FileTooLargeError", "NotRegularFileError", "file_kind", "open_regular", "read_regular"]
 
 
@@ -33,26 +35,6 @@ class FileTooLargeError(OSError):
 
     def __str__(self) -> str:
         return f"{self.filename}: {self.strerror}"
-
-
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISLNK, "a symbolic link"),
-)
-
-
-def file_kind(mode: int) -> str:
-    """What a `st_mode` describes, in words ("a FIFO (named pipe)"…)."""
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    for test, words in _KINDS:
-        if test(mode):
-            return words
-    return "not a regular file"
 
 
 def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
