@@ -65,16 +65,19 @@ def connection_open(peer: str) -> bool | None:
         return None
     read_any = False
     for table in _TABLES:
+        # line by line, stopping at the peer's row: on a host with many sockets the table
+        # is megabytes, read twice a second (and with the session's lock held)
         try:
-            text = table.read_text(encoding="ascii", errors="replace")
+            with table.open(encoding="ascii", errors="replace") as rows:
+                read_any = True
+                next(rows, None)  # the header
+                for line in rows:
+                    fields = line.split()
+                    # sl local_address rem_address st ...
+                    if len(fields) > 3 and fields[2] in wanted and fields[3] == _ESTABLISHED:
+                        return True
         except OSError:
             continue  # no IPv6 on this machine, or no /proc: the other table may do
-        read_any = True
-        for line in text.splitlines()[1:]:
-            fields = line.split()
-            # sl local_address rem_address st ...
-            if len(fields) > 3 and fields[2] in wanted and fields[3] == _ESTABLISHED:
-                return True
     return False if read_any else None
 
 
