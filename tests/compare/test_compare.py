@@ -236,3 +236,20 @@ def test_a_skipped_row_makes_the_compare_incomplete(
     assert main(["compare", str(target), str(golden), "--json"]) == 2
     out = json.loads(capsys.readouterr().out)
     assert out["summary"]["skipped"] == 1 and out["summary"]["diverged"] == 0
+
+
+def test_data_a_dump_left_unread_makes_the_compare_incomplete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file discovery refuses (here a FIFO named like a tensor file) never becomes a row:
+    it was said as a dump problem and dropped, and the compare exited 0 as if all matched."""
+    import os
+
+    target, golden = _write(tmp_path / "t"), _write(tmp_path / "g")
+    real = sorted(golden.rglob("*MatMul-op4*.npy"))[-1]
+    fifo = real.with_name(real.name.replace("MatMul-op4", "MatMul-op5"))
+    os.mkfifo(fifo)
+    assert main(["compare", str(target), str(golden)]) == 2
+    err = capsys.readouterr().err
+    assert "tuidebug compare: warning: golden: " in err and fifo.name in err
+    assert "so the compare is incomplete" in err

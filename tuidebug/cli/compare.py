@@ -96,15 +96,22 @@ def _options(
 
 def run(args: argparse.Namespace) -> int:
     node, ranks, iterations = _options(args)
-    report = _compare(args, node, ranks, iterations)
+    problems: list[str] = []
+    report = _compare(args, node, ranks, iterations, problems)
     if args.csv is not None:
         _write_csv(args, report)
     if args.json:
         _print_json(report)
     else:
         _print_table(report, args.all)
+    for problem in dict.fromkeys(problems):  # each once
+        say(f"tuidebug compare: warning: {problem}")
     if report.first is not None:
         return EXIT_HITS
+    if problems:
+        # what a side left unread was not compared: no all-clear
+        say("tuidebug compare: data listed above was not read, so the compare is incomplete.")
+        return EXIT_USAGE
     skipped = report.count("skipped")
     if skipped:
         # a pair whose side could not be read was not compared: no all-clear
@@ -121,7 +128,9 @@ def _compare(
     node: re.Pattern[str] | None,
     ranks: list[int] | None,
     iterations: list[int] | None,
+    problems: list[str],
 ) -> CompareReport:
+    """The report; `problems` gets what either dump left unread."""
     from tuidebug.compare.pairing import CompareError, pair_mindspore, pair_msprobe
     from tuidebug.compare.report import compare_pairs
     from tuidebug.offline.dump import DumpError, OfflineDump
@@ -135,7 +144,9 @@ def _compare(
     t_ms, g_ms = find_msprobe_root(args.target), find_msprobe_root(args.golden)
     try:
         if t_ms is not None and g_ms is not None:
-            pairs = pair_msprobe(t_ms, g_ms, ranks=ranks, steps=iterations, node=node)
+            pairs = pair_msprobe(
+                t_ms, g_ms, ranks=ranks, steps=iterations, node=node, problems=problems
+            )
         elif t_ms is not None or g_ms is not None:
             which = "target" if t_ms is not None else "golden"
             raise UsageError(
@@ -145,6 +156,9 @@ def _compare(
         else:
             target, golden = OfflineDump(args.target), OfflineDump(args.golden)
             pairs = pair_mindspore(target, golden, ranks=ranks, iterations=iterations, node=node)
+            # listed while pairing: files refused by discovery never become rows
+            problems.extend(f"target: {p}" for p in target.problems)
+            problems.extend(f"golden: {p}" for p in golden.problems)
         report = compare_pairs(pairs, cosine=args.cosine, rtol=args.rtol, atol=args.atol)
     except (CompareError, DumpError, MsprobeError) as err:
         raise UsageError(str(err)) from None

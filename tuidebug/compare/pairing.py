@@ -199,18 +199,27 @@ def pair_msprobe(
     ranks: Sequence[int] | None = None,
     steps: Sequence[int] | None = None,
     node: re.Pattern[str] | None = None,
+    problems: list[str] | None = None,
 ) -> list[Pair]:
     """Every tensor record of both dumps' common steps and ranks, by msprobe's name, with
-    its statistics. Raises CompareError, or MsprobeError for an unreadable dump.json."""
+    its statistics. Raises CompareError, or MsprobeError for an unreadable dump.json.
+    `problems` gets what either side left unread (folders, records): a compare that
+    skipped data is incomplete, as a check is."""
     from tuidebug.offline.files.msprobe import iter_tensors, read_dump_json
 
     chosen_steps = _pick("step", list(target.steps), list(golden.steps), steps)
+    if problems is not None:
+        problems.extend(f"target: {p}" for p in target.problems)
+        problems.extend(f"golden: {p}" for p in golden.problems)
     pairs: list[Pair] = []
     for step in chosen_steps:
         t_step, g_step = target.steps[step], golden.steps[step]
         for rank in _pick("rank", list(t_step.ranks), list(g_step.ranks), ranks):
             t_dump = read_dump_json(t_step.ranks[rank] / "dump.json")
             g_dump = read_dump_json(g_step.ranks[rank] / "dump.json")
+            if problems is not None:
+                problems.extend(f"target: {p}" for p in t_dump.problems)
+                problems.extend(f"golden: {p}" for p in g_dump.problems)
             _check_same_network(
                 {c.name for c in t_dump.calls}, {c.name for c in g_dump.calls}, "call"
             )
