@@ -482,3 +482,20 @@ async def test_tab_never_turns_a_hostile_node_name_into_code(
             assert "cannot be named in a command line" in str(panel.hint.render())
     finally:
         session.close()
+
+
+async def test_a_commands_error_sentence_is_escaped_as_its_lines_are() -> None:
+    """An error sentence may quote a node name or a file name (untrusted): it reaches the
+    terminal escaped, one line, as every span of the command's lines does."""
+    from tuidebug.commands import Output
+
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        panel = await open_command_line(pilot)
+        output = panel.output
+        output.append_output(Output(error="no node evil\x1b]0;pwned\x07\nname"))
+        await settled(pilot)
+        last = output.plain_lines()[-1]
+        assert "\x1b" not in last and "\x07" not in last and "\n" not in last
+        assert last.startswith("no node evil")

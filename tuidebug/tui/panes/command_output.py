@@ -288,7 +288,8 @@ class CommandOutput(StyledScrollView, can_focus=True):
                 [Piece(f"… {more:,} more lines; append > FILE to write them all.", "warning")]
             )
         if output.error is not None:
-            lines.append([Piece(output.error, "error")])
+            # the sentence may quote a name from the graph: escaped as the spans are
+            lines.append([Piece(printable(output.error), "error")])
         self._append(lines)
 
     def append_note(self, text: str, style: str = "dim") -> None:
