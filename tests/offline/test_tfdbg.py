@@ -287,3 +287,22 @@ def test_non_finite_health_counts_are_one_problem(mode: str, tmp_path: Path) -> 
     run = _check(folder, "--watch", "TO")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "cannot be read" in run.stderr
+
+
+def test_eager_ops_left_unchecked_make_the_run_incomplete(tmp_path: Path) -> None:
+    """Eager ops carry their values in `.execution`, which the check does not read yet: a
+    dump with one is incomplete, never clean (it exited 0 with the eager NaN unread)."""
+    folder = _copy("full_health", tmp_path)
+    path = folder / f"{PREFIX}.execution"
+    out = b""
+    for data in read_records(path)[0]:
+        out += _record(data)
+    eager = pb.DebugEvent(wall_time=1.0)
+    eager.execution.op_type = "Exp"
+    eager.execution.tensor_debug_mode = 4  # FULL_HEALTH
+    eager.execution.tensor_protos.add().dtype = 2  # DT_DOUBLE: the 11 health doubles
+    path.write_bytes(out + _record(eager.SerializeToString()))
+    # the traces checked are the finite MatMul ones: nothing else could hit
+    run = _check(folder, "--watch", "TO", "--node", "MatMul|Exp")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "eager op execution (outside a tf.function, e.g. 'Exp') was not checked" in run.stderr

@@ -202,6 +202,18 @@ def check_tfdbg(
                     CheckResult(True, 0, ()),
                 )
             )
+    # eager ops (outside any tf.function) carry their own values in `.execution`; they are
+    # not checked yet, so a run holding some is incomplete rather than silently clean
+    eager = [
+        e for e in dump.executions if not e.graph_id and e.tensor_protos
+        and (node_filter is None or node_filter.search(e.op_type))
+    ]  # fmt: skip
+    if eager and live:
+        report.problems.append(
+            f"{len(eager)} eager op execution{'s' if len(eager) != 1 else ''} (outside a "
+            f"tf.function, e.g. {eager[0].op_type!r}) {'were' if len(eager) != 1 else 'was'} "
+            "not checked: only the graph execution traces are."
+        )
     if not report.modes and live:
         for wp_id in live:
             report.refusals.setdefault(
