@@ -12,17 +12,19 @@ from tests.tui.support import CONV, RELU, synthetic_graph
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.tui.neighbours.graph_layout import (
     GAP,
-    MAX_BOXES,
     Picture,
     box_names,
-    is_scope_box,
     label_text,
     layout,
-    neighbourhood,
-    scope_ancestors,
     scope_label,
     step,
     tensor_label,
+)
+from tuidebug.tui.neighbours.neighbourhood import (
+    MAX_BOXES,
+    is_scope_box,
+    neighbourhood,
+    scope_ancestors,
 )
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"

@@ -10,6 +10,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
   Textual here).
 - `graph_screen`: The neighbourhood graph (`G`): the selected node with its inputs above and
   consumers below, drawn as a small DAG (MindInsight's graph, in a terminal).
+- `neighbourhood`: Which nodes the graph view (`G`) draws around one: the centre, its
+  inputs and consumers a few steps away, closed scopes as one box (no Textual here).
 - `opener`: The screens that show the nodes around one and go to the node chosen there:
   downstream of the selected hit or node (`O`), the graph around it (`G`), and a stack
   line's source file with the nodes each line created (Enter in the stack list).

@@ -43,17 +43,19 @@ from tuidebug.core.watchpoints import WatchpointHit
 from tuidebug.tui.kit.labels import plain, shown
 from tuidebug.tui.kit.styled_scroll_view import StyledScrollView
 from tuidebug.tui.neighbours.graph_layout import (
+    Picture,
+    box_names,
+    layout,
+    step,
+)
+from tuidebug.tui.neighbours.neighbourhood import (
     DEFAULT_DEPTH,
     MAX_BOXES,
     MAX_DEPTH,
     SCOPE_END,
-    Picture,
-    box_names,
     is_scope_box,
-    layout,
     neighbourhood,
     scope_ancestors,
-    step,
 )
 
 
