@@ -42,6 +42,7 @@ __all__ = [
     "MsprobeRoot",
     "MsprobeStep",
     "MsprobeTensor",
+    "MsprobeValue",
     "find_msprobe_root",
     "is_msprobe_root",
     "iter_tensors",
@@ -170,9 +171,44 @@ class MsprobeCall:
     parsed: CallName | None
     tensors: list[MsprobeTensor]
     scalars: int = 0
+    # the non-tensor arguments themselves, each with its place among the tensors (compare
+    # shows them as msprobe compare does: `<class 'int'>`, the value in the statistics)
+    values: list[MsprobeValue] = field(default_factory=list)
 
     def role(self, role: str) -> list[MsprobeTensor]:
         return [t for t in self.tensors if t.role == role]
+
+    def records(self) -> Iterator[MsprobeTensor | MsprobeValue]:
+        """The call's tensors and non-tensor arguments in the record's order."""
+        values = iter(self.values)
+        pending = next(values, None)
+        for i, tensor in enumerate(self.tensors):
+            while pending is not None and pending.before <= i:
+                yield pending
+                pending = next(values, None)
+            yield tensor
+        while pending is not None:
+            yield pending
+            pending = next(values, None)
+
+
+@dataclass(frozen=True)
+class MsprobeValue:
+    """A non-tensor argument or output: `{"type": "int", "value": 24}` or a `null` in a
+    list. `kind` is msprobe's type word (`int`, `float`, `bool`, `str`…; `None` for null),
+    `value` the JSON value as read; `before` is the index in the call's tensors of the first
+    tensor that follows it (its place in the record)."""
+
+    call: str
+    role: str
+    slot: str
+    kind: str | None
+    value: object
+    before: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.call}.{self.role}.{self.slot}"
 
 
 @dataclass
@@ -210,10 +246,17 @@ def _is_tensor(value: dict[str, Any]) -> bool:
 
 
 def _tensors(
-    call: str, role: str, slot: str, value: object, out: list[MsprobeTensor], depth: int = 0
+    call: str,
+    role: str,
+    slot: str,
+    value: object,
+    out: list[MsprobeTensor],
+    depth: int = 0,
+    values: list[MsprobeValue] | None = None,
 ) -> int:
-    """Append the tensor records under `value` (a record, a list, a dict, null) to `out`;
-    return how many non-tensor leaves were met."""
+    """Append the tensor records under `value` (a record, a list, a dict, null) to `out`
+    (and the non-tensor leaves to `values`, when given); return how many non-tensor leaves
+    were met."""
     if depth > MAX_DEPTH:
         return 0
     if isinstance(value, dict):
@@ -237,17 +280,27 @@ def _tensors(
             )
             return 0
         if "type" in value:
+            if values is not None:
+                kind = value.get("type")
+                values.append(
+                    MsprobeValue(call, role, slot, str(kind), value.get("value"), before=len(out))
+                )
             return 1
         scalars = 0
         for key, item in value.items():
             scalars += _tensors(
-                call, role, f"{slot}.{key}" if slot else str(key), item, out, depth + 1
+                call, role, f"{slot}.{key}" if slot else str(key), item, out, depth + 1, values
             )
         return scalars
     if isinstance(value, list):
         scalars = 0
         for i, item in enumerate(value):
-            scalars += _tensors(call, role, f"{slot}.{i}" if slot else str(i), item, out, depth + 1)
+            item_slot = f"{slot}.{i}" if slot else str(i)
+            if item is None and values is not None:
+                # a None in a list (a missing gradient): msprobe compare shows it as a row
+                values.append(MsprobeValue(call, role, item_slot, None, None, before=len(out)))
+                continue
+            scalars += _tensors(call, role, item_slot, item, out, depth + 1, values)
         return scalars
     return 0 if value is None else 1
 
@@ -255,6 +308,7 @@ def _tensors(
 def _call(name: str, record: object) -> MsprobeCall:
     parsed = parse_call_name(name)
     tensors: list[MsprobeTensor] = []
+    values: list[MsprobeValue] = []
     scalars = 0
     if isinstance(record, dict):
         if parsed is not None and parsed.direction == "parameters_grad":
@@ -276,8 +330,8 @@ def _call(name: str, record: object) -> MsprobeCall:
                 ("output", "output"),
             ):
                 if key in record:
-                    scalars += _tensors(name, role, "", record[key], tensors)
-    return MsprobeCall(name, parsed, tensors, scalars)
+                    scalars += _tensors(name, role, "", record[key], tensors, values=values)
+    return MsprobeCall(name, parsed, tensors, scalars, values)
 
 
 def _no_constant(token: str) -> float:
