@@ -22,7 +22,9 @@ from tuidebug.tui.keys.keymap import (
     keys_file,
     keys_file_origin,
     known_bindings,
+    load_config,
     load_keymap,
+    parse_config,
     parse_keymap,
 )
 from tuidebug.tui.kit.dialogs import ConfirmScreen
@@ -388,3 +390,36 @@ def test_keys_warns_once_per_pane_that_keeps_a_remapped_key(
     keys_file_with(monkeypatch, tmp_path, '[keys]\nstep = "ctrl+n"\n')
     assert cli.main(["keys"]) == 0
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------- [source] roots
+def test_the_source_table_gives_standing_source_roots(tmp_path: Path) -> None:
+    """`[source] roots` are `--source-root` entries kept in the keys file; they are no
+    problem for the [keys] part, and `load_keymap` still reads only the keymap."""
+    text = '[keys]\nstep = "j"\n[source]\nroots = ["/home/dev/ws=~/ws", "~/src"]\n'
+    config = parse_config(text, FILE, known_bindings())
+    assert config.source_roots == ["/home/dev/ws=~/ws", "~/src"]
+    assert config.problems == [] and config.keymap == {"tuidebug.step": "j"}
+    path = tmp_path / "keys.toml"
+    path.write_text(text)
+    assert load_keymap(path) == ({"tuidebug.step": "j"}, [])
+    assert load_config(path).source_roots == ["/home/dev/ws=~/ws", "~/src"]
+    # a single string is one root
+    assert parse_config('[source]\nroots = "~/src"\n', FILE).source_roots == ["~/src"]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("source = 3\n", "[source] must be a table"),
+        ("[source]\nroot = []\n", "[source] has 'root', which is not a setting"),
+        ("[source]\nroots = 3\n", "[source] roots must be a list of folders"),
+        ('[source]\nroots = ["", 1]\n', '[source] roots has "", which is not a folder'),
+        ('[source]\nroots = ["/a:/b"]\n', "holds ':'"),
+    ],
+)
+def test_a_wrong_source_entry_is_one_sentence_and_left_out(text: str, said: str) -> None:
+    config = parse_config(text, FILE, known_bindings())
+    assert config.source_roots == [] and config.keymap == {}
+    assert any(said in problem for problem in config.problems), config.problems
+    assert all(problem.startswith(f"In the keys file {FILE}") for problem in config.problems)

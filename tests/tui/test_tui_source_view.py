@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from textual.widgets import OptionList
 
-from tests.tui.support import make_app, settled, wait_for_screen, wait_until
+from tests.tui.support import FakeSession, make_app, settled, wait_for_screen, wait_until
 from tuidebug.commands.source import ROOTS_VARIABLE
 from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
+from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.kit.dialogs import ConfirmScreen
 from tuidebug.tui.neighbours.source_screen import SourceCode, SourceScreen, line_note
 from tuidebug.tui.panes.scope_tree import GraphTree
@@ -286,3 +287,24 @@ def test_a_line_note_tells_namesakes_apart() -> None:
     assert line_note(refs[:2]) == "◂ MatMul-op0, BiasAdd-op1"
     # the same node name in two graphs: one name (the node list adds the graph)
     assert line_note([(GRAPH, fc1), ("kernel_graph_1", fc1)]) == "◂ MatMul-op0, MatMul-op0"
+
+
+async def test_the_keys_file_source_table_is_a_standing_source_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[source] roots = ["/home/dev/ws=DIR"]` in the keys file maps the stacks' paths like
+    `--source-root` does, for every start of the TUI, with no option given."""
+    here = tmp_path / "ws"
+    here.mkdir()
+    source_file(here)
+    keys = tmp_path / "keys.toml"
+    keys.write_text(f'[source]\nroots = ["/home/dev/ws={here}"]\n')
+    monkeypatch.setenv("TUIDEBUG_KEYS", str(keys))
+    monkeypatch.delenv(ROOTS_VARIABLE, raising=False)
+    session = FakeSession(graph_list=[graph_for("/home/dev/ws/net.py")])
+    app = DebuggerApp(session, start_session=True, user_keys=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await start(pilot)
+        screen = await open_frame(pilot, "ReLU-op1", 130)
+        assert screen.whole_file is True
+        assert screen.found_path == str(here / "net.py")

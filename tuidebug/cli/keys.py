@@ -23,12 +23,13 @@ def run(_args: argparse.Namespace) -> int:
         EXAMPLE,
         keys_file_origin,
         known_bindings,
-        load_keymap,
+        load_config,
         shadowed_keys,
     )
 
     path, origin = keys_file_origin()
-    keymap, problems = load_keymap(path)
+    config = load_config(path)
+    keymap, problems = config.keymap, config.problems
     rows = [("binding id", "default keys", "does", "your keys" if keymap else "")]
     rows += [
         (info.id, ",".join(info.keys), info.description or info.action, keymap.get(info.id, ""))
@@ -45,6 +46,9 @@ def run(_args: argparse.Namespace) -> int:
     else:
         state = "not found: create it to remap keys"
     print(f"\nKeys file: {printable(str(path))} ({origin}; {state}).")
+    if config.source_roots:  # [source] roots: the TUI's standing --source-root entries
+        roots = ", ".join(printable(root) for root in config.source_roots)
+        print(f"Source roots it adds to the TUI's source view: {roots}.")
     if origin != "$TUIDEBUG_KEYS":
         print("Set $TUIDEBUG_KEYS to read another file.")
     print("Its format, for example:\n")

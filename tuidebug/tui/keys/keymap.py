@@ -14,6 +14,12 @@ The file (`$TUIDEBUG_KEYS`, else `$XDG_CONFIG_HOME/tuidebug/keys.toml`, else
     "tuidebug.continue" = "ctrl+r,c"  # several keys, comma-separated
     tensor.heatmap = "H"              # a dotted TOML key is the same as "tensor.heatmap"
 
+    [source]
+    roots = ["/home/dev/ws=~/ws", "~/src"]  # as `--source-root`: DIR or PREFIX=DIR
+
+The `[source]` table is the TUI's standing `--source-root` (a dump made on another machine
+names that machine's paths; the maps say where they are here), read with the keys because
+it is the same kind of personal setting and one file is simpler to keep than two.
 The ids are collected from the `BINDINGS` of the classes in `tuidebug.tui`, so a new
 binding with an id is remappable (and listed by `tuidebug keys`) without touching this file.
 """
@@ -40,10 +46,13 @@ if TYPE_CHECKING:
 ENV_VAR = "TUIDEBUG_KEYS"
 DEFAULT_NAMESPACE = "tuidebug"
 TABLE = "keys"
+SOURCE_TABLE = "source"  # [source] roots = [...]: standing --source-root entries
 # a keys file is a few lines; past this it is not one (and parsing it would stall the start)
 MAX_KEYS_BYTES = 1024 * 1024
 EXAMPLE = '[keys]\nstep = "j"                        # "tuidebug." is implied\n'
 EXAMPLE += '"tuidebug.continue" = "ctrl+r,c"  # several keys, comma-separated\n'
+EXAMPLE += '\n[source]                          # the source view\'s standing --source-root\n'
+EXAMPLE += 'roots = ["/home/dev/ws=~/ws"]     # DIR, or PREFIX=DIR for another machine\'s paths\n'
 
 Keymap = dict[str, str]
 
@@ -217,6 +226,22 @@ def load_keymap(
     file gives ({}, []). The keymap holds only the valid entries, so one typo does not
     cost the user the rest of their keys.
     """
+    config = load_config(path, known)
+    return config.keymap, config.problems
+
+
+@dataclass
+class UserConfig:
+    """What the user's keys file says: the keymap, the standing source roots (`[source]
+    roots`, entries as `--source-root` takes them) and the problem sentences."""
+
+    keymap: Keymap
+    source_roots: list[str]
+    problems: list[str]
+
+
+def load_config(path: Path | None = None, known: Collection[str] | None = None) -> UserConfig:
+    """Read the user's keys file whole (`load_keymap` is its [keys] part)."""
     from tuidebug.offline.files.regular_file import (
         FileTooLargeError,
         NotRegularFileError,
@@ -230,36 +255,50 @@ def load_keymap(
         # end: only a regular file is read, opened non-blocking, and only so much of it
         raw = read_regular(path, MAX_KEYS_BYTES)
     except (FileNotFoundError, NotADirectoryError):
-        return {}, []
+        return UserConfig({}, [], [])
     except NotRegularFileError as exc:
-        return {}, [f"The keys file {path} cannot be read (it is {exc.strerror}), {nothing}."]
+        return _unread(f"The keys file {path} cannot be read (it is {exc.strerror}), {nothing}.")
     except FileTooLargeError:
-        return {}, [
+        return _unread(
             f"The keys file {path} is larger than the 1 MiB a keys file may have, {nothing}."
-        ]
+        )
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        return {}, [f"The keys file {path} cannot be read ({reason}), {nothing}."]
+        return _unread(f"The keys file {path} cannot be read ({reason}), {nothing}.")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return {}, [f"The keys file {path} is not UTF-8 text, {nothing}."]
+        return _unread(f"The keys file {path} is not UTF-8 text, {nothing}.")
     try:
-        return parse_keymap(text, path, known)
+        return parse_config(text, path, known)
     except RecursionError:  # tables nested thousands deep: the parser's or _flatten's stack
-        return {}, [f"The keys file {path} nests its tables too deeply, {nothing}."]
+        return _unread(f"The keys file {path} nests its tables too deeply, {nothing}.")
     except Exception as exc:  # a parser bug on hostile text is still one sentence
-        return {}, [
+        return _unread(
             f"The keys file {path} could not be read ({type(exc).__name__}: {exc}), {nothing}."
-        ]
+        )
+
+
+def _unread(sentence: str) -> UserConfig:
+    return UserConfig({}, [], [sentence])
 
 
 def apply_user_keys(app: App[Any]) -> Keymap:
     """Remap the app's keys from the user's keys.toml and return the keymap applied; the
     file's mistakes are one warning, never a traceback (the valid entries still apply)."""
-    keymap, problems = load_keymap()
+    config = load_config()
+    keymap, problems = config.keymap, config.problems
     if keymap:
         app.set_keymap(keymap)
+    if config.source_roots:
+        from tuidebug.commands.source import ROOTS_VARIABLE
+
+        # after the command line's --source-root entries (cli/offline.py puts them first):
+        # the source view and :ps read both from this variable
+        known = os.environ.get(ROOTS_VARIABLE, "")
+        os.environ[ROOTS_VARIABLE] = os.pathsep.join(
+            [*([known] if known else []), *config.source_roots]
+        )
     if problems:
         shown = problems[:3]
         if len(problems) > 3:
@@ -275,6 +314,12 @@ def parse_keymap(
 
     Each problem is one sentence naming `path` and the offending entry, fit for a notice.
     """
+    config = parse_config(text, path, known)
+    return config.keymap, config.problems
+
+
+def parse_config(text: str, path: Path | str, known: Collection[str] | None = None) -> UserConfig:
+    """The text of a keys file → its valid [keys] and [source] entries and problems."""
     # the TOML parser loads only when there is a keys file (most starts have none)
     if sys.version_info >= (3, 11):
         import tomllib
@@ -284,13 +329,16 @@ def parse_keymap(
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        return {}, [f"The keys file {path} is not valid TOML ({exc}), so no keys were remapped."]
+        return _unread(f"The keys file {path} is not valid TOML ({exc}), so no keys were remapped.")
     problems: list[str] = []
+    roots: list[str] = []
     for name in data:
-        if name != TABLE:
+        if name == SOURCE_TABLE:
+            roots = _source_entries(data[name], path, problems)
+        elif name != TABLE:
             problems.append(
                 f"The keys file {path} has {name!r} outside the [keys] table; it was ignored "
-                "(remappings go under [keys])."
+                "(remappings go under [keys], source roots under [source])."
             )
     table = data.get(TABLE, {})
     if not isinstance(table, dict):
@@ -298,7 +346,7 @@ def parse_keymap(
             f"In the keys file {path}, keys must be a table ([keys] on a line of its own), "
             f"not {_kind(table)}."
         )
-        return {}, problems
+        return UserConfig({}, roots, problems)
     known_ids = set(known_bindings() if known is None else known)
     keymap: Keymap = {}
     entry_of: dict[str, str] = {}  # binding id → the entry that set it, for the sentences
@@ -326,7 +374,45 @@ def parse_keymap(
         keymap[binding_id] = _normalise(value)
         entry_of[binding_id] = entry
     problems.extend(_clashes(path, keymap, entry_of))
-    return keymap, problems
+    return UserConfig(keymap, roots, problems)
+
+
+def _source_entries(table: object, path: Path | str, problems: list[str]) -> list[str]:
+    """The `[source]` table → its roots; each wrong entry is a sentence in `problems` and
+    is left out, the others still apply."""
+    where = f"In the keys file {path}, [source]"
+    found: list[str] = []
+    if not isinstance(table, dict):
+        problems.append(
+            f"{where} must be a table ([source] on a line of its own), not {_kind(table)}."
+        )
+        return found
+    for name, value in table.items():
+        if name != "roots":
+            problems.append(f"{where} has {name!r}, which is not a setting (only roots = [...]).")
+            continue
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            problems.append(
+                f'{where} roots must be a list of folders such as ["~/src", "/ws=~/ws"], '
+                f"not {_kind(value)}."
+            )
+            continue
+        for entry in value:
+            if not isinstance(entry, str) or not entry.strip():
+                shown = json.dumps(entry, default=str)
+                problems.append(
+                    f"{where} roots has {shown}, which is not a folder; it was ignored."
+                )
+            elif os.pathsep in entry:
+                problems.append(
+                    f"{where} roots has {_toml(entry)}, which holds {os.pathsep!r}; give each "
+                    "folder as an entry of its own."
+                )
+            else:
+                found.append(entry)
+    return found
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
@@ -471,12 +557,15 @@ __all__ = [
     "EXAMPLE",
     "BindingInfo",
     "Keymap",
+    "UserConfig",
     "active_keys",
     "apply_user_keys",
     "keys_file",
     "keys_file_origin",
     "known_bindings",
+    "load_config",
     "load_keymap",
+    "parse_config",
     "parse_keymap",
     "shadowed_keys",
 ]
