@@ -63,7 +63,8 @@ class DumpAnalyzer:
     ) -> None:
         # graph_dir (a tuidebug extension): a synchronous dump of the same network whose
         # graphs stand for those of a dump without graph files (Ascend asynchronous layouts)
-        from tuidebug.offline.dump import DumpError, OfflineDump
+        from tuidebug.offline.dump import DumpError
+        from tuidebug.offline.foreign.dump import open_dump
 
         if mem_limit is not None and not is_int(mem_limit):
             raise DebuggerParamTypeError(
@@ -80,7 +81,8 @@ class DumpAnalyzer:
                 f"The type of dump_dir should be str, but got {type_name(dump_dir)}."
             )
         try:
-            self._dump = OfflineDump(
+            # a MindSpore dump folder, or a foreign one (msprobe…): detected, no flag
+            self._dump = open_dump(
                 dump_dir, mem_limit=limit * (1 << 20) if limit else None, graph_dir=graph_dir
             )
         except DumpError as err:

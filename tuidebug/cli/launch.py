@@ -44,8 +44,12 @@ def check_dump_dir(path: str, graph_dir: str | None = None) -> str | None:
         return f"{path} does not exist."
     if not target.is_dir():
         return f"{path} is not a directory; give the dump root (the folder holding rank_N/)."
+    from tuidebug.offline.files.msprobe import is_msprobe_root
     from tuidebug.offline.layout.errors import DumpError
     from tuidebug.offline.layout.root import DumpLayout
+
+    if graph_dir is None and is_msprobe_root(target):
+        return None  # a foreign dump (offline/foreign): its calls are its graph
     from tuidebug.offline.layout.sync_rank import RankLayout
 
     try:

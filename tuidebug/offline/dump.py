@@ -59,6 +59,9 @@ class OfflineDump:
     limited.
     """
 
+    # a foreign dump's statistics in words (`foreign/source.py`); "" for MindSpore's
+    statistics_words = ""
+
     def __init__(
         self,
         root: str | os.PathLike[str],

@@ -73,6 +73,7 @@ from tuidebug.offline.check.checker import Checker, CheckReport, Watch
 from tuidebug.offline.dump import DumpError, OfflineDump
 from tuidebug.offline.files.bin_tensors import converted_fit
 from tuidebug.offline.files.npy import TensorFileError, peek_header
+from tuidebug.offline.foreign.dump import open_dump
 
 if TYPE_CHECKING:
     from tuidebug.offline.check.cluster import ClusterProgress, ClusterRunner
@@ -282,7 +283,8 @@ class OfflineSession(DebugSession):
             self._set(state=SessionState.LOADING, message="")
             self.emit(Progress("Reading the dump folder", 0, 0))
             try:
-                dump = OfflineDump(
+                # a MindSpore dump folder, or a foreign one (msprobe…): detected, no flag
+                dump = open_dump(
                     self.dump_dir, mem_limit=self._mem_limit, graph_dir=self._graph_dir
                 )
             except DumpError as err:

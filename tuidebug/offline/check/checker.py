@@ -85,7 +85,7 @@ from tuidebug.core.condition_catalogue import (
 )
 from tuidebug.core.error_codes import ErrorCode
 from tuidebug.core.tensor import UnsupportedDataTypeError, numpy_dtype
-from tuidebug.offline.check.statistic import Missing, decide, refusal_sentence
+from tuidebug.offline.check.statistic import Missing, condition_label, decide, refusal_sentence
 from tuidebug.offline.check.task import Task, TaskResult, error_result, run_task
 from tuidebug.offline.files.bin_tensors import BinTensorFile, raw_sentence, read_raw
 
@@ -619,7 +619,7 @@ class _Planner:
         for wp_id, watch in uniq.items():
             decided = decide(watch.request, row.stats)
             if isinstance(decided, Missing):
-                self.out.problems.add(refusal_sentence(watch.request, decided))
+                self.out.problems.add(_refusal(self.dump, watch.request, decided))
             elif decided.reported:
                 self.out.outcomes.append(CheckOutcome(key, wp_id, decided))
         return True
@@ -676,6 +676,19 @@ class _Planner:
         )
         wp_ids = tuple(wp_id for wp_id, _ in watches)
         self.out.tasks.append(PlannedTask(task, key, wp_ids, tensor_file))
+
+
+def _refusal(dump: OfflineDump, request: CheckRequest, missing: Missing) -> str:
+    """The sentence refusing a watchpoint that a tensor's statistics cannot decide: a
+    foreign dump's (`statistics_words`) names its tool's statistics, not statistic.csv's."""
+    words = dump.statistics_words
+    if not words:
+        return refusal_sentence(request, missing)
+    what = condition_label(request) + (f" {missing.param}" if missing.param else "")
+    need = missing.what.split(", which", 1)[0]
+    return (
+        f"The watchpoint {what} cannot be checked on {words} without tensor files: it needs {need}."
+    )
 
 
 def _no_value(key: TensorKey, watches: Iterable[tuple[int, Watch]]) -> list[CheckOutcome]:

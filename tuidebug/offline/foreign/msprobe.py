@@ -1,0 +1,365 @@
+"""msprobe dumps (issue 29) through the foreign-dump seam: `MsprobeSource`.
+
+What the dump model sees:
+
+- ranks: the proc/rank folders (`files/msprobe.py` numbers them); iterations: the steps;
+- one graph per rank, `msprobe`, built from the rank's first step's `dump.json` (each later
+  step's calls are tied to it by name; a call the first step lacks is a blocker sentence of
+  that step, so a check of it says it is incomplete): one node per dumped call in execution
+  order, its output records its slots; a module's `parameters` are parameter nodes feeding
+  the call (`Module.fc1.Linear.forward.0.parameters.weight`); a call's input records are
+  edges from the call that produced the same tensor (same dtype, shape and statistics,
+  the last such output before it), and its attributes list each input and parameter with
+  its dtype and shape;
+- scopes from `construct.json` (a module's calls under the module's own call, scopes named
+  only there, like `optimizer`, as such); without it (level L1 writes `{}`) the calls are
+  grouped by API family (`Functional/`, `Torch/`, `Tensor/`…). Backward calls and parameter
+  gradients go under `Gradients/`, as MindSpore's do: the gradient category is theirs;
+- stacks from `stack.json`, on the forward calls it names;
+- statistics: Max, Min, Mean, Norm as `StatisticRow` keys, the NaN/Inf counts from Max and
+  Min only (`msprobe_stats`: msprobe's `overflow_check` rule; Norm overflows in the
+  tensor's own dtype long before a value does), so TO/WO/GE never alarm on Norm alone;
+- values: `dump_tensor_data/<data_name>` (`.pt` or `.npy`) when the task was `tensor`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping
+
+import numpy as np
+
+from tuidebug.core.graph import Category, Graph, Node, NodeKind, StackFrame, TensorSpec
+from tuidebug.core.tensor import (
+    BFLOAT16,
+    UnsupportedDataTypeError,
+    data_type_of,
+    dtype_from_dump_name,
+)
+from tuidebug.offline.files.msprobe import (
+    MsprobeCall,
+    MsprobeDump,
+    MsprobeError,
+    MsprobeRoot,
+    MsprobeTensor,
+    find_msprobe_root,
+    read_construct,
+    read_dump_json,
+    read_stack,
+)
+from tuidebug.offline.foreign.source import (
+    DumpSource,
+    ForeignGraph,
+    ForeignStep,
+    ForeignTensor,
+    StatValue,
+)
+
+__all__ = ["GRAPH", "MsprobeSource", "msprobe_stats"]
+
+GRAPH = "msprobe"  # the one graph of a rank: its calls in execution order
+GRADIENTS = "Gradients"
+MAX_SCOPE_DEPTH = 64  # construct.json's parent chain is walked at most this far (loops)
+_FRAME = re.compile(r"File (.*?), line (\d+), in (.*?),\s*\n?\s*(.*)", re.S)
+_TORCH_DTYPES = {"bfloat16": BFLOAT16}
+
+
+def msprobe_stats(t: MsprobeTensor) -> dict[str, StatValue]:
+    """A record as a statistic.csv row (`StatisticRow.stats` keys) for `statistic.decide`:
+    the NaN/Inf counts from Max and Min only (never Norm), Max/Min/Mean as the values."""
+    stats: dict[str, StatValue] = {"count": t.count}
+    if t.norm is not None:
+        stats["l2norm"] = t.norm
+    if t.max is None or t.min is None:
+        return stats  # no NaN/Inf counts: decide() says what is missing
+    ends = (t.max, t.min)
+    stats["nan_count"] = int(any(math.isnan(v) for v in ends))
+    stats["pos_inf_count"] = int(any(v == math.inf for v in ends))
+    stats["neg_inf_count"] = int(any(v == -math.inf for v in ends))
+    stats["max"], stats["min"], stats["avg"] = t.max, t.min, t.mean
+    return stats
+
+
+def data_type(text: str) -> int | None:
+    """MindSpore's DataType number of an msprobe dtype (`torch.float32`, `Float32`)."""
+    name = text.removeprefix("torch.")
+    try:
+        dt = _TORCH_DTYPES.get(name) or dtype_from_dump_name(name) or np.dtype(name)
+        return data_type_of(dt)
+    except (TypeError, ValueError, UnsupportedDataTypeError):
+        return None
+
+
+def _frames(lines: list[str]) -> list[StackFrame]:
+    out = []
+    for line in lines[:200]:
+        m = _FRAME.match(line)
+        if m is None:
+            out.append(StackFrame("", None, line.strip()))
+        else:
+            code = m.group(4).strip() or m.group(3)
+            out.append(StackFrame(m.group(1), int(m.group(2)), code))
+    return out
+
+
+def _label(name: str) -> str:
+    # a scope path component: "/" separates scopes, so a name cannot hold one
+    return name.replace("/", "_")
+
+
+def _signature(t: MsprobeTensor) -> tuple[object, ...] | None:
+    """What identifies a tensor between calls: dtype, shape and its four statistics; None
+    when they cannot tell it from others (no statistics, or a constant tensor)."""
+    if t.max is None or t.min is None or t.max == t.min or t.shape is None:
+        return None
+    return (t.dtype, t.shape, t.max, t.min, t.mean, t.norm)
+
+
+def _describe(t: MsprobeTensor) -> str:
+    shape = "?" if t.shape is None else "[" + ", ".join(map(str, t.shape)) + "]"
+    return f"{t.dtype} {shape}"
+
+
+class _Built:
+    """One rank's graph and how calls and tensors map to its nodes and slots."""
+
+    def __init__(self, graph: Graph, nodes: dict[str, str], params: dict[str, str]) -> None:
+        self.graph = graph
+        self.nodes = nodes  # call name → node name
+        self.params = params  # msprobe parameter tensor name → parameter node name
+
+
+class MsprobeSource(DumpSource):
+    """An msprobe root (`files/msprobe.find_msprobe_root`) as a `DumpSource`."""
+
+    kind = "msprobe"
+    statistics_words = "msprobe statistics (Max, Min, Mean, Norm)"
+
+    def __init__(self, found: MsprobeRoot) -> None:
+        super().__init__(found.root)
+        self.found = found
+        self.problems = list(found.problems)
+        self._built: dict[int, _Built] = {}
+        self._last: tuple[tuple[int, int], MsprobeDump] | None = None
+        self.backend = ""
+
+    def ranks(self) -> list[int]:
+        return self.found.rank_ids
+
+    def iterations(self, rank: int) -> list[int]:
+        return [s for s, step in self.found.steps.items() if rank in step.ranks]
+
+    def refresh(self) -> bool:
+        again = find_msprobe_root(self.root)
+        if again is None or set(again.steps) == set(self.found.steps):
+            return False
+        # the same ranks keep their graphs; a new rank is read on first use
+        self.found = again
+        self.problems = list(dict.fromkeys([*self.problems, *again.problems]))
+        return True
+
+    def _label(self, rank: int, step: int, name: str) -> str:
+        folder = self.found.steps[step].ranks[rank]
+        try:
+            return os.path.relpath(folder / name, self.root)
+        except ValueError:
+            return str(folder / name)
+
+    def _dump(self, rank: int, step: int) -> MsprobeDump:
+        """A step's dump.json, the last one kept (the graph and the step read it twice)."""
+        if self._last is not None and self._last[0] == (rank, step):
+            return self._last[1]
+        folder = self.found.steps[step].ranks[rank]
+        dump = read_dump_json(folder / "dump.json", self._label(rank, step, "dump.json"))
+        self._last = ((rank, step), dump)
+        if not self.backend and dump.framework:
+            self.backend = dump.framework
+            self.version = f"{dump.task} {dump.level}".strip()
+        return dump
+
+    # ------------------------------------------------------------------ the graph
+    def graphs(self, rank: int) -> dict[str, Graph]:
+        built = self._build(rank)
+        return {} if built is None else {GRAPH: built.graph}
+
+    def _build(self, rank: int) -> _Built | None:
+        if rank in self._built:
+            return self._built[rank]
+        steps = self.iterations(rank)
+        dump: MsprobeDump | None = None
+        first = -1
+        for step in steps:  # the first step whose dump.json reads
+            try:
+                dump = self._dump(rank, step)
+            except MsprobeError as err:
+                self.problems.append(str(err))
+                continue
+            first = step
+            break
+        if dump is None:
+            return None
+        self.problems.extend(dump.problems)
+        folder = self.found.steps[first].ranks[rank]
+        construct: dict[str, str | None] = {}
+        stacks: dict[str, list[str]] = {}
+        for name, reader in (("construct.json", read_construct), ("stack.json", read_stack)):
+            path = folder / name
+            if not path.exists():
+                continue
+            try:
+                got = reader(path, self._label(rank, first, name))
+            except MsprobeError as err:
+                self.problems.append(str(err))
+                continue
+            if name == "construct.json":
+                construct = got  # type: ignore[assignment]
+            else:
+                stacks = got  # type: ignore[assignment]
+        built = _graph(dump.calls, construct, stacks)
+        self._built[rank] = built
+        return built
+
+    # ------------------------------------------------------------------ a step
+    def read_step(self, rank: int, graph: str, iteration: int) -> ForeignStep:
+        built = self._build(rank)
+        step = ForeignStep()
+        if built is None or graph != GRAPH:
+            return step
+        try:
+            dump = self._dump(rank, iteration)
+        except MsprobeError as err:
+            step.blockers.append(str(err))
+            return step
+        step.blockers.extend(dump.problems)
+        folder = self.found.steps[iteration].ranks[rank]
+        data_dir = folder / "dump_tensor_data"
+        has_data = dump.task == "tensor" and data_dir.is_dir()
+        unknown: list[str] = []
+        for call in dump.calls:
+            node = built.nodes.get(call.name)
+            if node is None:
+                unknown.append(call.name)
+                continue
+            slot = 0
+            for t in call.tensors:
+                if t.role in ("output", "parameters_grad"):
+                    step.tensors[(node, slot)] = self._tensor(node, slot, t, data_dir, has_data)
+                    slot += 1
+                elif t.role == "parameters":
+                    pnode = built.params.get(t.name)
+                    if pnode is not None:
+                        step.tensors[(pnode, 0)] = self._tensor(pnode, 0, t, data_dir, has_data)
+        if unknown:
+            step.blockers.append(
+                f"{self._label(rank, iteration, 'dump.json')} has {len(unknown)} call(s) that "
+                f"the first step of rank {rank} lacks (the first: {unknown[0][:200]!r}); "
+                "they were not read."
+            )
+        return step
+
+    @staticmethod
+    def _tensor(
+        node: str, slot: int, t: MsprobeTensor, data_dir: os.PathLike[str], has_data: bool
+    ) -> ForeignTensor:
+        path = None
+        if has_data and t.data_name and os.path.basename(t.data_name) == t.data_name:
+            candidate = os.path.join(data_dir, t.data_name)
+            if t.data_name.endswith((".pt", ".npy")) and os.path.lexists(candidate):
+                path = candidate
+        return ForeignTensor(node, slot, t.name, t.dtype, t.shape, msprobe_stats(t), path)
+
+
+def _scopes(call: MsprobeCall, construct: Mapping[str, str | None]) -> list[str]:
+    """The scope path of a call: its construct.json ancestors (outermost first), else its
+    API family; backward calls and parameter gradients under `Gradients`."""
+    chain: list[str] = []
+    parent = construct.get(call.name)
+    seen = {call.name}
+    while parent and parent not in seen and len(chain) < MAX_SCOPE_DEPTH:
+        chain.append(_label(parent))
+        seen.add(parent)
+        parent = construct.get(parent)
+    chain.reverse()
+    parsed = call.parsed
+    if not chain and call.name not in construct:
+        chain = [_label(parsed.prefix if parsed is not None else "Other")]
+    if parsed is not None and parsed.is_module and parsed.direction != "parameters_grad":
+        chain.append(_label(call.name))  # a module's own call heads its calls
+    backward = parsed is not None and parsed.direction in ("backward", "parameters_grad")
+    return [GRADIENTS, *chain] if backward else chain
+
+
+def _graph(
+    calls: list[MsprobeCall], construct: Mapping[str, str | None], stacks: Mapping[str, list[str]]
+) -> _Built:
+    nodes: list[Node] = []
+    names: dict[str, str] = {}
+    params: dict[str, str] = {}
+    categories: dict[str, frozenset[Category]] = {}
+    producers: dict[tuple[object, ...], str] = {}  # tensor signature → the last call making it
+    taken: set[str] = set()
+    for call in calls:
+        scope = "/".join(_scopes(call, construct))
+        name = f"{scope}/{_label(call.name)}" if scope else _label(call.name)
+        while name in taken:  # the same call twice (a hostile file): kept apart
+            name += "_"
+        taken.add(name)
+        names[call.name] = name
+        parsed = call.parsed
+        inputs: list[str] = []
+        attributes: dict[str, str] = {"msprobe name": call.name}
+        outputs: list[TensorSpec] = []
+        for t in call.tensors:
+            if t.role == "input":
+                attributes[f"input.{t.slot}"] = _describe(t)
+                sig = _signature(t)
+                src = producers.get(sig) if sig is not None else None
+                if src is not None and src != name and src not in inputs:
+                    inputs.append(src)
+            elif t.role == "parameters":
+                # named without its scope (a parameter's scope is `Node.scope`), like `conv1.weight`
+                pname = _label(t.name)
+                attributes[f"parameter {t.slot}"] = _describe(t)
+                params[t.name] = pname
+                inputs.append(pname)
+                nodes.append(
+                    Node(
+                        pname,
+                        NodeKind.PARAMETER,
+                        "Parameter",
+                        scope=scope,
+                        outputs=[TensorSpec(0, data_type(t.dtype), t.shape)],
+                    )
+                )
+                categories[pname] = frozenset(
+                    {Category.TENSOR, Category.PARAMETER, Category.WEIGHT}
+                )
+            else:
+                outputs.append(TensorSpec(len(outputs), data_type(t.dtype), t.shape))
+                sig = _signature(t)
+                if sig is not None:  # the first call making it: a module passes it on
+                    producers.setdefault(sig, name)
+        direction = parsed.direction if parsed is not None else ""
+        cats = {Category.TENSOR}
+        if direction in ("backward", "parameters_grad"):
+            cats.add(Category.GRADIENT)
+        elif direction == "forward":
+            cats.add(Category.ACTIVATION)
+        categories[name] = frozenset(cats)
+        frames = stacks.get(call.name)
+        nodes.append(
+            Node(
+                name,
+                NodeKind.OPERATOR,
+                parsed.op if parsed is not None else call.name,
+                scope=scope,
+                inputs=inputs,
+                outputs=outputs,
+                attributes=attributes,
+                stack=_frames(frames) if frames else [],
+                dump_name=call.name,
+            )
+        )
+    return _Built(ForeignGraph(GRAPH, nodes, categories), names, params)

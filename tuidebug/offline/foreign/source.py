@@ -1,0 +1,129 @@
+"""The seam between tuidebug's dump model and a dump written by another tool (msprobe,
+TensorFlow Debugger V2, …): what such a tool's reader answers, in the dump model's words.
+
+`OfflineDump` and everything above it (the session, the checker, the TUI, `exec`, the API)
+speak of ranks, graphs per rank (`core.graph.Graph`), iterations, and tensors as output
+slots of graph nodes. A `DumpSource` answers those questions for one foreign dump:
+
+- `ranks()`, `iterations(rank)`: what was dumped;
+- `graphs(rank)`: the rank's graphs, built once per rank (nodes in execution order, each
+  node's `outputs` its slots with dtype and shape, `stack`, `attributes`, scopes in its
+  name); `categories` (optional) says which watchpoint categories a node is in when the
+  core's MindSpore naming rule would not (`ForeignGraph`);
+- `read_step(rank, graph, iteration)`: one iteration's tensors as `ForeignTensor`s (their
+  statistics under `StatisticRow.stats` keys, the value file when one exists) and its
+  `blockers` (data of that iteration that exists and was not read: a check of it is then
+  incomplete). The dump model keeps only the steps in view (`ForeignDump`), so a source
+  need not cache: memory is bounded by the step being looked at;
+- `refresh()`: look again for iterations that appeared since (the TUI's `r`);
+- `problems`: sentences about what discovery could not read;
+- `statistics_words`: the tool's statistics in words, for the one sentence refusing a
+  watchpoint they cannot decide (`check/checker.py` says it, not statistic.csv's wording).
+
+Values are read from files by extension (`.npy` through `files/npy.py`, `.pt` through
+`files/pt.py`): the checker's tasks carry a path, so a source whose values live in
+another container gives each tensor a file of its own or adds a reader in `check/task.py`.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from tuidebug.core.graph import Category, Graph, Node, node_categories
+
+__all__ = ["DumpSource", "ForeignGraph", "ForeignStep", "ForeignTensor", "StatValue"]
+
+StatValue = float | int | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignTensor:
+    """One dumped tensor of an iteration: output `slot` of graph node `node`.
+
+    `name` is the tool's own name of the tensor (`Functional.linear.0.forward.output.0`),
+    accepted wherever a tensor is named; `dtype` the tool's dtype text (`torch.float32`,
+    `Float32`); `stats` its statistics under `StatisticRow.stats` keys (`count`,
+    `nan_count`, `pos_inf_count`, `neg_inf_count`, `max`, `min`, `avg`, …) as the tool's
+    math gives them; `path` the file holding its value (`.npy`, `.pt`), None when only
+    statistics were dumped."""
+
+    node: str
+    slot: int
+    name: str
+    dtype: str
+    shape: tuple[int, ...] | None
+    stats: Mapping[str, StatValue]
+    path: str | None = None
+
+
+@dataclass
+class ForeignStep:
+    """One rank's iteration of one graph: its tensors by (node, slot) in execution order,
+    and sentences about its data that could not be read (the check is then incomplete)."""
+
+    tensors: dict[tuple[str, int], ForeignTensor] = field(default_factory=dict)
+    blockers: list[str] = field(default_factory=list)
+
+    def by_name(self) -> dict[str, ForeignTensor]:
+        return {t.name: t for t in self.tensors.values()}
+
+
+class ForeignGraph(Graph):
+    """A graph whose nodes' watchpoint categories the source states (`categories`: node
+    name → its categories; nodes left out get the core's rule), because a foreign tool's
+    names do not follow MindSpore's `Gradients/`, `.weight` and op-type conventions."""
+
+    def __init__(
+        self,
+        name: str,
+        nodes: Iterable[Node],
+        categories: Mapping[str, frozenset[Category]] | None = None,
+    ) -> None:
+        super().__init__(name, nodes)
+        self._given = dict(categories or {})
+
+    @cached_property
+    def _categories(self) -> dict[str, frozenset[Category]]:
+        return {n.name: self._given.get(n.name) or node_categories(n) for n in self.nodes.values()}
+
+
+class DumpSource(ABC):
+    """A foreign dump as the dump model reads it (module docstring). Thread safety: the
+    dump model calls it under its lock."""
+
+    #: short name of the tool, for sentences and the header (`msprobe`, `tfdbg`)
+    kind: str = ""
+    #: the tool's statistics in words ("msprobe statistics (Max, Min, Mean, Norm)")
+    statistics_words: str = ""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(os.path.realpath(os.fspath(root)))
+        self.problems: list[str] = []
+
+    # what the header shows: the device or framework, the tool's version, the net's name
+    backend: str = ""
+    version: str = ""
+    net_name: str = ""
+
+    @abstractmethod
+    def ranks(self) -> list[int]: ...
+
+    @abstractmethod
+    def iterations(self, rank: int) -> list[int]: ...
+
+    @abstractmethod
+    def graphs(self, rank: int) -> dict[str, Graph]:
+        """The rank's graphs by name; damaged data is sentences in `problems`."""
+
+    @abstractmethod
+    def read_step(self, rank: int, graph: str, iteration: int) -> ForeignStep:
+        """One iteration's tensors; an unreadable one is a `ForeignStep` with blockers."""
+
+    def refresh(self) -> bool:
+        """Look for iterations that appeared since; True when some did."""
+        return False
