@@ -91,10 +91,23 @@ class CommandContext:
         if len(found) == 1:
             return found[0]
         if not found:
+            alias = self.alias(name)
+            if alias is not None:
+                return alias[0], alias[1]
             raise CommandError(f"No node is named {name!r}.")
         named = ", ".join(n.name for _, n in found[:MAX_CANDIDATES_NAMED])
         more = f" and {len(found) - MAX_CANDIDATES_NAMED} more" if len(found) > 5 else ""
         raise CommandError(f"{name!r} names {len(found)} nodes ({named}{more}); give more of it.")
+
+    def alias(self, name: str) -> tuple[Graph, Node, int] | None:
+        """The graph, node and slot of a tensor named by its dump tool's own name (msprobe's
+        `Functional.linear.0.forward.output.0`), or None."""
+        found = self.session.tensor_alias(name)
+        if found is None:
+            return None
+        graph = self.session.graphs.get(found[0])
+        node = graph.get(found[1]) if graph is not None else None
+        return None if graph is None or node is None else (graph, node, found[2])
 
     def node_names(self) -> list[str]:
         return [node.name for graph in self.session.graphs.values() for node in graph]
@@ -125,8 +138,12 @@ class CommandContext:
     def value(self, name: TensorName) -> tuple[TensorRef, np.ndarray]:
         """The tensor's value, read from the session (blocking: it may read a file or wait
         for the training to send it)."""
-        graph, node = self.find_node(name.node)
-        ref = self.ref(graph, node, name.slot, name.iteration)
+        alias = self.alias(name.node)
+        if alias is not None:  # the name says its slot (`….output.1`)
+            graph, node, slot = alias
+        else:
+            (graph, node), slot = self.find_node(name.node), name.slot
+        ref = self.ref(graph, node, slot, name.iteration)
         try:
             if name.trip is not None:
                 array = self.session.tensor_trip(ref, name.trip)

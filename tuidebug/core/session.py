@@ -301,6 +301,12 @@ class DebugSession(ABC):
         history of values."""
         return []
 
+    def tensor_alias(self, name: str) -> tuple[str, str, int] | None:
+        """(graph, node, slot) of a tensor named by its dump tool's own name (an msprobe
+        dump's `Functional.linear.0.forward.output.0`) on the shown rank; None when `name`
+        is no such name. Default: None (MindSpore names tensors by node and slot)."""
+        return None
+
     def dumped_statistics(self, ref: TensorRef) -> Mapping[str, float] | None:
         """The statistics a dump wrote for a tensor (a MindSpore `statistic.csv` row: keys of
         `offline.statistic_csv.STAT_COLUMNS` such as "max", "nan_count"), None when it has

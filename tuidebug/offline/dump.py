@@ -116,6 +116,16 @@ class OfflineDump:
                 return name
         return self.layout.settings.net_name or ""
 
+    def refresh(self) -> bool:
+        """Look for iterations that appeared since the dump was opened; True when some did.
+        (A foreign dump's steps: `foreign/dump.py`; a MindSpore dump is read as opened.)"""
+        return False
+
+    def tensor_alias(self, rank: int, name: str) -> tuple[str, str, int] | None:
+        """(graph, node, slot) of a tensor named by its dump tool's own name (foreign dumps:
+        `foreign/source.py` `aliases`); MindSpore dumps name tensors by node and slot."""
+        return None
+
     def rank_layout(self, rank: int) -> RankLayout:
         try:
             return self.layout.ranks[rank]

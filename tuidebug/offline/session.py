@@ -559,9 +559,11 @@ class OfflineSession(DebugSession):
             self.emit(HitsArrived((), step))
 
     def recheck(self) -> None:
-        """Check every enabled watchpoint again at the current step."""
+        """Check every enabled watchpoint again at the current step; steps that appeared
+        in the dump since it was opened are picked up first (a foreign dump's)."""
         with self._control:
             self._require_loaded()
+            self._pick_up_steps()
             if self._metadata.step <= 0:
                 self._hits = ()
                 self._notice(
@@ -576,6 +578,22 @@ class OfflineSession(DebugSession):
                 self._check_current()
             finally:
                 self._run_ended("Recheck")
+
+    def _pick_up_steps(self) -> None:
+        """New steps written while the dump is open (a training still running): the last
+        step moves on, and one notice says so."""
+        dump = self.dump
+        before = self._metadata.max_step or 0
+        if not dump.refresh():
+            return
+        after = self._max_step(self._rank)
+        self._set(max_step=after)
+        if after > before:
+            self._notice(
+                f"The dump now goes to step {after} (it went to {before} when opened).",
+                "information",
+            )
+        self._flush_problems()
 
     def _run_ended(self, what: str) -> None:
         """A run stopped (at hits, at its last step, on `pause()` or an error): publish the
@@ -811,6 +829,11 @@ class OfflineSession(DebugSession):
             for k, v in row.stats.items()
             if isinstance(v, int | float) and not isinstance(v, bool)
         }
+
+    def tensor_alias(self, name: str) -> tuple[str, str, int] | None:
+        if self._dump is None:
+            return None
+        return self._dump.tensor_alias(self._rank, name)
 
     def dumped_iterations(self, graph_name: str, node: str) -> list[int]:
         try:

@@ -67,6 +67,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -686,6 +687,9 @@ def _refusal(dump: OfflineDump, request: CheckRequest, missing: Missing) -> str:
         return refusal_sentence(request, missing)
     what = condition_label(request) + (f" {missing.param}" if missing.param else "")
     need = missing.what.split(", which", 1)[0]
+    column = re.fullmatch(r"the '([^']+)' column of statistic\.csv", need)
+    if column is not None:  # statistic.csv's header, said as the statistic it holds
+        need = f"the {column.group(1).lower()}"
     return (
         f"The watchpoint {what} cannot be checked on {words} without tensor files: it needs {need}."
     )

@@ -274,6 +274,16 @@ class ForeignDump(OfflineDump):
         with self._lock:
             return self.source.refresh()
 
+    def tensor_alias(self, rank: int, name: str) -> tuple[str, str, int] | None:
+        """(graph, node, slot) of the tool's own name of a tensor on `rank`, or None."""
+        with self._lock:
+            self.graphs(rank)
+            found = self.source.aliases(rank).get(name)
+        if found is None:
+            return None
+        graph = next(iter(self.graphs(rank)), "")
+        return graph, found[0], found[1]
+
     # ------------------------------------------------------------------ graphs
     def graphs(self, rank: int) -> dict[str, Graph]:
         with self._lock:

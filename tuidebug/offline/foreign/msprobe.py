@@ -125,10 +125,17 @@ def _describe(t: MsprobeTensor) -> str:
 class _Built:
     """One rank's graph and how calls and tensors map to its nodes and slots."""
 
-    def __init__(self, graph: Graph, nodes: dict[str, str], params: dict[str, str]) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        nodes: dict[str, str],
+        params: dict[str, str],
+        aliases: dict[str, tuple[str, int]],
+    ) -> None:
         self.graph = graph
         self.nodes = nodes  # call name → node name
         self.params = params  # msprobe parameter tensor name → parameter node name
+        self.aliases = aliases  # msprobe tensor name → (node, slot) holding it
 
 
 class MsprobeSource(DumpSource):
@@ -183,6 +190,10 @@ class MsprobeSource(DumpSource):
     def graphs(self, rank: int) -> dict[str, Graph]:
         built = self._build(rank)
         return {} if built is None else {GRAPH: built.graph}
+
+    def aliases(self, rank: int) -> Mapping[str, tuple[str, int]]:
+        built = self._build(rank)
+        return {} if built is None else built.aliases
 
     def _build(self, rank: int) -> _Built | None:
         if rank in self._built:
@@ -298,7 +309,9 @@ def _graph(
     names: dict[str, str] = {}
     params: dict[str, str] = {}
     categories: dict[str, frozenset[Category]] = {}
-    producers: dict[tuple[object, ...], str] = {}  # tensor signature → the last call making it
+    # tensor signature → the (node, slot) of the first call making it
+    producers: dict[tuple[object, ...], tuple[str, int]] = {}
+    aliases: dict[str, tuple[str, int]] = {}
     taken: set[str] = set()
     for call in calls:
         scope = "/".join(_scopes(call, construct))
@@ -316,13 +329,16 @@ def _graph(
                 attributes[f"input.{t.slot}"] = _describe(t)
                 sig = _signature(t)
                 src = producers.get(sig) if sig is not None else None
-                if src is not None and src != name and src not in inputs:
-                    inputs.append(src)
+                if src is not None and src[0] != name:
+                    aliases.setdefault(t.name, src)  # the input is that output
+                    if src[0] not in inputs:
+                        inputs.append(src[0])
             elif t.role == "parameters":
                 # named without its scope (a parameter's scope is `Node.scope`), like `conv1.weight`
                 pname = _label(t.name)
                 attributes[f"parameter {t.slot}"] = _describe(t)
                 params[t.name] = pname
+                aliases[t.name] = (pname, 0)
                 inputs.append(pname)
                 nodes.append(
                     Node(
@@ -337,10 +353,12 @@ def _graph(
                     {Category.TENSOR, Category.PARAMETER, Category.WEIGHT}
                 )
             else:
-                outputs.append(TensorSpec(len(outputs), data_type(t.dtype), t.shape))
+                slot = len(outputs)
+                outputs.append(TensorSpec(slot, data_type(t.dtype), t.shape))
+                aliases[t.name] = (name, slot)
                 sig = _signature(t)
                 if sig is not None:  # the first call making it: a module passes it on
-                    producers.setdefault(sig, name)
+                    producers.setdefault(sig, (name, slot))
         direction = parsed.direction if parsed is not None else ""
         cats = {Category.TENSOR}
         if direction in ("backward", "parameters_grad"):
@@ -362,4 +380,4 @@ def _graph(
                 dump_name=call.name,
             )
         )
-    return _Built(ForeignGraph(GRAPH, nodes, categories), names, params)
+    return _Built(ForeignGraph(GRAPH, nodes, categories), names, params, aliases)

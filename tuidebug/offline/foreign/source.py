@@ -15,6 +15,8 @@ slots of graph nodes. A `DumpSource` answers those questions for one foreign dum
   `blockers` (data of that iteration that exists and was not read: a check of it is then
   incomplete). The dump model keeps only the steps in view (`ForeignDump`), so a source
   need not cache: memory is bounded by the step being looked at;
+- `aliases(rank)`: the tool's own tensor names → (node, slot), accepted wherever a tensor
+  is named;
 - `refresh()`: look again for iterations that appeared since (the TUI's `r`);
 - `problems`: sentences about what discovery could not read;
 - `statistics_words`: the tool's statistics in words, for the one sentence refusing a
@@ -127,3 +129,9 @@ class DumpSource(ABC):
     def refresh(self) -> bool:
         """Look for iterations that appeared since; True when some did."""
         return False
+
+    def aliases(self, rank: int) -> Mapping[str, tuple[str, int]]:
+        """The tool's own tensor names (`Functional.linear.0.forward.output.0`) → the (node,
+        output slot) holding that tensor, for the rank's graphs: what `NAME:SLOT@STEP`
+        commands accept besides node names."""
+        return {}
