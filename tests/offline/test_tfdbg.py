@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ DECIDING = ("curt_health", "concise_health", "full_health", "full_tensor")
 PREFIX = "tfdbg_events.1700000000.fixture"
 
 
-def _expected(mode: str) -> dict:  # type: ignore[type-arg]
+def _expected(mode: str) -> dict[str, Any]:
     return json.loads((DATA / mode / "expected.json").read_text())
 
 
@@ -117,7 +118,7 @@ def test_modes_without_values_refuse_to_in_one_sentence(mode: str) -> None:
 def test_other_conditions_are_refused_per_watchpoint() -> None:
     run = _check(DATA / "full_health", "--watch", "TL:max_gt=1", "--watch", "TO")
     assert run.returncode == 1
-    assert run.stderr.count("cannot be checked on a tfdbg dump yet") == 1
+    assert run.stderr.count("cannot be checked on this tfdbg dump: it needs the maximum") == 1
 
 
 def test_check_exit_codes_and_usage() -> None:
@@ -289,20 +290,40 @@ def test_non_finite_health_counts_are_one_problem(mode: str, tmp_path: Path) -> 
     assert "cannot be read" in run.stderr
 
 
-def test_eager_ops_left_unchecked_make_the_run_incomplete(tmp_path: Path) -> None:
-    """Eager ops carry their values in `.execution`, which the check does not read yet: a
-    dump with one is incomplete, never clean (it exited 0 with the eager NaN unread)."""
+def _with_eager(tmp_path: Path, *protos: pb.TensorProto) -> Path:
+    """The FULL_HEALTH fixture with one eager `Exp` appended, its outputs `protos`."""
     folder = _copy("full_health", tmp_path)
     path = folder / f"{PREFIX}.execution"
-    out = b""
-    for data in read_records(path)[0]:
-        out += _record(data)
-    eager = pb.DebugEvent(wall_time=1.0)
+    eager = pb.DebugEvent(wall_time=1e12)  # after every trace
     eager.execution.op_type = "Exp"
-    eager.execution.tensor_debug_mode = 4  # FULL_HEALTH
-    eager.execution.tensor_protos.add().dtype = 2  # DT_DOUBLE: the 11 health doubles
-    path.write_bytes(out + _record(eager.SerializeToString()))
-    # the traces checked are the finite MatMul ones: nothing else could hit
+    eager.execution.tensor_debug_mode = pb.FULL_HEALTH
+    eager.execution.tensor_protos.extend(protos)
+    path.write_bytes(path.read_bytes() + _record(eager.SerializeToString()))
+    return folder
+
+
+def _summary(*values: float) -> pb.TensorProto:
+    tp = pb.TensorProto(dtype=2, tensor_content=struct.pack(f"<{len(values)}d", *values))
+    tp.tensor_shape.dim.add().size = len(values)
+    return tp
+
+
+def test_eager_ops_are_checked(tmp_path: Path) -> None:
+    """Eager ops carry their values in `.execution`: checked like traces (they were left
+    unchecked), an output TensorFlow did not summarize (an empty proto) skipped."""
+    nan = _summary(-1, 0, 1, 1, 4, 0, 0, 2, 0, 0, 2)  # 4 elements, 2 NaN
+    folder = _with_eager(tmp_path, pb.TensorProto(), nan)
+    run = _check(folder, "--watch", "TO", "--node", "MatMul|Exp", "--json")
+    assert run.returncode == 1, run.stdout + run.stderr
+    (hit,) = json.loads(run.stdout)
+    assert (hit["op"], hit["output_slot"], hit["eager"], hit["nan"]) == ("Exp", 1, True, 2)
+    assert hit["execution_index"] == len(_expected("full_health")["executions"])
+
+
+def test_an_unreadable_eager_summary_is_one_problem(tmp_path: Path) -> None:
+    folder = _with_eager(tmp_path, _summary(1, 2))  # 2 slots, not FULL_HEALTH's 11
     run = _check(folder, "--watch", "TO", "--node", "MatMul|Exp")
     assert run.returncode == 2, run.stdout + run.stderr
-    assert "eager op execution (outside a tf.function, e.g. 'Exp') was not checked" in run.stderr
+    assert "'Exp':0 (eager) cannot be read: a FULL_HEALTH summary of 2 values, not 11" in (
+        run.stderr
+    )

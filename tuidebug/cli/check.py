@@ -510,10 +510,13 @@ def _is_tfdbg(folder: str) -> bool:
 
 
 def _run_tfdbg(args: argparse.Namespace, options: _Options) -> int:
-    """`check` on a TensorFlow Debugger V2 dump (`offline.check.tfdbg`): TO from the
-    recorded health counts or values, hits in execution order with a derived step."""
+    """`check` on a TensorFlow Debugger V2 dump (`offline.check.tfdbg`): what the recorded
+    mode decides, hits in execution order with a derived step, written as found (a large
+    dump's first hit shows at once; memory does not grow with the hits), then the origin."""
+    from tuidebug.core.error_codes import error_messages
     from tuidebug.core.text import printable
-    from tuidebug.offline.check.tfdbg import check_tfdbg
+    from tuidebug.core.watchpoints import result_detail
+    from tuidebug.offline.check.tfdbg import TfdbgHit, check_tfdbg
     from tuidebug.offline.files.tfdbg import TfdbgDump, TfdbgError
 
     for flag, given in (
@@ -531,15 +534,11 @@ def _run_tfdbg(args: argparse.Namespace, options: _Options) -> int:
     except TfdbgError as err:
         raise UsageError(str(err)) from None
     watches = options.watches
-    report = check_tfdbg(
-        dump, [(o.watchpoint.request(), o.condition.target) for o in watches], options.node_filter
-    )
-    for problem in [*dump.notes, *dump.problems, *report.problems, *report.refusals.values()]:
-        _warn(problem)
-    if args.json:
-        records = []
-        for hit in report.hits:
-            option = watches[hit.watchpoint_id]
+    first = [True]
+
+    def write(hit: TfdbgHit) -> None:
+        option = watches[hit.watchpoint_id]
+        if args.json:
             record: dict[str, object] = {
                 "watch": option.spec,
                 "condition": option.condition.name,
@@ -548,30 +547,68 @@ def _run_tfdbg(args: argparse.Namespace, options: _Options) -> int:
                 "output_slot": hit.output_slot,
                 "graph": hit.graph,
                 "step": hit.step,
-                "trace_index": hit.index,
+                "eager": hit.eager,
+                ("execution_index" if hit.eager else "trace_index"): hit.index,
+                "error_code": hit.result.error_code,
+                "error_messages": error_messages(hit.result.error_code),
+                "params": [
+                    {"name": p.name, "value": p.value, "actual": p.actual, "hit": p.hit}
+                    for p in hit.result.params
+                    if not p.disabled and p.name in option.params
+                ],
             }
             if hit.counts is not None:
                 record["nan"], record["neg_inf"], record["pos_inf"] = hit.counts
-            records.append(record)
-        print(json.dumps(records, indent=1))
-    else:
-        for hit in report.hits:
-            option = watches[hit.watchpoint_id]
-            counts = ""
-            if hit.counts is not None:
-                counts = f"  NaN {hit.counts[0]}, -Inf {hit.counts[1]}, +Inf {hit.counts[2]}"
-            step = "step ?" if hit.step is None else f"step {hit.step}"
+            # one object a line, the array streamed: valid JSON however many hits there are
+            print(("[\n" if first[0] else ",\n") + json.dumps(record), end="")
+        else:
+            detail = result_detail(option.condition, hit.result.error_code, hit.result.params)
+            if hit.counts is not None and any(hit.counts):
+                detail += f"  NaN {hit.counts[0]}, -Inf {hit.counts[1]}, +Inf {hit.counts[2]}"
+            where = (
+                f"eager #{hit.index}"
+                if hit.eager
+                else f"{'step ?' if hit.step is None else f'step {hit.step}'}  {hit.graph}"
+            )
             print(
                 printable(
-                    f"{step}  {hit.graph}  {hit.op_name}:{hit.output_slot} ({hit.op_type})"
-                    f"  {option.spec}{counts}"
+                    f"{where}  {hit.op_name}:{hit.output_slot} ({hit.op_type})  {option.spec}"
+                    f"  {detail}".rstrip()
+                ),
+                flush=first[0],
+            )
+        first[0] = False
+
+    report = check_tfdbg(
+        dump,
+        [(o.watchpoint.request(), o.condition.target) for o in watches],
+        options.node_filter,
+        on_hit=write,
+    )
+    if args.json:
+        print("[]" if first[0] else "\n]")
+    for problem in [*dump.notes, *dump.problems, *report.problems, *report.refusals.values()]:
+        _warn(problem)
+    if not args.json:
+        say(
+            f"{report.hit_count} hit(s) in {report.checked} tfdbg op output(s) "
+            f"({report.eager_checked} of them eager); steps are the calls of the function "
+            "that ran each op, counted from 0 (records carry no step number)."
+        )
+        origin = report.origin
+        if origin is not None:
+            where = (
+                f"eager #{origin.index}"
+                if origin.eager
+                else f"{'step ?' if origin.step is None else f'step {origin.step}'}  {origin.graph}"
+            )
+            say(
+                printable(
+                    f"origin: {where}  {origin.op_name}:{origin.output_slot} ({origin.op_type}),"
+                    " the first op output that went NaN/Inf while its recorded inputs were finite."
                 )
             )
-        say(
-            f"{len(report.hits)} hit(s) in {report.checked} tfdbg graph execution trace(s); "
-            "steps are the calls of the function that ran each op, counted from 0."
-        )
-    if report.hits:
+    if report.hit_count:
         return EXIT_HITS
     return EXIT_USAGE if dump.problems or report.problems or report.refusals else EXIT_OK
 
@@ -645,12 +682,16 @@ def _recommended(dump: OfflineDump, ranks: Sequence[int]) -> list[WatchOption]:
     """MindInsight's recommended watchpoints, one per name, targets per graph. Offline there
     is no initial suspension, so weight initialisation is never recommended (spec §5.7)."""
     from tuidebug.core.condition_catalogue import get_condition
-    from tuidebug.core.watchpoints import Watchpoint, recommended_watchpoints
+    from tuidebug.core.watchpoints import Watchpoint, framework_of, recommended_watchpoints
 
     by_name: dict[str, WatchOption] = {}
     for rank in ranks:
         for graph in dump.graphs(rank).values():
-            for rec in recommended_watchpoints(graph, backend=dump.backend, step=1):
+            # a tuidebug.torch dump gets PyTorch's rules (watchpoints.framework_of)
+            framework = framework_of(dump.ms_version)
+            for rec in recommended_watchpoints(
+                graph, backend=dump.backend, step=1, framework=framework
+            ):
                 option = by_name.get(rec.name)
                 if option is None:
                     cond = get_condition(rec.condition)

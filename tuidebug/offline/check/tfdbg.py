@@ -1,40 +1,79 @@
 """Watchpoints checked on a TensorFlow Debugger V2 dump (issue 32), from what its
-`tensor_debug_mode` recorded for each op output.
+`tensor_debug_mode` recorded for each op output, and the origin of its first NaN/Inf.
 
-What each mode decides, and why:
+What each mode decides (DebugNumericSummaryV2's slot layouts, the ones TensorFlow's own
+`DebugDataReader` users read), and why:
 
-* TO (NaN or ±Inf): CURT_HEALTH's flag (slot 1: any NaN/Inf), CONCISE_HEALTH's counts
-  (slots 2–4: −Inf, +Inf, NaN), FULL_HEALTH's counts (slots 5–7), or FULL_TENSOR's values
-  (any non-finite element). These are DebugNumericSummaryV2's layouts, the same slots
-  TensorFlow's own `DebugDataReader` users read;
-* NO_TENSOR and SHAPE record no value and no health count: TO is refused in one sentence;
-* every other condition is refused per watchpoint in one sentence for now (the threshold
-  and zero conditions need more than the first part reads).
+* CURT_HEALTH `[id, any NaN/Inf]`: TO alone (one flag; NaN and Inf are not told apart);
+* CONCISE_HEALTH `[id, elements, -Inf, +Inf, NaN]`: TO (and the legacy HasNaN / HasInf);
+* FULL_HEALTH `[id, device, dtype, rank, elements, -Inf, +Inf, NaN, negative, zero,
+  positive]`: those, and TZ (`zero_percentage_ge`) from the zero and element counts;
+* FULL_TENSOR (the values): every tensor condition, MindSpore's math (`scan_engine.evaluate`)
+  on the values, the change conditions against the same op output's previous execution;
+* NO_TENSOR and SHAPE record no value and no NaN/Inf count: nothing is decided;
+* whatever a mode cannot decide is refused per watchpoint in one sentence naming what is
+  missing (the run is then incomplete), never passed as clean. Thresholds read only where
+  MindSpore evaluates them (no NaN/Inf), through the same `decide` as statistic.csv rows.
 
-Hits come from the graph execution traces (ops inside `tf.function`s) in file order, which
-is execution order. Records carry no step number, so a hit's step is derived: the trace's
+Which outputs a category watches (TensorFlow names no weights or gradients, so by its own
+conventions): weights / parameters the `ReadVariableOp` outputs (a variable's value as read);
+gradients the ops under a `gradient_tape/` or `gradients/` name scope (TF 2's GradientTape
+and TF 1's `tf.gradients` name them so); activations the activation op types; tensors all.
+
+Graph execution traces (ops inside `tf.function`s) are checked in file order, which is
+execution order, and eager ops' own outputs (`.execution` records outside any function)
+between them by wall time. Memory: the op records, one trace at a time, the previous value
+of each watched output for the change conditions, one flag per op output for the origin;
+hits go to `on_hit` as found (time to first result), kept only without it.
+
+Steps: records carry no step number, and traces of concurrently running graphs (a Keras
+`fit`'s dataset pipeline beside the model) interleave, so a step is derived: the trace's
 graph is followed out (`outer_context_id`) to the function graph the `.execution` file
 records calls of, and the step is the index of that function's first call whose record was
 written at or after the trace (a call's record is written when it returns, after its ops'
-traces). A trace after the last call's record (a run killed mid-call) is that next call.
+traces). A trace after the last call's record (a run killed mid-call) is that next call; a
+graph no recorded call contains (a tf.data function run by the input pipeline) has none.
+
+Origin: the first op output (graph trace or eager op, in that merged order) that is
+non-finite while every input the dump recorded was finite, at that moment (a graph op's
+inputs are its `input_names`' latest traces in the same graph; an eager op's its input
+tensor ids). An input never recorded (a function argument, an untraced op) is not held
+against the op. That is DebugDataReader's data read the same way (tests/data/tfdbg).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tuidebug._proto import tfdbg_event_pb2 as pb
-from tuidebug.core.condition_catalogue import CheckRequest, CheckResult, ConditionType
-from tuidebug.core.graph import Category
-from tuidebug.offline.check.statistic import condition_label
-from tuidebug.offline.files.tfdbg import TfdbgDump, tensor_values
+from tuidebug.core.condition_catalogue import (
+    CHANGE_CONDITIONS,
+    LEGACY_STAT,
+    CheckRequest,
+    CheckResult,
+    ConditionType,
+)
+from tuidebug.core.graph import ACTIVATION_TYPES, Category
+from tuidebug.core.scan_engine import decide_from_summary, evaluate
+from tuidebug.offline.check.statistic import Missing, condition_label, decide
+from tuidebug.offline.files.tfdbg import TfdbgDump, TfdbgExecution, tensor_values
 
-__all__ = ["MODE_NAMES", "TfdbgHit", "TfdbgReport", "check_tfdbg", "derived_steps"]
+__all__ = [
+    "MODE_NAMES",
+    "TfdbgHit",
+    "TfdbgOrigin",
+    "TfdbgReport",
+    "categories",
+    "check_tfdbg",
+    "derived_steps",
+    "mode_refusal",
+]
 
 MODE_NAMES = {
     0: "UNSPECIFIED",
@@ -47,39 +86,123 @@ MODE_NAMES = {
     7: "FULL_TENSOR",
     8: "REDUCE_INF_NAN_THREE_SLOTS",
 }
-_DECIDES_TO = {2, 3, 4, 7}
+CURT, CONCISE, FULL_HEALTH, FULL_TENSOR = 2, 3, 4, 7
+_HEALTH = (CURT, CONCISE, FULL_HEALTH)
+_DECIDES_NON_FINITE = {CURT, CONCISE, FULL_HEALTH, FULL_TENSOR}
+# slots a summary must have, and where (elements, -Inf, +Inf, NaN, zeros) are; -1: absent
+_LAYOUT = {CURT: (2, -1, -1, -1, -1, -1), CONCISE: (5, 1, 2, 3, 4, -1)}
+_LAYOUT[FULL_HEALTH] = (11, 4, 5, 6, 7, 9)
+# the statistics a health mode gives beyond the NaN/Inf counts (parameter statistic names)
+_GIVES = {CURT: frozenset(), CONCISE: frozenset(), FULL_HEALTH: frozenset({"zero_percentage"})}
+_STAT_WORDS = {
+    "max": "the maximum",
+    "min": "the minimum",
+    "mean": "the mean",
+    "max_min": "the maximum and minimum",
+    "abs_mean": "the mean of absolute values",
+    "sd": "the standard deviation",
+    "range_percentage": "the percentage of values in a range",
+    "zero_percentage": "the count of zeros",
+}
+# dtypes with no number in them (string, resource, variant): no watchpoint applies
+_NOT_NUMERIC = {7, 20, 21}
+_GRADIENT_SCOPES = ("gradient_tape", "gradients")
+_PARAMETER_READS = {"ReadVariableOp"}
 
 
 @dataclass(frozen=True)
 class TfdbgHit:
     watchpoint_id: int
-    index: int  # the trace's position in `.graph_execution_traces`
-    op_name: str
+    # the trace's position in `.graph_execution_traces`, or (eager) the execution's in
+    # `.execution`
+    index: int
+    op_name: str  # an eager op has no name: its type
     op_type: str
     output_slot: int
-    graph: str  # the graph's name (its id when it has none)
+    graph: str  # the graph's name (its id when it has none); "" for an eager op
     step: int | None
     # NaN, −Inf, +Inf counts where the mode gives them (CURT_HEALTH gives a flag only)
     counts: tuple[int, int, int] | None
     result: CheckResult
+    eager: bool = False
+
+
+@dataclass(frozen=True)
+class TfdbgOrigin:
+    """The first op output that went non-finite while its recorded inputs were finite."""
+
+    index: int  # as `TfdbgHit.index`
+    op_name: str
+    op_type: str
+    output_slot: int
+    graph: str
+    step: int | None
+    eager: bool
+    finite_inputs: tuple[str, ...]  # the inputs recorded finite just before
 
 
 @dataclass
 class TfdbgReport:
-    hits: list[TfdbgHit] = field(default_factory=list)
+    hits: list[TfdbgHit] = field(default_factory=list)  # empty when `on_hit` took them
+    hit_count: int = 0
     refusals: dict[int, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-    checked: int = 0
+    checked: int = 0  # op outputs checked (graph traces and eager outputs)
     modes: set[int] = field(default_factory=set)
+    origin: TfdbgOrigin | None = None
+    eager_checked: int = 0
 
 
-def _refusal(req: CheckRequest, category: Category) -> str | None:
-    if req.condition == ConditionType.GENERAL_OVERFLOW and category == Category.TENSOR:
+def categories(op_name: str, op_type: str) -> frozenset[Category]:
+    """The watchpoint categories an op's outputs belong to (see the module docstring)."""
+    cats = {Category.TENSOR}
+    if op_type in _PARAMETER_READS:
+        cats.update((Category.WEIGHT, Category.PARAMETER))
+    if any(part in _GRADIENT_SCOPES for part in op_name.split("/")[:-1]):
+        cats.add(Category.GRADIENT)
+    elif op_type.lower() in ACTIVATION_TYPES:
+        cats.add(Category.ACTIVATION)
+    return frozenset(cats)
+
+
+def _param_stat(req: CheckRequest, name: str) -> str:
+    stat = LEGACY_STAT.get(req.condition, "") if name == "param" else name
+    return stat.rsplit("_", 1)[0] if "_" in stat else stat
+
+
+def mode_refusal(req: CheckRequest, mode: int) -> str | None:
+    """None when `mode`'s records decide `req`, else the one sentence saying why not."""
+    label = condition_label(req)
+    name = MODE_NAMES.get(mode, f"{mode}")
+    if req.condition == ConditionType.IS_OVERFLOW:
+        return (
+            f"The watchpoint {label} cannot be checked on a tfdbg dump: it is decided from "
+            "Ascend's overflow records, which TensorFlow does not write."
+        )
+    if mode == FULL_TENSOR:
+        return None
+    if mode not in _HEALTH:
+        return (
+            f"The watchpoint {label} cannot be checked: the dump was written with "
+            f"tensor_debug_mode={name}, which records no values or NaN/Inf counts (use "
+            "CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH or FULL_TENSOR)."
+        )
+    need = ""
+    if req.condition in CHANGE_CONDITIONS:
+        need = "the previous execution's values"
+    elif mode == CURT and req.condition in (ConditionType.HAS_NAN, ConditionType.HAS_INF):
+        need = "NaN and Inf counts apart"
+    else:
+        for p in req.params:
+            stat = _param_stat(req, p.name)
+            if not p.disabled and stat in _STAT_WORDS and stat not in _GIVES[mode]:
+                need = f"{_STAT_WORDS[stat]} ({p.name})"
+                break
+    if not need:
         return None
     return (
-        f"The watchpoint {condition_label(req)} cannot be checked on a tfdbg dump yet: "
-        "only TO (NaN or +/-Inf in any op output) is decided from its health counts or "
-        "values."
+        f"The watchpoint {label} cannot be checked on this tfdbg dump: it needs {need}, "
+        f"which tensor_debug_mode={name} does not record (FULL_TENSOR records the values)."
     )
 
 
@@ -90,6 +213,8 @@ def derived_steps(dump: TfdbgDump) -> tuple[dict[str, str], dict[str, list[float
     for e in dump.executions:
         if e.graph_id:
             calls.setdefault(e.graph_id, []).append(e.wall_time)
+    for times in calls.values():
+        times.sort()  # file order is call order; a hostile file's wall times may not be
     owner: dict[str, str] = {}
     for graph_id in dump.graphs:
         seen: set[str] = set()
@@ -103,124 +228,301 @@ def derived_steps(dump: TfdbgDump) -> tuple[dict[str, str], dict[str, list[float
     return owner, calls
 
 
-def _non_finite(mode: int, tp: pb.TensorProto) -> tuple[bool, tuple[int, int, int] | None] | str:
-    """Whether a trace's tensor proto says NaN/Inf, with the counts where known, or a
-    sentence saying why it cannot tell."""
+@dataclass
+class _Health:
+    """One summary's counts; `count`/`zero` None where the mode has no such slot."""
+
+    bad: bool
+    count: float | None
+    nan: float
+    neg: float
+    pos: float
+    zero: float | None
+
+
+def _slots(tp: pb.TensorProto) -> tuple[float, ...] | str:
+    content = tp.tensor_content
+    # the common case (float64 or float32 summaries as tensor content) without numpy
+    if content and tp.dtype == 2 and not len(content) % 8:
+        return struct.unpack(f"<{len(content) // 8}d", content)
+    if content and tp.dtype == 1 and not len(content) % 4:
+        return struct.unpack(f"<{len(content) // 4}f", content)
     values = tensor_values(tp)
     if isinstance(values, str):
         return values
-    if mode == 7:
-        if values.dtype.kind not in "fc":
-            return False, (0, 0, 0)
-        finite = np.isfinite(values)
-        if finite.all():
-            return False, (0, 0, 0)
-        nan = int(np.isnan(values).sum())
-        return True, (nan, int((values == -np.inf).sum()), int((values == np.inf).sum()))
-    need = {2: 2, 3: 5, 4: 8}[mode]
-    if values.size < need:
-        return f"a {MODE_NAMES[mode]} summary of {values.size} values, not {need}"
-    v = values.astype(np.float64)
-    lo = {2: 1, 3: 2, 4: 5}[mode]
-    slots = v[lo : lo + (1 if mode == 2 else 3)]
-    if not np.isfinite(slots).all():  # a damaged summary: a NaN is no count
-        return f"a {MODE_NAMES[mode]} summary whose NaN/Inf counts are not numbers"
-    if mode == 2:
-        return bool(slots[0] > 0), None
-    neg, pos, nan = (int(x) for x in slots)
-    return neg + pos + nan > 0, (nan, neg, pos)
+    return tuple(float(x) for x in values.astype(np.float64)[:16])
+
+
+def _health(mode: int, tp: pb.TensorProto) -> _Health | str:
+    """A health summary's counts, or a sentence saying why they cannot be read."""
+    slots = _slots(tp)
+    if isinstance(slots, str):
+        return slots
+    need, at_count, at_neg, at_pos, at_nan, at_zero = _LAYOUT[mode]
+    if len(slots) < need:
+        return f"a {MODE_NAMES[mode]} summary of {len(slots)} values, not {need}"
+    used = [slots[1]] if mode == CURT else [slots[i] for i in (at_count, at_neg, at_pos, at_nan)]
+    if at_zero >= 0:
+        used.append(slots[at_zero])
+    # a damaged summary: a NaN or negative is no count (`not x >= 0` is true for NaN)
+    if any(not x >= 0 or x == float("inf") for x in used):
+        return f"a {MODE_NAMES[mode]} summary whose counts are not counts"
+    if mode == CURT:
+        return _Health(slots[1] > 0, None, 0.0, 0.0, 0.0, None)
+    neg, pos, nan = slots[at_neg], slots[at_pos], slots[at_nan]
+    zero = slots[at_zero] if at_zero >= 0 else None
+    return _Health(neg + pos + nan > 0, slots[at_count], nan, neg, pos, zero)
+
+
+def _decide_health(req: CheckRequest, mode: int, h: _Health) -> CheckResult | None:
+    if req.condition == ConditionType.GENERAL_OVERFLOW and not req.params and not h.bad:
+        return None  # the common case, decided without building a result
+    if mode == CURT:
+        return decide_from_summary(req, count=1, has_nan=h.bad, has_inf=False)
+    stats: dict[str, float | None] = {
+        "count": h.count,
+        "nan_count": h.nan,
+        "neg_inf_count": h.neg,
+        "pos_inf_count": h.pos,
+        "zero_count": h.zero,
+    }
+    result = decide(req, stats)
+    return None if isinstance(result, Missing) else result
+
+
+_Watch = tuple[int, CheckRequest, frozenset[Category]]
+
+
+class _Pass:
+    """One pass over a dump: the state the module docstring lists, and the decisions."""
+
+    def __init__(
+        self,
+        dump: TfdbgDump,
+        watches: Sequence[tuple[CheckRequest, Category]],
+        node_filter: re.Pattern[str] | None,
+        on_hit: Callable[[TfdbgHit], None] | None,
+    ) -> None:
+        self.dump = dump
+        self.watches = watches
+        self.node_filter = node_filter
+        self.on_hit = on_hit
+        self.report = TfdbgReport()
+        self.live: list[tuple[int, CheckRequest, Category]] = []
+        for wp_id, (req, category) in enumerate(watches):
+            if req.condition == ConditionType.IS_OVERFLOW:
+                self.report.refusals[wp_id] = mode_refusal(req, FULL_TENSOR) or ""
+            else:
+                self.live.append((wp_id, req, category))
+        self.by_mode: dict[int, list[tuple[int, CheckRequest, Category]]] = {}
+        self.owner, self.calls = derived_steps(dump)
+        self.previous: dict[tuple[str, str, int], np.ndarray] = {}
+        self.needs_previous = any(r.condition in CHANGE_CONDITIONS for _w, r, _c in self.live)
+        # origin tracking: op output → non-finite, per graph and per eager tensor id
+        self.bad_outputs: dict[tuple[str, str, int], bool] = {}
+        self.bad_tensors: dict[int, bool] = {}
+
+    # -------------------------------------------------------------- per mode, once
+    def for_mode(self, mode: int) -> list[tuple[int, CheckRequest, Category]]:
+        found = self.by_mode.get(mode)
+        if found is None:
+            self.report.modes.add(mode)
+            found = []
+            for wp_id, req, category in self.live:
+                sentence = mode_refusal(req, mode)
+                if sentence is None:
+                    found.append((wp_id, req, category))
+                else:
+                    self.report.refusals.setdefault(wp_id, sentence)
+            self.by_mode[mode] = found
+        return found
+
+    # -------------------------------------------------------------- one op output
+    def output(
+        self,
+        mode: int,
+        tp: pb.TensorProto,
+        key: tuple[str, str, int],
+        cats: frozenset[Category],
+        watched: bool,
+    ) -> tuple[bool | None, tuple[int, int, int] | None, list[tuple[int, CheckResult]]]:
+        """(non-finite? None: cannot tell, the counts, the results to report) for one op
+        output; a summary or tensor that cannot be read is one problem."""
+        wants = [w for w in self.for_mode(mode) if watched and w[2] in cats]
+        results: list[tuple[int, CheckResult]] = []
+        if not tp.ByteSize():
+            # TensorFlow records an empty proto for an output its mode does not summarize
+            # (not a float: a resource, a string), as DebugDataReader's None says
+            return None, None, results
+        if mode in _HEALTH:
+            h = _health(mode, tp)
+            if isinstance(h, str):
+                self.problem(key, h)
+                return None, None, results
+            counts = None if mode == CURT else (int(h.nan), int(h.neg), int(h.pos))
+            for wp_id, req, _c in wants:
+                result = _decide_health(req, mode, h)
+                if result is not None and result.reported:
+                    results.append((wp_id, result))
+            if wants:
+                self.report.checked += 1
+            return h.bad, counts, results
+        if mode != FULL_TENSOR:
+            return None, None, results
+        if tp.dtype in _NOT_NUMERIC:
+            if wants:
+                self.report.checked += 1
+            return False, None, results
+        values = tensor_values(tp)
+        if isinstance(values, str):
+            self.problem(key, values)
+            return None, None, results
+        counts = (0, 0, 0)
+        bad = False
+        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            bad = True
+            counts = (
+                int(np.isnan(values).sum()),
+                int((values == -np.inf).sum()),
+                int((values == np.inf).sum()),
+            )
+        if not wants:
+            return bad, counts, results
+        self.report.checked += 1
+        previous = self.previous.get(key) if self.needs_previous else None
+        requests = [
+            w for w in wants if w[1].condition not in CHANGE_CONDITIONS or previous is not None
+        ]
+        if requests:
+            outcome = evaluate(values, [r for _w, r, _c in requests], previous)
+            results = [(w[0], r) for w, r in zip(requests, outcome, strict=True) if r.reported]
+        if self.needs_previous and any(w[1].condition in CHANGE_CONDITIONS for w in wants):
+            self.previous[key] = values.copy()  # the buffer is the record's: kept apart
+        return bad, counts, results
+
+    def problem(self, key: tuple[str, str, int], why: str) -> None:
+        where = f"{key[1]!r}:{key[2]}" + (f" in graph {key[0]!r}" if key[0] else " (eager)")
+        self.report.problems.append(f"the recorded output {where} cannot be read: {why}.")
+
+    def emit(self, hit: TfdbgHit) -> None:
+        self.report.hit_count += 1
+        if self.on_hit is not None:
+            self.on_hit(hit)
+        else:
+            self.report.hits.append(hit)
+
+    # -------------------------------------------------------------- a graph trace
+    def trace(self, index: int, trace: pb.GraphExecutionTrace, wall_time: float) -> None:
+        mode = trace.tensor_debug_mode
+        if mode not in _DECIDES_NON_FINITE:
+            self.for_mode(mode)
+            return
+        graph_id, op_name, slot = trace.tfdbg_context_id, trace.op_name, trace.output_slot
+        op = self.dump.ops.get((graph_id, op_name))
+        op_type = op.op_type if op is not None else ""
+        watched = self.node_filter is None or bool(self.node_filter.search(op_name))
+        key = (graph_id, op_name, slot)
+        bad, counts, results = self.output(
+            mode, trace.tensor_proto, key, categories(op_name, op_type), watched
+        )
+        if bad is None:
+            return
+        step = None
+        if results or (bad and self.report.origin is None):
+            fn = self.owner.get(graph_id)
+            if fn is not None:
+                step = bisect.bisect_left(self.calls[fn], wall_time)
+        graph = self.dump.graphs.get(graph_id)
+        graph_name = (graph.name or graph_id) if graph is not None else graph_id
+        if bad and self.report.origin is None:
+            inputs = op.input_names if op is not None else ()
+            finite = self.graph_inputs_finite(graph_id, inputs)
+            if finite is not None:
+                self.report.origin = TfdbgOrigin(
+                    index, op_name, op_type, slot, graph_name, step, False, finite
+                )
+        self.bad_outputs[key] = bad
+        for wp_id, result in results:
+            self.emit(
+                TfdbgHit(wp_id, index, op_name, op_type, slot, graph_name, step, counts, result)
+            )
+
+    def graph_inputs_finite(self, graph_id: str, inputs: Sequence[str]) -> tuple[str, ...] | None:
+        """The inputs recorded finite, or None when one was recorded non-finite."""
+        finite = []
+        for name in inputs:
+            if name.startswith("^"):
+                continue  # a control input carries no value
+            op_name, _sep, slot = name.rpartition(":")
+            if not _sep or not slot.isdigit():
+                op_name, slot = name, "0"
+            state = self.bad_outputs.get((graph_id, op_name, int(slot)))
+            if state:
+                return None
+            if state is not None:
+                finite.append(name)
+        return tuple(finite)
+
+    # -------------------------------------------------------------- an eager op
+    def eager(self, e: TfdbgExecution) -> None:
+        mode = e.tensor_debug_mode
+        if mode not in _DECIDES_NON_FINITE:
+            self.for_mode(mode)
+            return
+        watched = self.node_filter is None or bool(self.node_filter.search(e.op_type))
+        cats = categories(e.op_type, e.op_type)
+        for slot, tp in enumerate(e.tensor_protos):
+            checked = self.report.checked
+            bad, counts, results = self.output(mode, tp, ("", e.op_type, slot), cats, watched)
+            self.report.eager_checked += self.report.checked - checked
+            if bad is None:
+                continue
+            if bad and self.report.origin is None:
+                inputs = [self.bad_tensors.get(t) for t in e.input_tensor_ids]
+                if not any(inputs):
+                    finite = tuple(
+                        f"tensor {t}"
+                        for t, s in zip(e.input_tensor_ids, inputs, strict=True)
+                        if s is False
+                    )
+                    self.report.origin = TfdbgOrigin(
+                        e.index, e.op_type, e.op_type, slot, "", None, True, finite
+                    )
+            if slot < len(e.output_tensor_ids):
+                self.bad_tensors[e.output_tensor_ids[slot]] = bad
+            for wp_id, result in results:
+                self.emit(
+                    TfdbgHit(
+                        wp_id, e.index, e.op_type, e.op_type, slot, "", None, counts, result, True
+                    )
+                )
 
 
 def check_tfdbg(
     dump: TfdbgDump,
     watches: Sequence[tuple[CheckRequest, Category]],
     node_filter: re.Pattern[str] | None = None,
+    on_hit: Callable[[TfdbgHit], None] | None = None,
 ) -> TfdbgReport:
-    """Check `watches` (watchpoint id = position) on every graph execution trace, streamed
-    (memory: the op records and one trace at a time)."""
-    report = TfdbgReport()
-    live = []
-    for wp_id, (req, category) in enumerate(watches):
-        sentence = _refusal(req, category)
-        if sentence is None:
-            live.append(wp_id)
-        else:
-            report.refusals[wp_id] = sentence
-    owner, calls = derived_steps(dump)
-    refused_modes: set[int] = set()
+    """Check `watches` (watchpoint id = position) on every graph execution trace and eager
+    op output, streamed, and find the origin (module docstring). Hits go to `on_hit` as they
+    are found when given (then `report.hits` stays empty), else into `report.hits`."""
+    run = _Pass(dump, watches, node_filter, on_hit)
+    eager = [e for e in dump.executions if not e.graph_id and e.tensor_protos]
+    at = 0
     for index, (trace, wall_time) in enumerate(dump.traces()):
-        mode = trace.tensor_debug_mode
-        report.modes.add(mode)
-        if not live:
-            continue
-        if mode not in _DECIDES_TO:
-            if mode not in refused_modes:
-                refused_modes.add(mode)
-                for wp_id in live:
-                    report.refusals.setdefault(
-                        wp_id,
-                        (
-                            f"The watchpoint {condition_label(watches[wp_id][0])} cannot be checked"
-                            f": the dump was written with tensor_debug_mode="
-                            f"{MODE_NAMES.get(mode, mode)}, which records no values or NaN/Inf "
-                            "counts (use CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH or FULL_TENSOR)."
-                        ),
-                    )
-            continue
-        if node_filter is not None and not node_filter.search(trace.op_name):
-            continue
-        outcome = _non_finite(mode, trace.tensor_proto)
-        if isinstance(outcome, str):
-            report.problems.append(
-                f"the trace of {trace.op_name!r} (record {index}) cannot be read: {outcome}."
-            )
-            continue
-        report.checked += 1
-        bad, counts = outcome
-        if not bad:
-            continue
-        graph_id = trace.tfdbg_context_id
-        graph = dump.graphs.get(graph_id)
-        op = dump.ops.get((graph_id, trace.op_name))
-        step = None
-        fn = owner.get(graph_id)
-        if fn is not None:
-            step = bisect.bisect_left(calls[fn], wall_time)
-        for wp_id in live:
-            if wp_id in report.refusals:
-                continue
-            report.hits.append(
-                TfdbgHit(
-                    wp_id,
-                    index,
-                    trace.op_name,
-                    op.op_type if op else "",
-                    trace.output_slot,
-                    (graph.name or graph_id) if graph else graph_id,
-                    step,
-                    counts,
-                    CheckResult(True, 0, ()),
-                )
-            )
-    # eager ops (outside any tf.function) carry their own values in `.execution`; they are
-    # not checked yet, so a run holding some is incomplete rather than silently clean
-    eager = [
-        e for e in dump.executions if not e.graph_id and e.tensor_protos
-        and (node_filter is None or node_filter.search(e.op_type))
-    ]  # fmt: skip
-    if eager and live:
-        report.problems.append(
-            f"{len(eager)} eager op execution{'s' if len(eager) != 1 else ''} (outside a "
-            f"tf.function, e.g. {eager[0].op_type!r}) {'were' if len(eager) != 1 else 'was'} "
-            "not checked: only the graph execution traces are."
-        )
-    if not report.modes and live:
-        for wp_id in live:
+        while at < len(eager) and eager[at].wall_time <= wall_time:
+            run.eager(eager[at])
+            at += 1
+        run.trace(index, trace, wall_time)
+    for e in eager[at:]:
+        run.eager(e)
+    report = run.report
+    if not report.modes and run.live:
+        for wp_id, req, _c in run.live:
             report.refusals.setdefault(
                 wp_id,
-                (
-                    f"The watchpoint {condition_label(watches[wp_id][0])} cannot be checked: the "
-                    "dump has no graph execution traces."
-                ),
+                f"The watchpoint {condition_label(req)} cannot be checked: the dump has no "
+                "graph execution traces and no eager op outputs.",
             )
     return report
