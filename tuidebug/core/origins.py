@@ -349,11 +349,26 @@ def session_checks(
         # integers and bools are never NaN: no need to read them
         return spec is not None and _declared_float(spec.dtype) is False
 
+    def counted(ref: TensorRef) -> bool | None:
+        # a tensor whose statistics were dumped and its values not (a statistic-only
+        # MindSpore dump, an msprobe statistics dump): its NaN/Inf counts decide
+        try:
+            stats = session.dumped_statistics(ref)
+        except (SessionError, OSError, ValueError):
+            return None
+        if not stats:
+            return None
+        counts = [stats.get(k) for k in ("nan_count", "pos_inf_count", "neg_inf_count")]
+        if any(c is None for c in counts):
+            return None
+        return any(c for c in counts if c is not None)
+
     def nonfinite(name: str, slot: int) -> bool | None:
         if declared_integer(name, slot):
             return False
-        array = read(TensorRef(name, slot, iteration, rank, graph.name))
-        return None if array is None else has_nonfinite(array, cancelled=cancelled)
+        ref = TensorRef(name, slot, iteration, rank, graph.name)
+        array = read(ref)
+        return counted(ref) if array is None else has_nonfinite(array, cancelled=cancelled)
 
     def parameter_nonfinite(name: str, slot: int) -> bool | None:
         if declared_integer(name, slot):

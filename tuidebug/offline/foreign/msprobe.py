@@ -196,41 +196,67 @@ class MsprobeSource(DumpSource):
         return {} if built is None else built.aliases
 
     def _build(self, rank: int) -> _Built | None:
+        """The rank's graph: the calls of all its steps, each step's dump.json read once
+        and dropped (a fault, a new branch, a step's extra call shows in later steps only;
+        a call a step adds goes after the call it followed there)."""
         if rank in self._built:
             return self._built[rank]
-        steps = self.iterations(rank)
-        dump: MsprobeDump | None = None
-        first = -1
-        for step in steps:  # the first step whose dump.json reads
+        calls: list[MsprobeCall] = []
+        known: set[str] = set()
+        after: dict[str | None, list[MsprobeCall]] = {}  # call → calls a later step added
+        construct: dict[str, str | None] = {}
+        stacks: dict[str, list[str]] = {}
+        read_any = False
+        for step in self.iterations(rank):
             try:
                 dump = self._dump(rank, step)
             except MsprobeError as err:
                 self.problems.append(str(err))
                 continue
-            first = step
-            break
-        if dump is None:
+            self.problems.extend(dump.problems)
+            before: str | None = None
+            added = False
+            for call in dump.calls:
+                if call.name not in known:
+                    known.add(call.name)
+                    added = True
+                    if not read_any:
+                        calls.append(call)
+                    else:
+                        after.setdefault(before, []).append(call)
+                before = call.name
+            read_any = True
+            if added:
+                self._structure(rank, step, construct, stacks)
+        if not read_any:
             return None
-        self.problems.extend(dump.problems)
-        folder = self.found.steps[first].ranks[rank]
-        construct: dict[str, str | None] = {}
-        stacks: dict[str, list[str]] = {}
-        for name, reader in (("construct.json", read_construct), ("stack.json", read_stack)):
+        built = _graph(_grads_after_backward(_ordered(calls, after)), construct, stacks)
+        self._built[rank] = built
+        return built
+
+    def _structure(
+        self,
+        rank: int,
+        step: int,
+        construct: dict[str, str | None],
+        stacks: dict[str, list[str]],
+    ) -> None:
+        """A step's construct.json and stack.json added to what earlier steps said."""
+        folder = self.found.steps[step].ranks[rank]
+        for name in ("construct.json", "stack.json"):
             path = folder / name
             if not path.exists():
                 continue
+            label = self._label(rank, step, name)
             try:
-                got = reader(path, self._label(rank, first, name))
+                if name == "construct.json":
+                    for k, v in read_construct(path, label).items():
+                        construct.setdefault(k, v)
+                else:
+                    for k, frames in read_stack(path, label).items():
+                        stacks.setdefault(k, frames)
             except MsprobeError as err:
                 self.problems.append(str(err))
-                continue
-            if name == "construct.json":
-                construct = got  # type: ignore[assignment]
-            else:
-                stacks = got  # type: ignore[assignment]
-        built = _graph(dump.calls, construct, stacks)
-        self._built[rank] = built
-        return built
 
     # ------------------------------------------------------------------ a step
     def read_step(self, rank: int, graph: str, iteration: int) -> ForeignStep:
@@ -280,6 +306,55 @@ class MsprobeSource(DumpSource):
             if t.data_name.endswith((".pt", ".npy")) and os.path.lexists(candidate):
                 path = candidate
         return ForeignTensor(node, slot, t.name, t.dtype, t.shape, msprobe_stats(t), path)
+
+
+def _ordered(
+    calls: list[MsprobeCall], after: dict[str | None, list[MsprobeCall]]
+) -> list[MsprobeCall]:
+    """The first step's calls with each later step's new calls after the call they followed
+    there (before every call when they came first), without recursion."""
+    out: list[MsprobeCall] = []
+    pending = list(reversed(after.pop(None, [])))
+    stack = [*reversed(calls), *pending]
+    while stack:
+        call = stack.pop()
+        out.append(call)
+        stack.extend(reversed(after.pop(call.name, [])))
+    for rest in after.values():  # after a call that is nowhere (cannot happen): kept
+        out.extend(rest)
+    return out
+
+
+def _grads_after_backward(calls: list[MsprobeCall]) -> list[MsprobeCall]:
+    """8.x writes a module's `parameters_grad` (no call index) where its forward ran,
+    though the gradients exist only after its backward: each goes after the module's last
+    backward call, so the order of nodes (and hits) is the order things happened."""
+    moved: dict[str, list[MsprobeCall]] = {}
+    kept: list[MsprobeCall] = []
+    for call in calls:
+        p = call.parsed
+        if p is not None and p.direction == "parameters_grad" and p.index is None:
+            moved.setdefault(f"{p.prefix}.{p.op}.backward.", []).append(call)
+        else:
+            kept.append(call)
+    if not moved:
+        return calls
+    last: dict[str, int] = {}
+    for i, call in enumerate(kept):
+        for prefix in moved:
+            if call.name.startswith(prefix):
+                last[prefix] = i
+    out: list[MsprobeCall] = []
+    tail: list[MsprobeCall] = []
+    slots = {i: prefix for prefix, i in last.items()}
+    for i, call in enumerate(kept):
+        out.append(call)
+        if i in slots:
+            out.extend(moved[slots[i]])
+    for prefix, grads in moved.items():
+        if prefix not in last:
+            tail.extend(grads)  # no backward dumped: at the end, where gradients come
+    return out + tail
 
 
 def _scopes(call: MsprobeCall, construct: Mapping[str, str | None]) -> list[str]:

@@ -1,0 +1,293 @@
+"""msprobe dumps through the foreign-dump seam (issue 29): `open_dump` detects them, the
+session checks them with MindSpore's math on msprobe's statistics (or on `.pt` values),
+the origin trace and the first TO hit of every step agree with `msprobe overflow_check`,
+`exec` addresses tensors by msprobe's names, the API reads them, `r` picks up new steps,
+and a hostile dump.json never raises."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tuidebug.cli import main as cli_main
+from tuidebug.core.origins import trace_in_session
+from tuidebug.core.session import Notice
+from tuidebug.offline.dump import OfflineDump, TensorFileError
+from tuidebug.offline.foreign.dump import KEPT_STEPS, ForeignDump, open_dump
+from tuidebug.offline.session import OfflineSession
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "msprobe"
+
+
+@pytest.fixture
+def mlp(fixtures_dir: Path) -> Path:
+    return fixtures_dir / "msprobe_mlp"
+
+
+def _session(root: Path, *specs: str, rank: int | None = None) -> tuple[OfflineSession, list[str]]:
+    session = OfflineSession(root, rank=rank)
+    notes: list[str] = []
+    session.subscribe(lambda e: notes.append(e.message) if isinstance(e, Notice) else None)
+    session.start()
+    for spec in specs:
+        name, _, params = spec.partition(":")
+        values = {k: float(v) for k, v in (p.split("=") for p in params.split(",") if p)}
+        session.create_watchpoint(name, values)
+    return session, notes
+
+
+def _first_hits(session: OfflineSession) -> dict[int, str | None]:
+    """Step index (msprobe's step number) → the call of the first hit there."""
+    out: dict[int, str | None] = {}
+    for step in range(1, (session.metadata.max_step or 0) + 1):
+        session.reset_step(step)
+        session.recheck()
+        hits = session.hits
+        out[step - 1] = hits[0].tensor.node.rsplit("/", 1)[-1] if hits else None
+    return out
+
+
+def _msprobe_answers(root: Path) -> dict[tuple[int, int], str]:
+    """(step, rank) → msprobe overflow_check's first anomaly, from its saved answers."""
+    out: dict[tuple[int, int], str] = {}
+    for f in (root / "msprobe_results").glob("overflow_check_*step*.json"):
+        step = int(f.stem.rsplit("step", 1)[1])
+        for rank, found in json.loads(f.read_text()).items():
+            out[(step, int(rank.removeprefix("rank_")))] = found[0]["op_name"]
+    return out
+
+
+def test_every_root_form_opens_as_an_msprobe_dump(mlp: Path) -> None:
+    run = mlp / "stat_L1_blowup"
+    proc = next((run / "step1").iterdir())
+    for root in (run, run / "step1", proc):
+        dump = open_dump(root)
+        assert isinstance(dump, ForeignDump) and dump.kind == "msprobe", root
+    assert open_dump(run).iterations() == [0, 1, 2]
+
+
+def test_nodes_are_calls_in_order_with_scopes_stacks_and_parameters(mlp: Path) -> None:
+    dump = open_dump(mlp / "tensor_mix_fp32")
+    graph = dump.graph(0, "msprobe")
+    calls = [n.dump_name for n in graph if n.dump_name]
+    raw = json.loads(next((mlp / "tensor_mix_fp32" / "step0").glob("*/dump.json")).read_text())
+    assert calls == list(raw["data"])  # execution order, every call
+    linear = graph.node("Module.inp.Linear.forward.0/Functional.linear.0.forward")
+    assert linear.stack and linear.stack[0].line_no is not None
+    module = graph.node("Module.inp.Linear.forward.0/Module.inp.Linear.forward.0")
+    assert "Module.inp.Linear.forward.0.parameters.weight" in module.inputs
+    assert module.attributes["parameter weight"] == "torch.float32 [24, 12]"
+    assert "Gradients" in graph.top_scopes() and "optimizer" in graph.top_scopes()
+    norm = graph.node("Module.norm.LayerNorm.forward.0/Functional.layer_norm.0.forward")
+    assert graph.inputs(norm.name)  # an edge from the call whose output it read
+    # L1 writes construct.json as {}: calls grouped by API family
+    l1 = open_dump(mlp / "stat_L1_blowup").graph(0, "msprobe")
+    assert l1.top_scopes()[:2] == ["Functional", "Torch"]
+
+
+def test_first_to_hit_and_origin_equal_msprobe_overflow_check(mlp: Path) -> None:
+    session, _ = _session(mlp / "stat_L1_blowup", "TO")
+    # step 1: Norm is Infinity while Max/Min are finite: no alarm (msprobe: no anomaly)
+    assert _first_hits(session) == {0: None, 1: None, 2: "Functional.layer_norm.0.forward"}
+    graph = session.graphs["msprobe"]
+    downstream = next(h.tensor.node for h in session.hits if "gelu" in h.tensor.node)
+    trace = trace_in_session(session, graph, downstream, iteration=2)
+    assert [o.node.rsplit("/", 1)[-1] for o in trace.origins] == ["Functional.layer_norm.0.forward"]
+
+
+@pytest.mark.parametrize(
+    ("run", "rank"),
+    [
+        ("v26_stat_mix_bf16_nan", 0),  # the faulty call exists only in the last step
+        ("v26_tensor_mix_inf", 0),
+        ("v26_tensor_L0_nan", 0),
+        ("v8_stat_mix_inf", 0),  # 8.x: parameters_grad written where the forward ran
+        ("v26_dist2_stat_L1_inf_rank1", 1),
+    ],
+)
+def test_first_hit_per_step_equals_msprobe_on_frozen_dumps(run: str, rank: int) -> None:
+    root = DATA / run
+    if not root.is_dir():
+        pytest.skip(f"{root} not made yet")
+    answers = _msprobe_answers(root)
+    session, _ = _session(root, "TO", rank=rank)
+    found = _first_hits(session)
+    for step, call in found.items():
+        assert call == answers.get((step, rank)), (run, step)
+
+
+def test_statistics_refuse_what_they_cannot_decide_in_one_sentence(mlp: Path) -> None:
+    session, notes = _session(mlp / "stat_L1_blowup", "TZ:zero_percentage_ge=50", "TL:max_gt=1e20")
+    session.reset_step(3)
+    session.recheck()
+    refusals = [n for n in notes if "cannot be checked" in n]
+    assert refusals == [
+        "The watchpoint TensorAllZero zero_percentage_ge cannot be checked on msprobe "
+        "statistics (Max, Min, Mean, Norm) without tensor files: it needs the zero count."
+    ]
+    # TL decided from Max; TZ only says that NaN/Inf tensors cannot be judged (errors)
+    assert any(h.watchpoint_id == 2 and h.error_code == 0 for h in session.hits)
+    assert all(h.error_code != 0 for h in session.hits if h.watchpoint_id == 1)
+
+
+def test_tensor_dumps_are_checked_on_values_across_steps(mlp: Path) -> None:
+    session, notes = _session(
+        mlp / "tensor_mix_fp32", "TZ:zero_percentage_ge=1", "WCL:abs_mean_update_ratio_gt=0.001"
+    )
+    session.reset_step(2)
+    session.recheck()
+    assert not [n for n in notes if "cannot be checked" in n]
+    wcl = [h for h in session.hits if h.watchpoint_id == 2]
+    assert wcl and all(h.error_code == 0 for h in wcl)  # step 1's values read as previous
+    assert all(".parameters." in h.tensor.node for h in wcl)
+
+
+def test_only_the_steps_in_view_are_kept(mlp: Path) -> None:
+    dump = open_dump(mlp / "stat_L1_blowup")
+    assert isinstance(dump, ForeignDump)
+    for it in (0, 1, 2, 0, 1):
+        dump.index(0, "msprobe").statistics_for(it)
+    assert len(dump._steps) <= KEPT_STEPS
+
+
+def test_exec_addresses_tensors_by_msprobe_names(
+    mlp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli_main(
+        [
+            "exec",
+            str(mlp / "tensor_mix_fp32"),
+            "lt -n layer_norm -i 0",
+            "pt Functional.linear.0.forward.output.0@1[0,:2]",
+            "pt Module.inp.Linear.forward.0/Functional.linear.0.forward:0@1[0,:2]",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Functional.layer_norm.0.forward:0" in out
+    first, second = out.split("Tensor ")[1:3]
+    assert first.splitlines()[1] == second.splitlines()[1]  # the same values either way
+
+
+def test_exec_on_a_statistics_dump_says_no_value(
+    mlp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli_main(["exec", str(mlp / "stat_L1_blowup"), "pt Functional.linear.0.forward:0@2"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "has no value at step 3" in err
+
+
+def test_api_reads_an_msprobe_dump(mlp: Path) -> None:
+    from tuidebug.api import DumpAnalyzer, TensorOverflowCondition, Watchpoint
+
+    analyzer = DumpAnalyzer(str(mlp / "stat_L1_blowup"))
+    assert analyzer.get_ranks() == [0] and analyzer.get_iterations() == [0, 1, 2]
+    nodes = analyzer.select_nodes("layer_norm.0.forward")
+    assert nodes
+    tensors = analyzer.select_tensors("", iterations=[1, 2])
+    hits = analyzer.check_watchpoints([Watchpoint(tensors, TensorOverflowCondition())])
+    assert hits and hits[0].tensor.node.name.endswith("Functional.layer_norm.0.forward")
+    assert hits[0].tensor.iteration == 2  # step 1's Norm=Infinity is no overflow
+    stats = analyzer.select_tensor_statistics(iterations=[2])[0][2]
+    assert any(k.startswith("Functional.layer_norm.0.forward.output.0:") for k in stats)
+
+
+def test_a_step_written_while_open_is_picked_up_on_recheck(mlp: Path, tmp_path: Path) -> None:
+    root = tmp_path / "run"
+    for step in ("step0", "step1"):
+        shutil.copytree(mlp / "stat_L1_blowup" / step, root / step)
+    session, notes = _session(root, "TO")
+    assert session.metadata.max_step == 2
+    shutil.copytree(mlp / "stat_L1_blowup" / "step2", root / "step2")
+    session.recheck()
+    assert session.metadata.max_step == 3
+    assert any("now goes to step 3" in n for n in notes)
+
+
+def test_a_mindspore_dump_still_opens_as_one(lenet_dump: Path) -> None:
+    assert type(open_dump(lenet_dump)) is OfflineDump
+
+
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8))
+_RECORD = st.fixed_dictionaries(
+    {
+        "dtype": st.sampled_from(["torch.float32", "Float32", "x", 3]),
+        "shape": st.one_of(st.lists(st.integers(-2, 4), max_size=3), _SCALAR),
+    },
+    optional={
+        "Max": _SCALAR,
+        "Min": _SCALAR,
+        "Mean": _SCALAR,
+        "data_name": st.sampled_from(["../x.pt", "a.pt", "b.npy", "b/c.npy", 1]),
+    },
+)
+_VALUE = st.recursive(
+    st.one_of(_SCALAR, _RECORD),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
+    max_leaves=8,
+)
+_NAME = st.sampled_from(
+    [
+        "Functional.linear.0.forward",
+        "Module.a/b.Linear.forward.0",
+        "Module.a.Linear.parameters_grad",
+        "x",
+        "Torch.t.0.backward",
+    ]
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    data=st.dictionaries(
+        _NAME,
+        st.dictionaries(
+            st.sampled_from(["input_args", "output", "parameters", "weight"]), _VALUE, max_size=3
+        ),
+        max_size=4,
+    ),
+    construct=st.dictionaries(_NAME, st.one_of(st.none(), _NAME, st.integers()), max_size=4),
+    blob=st.one_of(st.binary(max_size=64), st.just(b"\x93NUMPY\x01\x00v\x00{'descr': '<f4'}")),
+    stack=st.one_of(
+        st.dictionaries(
+            st.text(max_size=3),
+            st.lists(st.one_of(st.text(max_size=40), st.lists(_NAME, max_size=2)), max_size=2),
+            max_size=2,
+        ),
+        st.lists(st.integers()),
+    ),
+)
+def test_fuzz_hostile_dump_json_never_raises(
+    tmp_path_factory: pytest.TempPathFactory,
+    data: object,
+    construct: object,
+    stack: object,
+    blob: bytes,
+) -> None:
+    folder = tmp_path_factory.mktemp("fuzz") / "step0" / "rank0"
+    (folder / "dump_tensor_data").mkdir(parents=True)
+    doc = {"task": "tensor", "level": "mix", "framework": "pytorch", "data": data}
+    (folder / "dump.json").write_text(json.dumps(doc))
+    (folder / "construct.json").write_text(json.dumps(construct))
+    (folder / "stack.json").write_text(json.dumps(stack))
+    for name in ("a.pt", "b.npy"):  # value files that are not what they say
+        (folder / "dump_tensor_data" / name).write_bytes(blob)
+    dump = open_dump(folder.parent.parent)
+    assert isinstance(dump, ForeignDump)
+    for name, graph in dump.graphs(0).items():
+        index = dump.index(0, name)
+        index.statistics_for(0)
+        index.files_for(0)
+        for node in graph:
+            for slot in range(len(node.outputs)):
+                with contextlib.suppress(TensorFileError):  # one sentence naming the file
+                    dump.value(0, name, node.name, slot, 0)
+    assert isinstance(dump.problems, list)
