@@ -35,6 +35,8 @@ exit status: 0 no divergence, 1 divergences, 2 usage or data error
 """
 # rows printed after the first divergence before "… N more rows" (--json/--csv have all)
 TABLE_ROWS = 40
+# tensors of the divergence chain printed after the table
+CHAIN_ROWS = 20
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -104,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         _print_json(report)
     else:
         _print_table(report, args.all)
+    for note in dict.fromkeys(report.notes):
+        say(f"tuidebug compare: note: {note}")
     for problem in dict.fromkeys(problems):  # each once
         say(f"tuidebug compare: warning: {problem}")
     if report.first is not None:
@@ -144,8 +148,15 @@ def _compare(
     t_ms, g_ms = find_msprobe_root(args.target), find_msprobe_root(args.golden)
     try:
         if t_ms is not None and g_ms is not None:
+            notes: list[str] = []
             pairs = pair_msprobe(
-                t_ms, g_ms, ranks=ranks, steps=iterations, node=node, problems=problems
+                t_ms,
+                g_ms,
+                ranks=ranks,
+                steps=iterations,
+                node=node,
+                problems=problems,
+                notes=notes,
             )
         elif t_ms is not None or g_ms is not None:
             which = "target" if t_ms is not None else "golden"
@@ -155,11 +166,15 @@ def _compare(
             )
         else:
             target, golden = OfflineDump(args.target), OfflineDump(args.golden)
-            pairs = pair_mindspore(target, golden, ranks=ranks, iterations=iterations, node=node)
+            pairs = pair_mindspore(
+                target, golden, ranks=ranks, iterations=iterations, node=node, problems=problems
+            )
             # listed while pairing: files refused by discovery never become rows
             problems.extend(f"target: {p}" for p in target.problems)
             problems.extend(f"golden: {p}" for p in golden.problems)
         report = compare_pairs(pairs, cosine=args.cosine, rtol=args.rtol, atol=args.atol)
+        if t_ms is not None and g_ms is not None:
+            report.notes[:0] = notes
     except (CompareError, DumpError, MsprobeError) as err:
         raise UsageError(str(err)) from None
     if not report.rows:
@@ -187,6 +202,11 @@ def _print_json(report: CompareReport) -> None:
         "first_divergence": report.rows[report.first].as_json()
         if report.first is not None
         else None,
+        "chain": {
+            "basis": report.chain_basis,
+            "rows": [report.rows[i].name for i in report.chain()],
+        },
+        "notes": report.notes,
         "rows": [r.as_json() for r in report.rows],
     }
     sys.stdout.write(json.dumps(out, indent=1) + "\n")
@@ -200,7 +220,11 @@ def _num(value: object) -> str:
 
 def _line(row: Row) -> str:
     m = row.metrics
-    if m is not None:
+    if row.target_scalar is not None or row.golden_scalar is not None:
+        figures = f"value {row.target_scalar} against {row.golden_scalar}"
+        if row.status == "diverged":
+            figures = "value"  # the reason says both
+    elif m is not None:
         figures = f"cos {_num(m.cosine):>9}  maxabs {_num(m.max_abs_err):>9}  maxrel {_num(m.max_relative_err):>9}"
     elif row.stat_diffs is not None:
         d = row.stat_diffs
@@ -228,6 +252,17 @@ def _print_table(report: CompareReport, every: bool) -> None:
         print(printable(_line(row)))
     if len(rows) > len(shown):
         print(f"… {len(rows) - len(shown)} more rows (--all, --json or --csv show them)")
+    if report.first is not None:
+        chain = report.chain()
+        if chain:
+            print(
+                f"divergence chain ({len(chain)} diverged tensor"
+                f"{'s' if len(chain) != 1 else ''} fed by the first, by {report.chain_basis}):"
+            )
+            for i in chain[:CHAIN_ROWS]:
+                print(printable(f"  → {report.rows[i].name}"))
+            if len(chain) > CHAIN_ROWS:
+                print(f"  … {len(chain) - CHAIN_ROWS} more (--json lists them)")
     s = report.summary
     print(
         f"{s['matched']} matched ({s['diverged']} diverged), {s['unmatched']} unmatched, "

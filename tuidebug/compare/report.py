@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,7 +26,7 @@ from tuidebug.compare.metrics import (
     tensor_stats,
 )
 from tuidebug.compare.pairing import Pair, Side
-from tuidebug.compare.tolerance import Tolerance, tolerance_for
+from tuidebug.compare.tolerance import Tolerance, run_precision, tolerance_for
 
 __all__ = ["CompareReport", "Row", "compare_pairs", "csv_text"]
 
@@ -69,6 +69,18 @@ class Row:
     metrics: TensorMetrics | None = None
     stat_diffs: tuple[Metric, ...] | None = None
     requires_grad: tuple[bool | None, bool | None] = (None, None)
+    # the golden's own name where it differs (two MindSpore versions), else ""
+    golden_name: str = ""
+    # the node/call the tensor belongs to and the nodes feeding it (Pair.node/.inputs)
+    node: str = ""
+    inputs: tuple[str, ...] = ()
+    # non-tensor arguments (msprobe): each side's value as msprobe writes it, else None
+    target_scalar: str | None = None
+    golden_scalar: str | None = None
+    data_names: tuple[str, str] = ("", "")
+    # what the verdict was made from (no values kept), so that a run-level tolerance can
+    # judge the row again (tolerance.run_precision)
+    evidence: _TensorEvidence | _StatEvidence | None = field(default=None, repr=False)
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -80,6 +92,11 @@ class Row:
             "target": {"dtype": self.target_dtype, "shape": _shape_list(self.target_shape)},
             "golden": {"dtype": self.golden_dtype, "shape": _shape_list(self.golden_shape)},
         }
+        if self.golden_name:
+            out["golden_name"] = self.golden_name
+        if self.target_scalar is not None or self.golden_scalar is not None:
+            out["target"]["value"] = self.target_scalar  # type: ignore[index]
+            out["golden"]["value"] = self.golden_scalar  # type: ignore[index]
         if self.metrics is not None:
             out["metrics"] = dict(
                 zip(METRIC_COLUMNS, map(_json_value, self.metrics.values()), strict=True)
@@ -95,10 +112,62 @@ class Row:
 class CompareReport:
     rows: list[Row] = field(default_factory=list)
     tensor_mode: bool = True
+    # sentences about how the compare was made (statistics on one side: compared on
+    # statistics); not problems, they do not make the compare incomplete
+    notes: list[str] = field(default_factory=list)
+    # whether rows carry graph edges (MindSpore dumps): the chain follows them, else the
+    # execution order (msprobe dumps, where data flow between calls is not recorded)
+    graph_edges: bool = False
 
     @property
     def first(self) -> int | None:
+        """The index in `rows` of the first divergence in execution order, or None."""
         return next((i for i, r in enumerate(self.rows) if r.status == "diverged"), None)
+
+    @property
+    def chain_basis(self) -> str:
+        """How `chain` finds what the first divergence feeds: `graph edges` or
+        `execution order`."""
+        return "graph edges" if self.graph_edges else "execution order"
+
+    def chain(self, limit: int | None = None) -> list[int]:
+        """The divergence chain: indices in `rows` of the diverged tensors that the first
+        divergence feeds (same rank and step, after it in execution order), as the origin
+        trace follows a NaN. With graph edges (MindSpore dumps) a tensor is fed when its
+        node is the first divergence's node or consumes, directly or through other nodes,
+        a node already reached; without them (msprobe) every later diverged tensor of the
+        step counts. At most `limit` indices (None: all). Empty without a divergence."""
+        first = self.first
+        if first is None:
+            return []
+        origin = self.rows[first]
+        reached = {origin.node} if origin.node else set()
+        if ":input." in origin.name and origin.inputs:
+            # a diverged input is its producer's output: that node's consumers are fed
+            slot = origin.name.rsplit(":input.", 1)[1]
+            if slot.isdigit() and int(slot) < len(origin.inputs):
+                reached.add(origin.inputs[int(slot)])
+        out: list[int] = []
+        for i in range(first + 1, len(self.rows)):
+            row = self.rows[i]
+            if (row.rank, row.step) != (origin.rank, origin.step):
+                continue
+            if self.graph_edges:
+                if row.node not in reached and not any(x in reached for x in row.inputs):
+                    continue
+                reached.add(row.node)
+            if row.status == "diverged":
+                out.append(i)
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
+
+    def iter_rows(self, status: str | None = None) -> Iterator[tuple[int, Row]]:
+        """(index, row) in execution order, only those of `status` when given (`pass`,
+        `diverged`, `unmatched`, `skipped`)."""
+        for i, row in enumerate(self.rows):
+            if status is None or row.status == status:
+                yield i, row
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.rows if r.status == status)
@@ -136,32 +205,97 @@ def compare_pairs(
     atol: float | None = None,
 ) -> CompareReport:
     report = CompareReport()
+    said_stats = False
     for pair in pairs:
         row = _row(pair, cosine, rtol, atol)
-        if row.metrics is None and row.stat_diffs is not None:
+        if row.metrics is None and row.stat_diffs is not None and row.target_scalar is None:
             report.tensor_mode = False
+            t, g = pair.target, pair.golden
+            if not said_stats and t is not None and g is not None and (t.load or g.load):
+                said_stats = True
+                side = "target" if g.load is not None else "golden"
+                report.notes.append(
+                    f"the {side} has statistics only where the other has tensors, so those "
+                    "are compared on their statistics (Max, Min, Mean, L2norm)."
+                )
+        if pair.inputs:
+            report.graph_edges = True
         report.rows.append(row)
+    _judge_at_run_precision(report, cosine, rtol, atol)
     return report
 
 
 def _row(pair: Pair, cosine: float | None, rtol: float | None, atol: float | None) -> Row:
     row = Row(pair.name, pair.rank, pair.step, "unmatched")
+    row.golden_name, row.node, row.inputs = pair.golden_name, pair.node, pair.inputs
     t, g = pair.target, pair.golden
     for side, prefix in ((t, "target"), (g, "golden")):
         if side is not None:
             setattr(row, f"{prefix}_dtype", side.dtype)
             setattr(row, f"{prefix}_shape", side.shape)
             setattr(row, f"{prefix}_stats", side.stats)
+            setattr(row, f"{prefix}_scalar", side.scalar)
+    row.data_names = (t.data_name if t else "", g.data_name if g else "")
     row.requires_grad = (t.requires_grad if t else None, g.requires_grad if g else None)
     if t is None or g is None:
         row.reason = "only in the target dump" if g is None else "only in the golden dump"
         return row
+    if t.scalar is not None or g.scalar is not None:
+        return _scalar_row(row)
     if t.load is not None and g.load is not None:
         return _tensor_row(row, t, g, cosine, rtol, atol)
-    if t.stats is None or g.stats is None:
-        row.status, row.reason = "skipped", "one side has neither a tensor nor statistics"
+    # statistics on one side (or both): a tensor side is reduced to its statistics
+    stats: list[StatRecord] = []
+    for side, prefix in ((t, "target"), (g, "golden")):
+        if side.stats is not None:
+            stats.append(side.stats)
+            continue
+        if side.load is None:
+            row.status, row.reason = "skipped", "one side has neither a tensor nor statistics"
+            return row
+        try:
+            value = np.asarray(side.load())
+        except (OSError, ValueError) as err:
+            row.status, row.reason = "skipped", str(err).rstrip(".")
+            return row
+        setattr(row, f"{prefix}_dtype", side.dtype or _dtype_name(value))
+        setattr(row, f"{prefix}_shape", tuple(value.shape))
+        setattr(row, f"{prefix}_stats", tensor_stats(value))
+        stats.append(tensor_stats(value))
+        if g.nonfinite is not None or t.nonfinite is not None:
+            side = Side(nonfinite=_nonfinite(value))
+        if prefix == "target":
+            t = side
+        else:
+            g = side
+    if t.nonfinite is not None and g.nonfinite is not None and t.nonfinite != g.nonfinite:
+        row.stat_diffs = stat_diffs(stats[0], stats[1])
+        which = "target" if t.nonfinite else "golden"
+        row.status, row.reason = "diverged", f"NaN or Inf in the {which} only"
         return row
-    return _stat_row(row, t.stats, g.stats, cosine, rtol, atol)
+    return _stat_row(row, stats[0], stats[1], cosine, rtol, atol)
+
+
+def _scalar_number(text: str | None) -> float | None:
+    try:
+        return None if text is None or text == "None" else float(text)
+    except ValueError:
+        return None
+
+
+def _scalar_row(row: Row) -> Row:
+    """A non-tensor argument (msprobe): the values equal or not; msprobe's cells."""
+    row.metrics = TensorMetrics(*(("unsupported",) * 6))
+    t, g = row.target_scalar, row.golden_scalar
+    tn, gn = _scalar_number(t), _scalar_number(g)
+    ts = StatRecord(tn, tn, tn, tn)
+    gs = StatRecord(gn, gn, gn, gn)
+    row.stat_diffs = stat_diffs(ts, gs)
+    if t == g:
+        row.status = "pass"
+    else:
+        row.status, row.reason = "diverged", f"value {t} against {g}"
+    return row
 
 
 def _tensor_row(
@@ -175,13 +309,25 @@ def _tensor_row(
         # a side's reader says why in one sentence (pairing turns its errors into ValueError)
         row.status, row.reason = "skipped", str(err).rstrip(".")
         return row
-    row.target_dtype, row.golden_dtype = _dtype_name(tv), _dtype_name(gv)
+    # the dump's own dtype names and statistics where it has them (msprobe's dump.json:
+    # what msprobe compare's CSV shows), else the values'
+    row.target_dtype = t.dtype or _dtype_name(tv)
+    row.golden_dtype = g.dtype or _dtype_name(gv)
     row.target_shape, row.golden_shape = tuple(tv.shape), tuple(gv.shape)
-    row.target_stats, row.golden_stats = tensor_stats(tv), tensor_stats(gv)
+    row.target_stats = t.stats or tensor_stats(tv)
+    row.golden_stats = g.stats or tensor_stats(gv)
     m = tensor_metrics(tv, gv)
     row.metrics = m
+    row.stat_diffs = stat_diffs(row.target_stats, row.golden_stats)
     tol = tolerance_for(row.target_dtype, row.golden_dtype, cosine=cosine, rtol=rtol, atol=atol)
-    row.status, row.reason = _tensor_verdict(tv, gv, m, tol)
+    scale = 0.0
+    if tv.shape == gv.shape and gv.size:
+        scale = float(np.max(np.abs(np.nan_to_num(gv.astype(np.float64), posinf=0, neginf=0))))
+    evidence = _TensorEvidence(
+        row.target_shape, row.golden_shape, _nonfinite(tv), _nonfinite(gv), m, int(tv.size), scale
+    )
+    row.evidence = evidence
+    row.status, row.reason = evidence.verdict(tol)
     return row
 
 
@@ -191,26 +337,73 @@ def _nonfinite(value: np.ndarray) -> bool:
     return not bool(np.isfinite(value.astype(np.float64)).all())
 
 
-def _tensor_verdict(
-    tv: np.ndarray, gv: np.ndarray, m: TensorMetrics, tol: Tolerance
-) -> tuple[str, str]:
-    if tv.shape != gv.shape:
-        return "diverged", f"shapes differ: {list(tv.shape)} against {list(gv.shape)}"
-    t_bad, g_bad = _nonfinite(tv), _nonfinite(gv)
-    if t_bad != g_bad:
-        return "diverged", f"NaN or Inf in the {'target' if t_bad else 'golden'} only"
-    if m.max_abs_err == "N/A" or m.cosine == "N/A":
-        return "diverged", "NaN or Inf at different places on the two sides"
-    if isinstance(m.cosine, float) and m.cosine < tol.cosine:
-        return "diverged", f"cosine {m.cosine:.6g} < {tol.cosine:g}"
-    if m.cosine == "Nan" and tv.size > 1:
-        return "diverged", "cosine undefined: one side is all zeros"
-    if isinstance(m.max_abs_err, float) and gv.size:
-        scale = float(np.max(np.abs(np.nan_to_num(gv.astype(np.float64), posinf=0, neginf=0))))
-        bound = tol.atol + tol.rtol * scale
-        if m.max_abs_err > bound:
-            return "diverged", f"max abs error {m.max_abs_err:.6g} > {bound:.6g}"
-    return "pass", ""
+@dataclass(frozen=True)
+class _TensorEvidence:
+    """What a tensor pair's verdict rests on: shapes, NaN/Inf on each side, the metrics,
+    the size and the golden's largest finite |value| (the scale of `rtol`)."""
+
+    target_shape: tuple[int, ...]
+    golden_shape: tuple[int, ...]
+    target_bad: bool
+    golden_bad: bool
+    metrics: TensorMetrics
+    size: int
+    scale: float
+
+    def verdict(self, tol: Tolerance) -> tuple[str, str]:
+        m = self.metrics
+        if self.target_shape != self.golden_shape:
+            return (
+                "diverged",
+                f"shapes differ: {list(self.target_shape)} against {list(self.golden_shape)}",
+            )
+        if self.target_bad != self.golden_bad:
+            return "diverged", f"NaN or Inf in the {'target' if self.target_bad else 'golden'} only"
+        if m.max_abs_err == "N/A" or m.cosine == "N/A":
+            return "diverged", "NaN or Inf at different places on the two sides"
+        if isinstance(m.cosine, float) and m.cosine < tol.cosine:
+            return "diverged", f"cosine {m.cosine:.6g} < {tol.cosine:g}"
+        if m.cosine == "Nan" and self.size > 1:
+            return "diverged", "cosine undefined: one side is all zeros"
+        if isinstance(m.max_abs_err, float) and self.size:
+            bound = tol.atol + tol.rtol * self.scale
+            if m.max_abs_err > bound:
+                return "diverged", f"max abs error {m.max_abs_err:.6g} > {bound:.6g}"
+        return "pass", ""
+
+
+@dataclass(frozen=True)
+class _StatEvidence:
+    """What a statistics pair's verdict rests on."""
+
+    target_shape: tuple[int, ...] | None
+    golden_shape: tuple[int, ...] | None
+    target: StatRecord
+    golden: StatRecord
+
+    def verdict(self, tol: Tolerance) -> tuple[str, str]:
+        if self.target_shape != self.golden_shape:
+            return "diverged", (
+                f"shapes differ: {_shape_list(self.target_shape)} against "
+                f"{_shape_list(self.golden_shape)}"
+            )
+        ts, gs = self.target, self.golden
+        for label, tv, gv in (
+            ("max", ts.max, gs.max),
+            ("min", ts.min, gs.min),
+            ("norm", ts.norm, gs.norm),
+        ):
+            if tv is None or gv is None:
+                continue
+            t_bad, g_bad = not math.isfinite(tv), not math.isfinite(gv)
+            if t_bad or g_bad:
+                if t_bad != g_bad or repr(tv) != repr(gv):
+                    return "diverged", f"{label} is {tv!r} against {gv!r}"
+                continue
+            bound = tol.atol + tol.rtol * abs(gv)
+            if abs(tv - gv) > bound:
+                return "diverged", f"{label} differs by {abs(tv - gv):.6g} > {bound:.6g}"
+        return "pass", ""
 
 
 def _stat_row(
@@ -222,38 +415,33 @@ def _stat_row(
     atol: float | None,
 ) -> Row:
     row.stat_diffs = stat_diffs(ts, gs)
-    if row.target_shape != row.golden_shape:
-        row.status, row.reason = (
-            "diverged",
-            (
-                f"shapes differ: {_shape_list(row.target_shape)} against "
-                f"{_shape_list(row.golden_shape)}"
-            ),
-        )
-        return row
+    evidence = _StatEvidence(row.target_shape, row.golden_shape, ts, gs)
+    row.evidence = evidence
     tol = tolerance_for(row.target_dtype, row.golden_dtype, cosine=cosine, rtol=rtol, atol=atol)
-    for label, tv, gv in (
-        ("max", ts.max, gs.max),
-        ("min", ts.min, gs.min),
-        ("norm", ts.norm, gs.norm),
-    ):
-        if tv is None or gv is None:
-            continue
-        t_bad, g_bad = not math.isfinite(tv), not math.isfinite(gv)
-        if t_bad or g_bad:
-            if t_bad != g_bad or repr(tv) != repr(gv):
-                row.status, row.reason = "diverged", f"{label} is {tv!r} against {gv!r}"
-                return row
-            continue
-        bound = tol.atol + tol.rtol * abs(gv)
-        if abs(tv - gv) > bound:
-            row.status, row.reason = (
-                "diverged",
-                f"{label} differs by {abs(tv - gv):.6g} > {bound:.6g}",
-            )
-            return row
-    row.status = "pass"
+    row.status, row.reason = evidence.verdict(tol)
     return row
+
+
+def _judge_at_run_precision(
+    report: CompareReport, cosine: float | None, rtol: float | None, atol: float | None
+) -> None:
+    """Where the two runs differ in precision (tolerance.run_precision), every float row
+    is judged by the lower precision: an fp32 tensor computed from bf16 ones carries bf16's
+    error (the loss, the gradients, the optimizer's state under autocast)."""
+    run = run_precision((r.target_dtype, r.golden_dtype) for r in report.rows)
+    if run is None:
+        return
+    report.notes.append(
+        f"the two runs differ in precision ({run} against a wider float), so every float "
+        f"tensor is judged by {run}'s tolerance."
+    )
+    for row in report.rows:
+        if row.evidence is None or row.status not in ("pass", "diverged"):
+            continue
+        tol = tolerance_for(
+            row.target_dtype, row.golden_dtype, cosine=cosine, rtol=rtol, atol=atol, floor=run
+        )
+        row.status, row.reason = row.evidence.verdict(tol)
 
 
 # ---------------------------------------------------------------------------- CSV
@@ -280,9 +468,36 @@ def _stats_cells(stats: StatRecord | None, dtype: str) -> list[object]:
         return ["N/A"] * 4
     integral = "int" in dtype.lower()
     return [
-        "None" if v is None else int(v) if integral and math.isfinite(v) and v.is_integer() else v
+        "None"
+        if v is None
+        else "Nan"  # msprobe's set_summary: a NaN statistic is its word
+        if math.isnan(v)
+        else int(v)
+        if integral and math.isfinite(v) and v.is_integer()
+        else v
         for v in stats.values()
     ]
+
+
+def _csv_cell(value: object) -> object:
+    """msprobe writes a float ±Inf cell as ` inf`/` -inf` (with a space, so that Excel does
+    not read it as a formula); the words it computes (`inf` in a diff) stay as they are."""
+    if isinstance(value, float) and math.isinf(value):
+        return " inf" if value > 0 else " -inf"
+    return value
+
+
+def _side_cells(scalar: str | None, stats: StatRecord | None, dtype: str) -> list[object]:
+    # a non-tensor argument: msprobe writes its value in all four statistics columns
+    return [scalar] * 4 if scalar is not None else _stats_cells(stats, dtype)
+
+
+def _data_names(row: Row) -> object:
+    """msprobe's Data_name cell: both sides' file names, `-1` for a non-tensor argument."""
+    if row.target_scalar is not None or row.golden_scalar is not None:
+        return ["-1", "-1"]
+    names = [n for n in row.data_names if n]
+    return names if names else "N/A"
 
 
 def csv_text(report: CompareReport) -> str:
@@ -304,9 +519,10 @@ def csv_text(report: CompareReport) -> str:
             middle = ["N/A"] * width
         t_grad, g_grad = row.requires_grad
         result = {"pass": "pass", "diverged": "error"}.get(row.status, "N/A")
+        golden_side = row.golden_dtype or row.golden_scalar is not None or row.status != "unmatched"
         line = [
             row.name,
-            row.name if row.golden_dtype or row.status != "unmatched" else "N/A",
+            (row.golden_name or row.name) if golden_side else "N/A",
             row.target_dtype or "N/A",
             row.golden_dtype or "N/A",
             _shape_list(row.target_shape) if row.target_shape is not None else "N/A",
@@ -314,14 +530,14 @@ def csv_text(report: CompareReport) -> str:
             _cell(t_grad),
             _cell(g_grad),
             *middle,
-            *_stats_cells(row.target_stats, row.target_dtype),
-            *_stats_cells(row.golden_stats, row.golden_dtype),
+            *_side_cells(row.target_scalar, row.target_stats, row.target_dtype),
+            *_side_cells(row.golden_scalar, row.golden_stats, row.golden_dtype),
             t_grad == g_grad,
             result,
             [row.reason] if row.reason else [],
             "N/A",
         ]
         if report.tensor_mode:
-            line.append("N/A")
-        writer.writerow(line)
+            line.append(_data_names(row))
+        writer.writerow([_csv_cell(v) for v in line])
     return out.getvalue()

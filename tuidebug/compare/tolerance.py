@@ -11,13 +11,22 @@ by what bf16 can hold. A pair diverges when
 - statistics only: |Max|, |Min| or |L2norm| diff > `atol` + `rtol` × |golden's|.
 The defaults are DEFAULTS below (by the lower-precision dtype); `--cosine`, `--rtol` and
 `--atol` replace them for every pair.
+
+Mixed precision: where some tensor is bf16 or fp16 in one run and a wider float in the other
+(autocast against fp32), the runs differ in precision (`run_precision`), and every float
+tensor is judged by that lower precision's defaults, not only those whose dtype differs:
+the loss, the gradients and the optimizer state stay float32 under autocast but are computed
+from bf16 values and carry bf16's error (on msprobe's MLP fixture, 100 float32 rows of
+cosine 0.9999+ would otherwise be divergences). A NaN or Inf on one side stays a divergence
+whatever the thresholds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["DEFAULTS", "Tolerance", "precision_of", "tolerance_for"]
+__all__ = ["DEFAULTS", "Tolerance", "precision_of", "run_precision", "tolerance_for"]
 
 
 @dataclass(frozen=True)
@@ -60,10 +69,14 @@ def tolerance_for(
     cosine: float | None = None,
     rtol: float | None = None,
     atol: float | None = None,
+    floor: str | None = None,
 ) -> Tolerance:
-    """The defaults of the lower-precision side, with the user's overrides."""
+    """The defaults of the lower-precision side (or of `floor`, the run's precision, where
+    that is lower and the tensor is a float), with the user's overrides."""
     sides = [precision_of(target_dtype), precision_of(golden_dtype)]
     floats = [s for s in sides if s in _RANK]
+    if floats and floor in _RANK:
+        floats.append(floor)
     key = min(floats, key=_RANK.__getitem__) if floats else "exact"
     base = DEFAULTS[key]
     return Tolerance(
@@ -71,3 +84,19 @@ def tolerance_for(
         base.rtol if rtol is None else rtol,
         base.atol if atol is None else atol,
     )
+
+
+def run_precision(dtypes: Iterable[tuple[str, str]]) -> str | None:
+    """The lower precision of two runs that differ in precision: the lowest float
+    precision among tensors whose two sides have different float precisions (`bfloat16`
+    for autocast bf16 against fp32), or None when every tensor has one precision on both
+    sides."""
+    lowest: str | None = None
+    for target, golden in dtypes:
+        t, g = precision_of(target), precision_of(golden) if golden else ""
+        if not target or not golden or t == g or t not in _RANK or g not in _RANK:
+            continue
+        low = min(t, g, key=_RANK.__getitem__)
+        if lowest is None or _RANK[low] < _RANK[lowest]:
+            lowest = low
+    return lowest
