@@ -483,7 +483,8 @@ def test_two_files_of_one_tensor(dump: Path) -> None:
     np.save(older, np.full(10, np.nan, np.float32))  # would hit TO if it were read
     sentence = (
         f"{_rel(dump, older)} holds the same tensor (fc3.bias output 0, iteration 2) as the "
-        f"newer {newest.name}, so it is ignored."
+        f"newer {newest.name}, so it is ignored by the checks (a loop trip? `pt "
+        "NAME:SLOT@ITERATION#TRIP` and ( / ) in the tensor view show earlier trips)."
     )
     code, out, lines = check(str(dump), "--watch", "TO")
     assert code == 0 and "0 hits" in out

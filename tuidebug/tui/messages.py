@@ -166,10 +166,12 @@ class TensorRead(Message):
         slot: int = 0,
         file_stem: str = "",
         context: str = "",
+        trip: tuple[int, int] | None = None,
     ) -> None:
         super().__init__()
         self.request = request
         self.error = error
+        self.trip = trip  # (trip shown, trips) when a control-flow loop dumped several
         self.title = title
         self.array = array
         self.previous = previous

@@ -386,7 +386,8 @@ class TensorIndex:
                 f"{len(items)} tensors of graph {self.graph.name} have several files in one "
                 f"folder (control-flow loop trips, up to {most} each; the first is {node} "
                 f"{io} {slot} at {where}): the newest file of each is read, and "
-                "`pt NAME:SLOT@ITERATION#TRIP` prints an earlier trip (#1 the first)."
+                "`pt NAME:SLOT@ITERATION#TRIP` (#1 the first) or ( / ) in the tensor view "
+                "show an earlier trip."
             )
             return
         for (iteration, key), ignored in items:  # one at most
@@ -404,7 +405,8 @@ class TensorIndex:
                 verb = "they are"
             self.problems.append(
                 f"{what} the same tensor ({node} {io} {slot}, {where}) as the newer "
-                f"{kept.path.name}, so {verb} ignored."
+                f"{kept.path.name}, so {verb} ignored by the checks (a loop trip? `pt "
+                "NAME:SLOT@ITERATION#TRIP` and ( / ) in the tensor view show earlier trips)."
             )
 
     def _named_dtype_fits(self, node: Node, f: TensorFile, iteration: int | None) -> bool:

@@ -116,6 +116,29 @@ def read_tensor(
     return TensorAnswer(array, previous, note)
 
 
+def trip_count(session: DebugSession, ref: TensorRef) -> int:
+    """How many values a control-flow loop dumped for `ref` in its step (1: the usual
+    one; a session that cannot tell counts as one)."""
+    try:
+        return max(session.tensor_trips(ref), 1)
+    except Exception:  # the count only offers trips; the value is read (and fails) anyway
+        return 1
+
+
+def read_trip(session: DebugSession, node: Node, ref: TensorRef, trip: int) -> TensorAnswer:
+    """The value of loop trip `trip` (1 the first) of `ref`'s step, or why not."""
+    try:
+        array = session.tensor_trip(ref, trip)
+    except Exception as exc:
+        message = str(exc) if is_user_error(exc) else f"Reading the tensor failed: {exc}"
+        return TensorAnswer(error=message)
+    if array is None:
+        return TensorAnswer(
+            error=f"{node.short_name}:{ref.slot} has no trip {trip} at {session.step_label(ref)}."
+        )
+    return TensorAnswer(array, None, "an earlier loop trip: no previous step value to compare")
+
+
 def summarize(session: DebugSession, ref: TensorRef) -> OutputSummary:
     """One output's line in the node details (dtype, shape, range, NaN/Inf), or why not."""
     try:

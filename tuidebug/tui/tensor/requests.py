@@ -20,7 +20,13 @@ from textual.worker import get_current_worker
 from tuidebug.core.tensor import TensorRef
 from tuidebug.tui.messages import SummaryRead, TensorRead
 from tuidebug.tui.tensor.files import file_stem
-from tuidebug.tui.tensor.reads import read_tensor, summarize
+from tuidebug.tui.tensor.reads import (
+    TensorAnswer,
+    read_tensor,
+    read_trip,
+    summarize,
+    trip_count,
+)
 from tuidebug.tui.tensor.text import hit_context
 
 if TYPE_CHECKING:
@@ -49,6 +55,10 @@ class TensorRequests:
         self._details = details
         self._opened = opened  # a tensor is opened: a visit for back and forward
         self.open: OpenTensor | None = None  # the tensor the view shows or loads
+        # (trip shown, trips) of the open tensor, when a control-flow loop wrote one file
+        # per trip in its step; None: one value (`( / )` say so)
+        self.trip: tuple[int, int] | None = None
+        self._refocus = False  # give the tensor view the focus back once the trip shows
         self._latest = 0  # the latest request; an older answer is dropped
 
     def _post(self, message: SummaryRead | TensorRead) -> None:
@@ -87,9 +97,11 @@ class TensorRequests:
         slot: int,
         iteration: int | None,
         hit: WatchpointHit | None = None,
+        trip: int | None = None,
     ) -> None:
         """Open a tensor in the tensor view (`hit`: the hit it is opened from, shown
-        above it with its condition and what to try)."""
+        above it with its condition and what to try; `trip`: which loop trip, 1 the
+        first, None the last — the value the checks read)."""
         app = self._app
         graph = app.graphs.get(graph_name)
         node = graph.get(node_name) if graph else None
@@ -99,8 +111,10 @@ class TensorRequests:
         if node.outputs and slot not in {spec.slot for spec in node.outputs}:
             app.notify(f"{node.short_name} has no output slot {slot}.", severity="warning")
             return
-        self._opened(graph_name, node.name, slot, iteration)
+        if trip is None:  # another trip of the same tensor is not a visit of its own
+            self._opened(graph_name, node.name, slot, iteration)
         self.open = (graph_name, node.name, slot, iteration)
+        self.trip = None
         ref = TensorRef(node.name, slot, iteration, app.metadata.rank, graph_name)
         title = f"{node.short_name}:{slot}  ({node.op_type}, {app.session.step_label(ref)})"
         self._tensor.show_loading(title)
@@ -112,24 +126,61 @@ class TensorRequests:
         )
         context = hit_context(hit) if hit is not None else ""
         self._latest += 1
-        work = partial(self._read, self._latest, node, ref, title, want_previous, context)
+        work = partial(self._read, self._latest, node, ref, title, want_previous, context, trip)
         self._run(work, "tensor")
 
+    def move_trip(self, delta: int) -> None:
+        """`(` / `)`: the open tensor's earlier or later loop trip, or why there is none."""
+        if self.open is None:
+            return
+        graph, node, slot, iteration = self.open
+        if self.trip is None:
+            short = node.rsplit("/", 1)[-1]
+            self._app.notify(
+                f"{short}:{slot} has one value in this step: only a control-flow loop "
+                "dumps a tensor once per trip.",
+                timeout=5,
+            )
+            return
+        shown, trips = self.trip
+        wanted = shown + delta
+        if not 1 <= wanted <= trips:
+            edge = "first" if wanted < 1 else "last"
+            self._app.notify(f"Trip {shown} is the {edge} of {trips}.", timeout=3)
+            return
+        self._refocus = True  # the view keeps the keys: ( ( walks back two trips
+        self.request(graph, node, slot, iteration, trip=wanted)
+
     def _read(
-        self, request: int, node: Node, ref: TensorRef, title: str, previous: bool, context: str
+        self,
+        request: int,
+        node: Node,
+        ref: TensorRef,
+        title: str,
+        previous: bool,
+        context: str,
+        trip: int | None,
     ) -> None:
         worker = get_current_worker()
         app = self._app
-        answer = read_tensor(
-            app.session,
-            node,
-            ref,
-            want_previous=previous,
-            shown_step=app.metadata.step,
-            cancelled=lambda: worker.is_cancelled,
-        )
-        if answer is None:
+        trips = trip_count(app.session, ref)
+        shown = trips if trip is None else min(max(trip, 1), trips)
+        answer: TensorAnswer | None
+        if shown != trips:  # an earlier trip: its own file; the previous step has no match
+            answer = read_trip(app.session, node, ref, shown)
+        else:
+            answer = read_tensor(
+                app.session,
+                node,
+                ref,
+                want_previous=previous,
+                shown_step=app.metadata.step,
+                cancelled=lambda: worker.is_cancelled,
+            )
+        if answer is None or worker.is_cancelled:
             return
+        if trips > 1:
+            title = f"{title} · trip {shown}/{trips}"
         if answer.error:
             self._post(TensorRead(request, error=answer.error))
             return
@@ -148,16 +199,19 @@ class TensorRequests:
                 slot=ref.slot,
                 file_stem=stem,
                 context=context,
+                trip=(shown, trips) if trips > 1 else None,
             )
         )
 
     def tensor_read(self, message: TensorRead) -> None:
         if message.request != self._latest:
             return  # a later request is open now
+        refocus, self._refocus = self._refocus, False
         if message.error:
             self._tensor.show_error(message.error)
             return
         assert message.array is not None
+        self.trip = message.trip
         self._tensor.show(
             message.title,
             message.array,
@@ -168,6 +222,8 @@ class TensorRequests:
             file_stem=message.file_stem,
             context=message.context,
         )
+        if refocus:  # once the grid is shown again (until then the focus would go elsewhere)
+            self._tensor.call_after_refresh(self._tensor.focus)
 
 
 __all__ = ["OpenTensor", "TensorRequests"]

@@ -228,3 +228,27 @@ def goto_cell(geometry: SliceGeometry, text: str) -> tuple[int, int]:
         f"Give {sliced} numbers for the slice or {len(geometry.shape)} for the tensor, "
         f"not {len(numbers)}."
     )
+
+
+# the tensor view's help (help_screen.context_help); {binding id}: its key as bound now
+VIEW_HELP = """\
+The tensor pane shows one slice of the selected tensor (numpy syntax, e.g. [0, :, 1:10]).
+Only the cells on screen are read, so tensors of any size open at once.
+
+  arrows, j k  move the cursor (PageUp/PageDown, Home/End: rows; Shift+Home/End: columns)
+  click  select a cell
+  {tensor.edit_slice}  edit the slice (Enter applies and returns to the grid; Esc gives up)
+  {tensor.heatmap}  table ⇄ heatmap (map) (▀ two rows per line; ? NaN, + +Inf, - −Inf)
+  {tensor.zoom_in} / {tensor.zoom_out}  heatmap zoom in / out (out stops at the whole slice)
+  {tensor.goto}  go to an element (index): "row, col" of the slice or a full tensor index
+  {tensor.find}  find nan, inf, nonfinite, zero, > 1e3, [-1, 1]… and highlight matches
+  {tensor.find_next} / {tensor.find_prev}  next / previous match (wraps around); Esc ends the search
+  {tensor.compare}  current → diff → previous step (or the tensor compared with)
+  {tensor.trip_prev} / {tensor.trip_next}  earlier / later loop trip: a control-flow loop dumps one file per trip
+  {tensor.compare_rank}  compare with the same tensor on another rank (multi-rank dumps)
+  {tensor.compare_tensor}  compare with another tensor of the same shape (node:slot[@iteration])
+  {tensor.tolerance}  compare tolerance t ∈ [0, 1]: |diff| ≤ t × max|diff| shows as 0
+  {tensor.copy}  copy the value under the cursor (OSC 52 clipboard)
+  {tensor.save_slice} / {tensor.save_tensor}  save the slice / the whole tensor as .npy (asks where, offers a name)
+
+Statistics are over the whole tensor (min/max/mean over finite values)."""

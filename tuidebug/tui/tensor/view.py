@@ -76,6 +76,7 @@ from tuidebug.tui.tensor.jobs import (
 from tuidebug.tui.tensor.modes import CompareState, Mode, parse_tolerance
 from tuidebug.tui.tensor.statistics_panel import StatisticsPanel
 from tuidebug.tui.tensor.text import (
+    VIEW_HELP,
     GotoError,
     compare_problem,
     goto_cell,
@@ -104,26 +105,7 @@ class TensorView(Vertical):
     # Read by the App's help screen (help_screen.context_help) when focus is in here; a
     # {binding id} stands for that binding's key as it is bound now.
     CONTEXT_TITLE = "Tensor view"
-    CONTEXT_HELP = """\
-The tensor pane shows one slice of the selected tensor (numpy syntax, e.g. [0, :, 1:10]).
-Only the cells on screen are read, so tensors of any size open at once.
-
-  arrows, j k  move the cursor (PageUp/PageDown, Home/End: rows; Shift+Home/End: columns)
-  click  select a cell
-  {tensor.edit_slice}  edit the slice (Enter applies and returns to the grid; Esc gives up)
-  {tensor.heatmap}  table ⇄ heatmap (map) (▀ two rows per line; ? NaN, + +Inf, - −Inf)
-  {tensor.zoom_in} / {tensor.zoom_out}  heatmap zoom in / out (out stops at the whole slice)
-  {tensor.goto}  go to an element (index): "row, col" of the slice or a full tensor index
-  {tensor.find}  find nan, inf, nonfinite, zero, > 1e3, [-1, 1]… and highlight matches
-  {tensor.find_next} / {tensor.find_prev}  next / previous match (wraps around); Esc ends the search
-  {tensor.compare}  current → diff → previous step (or the tensor compared with)
-  {tensor.compare_rank}  compare with the same tensor on another rank (multi-rank dumps)
-  {tensor.compare_tensor}  compare with another tensor of the same shape (node:slot[@iteration])
-  {tensor.tolerance}  compare tolerance t ∈ [0, 1]: |diff| ≤ t × max|diff| shows as 0
-  {tensor.copy}  copy the value under the cursor (OSC 52 clipboard)
-  {tensor.save_slice} / {tensor.save_tensor}  save the slice / the whole tensor as .npy (asks where, offers a name)
-
-Statistics are over the whole tensor (min/max/mean over finite values)."""
+    CONTEXT_HELP = VIEW_HELP
 
     DEFAULT_CSS = """
     TensorView {
@@ -159,6 +141,8 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("m", "toggle_heatmap", "Heatmap", id="tensor.heatmap"),
         Binding("d", "cycle_mode", "Compare", id="tensor.compare"),
+        Binding("left_parenthesis", "trip(-1)", "Earlier trip", show=False, id="tensor.trip_prev"),
+        Binding("right_parenthesis", "trip(1)", "Later trip", show=False, id="tensor.trip_next"),
         Binding("R", "compare_with('rank')", "Compare rank", id="tensor.compare_rank"),
         Binding("D", "compare_with('tensor')", "Compare with…", id="tensor.compare_tensor"),
         Binding("i", "goto", "Go to index", id="tensor.goto"),
@@ -860,6 +844,17 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
             super().__init__()
             self.view = view
             self.kind = kind
+
+    class TripRequested(Message):
+        """( / ): the App opens the same tensor's earlier or later loop trip."""
+
+        def __init__(self, delta: int) -> None:
+            super().__init__()
+            self.delta = delta
+
+    def action_trip(self, delta: int) -> None:
+        if self._require_tensor():
+            self.post_message(self.TripRequested(delta))
 
     def action_compare_with(self, kind: Literal["rank", "tensor"]) -> None:
         if self._require_tensor():
