@@ -22,7 +22,6 @@ order) within a step, steps in order, ranks in order.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from tuidebug.core.condition_catalogue import (
     CheckResult,
 )
 from tuidebug.core.graph import Category
-from tuidebug.offline.check.statistic import Missing, StatValue, condition_label, decide
+from tuidebug.offline.check.statistic import Missing, condition_label, decide
 from tuidebug.offline.files.msprobe import (
     MsprobeCall,
     MsprobeError,
@@ -42,6 +41,7 @@ from tuidebug.offline.files.msprobe import (
     MsprobeTensor,
     read_dump_json,
 )
+from tuidebug.offline.foreign.msprobe import msprobe_stats  # one rule: Max/Min, never Norm
 
 __all__ = ["MsprobeHit", "MsprobePlace", "MsprobeReport", "check_msprobe", "msprobe_stats"]
 
@@ -85,20 +85,6 @@ class MsprobeReport:
     # dump files that could not be read, one sentence each
     problems: list[str] = field(default_factory=list)
     checked: int = 0
-
-
-def msprobe_stats(t: MsprobeTensor) -> dict[str, StatValue]:
-    """A record as a statistic.csv row (`StatisticRow.stats` keys) for `statistic.decide`:
-    the NaN/Inf counts from Max and Min only (never Norm), Max/Min/Mean as the values."""
-    stats: dict[str, StatValue] = {"count": t.count}
-    if t.max is None or t.min is None:
-        return stats  # no NaN/Inf counts: decide() says what is missing
-    ends = (t.max, t.min)
-    stats["nan_count"] = int(any(math.isnan(v) for v in ends))
-    stats["pos_inf_count"] = int(any(v == math.inf for v in ends))
-    stats["neg_inf_count"] = int(any(v == -math.inf for v in ends))
-    stats["max"], stats["min"], stats["avg"] = t.max, t.min, t.mean
-    return stats
 
 
 def _refusal(req: CheckRequest) -> str | None:

@@ -134,7 +134,8 @@ class _Built:
     ) -> None:
         self.graph = graph
         self.nodes = nodes  # call name → node name
-        self.params = params  # msprobe parameter tensor name → parameter node name
+        # msprobe tensor name → its own node: parameters, inputs no dumped call produced
+        self.params = params
         self.aliases = aliases  # msprobe tensor name → (node, slot) holding it
 
 
@@ -284,14 +285,15 @@ class MsprobeSource(DumpSource):
                 if t.role in ("output", "parameters_grad"):
                     step.tensors[(node, slot)] = self._tensor(node, slot, t, data_dir, has_data)
                     slot += 1
-                elif t.role == "parameters":
+                else:  # parameters, and inputs no dumped call produced (data nodes)
                     pnode = built.params.get(t.name)
                     if pnode is not None:
                         step.tensors[(pnode, 0)] = self._tensor(pnode, 0, t, data_dir, has_data)
         if unknown:
             step.blockers.append(
                 f"{self._label(rank, iteration, 'dump.json')} has {len(unknown)} call(s) that "
-                f"the first step of rank {rank} lacks (the first: {unknown[0][:200]!r}); "
+                f"the steps of rank {rank} read when the dump was opened lack (the first: "
+                f"{unknown[0][:200]!r}); "
                 "they were not read."
             )
         return step
@@ -401,13 +403,30 @@ def _graph(
         outputs: list[TensorSpec] = []
         for t in call.tensors:
             if t.role == "input":
-                attributes[f"input.{t.slot}"] = _describe(t)
                 sig = _signature(t)
                 src = producers.get(sig) if sig is not None else None
-                if src is not None and src[0] != name:
-                    aliases.setdefault(t.name, src)  # the input is that output
-                    if src[0] not in inputs:
-                        inputs.append(src[0])
+                if src is None or src[0] == name:
+                    # produced by no dumped call (the batch, labels, a gradient from
+                    # outside): a data node of its own, so its values and statistics are
+                    # reachable and the origin trace sees a NaN/Inf that came in with it.
+                    # A constant: never watched (msprobe's rule never blames an input).
+                    src = (_label(t.name), 0)
+                    params[t.name] = src[0]
+                    nodes.append(
+                        Node(
+                            src[0],
+                            NodeKind.CONSTANT,
+                            "Input",
+                            scope=scope,
+                            outputs=[TensorSpec(0, data_type(t.dtype), t.shape)],
+                        )
+                    )
+                    if sig is not None:
+                        producers.setdefault(sig, src)
+                attributes[f"input.{t.slot}"] = f"{_describe(t)} <- {src[0]}:{src[1]}"
+                aliases.setdefault(t.name, src)  # the input is that output
+                if src[0] not in inputs:
+                    inputs.append(src[0])
             elif t.role == "parameters":
                 # named without its scope (a parameter's scope is `Node.scope`), like `conv1.weight`
                 pname = _label(t.name)
