@@ -272,8 +272,11 @@ def _sides(dump: OfflineDump, rank: int, graph: str, step: int) -> dict[_Key, Si
     out: dict[_Key, Side] = {}
     for key, row in index.statistic_rows(step).items():
         out[key] = _stat_side(row)
-    for key in index.unchecked_files(step):
-        out[key] = _ms_side(dump, rank, graph, key, step)
+    for key, tensor_file in index.unchecked_files(step).items():
+        # the file name's type (2.4+: `BFloat16`), which MindSpore and tuidebug.torch keep
+        # where the file itself holds float32 (bf16 is saved widened)
+        dtype = getattr(tensor_file, "dtype", None) or ""
+        out[key] = _ms_side(dump, rank, graph, key, step, dtype)
     return out
 
 
@@ -381,7 +384,9 @@ def _golden_only(
     ]
 
 
-def _ms_side(dump: OfflineDump, rank: int, graph: str, key: _Key, step: int) -> Side:
+def _ms_side(
+    dump: OfflineDump, rank: int, graph: str, key: _Key, step: int, dtype: str = ""
+) -> Side:
     name, io, slot = key
 
     def load() -> np.ndarray:
@@ -395,7 +400,7 @@ def _ms_side(dump: OfflineDump, rank: int, graph: str, key: _Key, step: int) -> 
             raise ValueError(f"{name} {io} {slot} has no readable file at iteration {step}")
         return value
 
-    return Side(load=load)
+    return Side(load=load, dtype=dtype)
 
 
 # ---------------------------------------------------------------------------- msprobe

@@ -260,9 +260,13 @@ def _row(pair: Pair, cosine: float | None, rtol: float | None, atol: float | Non
             return row
         setattr(row, f"{prefix}_dtype", side.dtype or _dtype_name(value))
         setattr(row, f"{prefix}_shape", tuple(value.shape))
-        setattr(row, f"{prefix}_stats", tensor_stats(value))
-        stats.append(tensor_stats(value))
-        if g.nonfinite is not None or t.nonfinite is not None:
+        mindspore = g.nonfinite is not None or t.nonfinite is not None
+        # against a statistic.csv row: MindSpore's statistics leave NaN and Inf out (they
+        # have their own counts), so the tensor's are taken the same way
+        record = _finite_stats(value) if mindspore else tensor_stats(value)
+        setattr(row, f"{prefix}_stats", record)
+        stats.append(record)
+        if mindspore:
             side = Side(nonfinite=_nonfinite(value))
         if prefix == "target":
             t = side
@@ -274,6 +278,21 @@ def _row(pair: Pair, cosine: float | None, rtol: float | None, atol: float | Non
         row.status, row.reason = "diverged", f"NaN or Inf in the {which} only"
         return row
     return _stat_row(row, stats[0], stats[1], cosine, rtol, atol)
+
+
+def _finite_stats(value: np.ndarray) -> StatRecord:
+    """Max, Min, Mean and L2 norm over the finite values, as MindSpore's statistic.csv has
+    them; None where no value is finite."""
+    v = np.asarray(value).astype(np.float64).reshape(-1)
+    finite = v[np.isfinite(v)]
+    if not finite.size:
+        return StatRecord(None, None, None, None)
+    return StatRecord(
+        float(finite.max()),
+        float(finite.min()),
+        float(finite.mean()),
+        float(np.sqrt(np.dot(finite, finite))),
+    )
 
 
 def _scalar_number(text: str | None) -> float | None:
