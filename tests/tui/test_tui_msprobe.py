@@ -1,13 +1,15 @@
 """An msprobe dump in the TUI (issue 29), opened as `tuidebug offline ROOT` opens it: the
 tree of calls, a call's details (its inputs, parameters and outputs with dtype, shape and
 msprobe's statistics) and stack, continue to the NaN/Inf step, whose first hit is the call
-`msprobe overflow_check` names."""
+`msprobe overflow_check` names, and `L` lists the step's tensors with msprobe's statistics."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.tui.support import settled, wait_for_screen, wait_until
+from tests.tui.support import settled, wait_until
+from tests.tui.test_tui_tensor_list import health_known, open_list
+from tuidebug.core.tensor_health import Health
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.kit.dialogs import ConfirmScreen
@@ -50,3 +52,9 @@ async def test_msprobe_dump_opens_shows_a_call_and_finds_the_first_anomaly(
         await wait_until(pilot, lambda: session.metadata.step == 3 and session.hits, what="hits")
         await settled(pilot)
         assert session.hits[0].tensor.node == LAYER_NORM
+        # L: the step's tensors with msprobe's statistics (no value was dumped)
+        screen = await open_list(pilot)
+        await health_known(pilot, screen)
+        health = {e.node: h for e, h in zip(screen.entries, screen.health, strict=True)}
+        assert health["Functional/Functional.linear.0.forward"] is Health.NORMAL  # 4.9e25: finite
+        assert health[LAYER_NORM] in (Health.NAN, Health.INF)

@@ -13,7 +13,7 @@ one chunk of the tensor (dump files are memory-mapped).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -166,3 +166,30 @@ def _complex_summary(
     if inf:
         return TensorSummary(Health.INF, nan=nan, inf=inf)
     return TensorSummary(Health.NORMAL if nonzero else Health.ZERO, nan=0, inf=0)
+
+
+def summary_from_statistics(stats: Mapping[str, float]) -> TensorSummary | None:
+    """A tensor whose values were not dumped, known by the statistics a dump wrote for it
+    (a statistic.csv row, an msprobe record, as `DebugSession.dumped_statistics` gives
+    them): health from its NaN/±Inf counts, min/max as written when finite, the counts as
+    written (msprobe's, derived from Max/Min, say only whether there are any). None when
+    the counts are not there to decide."""
+    nan = stats.get("nan_count")
+    pos, neg = stats.get("pos_inf_count"), stats.get("neg_inf_count")
+    if nan is None or pos is None or neg is None:
+        return None
+    inf = int(pos) + int(neg)
+    low, high = stats.get("min"), stats.get("max")
+    low = low if low is not None and math.isfinite(low) else None
+    high = high if high is not None and math.isfinite(high) else None
+    if stats.get("count") == 0:
+        health = Health.EMPTY
+    elif nan:
+        health = Health.NAN
+    elif inf:
+        health = Health.INF
+    elif low == 0 and high == 0:
+        health = Health.ZERO
+    else:
+        health = Health.NORMAL
+    return TensorSummary(health, low, high, int(nan), inf)

@@ -8,7 +8,8 @@ regex, the category, one op type, only the unhealthy ones) and the sort are
 tensor_list_rows.py's; this module is the widget side.
 
 The health glyph (NaN, ±Inf, all zero, normal) and the numbers come from one chunked
-read of each tensor (`core.tensor_health.tensor_summary`) in a thread worker in the
+read of each tensor (`core.tensor_health.tensor_summary`; a tensor whose values were not
+dumped, from its dumped statistics: `summary_from_statistics`) in a thread worker in the
 exclusive group `tensor-health`: it reads the rows on screen first, then the shown ones,
 then the rest (offline; a live training is asked only for the rows the user sees, as each
 read is a request to it), posting results in batches. Scrolling or filtering restarts it
@@ -46,7 +47,13 @@ from textual.worker import Worker, get_current_worker
 from tuidebug.core.graph import Category
 from tuidebug.core.session import DebugSession, SessionError
 from tuidebug.core.tensor import TensorRef
-from tuidebug.core.tensor_health import Health, HealthCancelled, TensorSummary, tensor_summary
+from tuidebug.core.tensor_health import (
+    Health,
+    HealthCancelled,
+    TensorSummary,
+    summary_from_statistics,
+    tensor_summary,
+)
 from tuidebug.core.tensor_listing import TensorEntry
 from tuidebug.core.text import printable, step_text
 from tuidebug.tui.kit.labels import shown
@@ -595,11 +602,12 @@ Beside it: min and max of the finite values, NaN and Inf counts"""
             ref = TensorRef(entry.node, entry.slot, iteration, rank, entry.graph)
             try:
                 array = self._session.tensor(ref)
-                summary = (
-                    TensorSummary(Health.MISSING)
-                    if array is None
-                    else tensor_summary(array, cancelled=cancelled)
-                )
+                if array is not None:
+                    summary = tensor_summary(array, cancelled=cancelled)
+                else:  # a statistic-only dump (statistic.csv, msprobe): what it wrote
+                    stats = self._session.dumped_statistics(ref)
+                    known = summary_from_statistics(stats) if stats else None
+                    summary = known or TensorSummary(Health.MISSING)
             except HealthCancelled:
                 return
             except Exception:  # unreadable file or dtype: the glyph says so, the pass goes on
