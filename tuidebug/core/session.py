@@ -387,16 +387,24 @@ class DebugSession(ABC):
         """Create the recommended watchpoints of spec §4 for the loaded graphs: one per
         condition across graphs where a watchpoint can watch every graph
         (`watch_across_graphs`), else one per condition per graph, as MindInsight does."""
-        from tuidebug.core.watchpoints import merge_recommended, recommended_watchpoints
+        from tuidebug.core.watchpoints import (
+            framework_of,
+            merge_recommended,
+            recommended_watchpoints,
+        )
 
         backend = self.metadata.backend
+        # a PyTorch training gets PyTorch's rules; MindSpore's set is MindInsight's exactly
+        framework = framework_of(self.metadata.ms_version)
         graphs = list(self.graphs.values())
         if self.capabilities.watch_across_graphs and len(graphs) > 1:
-            merged = merge_recommended(recommended_watchpoints(g, backend=backend) for g in graphs)
+            merged = merge_recommended(
+                recommended_watchpoints(g, backend=backend, framework=framework) for g in graphs
+            )
             return [self.create_watchpoint(r.condition, r.params, r.targets) for r in merged]
         created = []
         for graph in graphs:
-            for rec in recommended_watchpoints(graph, backend=backend):
+            for rec in recommended_watchpoints(graph, backend=backend, framework=framework):
                 created.append(
                     self.create_watchpoint(
                         rec.condition, rec.params, rec.targets, graph_name=graph.name

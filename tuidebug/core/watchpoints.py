@@ -635,8 +635,32 @@ _ACTIVATION_RANGES: tuple[tuple[str, frozenset[str], dict[str, float]], ...] = (
 )
 
 
+# A PyTorch training (`ms_version` "torch-…", online or dumped by `tuidebug.torch`): its
+# recommended set differs from MindInsight's in two rules, because PyTorch's conventions do
+# (see `recommended_watchpoints`).
+TORCH = "torch"
+# tensor_too_large's bounds in the PyTorch set: far above any healthy fp32/bf16 activation
+# or gradient (fp16 overflows at 65504, a GradScaler scales by 2**16), far below the 1e30s
+# that end in Inf/NaN a few modules later
+HUGE_VALUE = 1e10
+
+
+def framework_of(ms_version: str) -> str:
+    """`TORCH` for a training of `tuidebug.torch` (its `ms_version` is "torch-<version>"),
+    "" for MindSpore."""
+    return TORCH if ms_version.startswith("torch-") else ""
+
+
+def _initialised_by_value(node: Node) -> bool:
+    """A parameter of at most one dimension: a bias or a normalisation scale/shift, which
+    PyTorch (and transformers, torchvision) initialise to a constant — biases and LayerNorm
+    shifts to 0 — rather than to random values."""
+    shape = node.outputs[0].shape if node.outputs else None
+    return shape is not None and len(shape) <= 1
+
+
 def recommended_watchpoints(
-    graph: Graph, backend: str = "", step: int = 0
+    graph: Graph, backend: str = "", step: int = 0, framework: str = ""
 ) -> list[RecommendedWatchpoint]:
     """MindInsight's recommended watchpoints for `graph`, in its creation order (spec §4).
 
@@ -644,14 +668,28 @@ def recommended_watchpoints(
     whose node set is empty is not created. Weight targets are merged into scopes; tensor
     conditions watch the top-level entries; gradients and activations are listed one by one.
     WNC and WCS are never recommended (MindInsight cannot tell trainable weights).
+
+    `framework=TORCH` (a PyTorch training, `framework_of(ms_version)`) changes two rules,
+    MindSpore's set stays MindInsight's exactly:
+    * weight initialisation and weight change too large watch only weights of two or more
+      dimensions: a bias or norm parameter starts at a constant (0 for biases), so "all zero
+      at initialisation" is how it should be, and its first update ratio against a previous
+      value of 0 is infinite — both stopped every healthy GPT-2 at steps 0 and 1;
+    * tensor too large (`max_gt` or `abs_mean_gt` `HUGE_VALUE`) on every tensor, after
+      tensor overflow: a module that produces 1e30 is named itself, not the module a few
+      steps on where the 1e30s first turn into Inf or NaN.
     """
     recs: list[RecommendedWatchpoint] = []
+    torch_rules = framework == TORCH
 
     def add(name: str, condition: str, params: dict[str, float], targets: Sequence[str]) -> None:
         if targets and condition_available(get_condition(condition), backend, step):
             recs.append(RecommendedWatchpoint(name, condition, params, tuple(targets)))
 
-    weights = _merge_into_scopes(graph, graph.nodes_in(Category.WEIGHT))
+    weight_nodes = graph.nodes_in(Category.WEIGHT)
+    if torch_rules:
+        weight_nodes = [n for n in weight_nodes if not _initialised_by_value(n)]
+    weights = _merge_into_scopes(graph, weight_nodes)
     add(
         "recommend_weight_initialization_watchpoint",
         "weight_initialization",
@@ -677,6 +715,13 @@ def recommended_watchpoints(
     # parameters: MindInsight's top-level entries as they are
     add("recommend_operator_overflow_watchpoint", "operator_overflow", {}, _top_entries(graph))
     add("recommend_tensor_overflow_watchpoint", "tensor_overflow", {}, top)
+    if torch_rules:
+        add(
+            "recommend_tensor_too_large_watchpoint",
+            "tensor_too_large",
+            {"max_gt": HUGE_VALUE, "abs_mean_gt": HUGE_VALUE},
+            top,
+        )
     add(
         "recommend_tensor_all_zero_watchpoint",
         "tensor_all_zero",

@@ -79,6 +79,7 @@ from tuidebug.torch.graph import (
     trace_model,
 )
 from tuidebug.torch.stats import to_numpy
+from tuidebug.torch.wrappers import unwrap_model, unwrap_optimizer
 
 __all__ = [
     "Debugger",
@@ -148,8 +149,9 @@ class Debugger:
             raise ValueError(f"keep must be auto, all or watched, not {keep!r}.")
         if trace not in ("auto", "fx", "hooks"):
             raise ValueError(f"trace must be auto, fx or hooks, not {trace!r}.")
-        self.model = model
-        self.optimizer = optimizer
+        # the real module and optimizer under torch.compile / accelerate / Lightning wrappers
+        self.model = unwrap_model(model)
+        self.optimizer = unwrap_optimizer(optimizer)
         self.host = host
         self.port = port
         self.target = f"{host}:{port}" if host is not None else ""

@@ -37,7 +37,7 @@ from tuidebug.core.condition_catalogue import (
     untouched_params,
 )
 from tuidebug.torch.graph import numpy_dtype_of
-from tuidebug.torch.stats import _PrevShape
+from tuidebug.torch.stats import _PrevShape, local_shard
 
 __all__ = ["Launched", "launch", "settle"]
 
@@ -86,13 +86,13 @@ def launch(
 ) -> Launched:
     """Queue the statistics `requests` need on `tensor`'s device (no synchronisation).
     `exact` decides the tensor at once if it is still available (None when it is not)."""
-    x = tensor.detach()
+    x = local_shard(tensor.detach())  # a DTensor: this rank's shard, no collective
     n = x.numel()
     if n == 0 or numpy_dtype_of(x.dtype) is None:
         return Launched(
             requests, results=[CheckResult(False, 0, untouched_params(r)) for r in requests]
         )
-    prev = previous.detach() if previous is not None else None
+    prev = local_shard(previous.detach()) if previous is not None else None
     if prev is not None and numpy_dtype_of(prev.dtype) is None:
         prev = torch.full((1,), math.nan, dtype=_F64, device=x.device)
     plan = _cond._plan(requests, prev is not None)

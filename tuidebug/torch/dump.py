@@ -1,4 +1,5 @@
-"""Dump mode: the tensors of chosen training steps written in the MindSpore 2.10 layout.
+"""Dump mode: the tensors of chosen training steps written in the MindSpore 2.10 layout,
+one `rank_<global rank>` folder per process under `torch.distributed`.
 
 The dump is written by `offline.dump_writer.DumpWriter`, so `tuidebug offline`, `tuidebug
 check` and the DumpAnalyzer API read it with exactly the code that reads real MindSpore
@@ -19,11 +20,21 @@ from tuidebug.offline.writer.dump_writer import DumpWriter, TensorKey
 from tuidebug.torch.graph import GRAPH_ID, ModelGraph
 from tuidebug.torch.stats import to_numpy
 
-__all__ = ["DumpSink", "StepSelection"]
+__all__ = ["DumpSink", "StepSelection", "default_rank"]
 
 log = logging.getLogger("tuidebug.torch")
 
 StepSelection = int | Iterable[int] | None
+
+
+def default_rank() -> int:
+    """The global rank under `torch.distributed` (torchrun, FSDP, DDP), else 0: each rank
+    writes its own `rank_<N>` folder, as MindSpore's ranks do, so the ranks of one job
+    never write into one folder (they would mix, or collide on the same file names)."""
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return int(dist.get_rank())
+    return 0
 
 
 class DumpSink:
@@ -36,10 +47,13 @@ class DumpSink:
         steps: StepSelection = None,
         *,
         device_target: str = "CPU",
+        rank: int | None = None,
     ) -> None:
+        self.rank = default_rank() if rank is None else rank
         self.writer = DumpWriter(
             Path(out_dir),
             net_name=graph_net_name,
+            rank=self.rank,
             device_target=device_target,
             ms_version=f"torch-{torch.__version__}",
         )

@@ -139,15 +139,59 @@ def flatten_tensors(value: Any) -> list[torch.Tensor]:
     return out
 
 
+def class_name(module: nn.Module) -> str:
+    """The module's own class name. FSDP2's `fully_shard` swaps a module's class for a
+    generated `FSDP<Class>` subclass; the graph names the class the user wrote, so that
+    op types (and with them the recommended watchpoints' categories: `ReLU`, `Tanh`) and
+    node names are the same sharded or not."""
+    cls = type(module)
+    name = cls.__name__
+    if name.startswith("FSDP") and len(cls.__bases__) > 1:
+        for base in cls.__bases__:
+            if base.__name__ == name[4:]:
+                return base.__name__
+    return name
+
+
 def op_type_of(module: nn.Module) -> str:
-    name = type(module).__name__
+    name = class_name(module)
     return _OP_TYPE_ALIASES.get(name, name)
+
+
+def local_shape(param: torch.Tensor) -> tuple[int, ...]:
+    """The shape this rank holds: a DTensor's local shard (what is checked, viewed and
+    dumped), any other tensor's own shape."""
+    to_local = getattr(param, "to_local", None)
+    return tuple(to_local().shape) if callable(to_local) else tuple(param.shape)
+
+
+def sharding_of(param: torch.Tensor) -> str | None:
+    """How a distributed parameter (`DTensor`: FSDP2, tensor parallelism) is split, in one
+    line for the node details; None for an ordinary tensor."""
+    placements = getattr(param, "placements", None)
+    mesh = getattr(param, "device_mesh", None)
+    if placements is None or mesh is None or not callable(getattr(param, "to_local", None)):
+        return None
+    try:
+        rank = int(mesh.get_rank())
+        mesh_shape = tuple(int(d) for d in mesh.shape)
+    except Exception:  # a mesh without a process group: name the split only
+        rank, mesh_shape = -1, ()
+    split = ", ".join(repr(p) for p in placements)  # Shard(dim=0), not S(0)
+    where = f" over a mesh of {mesh_shape}" if mesh_shape else ""
+    held = f"rank {rank} holds" if rank >= 0 else "this rank holds"
+    return f"{split}{where}; {held} {local_shape(param)} of {tuple(param.shape)}"
 
 
 def _module_attributes(qualname: str, module: nn.Module) -> dict[str, AttrValue]:
     """Hyper-parameters shown in the node details: the module's path and its declared
-    `__constants__` (kernel_size, stride, in_features…) rendered as scalars or text."""
+    `__constants__` (kernel_size, stride, in_features…) rendered as scalars or text, and
+    how each of its own parameters is sharded when it is a DTensor (FSDP2)."""
     attrs: dict[str, AttrValue] = {"module": qualname or "(root)"}
+    for pname, param in module.named_parameters(recurse=False):
+        sharding = sharding_of(param)
+        if sharding is not None:
+            attrs[f"{pname}.sharding"] = sharding
     for name in getattr(module, "__constants__", ()):
         value = getattr(module, name, None)
         if isinstance(value, (bool, int, float, str)):
@@ -211,7 +255,7 @@ def scope_of(modules: dict[str, nn.Module], root_class: str, qualname: str) -> s
     for name in qualname.split(".") if qualname else ():
         path = f"{path}.{name}" if path else name
         module = modules.get(path)
-        parts.append(f"{name}-{type(module).__name__}" if module is not None else name)
+        parts.append(f"{name}-{class_name(module)}" if module is not None else name)
     return "/".join(parts)
 
 
@@ -273,7 +317,7 @@ class ModelGraph:
         *,
         traced_with: str,
     ) -> None:
-        self.root_class = type(model).__name__
+        self.root_class = class_name(model)
         self.traced_with = traced_with  # "fx" | "hooks"
         self.graph_name = f"kernel_graph{GRAPH_ID}"
         self._modules = dict(model.named_modules())
@@ -286,7 +330,7 @@ class ModelGraph:
             if dtype is None:
                 continue  # the protocol cannot carry it: leave it out of the graph
             self.parameters[name] = param
-            self.inputs[name] = InputInfo(name, dtype, tuple(param.shape))
+            self.inputs[name] = InputInfo(name, dtype, local_shape(param))
         self.nodes: list[GraphNode] = []
         self.by_name: dict[str, GraphNode] = {}
         self.by_call: dict[tuple[str, int], GraphNode] = {}
@@ -300,7 +344,7 @@ class ModelGraph:
 
     def _class_of(self, qualname: str) -> str:
         module = self._modules.get(qualname)
-        return type(module).__name__ if module is not None else "Module"
+        return class_name(module) if module is not None else "Module"
 
     def _grad_scope(self, qualname: str) -> str:
         return f"Gradients/{self.scope_of(qualname)}/grad{self._class_of(qualname)}"
@@ -396,14 +440,18 @@ class ModelGraph:
         ]
         inputs.append(pname)
         param = self.parameters[pname]
+        attributes: dict[str, AttrValue] = {"of": pname}
+        sharding = sharding_of(param)
+        if sharding is not None:
+            attributes["sharding"] = sharding
         grad = add(
             GraphNode(
                 name=f"{self._grad_scope(owner)}/{local}.grad-op{counter}",
                 op_type="ParameterGrad",
                 kind="param_grad",
                 inputs=list(dict.fromkeys(inputs)),
-                attributes={"of": pname},
-                outputs=[OutputInfo(numpy_dtype_of(param.dtype), tuple(param.shape))],
+                attributes=attributes,
+                outputs=[OutputInfo(numpy_dtype_of(param.dtype), local_shape(param))],
                 qualname=owner,
                 target=pname,
             )
@@ -551,7 +599,7 @@ def _graph_from_calls(
 ) -> ModelGraph:
     """Name the calls: inputs given as call keys are rewritten to node names in order."""
     modules = dict(model.named_modules())
-    root_class = type(model).__name__
+    root_class = class_name(model)
     key_to_name: dict[str, str] = {}
     named: list[_Call] = []
     for counter, call in enumerate(calls, start=1):
@@ -573,6 +621,24 @@ def _graph_from_calls(
 
 
 # ===================================================================== hooks recording
+def _eager(hook: Callable[..., Any]) -> Callable[..., Any]:
+    """The hook runs as it is, outside any `torch.compile` graph (as `capture.eager`)."""
+    return torch.compiler.disable(hook, recursive=True)
+
+
+def _force_eager() -> Any:
+    """Compiled code runs eagerly until `.__exit__` (torch ≥ 2.6; None before: nothing to
+    undo). Why: the recorder follows real tensors through a `TorchFunctionMode`, which
+    dynamo cannot trace without breaking and recompiling at each call."""
+    set_stance = getattr(torch.compiler, "set_stance", None)
+    if set_stance is None:
+        return None
+    try:
+        return set_stance("force_eager")
+    except Exception:  # an older or unusual dynamo: recording still works, only slower
+        return None
+
+
 class _DataFlow(torch.overrides.TorchFunctionMode):
     """Follows tensors through the functional code *between* leaf modules (`flatten`,
     `x + y`, slicing…) so that recorded edges do not stop there; works without autograd."""
@@ -618,17 +684,29 @@ class ForwardRecorder:
         self._flow = _DataFlow(self)
         self._started = False
         self._flowing = False
+        self._eager: Any = None  # the compiler stance in force while recording
 
     def __enter__(self) -> ForwardRecorder:
-        self._handles.append(self.model.register_forward_pre_hook(self._root_pre))
+        # Every hook runs outside dynamo, and the recorded pass itself runs eagerly: under
+        # `torch.compile` dynamo would trace into the recorder, whose state changes at each
+        # call, and recompile until its limit (the recorder needs the real tensors anyway)
+        self._eager = _force_eager()
+        self._handles.append(self.model.register_forward_pre_hook(_eager(self._root_pre)))
         for qualname, module in self.leaves.items():
-            self._handles.append(module.register_forward_pre_hook(self._enter_leaf))
-            self._handles.append(module.register_forward_hook(self._make_hook(qualname)))
+            self._handles.append(module.register_forward_pre_hook(_eager(self._enter_leaf)))
+            hook = _eager(self._make_hook(qualname))
+            self._handles.append(module.register_forward_hook(hook))
         # last, so that a model which is itself a leaf records its call before this runs
-        self._handles.append(self.model.register_forward_hook(self._root_post))
+        self._handles.append(self.model.register_forward_hook(_eager(self._root_post)))
         return self
 
+    def _end_eager(self) -> None:
+        eager, self._eager = self._eager, None
+        if eager is not None:
+            eager.__exit__(None, None, None)
+
     def __exit__(self, *exc: object) -> None:
+        self._end_eager()
         self._stop_flow()
         for handle in self._handles:
             handle.remove()
@@ -647,6 +725,7 @@ class ForwardRecorder:
 
     def _root_post(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
         self._stop_flow()
+        self._end_eager()  # compiled code compiles from the next pass on
 
     def _root_pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         if self._started:

@@ -26,20 +26,36 @@ from tuidebug.core.condition_catalogue import (
 from tuidebug.core.scan_engine import evaluate
 from tuidebug.torch.graph import numpy_dtype_of
 
-__all__ = ["CHUNK_ELEMENTS", "evaluate_tensor", "evaluate_with_torch", "to_numpy"]
+__all__ = ["CHUNK_ELEMENTS", "evaluate_tensor", "evaluate_with_torch", "local_shard", "to_numpy"]
 
 CHUNK_ELEMENTS = 1 << 24  # float64 temporaries stay ≤ 128 MiB on the device
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
+def local_shard(tensor: torch.Tensor) -> torch.Tensor:
+    """This rank's part of a distributed tensor (`DTensor`: FSDP2's `fully_shard`, tensor
+    parallelism), the tensor itself otherwise. Why every check, view and dump goes through
+    it: a DTensor has no `.numpy()`, and a reduction on it (`.any()`, `.max()`) would be a
+    collective that every rank must enter at once — a debugger deciding one rank's
+    watchpoints must never block on the others. Each rank checks and shows its own shard;
+    the node details name the sharding (`graph.sharding_of`)."""
+    to_local = getattr(tensor, "to_local", None)  # duck-typed: no torch.distributed import
+    if callable(to_local):
+        local = to_local()
+        if isinstance(local, torch.Tensor):
+            return local
+    return tensor
+
+
 def to_numpy(tensor: torch.Tensor) -> np.ndarray | None:
     """The tensor's values as numpy (CPU tensors: a view, no copy); None for a type the
-    debugger cannot carry. bfloat16 becomes ml_dtypes' bfloat16 bit for bit."""
+    debugger cannot carry. bfloat16 becomes ml_dtypes' bfloat16 bit for bit. A DTensor
+    gives this rank's shard (`local_shard`)."""
     dtype = numpy_dtype_of(tensor.dtype)
     if dtype is None:
         return None
-    t = tensor.detach()
+    t = local_shard(tensor.detach())
     if t.device.type != "cpu":
         t = t.cpu()
     if t.is_conj():
@@ -55,7 +71,10 @@ def evaluate_tensor(
     previous: torch.Tensor | None = None,
 ) -> list[CheckResult]:
     """One `CheckResult` per request: the numpy engine for CPU tensors, torch statistics on
-    the device otherwise."""
+    the device otherwise. DTensors are checked on this rank's shard (`local_shard`)."""
+    tensor = local_shard(tensor)
+    if previous is not None:
+        previous = local_shard(previous)
     if tensor.device.type == "cpu" and (previous is None or previous.device.type == "cpu"):
         values = to_numpy(tensor)
         if values is None:
@@ -76,11 +95,11 @@ def evaluate_with_torch(
 ) -> list[CheckResult]:
     """The torch twin of `core.scan_engine.evaluate` (works on any device, CPU included,
     which is how it is tested against the numpy engine)."""
-    x = tensor.detach()
+    x = local_shard(tensor.detach())
     n = x.numel()
     if n == 0 or numpy_dtype_of(x.dtype) is None:
         return [CheckResult(False, 0, untouched_params(r)) for r in requests]
-    prev = previous.detach() if previous is not None else None
+    prev = local_shard(previous.detach()) if previous is not None else None
     if prev is not None and numpy_dtype_of(prev.dtype) is None:
         prev = torch.full((1,), math.nan, dtype=torch.float64, device=x.device)
     has_prev = prev is not None
