@@ -30,6 +30,7 @@ from tuidebug.api.nodes import DebuggerTensor, Node, Source, source_of
 from tuidebug.api.watchpoints import Watchpoint, WatchpointHit
 
 if TYPE_CHECKING:
+    from tuidebug.compare.run import CompareResult
     from tuidebug.core.graph import StackFrame
 
 
@@ -117,6 +118,66 @@ class DumpAnalyzer:
     def problems(self) -> list[str]:
         """Sentences about parts of the dump that could not be used (a tuidebug addition)."""
         return self._dump.problems
+
+    def compare(
+        self,
+        golden: DumpAnalyzer | str | os.PathLike[str],
+        *,
+        ranks: int | list[int] | None = None,
+        iterations: int | list[int] | None = None,
+        node: str | None = None,
+        cosine: float | None = None,
+        rtol: float | None = None,
+        atol: float | None = None,
+    ) -> CompareResult:
+        """Compare this dump (the target, msprobe's -tp) against `golden` (another
+        DumpAnalyzer or a dump folder), as `tuidebug compare` does (a tuidebug addition,
+        issue 30): returns a `tuidebug.compare.run.CompareResult` whose `rows` are in
+        execution order (each with `status` pass/diverged/unmatched/skipped, `reason`, the
+        msprobe `metrics` or `stat_diffs`), `first_divergence`, `chain()`, `summary`,
+        `problems` and `complete`. `node` is a regular expression; `cosine`, `rtol`,
+        `atol` replace the tolerance's defaults. Raises DebuggerParamValueError with one
+        sentence when the dumps cannot be compared."""
+        from tuidebug.compare.pairing import CompareError
+        from tuidebug.compare.run import compare_dumps
+
+        if isinstance(golden, DumpAnalyzer):
+            golden_dir: str | os.PathLike[str] = golden._dump_dir
+        elif isinstance(golden, (str, os.PathLike)):
+            golden_dir = golden
+        else:
+            raise DebuggerParamTypeError(
+                "The type of golden should be DumpAnalyzer, str or os.PathLike, but got "
+                f"{type_name(golden)}."
+            )
+        limits = {}
+        for name, value in (("cosine", cosine), ("rtol", rtol), ("atol", atol)):
+            if value is not None:
+                number = validate_number(value, name)
+                if not number >= 0:
+                    raise DebuggerParamValueError(f"{name} should be 0 or more, not {value}.")
+                limits[name] = number
+        pattern = None
+        if node is not None:
+            try:
+                pattern = re.compile(validate_str(node, "node"))
+            except re.error as err:
+                raise DebuggerParamValueError(
+                    f"node {node!r} is not a valid regular expression: {err}."
+                ) from None
+        chosen_ranks = None if ranks is None else int_list(ranks, "ranks", None)
+        chosen_steps = None if iterations is None else int_list(iterations, "iterations", None)
+        try:
+            return compare_dumps(
+                self._dump_dir,
+                golden_dir,
+                ranks=chosen_ranks,
+                steps=chosen_steps,
+                node=pattern,
+                **limits,
+            )
+        except CompareError as err:
+            raise DebuggerParamValueError(str(err)) from None
 
     def get_ranks(self) -> list[int]:
         """Rank ids found in the dump folder."""

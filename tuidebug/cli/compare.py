@@ -135,51 +135,24 @@ def _compare(
     problems: list[str],
 ) -> CompareReport:
     """The report; `problems` gets what either dump left unread."""
-    from tuidebug.compare.pairing import CompareError, pair_mindspore, pair_msprobe
-    from tuidebug.compare.report import compare_pairs
-    from tuidebug.offline.dump import DumpError, OfflineDump
-    from tuidebug.offline.files.msprobe import MsprobeError, find_msprobe_root
+    from tuidebug.compare.pairing import CompareError
+    from tuidebug.compare.run import compare_dumps
 
-    for path in (args.target, args.golden):
-        import os
-
-        if not os.path.isdir(path):
-            raise UsageError(f"{path} is not a folder holding a dump.")
-    t_ms, g_ms = find_msprobe_root(args.target), find_msprobe_root(args.golden)
     try:
-        if t_ms is not None and g_ms is not None:
-            notes: list[str] = []
-            pairs = pair_msprobe(
-                t_ms,
-                g_ms,
-                ranks=ranks,
-                steps=iterations,
-                node=node,
-                problems=problems,
-                notes=notes,
-            )
-        elif t_ms is not None or g_ms is not None:
-            which = "target" if t_ms is not None else "golden"
-            raise UsageError(
-                f"the {which} is an msprobe dump and the other is not; compare two dumps of "
-                "the same kind."
-            )
-        else:
-            target, golden = OfflineDump(args.target), OfflineDump(args.golden)
-            pairs = pair_mindspore(
-                target, golden, ranks=ranks, iterations=iterations, node=node, problems=problems
-            )
-            # listed while pairing: files refused by discovery never become rows
-            problems.extend(f"target: {p}" for p in target.problems)
-            problems.extend(f"golden: {p}" for p in golden.problems)
-        report = compare_pairs(pairs, cosine=args.cosine, rtol=args.rtol, atol=args.atol)
-        if t_ms is not None and g_ms is not None:
-            report.notes[:0] = notes
-    except (CompareError, DumpError, MsprobeError) as err:
+        result = compare_dumps(
+            args.target,
+            args.golden,
+            ranks=ranks,
+            steps=iterations,
+            node=node,
+            cosine=args.cosine,
+            rtol=args.rtol,
+            atol=args.atol,
+        )
+    except CompareError as err:
         raise UsageError(str(err)) from None
-    if not report.rows:
-        raise UsageError("no tensor of either dump matches, so nothing was compared.")
-    return report
+    problems.extend(result.problems)
+    return result.report
 
 
 def _write_csv(args: argparse.Namespace, report: CompareReport) -> None:

@@ -12,6 +12,8 @@
   files, statistics, non-tensor arguments)
 - `report`: the compare itself (pairs → rows with their metrics and verdict, the summary,
   the first divergence and its chain) and msprobe compare's CSV layout
+- `run`: `compare_dumps(TARGET, GOLDEN, …)`, one compare of two folders whatever their kind
+  (what the CLI, `DumpAnalyzer.compare` and the TUI call), and its `CompareResult`
 
 Nothing here imports Textual: the CLI (`tuidebug compare`) prints what report.py returns.
 """
