@@ -130,6 +130,7 @@ def run_tui(
     start_session: bool = False,
     watch_specs: Sequence[str] = (),
     recommended: bool = False,
+    against: str | None = None,
 ) -> int:
     """`tuidebug.tui.app.run_app`, drawn on the terminal (`drawn_on_the_terminal`); the
     one way the CLI starts the TUI. Imports Textual only when called."""
@@ -137,7 +138,11 @@ def run_tui(
 
     with drawn_on_the_terminal():
         return run_app(
-            session, start_session=start_session, watch_specs=watch_specs, recommended=recommended
+            session,
+            start_session=start_session,
+            watch_specs=watch_specs,
+            recommended=recommended,
+            against=against,
         )
 
 
@@ -151,13 +156,24 @@ def open_offline(
     graph_dir: str | None = None,
     cluster: str | None = None,
     all_ranks: bool | None = None,
+    against: str | None = None,
 ) -> int:
     """Open a dump directory in the TUI; loading runs in the app's worker with progress.
     `cluster` (`--cluster ADDRESS|local[:N]`): the session's checks run on that Dask
     cluster, connected here so that one that cannot be reached is refused before the TUI.
-    `all_ranks`: check every rank at each step (None: only with a cluster)."""
+    `all_ranks`: check every rank at each step (None: only with a cluster).
+    `against` (`--against GOLDEN`): compare with that dump in the divergence tab; two
+    msprobe dumps (no graph to show) open in the compare screen alone."""
     if rank is not None and rank < 0:
         return _fail(command, f"--rank must be 0 or more, not {rank}.")
+    if against is not None:
+        problem = _against_problem(dump, against)
+        if problem:
+            return _fail(command, problem)
+        from tuidebug.offline.files.msprobe import is_msprobe_root
+
+        if is_msprobe_root(Path(dump).expanduser()):
+            return _open_compare_only(command, str(dump), against)
     problem = check_dump_dir(str(dump), graph_dir) or terminal_problem()
     if problem:
         return _fail(command, problem)
@@ -194,10 +210,45 @@ def open_offline(
         return _fail(command, str(exc))
     try:
         return run_tui(
-            session, start_session=True, watch_specs=watch_specs, recommended=recommended
+            session,
+            start_session=True,
+            watch_specs=watch_specs,
+            recommended=recommended,
+            against=against,
         )
     finally:
         session.close()
+
+
+def _against_problem(dump: str | Path, golden: str) -> str | None:
+    """One sentence when `--against GOLDEN` cannot be compared with DUMP at all: not a
+    folder, or one msprobe dump and one not (the rest the compare itself says in the TUI)."""
+    path = Path(golden).expanduser()
+    if not path.exists():
+        return f"--against {golden} does not exist."
+    if not path.is_dir():
+        return f"--against {golden} is not a folder holding a dump."
+    from tuidebug.offline.files.msprobe import is_msprobe_root
+
+    if Path(dump).expanduser().is_dir() and is_msprobe_root(Path(dump).expanduser()) != (
+        is_msprobe_root(path)
+    ):
+        which = "the dump" if is_msprobe_root(Path(dump).expanduser()) else f"--against {golden}"
+        return (
+            f"{which} is an msprobe dump and the other is not; compare two dumps of the same kind."
+        )
+    return None
+
+
+def _open_compare_only(command: str, target: str, golden: str) -> int:
+    """Two msprobe dumps: no graph to show, the divergence list alone."""
+    problem = terminal_problem()
+    if problem:
+        return _fail(command, problem)
+    from tuidebug.tui.divergence.standalone import run_compare_app
+
+    with drawn_on_the_terminal():
+        return run_compare_app(target, golden)
 
 
 def run_offline(
@@ -211,6 +262,7 @@ def run_offline(
         graph_dir=getattr(args, "graph", None),
         cluster=getattr(args, "cluster", None),
         all_ranks=getattr(args, "all_ranks", None),
+        against=getattr(args, "against", None),
     )
 
 

@@ -13,6 +13,14 @@ HELP = "open a MindSpore dump directory in the TUI"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dump", help="dump root (the folder holding rank_N/)")
     p.add_argument("--rank", type=int, default=None, help="rank to show first")
+    p.add_argument(
+        "--against",
+        default=None,
+        metavar="GOLDEN",
+        help="compare with the golden dump GOLDEN (the same network): the divergence tab (7) "
+        "lists every tensor from the first divergence, Enter shows a pair side by side "
+        "(two msprobe dumps open in the compare screen alone)",
+    )
     add_graph_argument(p)
     add_watch_arguments(p)
     p.add_argument(

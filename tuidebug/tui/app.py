@@ -30,7 +30,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from rich.color import ColorSystem
 from textual import events, on, work
@@ -113,6 +113,9 @@ from tuidebug.tui.watchpoints.flows import WatchpointFlows
 from tuidebug.tui.watchpoints.hits_shown import RUNNING, HitsShown
 from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
+if TYPE_CHECKING:
+    from tuidebug.tui.divergence.flows import DivergenceFlows
+
 COLOR_SYSTEMS = {
     "truecolor": ColorSystem.TRUECOLOR,
     "256": ColorSystem.EIGHT_BIT,
@@ -178,6 +181,8 @@ class DebuggerApp(App[int]):
             for n in PANES
         ),
         *SIZE_BINDINGS,  # < > { }: the dividers (pane_sizes.py)
+        # the divergence tab, once a golden dump is given (divergence/flows.py)
+        Binding("7", "divergence", "divergence list", show=False, id="tuidebug.pane7"),
     ]
 
     # made in compose; named here as lambdas made before them read them
@@ -194,6 +199,7 @@ class DebuggerApp(App[int]):
         watch_specs: Sequence[str] = (),
         recommended: bool = False,
         terminal: TerminalCaps | None = None,
+        against: str | None = None,
     ) -> None:
         """`start_session=True`: call `session.start()` in a worker once mounted.
         `source_label` replaces the dump path in the header (stable screenshots).
@@ -202,8 +208,12 @@ class DebuggerApp(App[int]):
         `watch_specs` (`--watch`, `--watch-file`) and `recommended` (`--recommended`) are
         created once the graphs are loaded, instead of offering the recommended set.
         `terminal`: what the terminal shows (`run_app` reads the environment; tests leave
-        it None, so the colours of the test machine's TERM cannot change a snapshot)."""
+        it None, so the colours of the test machine's TERM cannot change a snapshot).
+        `against`: a golden dump to compare the session's with, once the graphs are loaded
+        (`--against`; divergence/flows.py)."""
         super().__init__()
+        self._against = against
+        self._divergence_flows: DivergenceFlows | None = None
         self._terminal = terminal
         if terminal is not None:
             self._draw_for(terminal)
@@ -364,7 +374,9 @@ class DebuggerApp(App[int]):
             self._shown.show(self.session.hits)
             self.state_changed()
         if self._start_session_on_mount:
-            self._start_session()
+            # after the first frame: loading holds the GIL for most of its time, and the
+            # layout drawn (the dump being read) is what the user waits for first
+            self.call_after_refresh(self._start_session)
         self._scope.tree_view.focus()
 
     def notify(
@@ -470,6 +482,10 @@ class DebuggerApp(App[int]):
         self._kept.step_changed()  # new graphs (a rank switch): list them again
         # the badges: `_graph_switched` above worked them out for the new graph
         self.state_changed()
+        if self._against is not None and self.graphs:
+            against, self._against = self._against, None
+            self._recommendation_offered = True  # the user came to compare: no dialog over it
+            self._diverge().open(against)
         if first_time and self.graphs and not self._recommendation_offered:
             self._recommendation_offered = True
             if self._watch_flows.has_startup:
@@ -492,6 +508,8 @@ class DebuggerApp(App[int]):
         if not self.graphs:
             self._scope.set_empty_message(no_graph_text(metadata))
         self.state_changed()
+        if not running and self._divergence_flows is not None:
+            self._divergence_flows.follow(metadata)  # both dumps at the session's step
         if running or not self._step_moved:
             return
         self._step_moved = False
@@ -694,6 +712,11 @@ class DebuggerApp(App[int]):
     def _tensor_compare_requested(self, message: TensorView.CompareRequested) -> None:
         self._compare.request(message.view, message.kind)
 
+    @on(TensorView.TripRequested)
+    @_tolerate_teardown
+    def _tensor_trip_requested(self, message: TensorView.TripRequested) -> None:
+        self._reads.move_trip(message.delta)
+
     def action_compare_tensor(self, kind: Literal["rank", "tensor"]) -> None:
         """The palette's R / D: as the keys in the tensor view, from anywhere."""
         self._tensor.action_compare_with(kind)
@@ -741,6 +764,25 @@ class DebuggerApp(App[int]):
         self._stack.set_graph(graph)
         self._shown.refresh_badges()
         self._runs.forget()  # the trace target is in this graph
+
+    # ------------------------------------------------------- compare two runs
+    def _diverge(self) -> DivergenceFlows:
+        if self._divergence_flows is None:
+            from tuidebug.tui.divergence.flows import DivergenceFlows  # with the first compare
+
+            self._divergence_flows = DivergenceFlows(self, self._tabs)
+        return self._divergence_flows
+
+    def action_compare_golden(self) -> None:
+        """The palette's "Compare with a golden dump…": ask for it, then compare."""
+        self._diverge().ask_golden()
+
+    def action_divergence(self) -> None:
+        """7: the divergence tab (once a golden dump is given)."""
+        if self._kept.tensor_list_shown:
+            self.pop_screen()
+        self._nav.remember_focus()
+        self._diverge().focus()
 
     # ------------------------------------------------------------ watchpoints
     @on(WatchpointAction)
@@ -873,6 +915,8 @@ class DebuggerApp(App[int]):
             can_go_back=self._visits.can_back,
             can_go_forward=self._visits.can_forward,
             tensor_shown=self._tensor.state == "tensor",
+            comparing=self._divergence_flows is not None
+            and self._divergence_flows.pane is not None,
         )
         return [
             PaletteCommand(
@@ -911,6 +955,7 @@ def run_app(
     start_session: bool = False,
     watch_specs: Sequence[str] = (),
     recommended: bool = False,
+    against: str | None = None,
 ) -> int:
     """Run the TUI on a session until the user quits; returns an exit status for the CLI.
 
@@ -918,6 +963,7 @@ def run_app(
     call `session.start()` in a worker, so a slow load shows progress in the header
     (offline); leave it False when the session was started already (online).
     `watch_specs` and `recommended`: watchpoints to create once the graphs are loaded.
+    `against`: a golden dump to compare with (the divergence tab).
     """
     app = DebuggerApp(
         session,
@@ -926,6 +972,7 @@ def run_app(
         watch_specs=watch_specs,
         recommended=recommended,
         terminal=terminal_caps(os.environ),
+        against=against,
     )
     result = app.run()
     if app.return_code not in (None, 0):

@@ -41,6 +41,7 @@ class PaletteState:
     can_go_back: bool = False  # back (over the nodes and tensors visited) goes somewhere
     can_go_forward: bool = False
     tensor_shown: bool = False  # the tensor view shows a tensor (it can be compared)
+    comparing: bool = False  # a golden dump is compared with (the divergence tab is there)
 
 
 def _call(name: str, *args: object) -> str:
@@ -152,8 +153,17 @@ def palette_entries(state: PaletteState, key_for: Callable[[str], str]) -> list[
                     _call("select_rank", rank),
                 )
             )
+    add(
+        PaletteEntry(
+            "Compare with a golden dump…",
+            "Where does this dump stop matching a reference run? The divergence list (7)",
+            "compare_golden",
+        )
+    )
     for number, name in state.panes.items():
         add(PaletteEntry(f"Focus {name}", f"Key {number}", _call("focus_pane", number)))
+    if state.comparing:
+        add(PaletteEntry("Focus divergence list", "Key 7", "divergence"))
     add(
         PaletteEntry(
             "Command line",
