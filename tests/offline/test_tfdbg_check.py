@@ -129,7 +129,7 @@ def test_origin_is_tensorflows(mode: str) -> None:
         want["slot"],
         want["graph_name"],
     )
-    assert o.step == 2 and o.finite_inputs == ("MatMul:0",)
+    assert o.step == 2 and o.inputs == ("MatMul:0",)
 
 
 @pytest.mark.parametrize("mode", ["no_tensor", "shape"])

@@ -43,7 +43,6 @@ against the op. That is DebugDataReader's data read the same way (tests/data/tfd
 
 from __future__ import annotations
 
-import bisect
 import re
 import struct
 from collections.abc import Callable, Sequence
@@ -69,9 +68,9 @@ __all__ = [
     "TfdbgHit",
     "TfdbgOrigin",
     "TfdbgReport",
+    "call_owners",
     "categories",
     "check_tfdbg",
-    "derived_steps",
     "mode_refusal",
 ]
 
@@ -138,7 +137,9 @@ class TfdbgOrigin:
     graph: str
     step: int | None
     eager: bool
-    finite_inputs: tuple[str, ...]  # the inputs recorded finite just before
+    # its data inputs (eager: input tensor ids); nothing before it was non-finite, so each
+    # of them the dump recorded was finite
+    inputs: tuple[str, ...]
 
 
 @dataclass
@@ -206,26 +207,22 @@ def mode_refusal(req: CheckRequest, mode: int) -> str | None:
     )
 
 
-def derived_steps(dump: TfdbgDump) -> tuple[dict[str, str], dict[str, list[float]]]:
-    """(graph id → the id of the called function graph that contains it, called function
-    graph id → the wall times of its calls' `.execution` records, in order)."""
-    calls: dict[str, list[float]] = {}
-    for e in dump.executions:
-        if e.graph_id:
-            calls.setdefault(e.graph_id, []).append(e.wall_time)
-    for times in calls.values():
-        times.sort()  # file order is call order; a hostile file's wall times may not be
+def call_owners(dump: TfdbgDump) -> dict[str, str]:
+    """Graph id → the id of the called function graph that contains it (itself when it is
+    called): the graph followed out by `outer_context_id` to the first graph some
+    `.execution` record calls. A graph no call contains is not in it (no step)."""
+    called = dump.called_graph_ids()
     owner: dict[str, str] = {}
     for graph_id in dump.graphs:
         seen: set[str] = set()
         at = graph_id
-        while at and at not in calls and at not in seen:  # `seen`: a hostile loop of ids
+        while at and at not in called and at not in seen:  # `seen`: a hostile loop of ids
             seen.add(at)
             g = dump.graphs.get(at)
             at = g.outer_context_id if g is not None else ""
-        if at in calls:
+        if at in called:
             owner[graph_id] = at
-    return owner, calls
+    return owner
 
 
 @dataclass
@@ -290,7 +287,26 @@ def _decide_health(req: CheckRequest, mode: int, h: _Health) -> CheckResult | No
     return None if isinstance(result, Missing) else result
 
 
-_Watch = tuple[int, CheckRequest, frozenset[Category]]
+# the fast path's summary layouts: (float64 content bytes, its unpack, the NaN/Inf slots)
+_FastLayout = tuple[int, Callable[[bytes], tuple[float, ...]], int, int, int]
+_FAST: dict[int, _FastLayout] = {
+    CURT: (16, struct.Struct("<2d").unpack, 1, 1, 1),
+    CONCISE: (40, struct.Struct("<5d").unpack, 2, 3, 4),
+    FULL_HEALTH: (88, struct.Struct("<11d").unpack, 5, 6, 7),
+}
+_MAX_CACHED_OPS = 100_000  # op facts kept (a real graph has thousands; hostile names, more)
+
+
+@dataclass(frozen=True)
+class _Op:
+    """What a trace's hits need of its op, looked up once per op."""
+
+    op_type: str
+    cats: frozenset[Category]
+    watched: bool
+    graph: str
+    owner: str | None
+    inputs: tuple[str, ...]
 
 
 class _Pass:
@@ -304,7 +320,6 @@ class _Pass:
         on_hit: Callable[[TfdbgHit], None] | None,
     ) -> None:
         self.dump = dump
-        self.watches = watches
         self.node_filter = node_filter
         self.on_hit = on_hit
         self.report = TfdbgReport()
@@ -315,12 +330,15 @@ class _Pass:
             else:
                 self.live.append((wp_id, req, category))
         self.by_mode: dict[int, list[tuple[int, CheckRequest, Category]]] = {}
-        self.owner, self.calls = derived_steps(dump)
+        # per mode: the fast path's layout where a trace may take it (TO alone on every
+        # tensor, no node filter: only a summary with a NaN/Inf count needs more than its
+        # counts), else None
+        self.fast: dict[int, _FastLayout | None] = {}
+        self.owner = call_owners(dump)
+        self.calls: dict[str, int] = {}  # called graph id → its calls recorded so far
         self.previous: dict[tuple[str, str, int], np.ndarray] = {}
         self.needs_previous = any(r.condition in CHANGE_CONDITIONS for _w, r, _c in self.live)
-        # origin tracking: op output → non-finite, per graph and per eager tensor id
-        self.bad_outputs: dict[tuple[str, str, int], bool] = {}
-        self.bad_tensors: dict[int, bool] = {}
+        self.ops: dict[tuple[str, str], _Op] = {}
 
     # -------------------------------------------------------------- per mode, once
     def for_mode(self, mode: int) -> list[tuple[int, CheckRequest, Category]]:
@@ -335,6 +353,33 @@ class _Pass:
                 else:
                     self.report.refusals.setdefault(wp_id, sentence)
             self.by_mode[mode] = found
+            fast = self.node_filter is None and all(
+                c == Category.TENSOR
+                and r.condition == ConditionType.GENERAL_OVERFLOW
+                and not r.params
+                for _w, r, c in found
+            )
+            self.fast[mode] = _FAST.get(mode) if fast else None
+        return found
+
+    def op(self, graph_id: str, op_name: str) -> _Op:
+        key = (graph_id, op_name)
+        found = self.ops.get(key)
+        if found is None:
+            op = self.dump.ops.get(key)
+            graph = self.dump.graphs.get(graph_id)
+            op_type = op.op_type if op is not None else ""
+            found = _Op(
+                op_type,
+                categories(op_name, op_type),
+                self.node_filter is None or bool(self.node_filter.search(op_name)),
+                (graph.name or graph_id) if graph is not None else graph_id,
+                self.owner.get(graph_id),
+                tuple(i for i in op.input_names if not i.startswith("^")) if op else (),
+            )
+            if len(self.ops) >= _MAX_CACHED_OPS:
+                self.ops.clear()
+            self.ops[key] = found
         return found
 
     # -------------------------------------------------------------- one op output
@@ -412,59 +457,47 @@ class _Pass:
             self.report.hits.append(hit)
 
     # -------------------------------------------------------------- a graph trace
-    def trace(self, index: int, trace: pb.GraphExecutionTrace, wall_time: float) -> None:
-        mode = trace.tensor_debug_mode
-        if mode not in _DECIDES_NON_FINITE:
+    def trace(self, index: int, trace: pb.GraphExecutionTrace, mode: int) -> None:
+        """A trace the fast path (in `check_tfdbg`'s loop) did not decide."""
+        if mode not in self.fast:
             self.for_mode(mode)
+        if mode not in _DECIDES_NON_FINITE:
             return
         graph_id, op_name, slot = trace.tfdbg_context_id, trace.op_name, trace.output_slot
-        op = self.dump.ops.get((graph_id, op_name))
-        op_type = op.op_type if op is not None else ""
-        watched = self.node_filter is None or bool(self.node_filter.search(op_name))
+        op = self.op(graph_id, op_name)
         key = (graph_id, op_name, slot)
-        bad, counts, results = self.output(
-            mode, trace.tensor_proto, key, categories(op_name, op_type), watched
-        )
-        if bad is None:
+        bad, counts, results = self.output(mode, trace.tensor_proto, key, op.cats, op.watched)
+        if bad is None or not ((bad and self.report.origin is None) or results):
             return
-        step = None
-        if results or (bad and self.report.origin is None):
-            fn = self.owner.get(graph_id)
-            if fn is not None:
-                step = bisect.bisect_left(self.calls[fn], wall_time)
-        graph = self.dump.graphs.get(graph_id)
-        graph_name = (graph.name or graph_id) if graph is not None else graph_id
+        step = None if op.owner is None else self.calls.get(op.owner, 0)
         if bad and self.report.origin is None:
-            inputs = op.input_names if op is not None else ()
-            finite = self.graph_inputs_finite(graph_id, inputs)
-            if finite is not None:
-                self.report.origin = TfdbgOrigin(
-                    index, op_name, op_type, slot, graph_name, step, False, finite
-                )
-        self.bad_outputs[key] = bad
+            # nothing before it was non-finite, so each input recorded before was finite
+            self.report.origin = TfdbgOrigin(
+                index, op_name, op.op_type, slot, op.graph, step, False, op.inputs
+            )
         for wp_id, result in results:
             self.emit(
-                TfdbgHit(wp_id, index, op_name, op_type, slot, graph_name, step, counts, result)
+                TfdbgHit(wp_id, index, op_name, op.op_type, slot, op.graph, step, counts, result)
             )
 
-    def graph_inputs_finite(self, graph_id: str, inputs: Sequence[str]) -> tuple[str, ...] | None:
-        """The inputs recorded finite, or None when one was recorded non-finite."""
-        finite = []
-        for name in inputs:
-            if name.startswith("^"):
-                continue  # a control input carries no value
-            op_name, _sep, slot = name.rpartition(":")
-            if not _sep or not slot.isdigit():
-                op_name, slot = name, "0"
-            state = self.bad_outputs.get((graph_id, op_name, int(slot)))
-            if state:
-                return None
-            if state is not None:
-                finite.append(name)
-        return tuple(finite)
-
-    # -------------------------------------------------------------- an eager op
-    def eager(self, e: TfdbgExecution) -> None:
+    # -------------------------------------------------------------- an execution
+    def execution(self, index: int, proto: pb.Execution, wall_time: float) -> None:
+        graph_id = proto.graph_id
+        if graph_id:
+            self.calls[graph_id] = self.calls.get(graph_id, 0) + 1
+            return  # a function call: its ops' outputs are its graph's traces
+        if not len(proto.tensor_protos):
+            return
+        e = TfdbgExecution(
+            index,
+            proto.op_type,
+            "",
+            wall_time,
+            proto.tensor_debug_mode,
+            tuple(proto.tensor_protos),
+            tuple(proto.input_tensor_ids),
+            tuple(proto.output_tensor_ids),
+        )
         mode = e.tensor_debug_mode
         if mode not in _DECIDES_NON_FINITE:
             self.for_mode(mode)
@@ -475,21 +508,11 @@ class _Pass:
             checked = self.report.checked
             bad, counts, results = self.output(mode, tp, ("", e.op_type, slot), cats, watched)
             self.report.eager_checked += self.report.checked - checked
-            if bad is None:
-                continue
             if bad and self.report.origin is None:
-                inputs = [self.bad_tensors.get(t) for t in e.input_tensor_ids]
-                if not any(inputs):
-                    finite = tuple(
-                        f"tensor {t}"
-                        for t, s in zip(e.input_tensor_ids, inputs, strict=True)
-                        if s is False
-                    )
-                    self.report.origin = TfdbgOrigin(
-                        e.index, e.op_type, e.op_type, slot, "", None, True, finite
-                    )
-            if slot < len(e.output_tensor_ids):
-                self.bad_tensors[e.output_tensor_ids[slot]] = bad
+                inputs = tuple(f"tensor {t}" for t in e.input_tensor_ids)
+                self.report.origin = TfdbgOrigin(
+                    e.index, e.op_type, e.op_type, slot, "", None, True, inputs
+                )
             for wp_id, result in results:
                 self.emit(
                     TfdbgHit(
@@ -505,19 +528,38 @@ def check_tfdbg(
     on_hit: Callable[[TfdbgHit], None] | None = None,
 ) -> TfdbgReport:
     """Check `watches` (watchpoint id = position) on every graph execution trace and eager
-    op output, streamed, and find the origin (module docstring). Hits go to `on_hit` as they
-    are found when given (then `report.hits` stays empty), else into `report.hits`."""
+    op output, in one pass streaming both files merged by wall time, and find the origin
+    (module docstring). Hits go to `on_hit` as they are found when given (then
+    `report.hits` stays empty), else into `report.hits`."""
     run = _Pass(dump, watches, node_filter, on_hit)
-    eager = [e for e in dump.executions if not e.graph_id and e.tensor_protos]
-    at = 0
-    for index, (trace, wall_time) in enumerate(dump.traces()):
-        while at < len(eager) and eager[at].wall_time <= wall_time:
-            run.eager(eager[at])
-            at += 1
-        run.trace(index, trace, wall_time)
-    for e in eager[at:]:
-        run.eager(e)
+    executions = enumerate(dump.execution_events())
+    inf = float("inf")
+    at, (pending, pending_wall) = next(executions, (-1, (None, inf)))
+    fast = run.fast
     report = run.report
+    index = -1
+    for trace, wall_time in dump.traces():
+        index += 1
+        # a call's record is written when it returns: the calls before this trace
+        while pending_wall < wall_time:
+            run.execution(at, pending, pending_wall)  # type: ignore[arg-type]
+            at, (pending, pending_wall) = next(executions, (-1, (None, inf)))
+        # the common case, inlined and kept lean (a long run has millions of traces): a
+        # health summary whose NaN/Inf slots are all exactly 0 decides TO without more
+        mode = trace.tensor_debug_mode
+        layout = fast.get(mode)
+        if layout is not None:
+            tp = trace.tensor_proto
+            content = tp.tensor_content
+            if len(content) == layout[0] and tp.dtype == 2:
+                v = layout[1](content)
+                if not (v[layout[2]] or v[layout[3]] or v[layout[4]]):  # NaN, -1 are true
+                    report.checked += 1
+                    continue
+        run.trace(index, trace, mode)
+    while pending is not None:
+        run.execution(at, pending, pending_wall)
+        at, (pending, pending_wall) = next(executions, (-1, (None, inf)))
     if not report.modes and run.live:
         for wp_id, req, _c in run.live:
             report.refusals.setdefault(

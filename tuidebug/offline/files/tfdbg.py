@@ -27,6 +27,7 @@ reader, except `TfdbgError` for a folder that cannot be a dump at all.
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from collections.abc import Callable, Iterator
@@ -68,6 +69,9 @@ KINDS = (
 MAX_RECORD_BYTES = 256 << 20
 # Entries of the dump folder looked at while finding the files: a real dump has six.
 MAX_LISTED = 10_000
+# Graphs whose ids are searched for in `.execution`'s bytes (`called_graph_ids`); past this
+# many (a real run has tens) the file is parsed instead, one pass rather than one per graph
+_MAX_SEARCHED_GRAPHS = 256
 # The head of a `.source_files` record read to index it: the file path is its first field.
 _SOURCE_HEAD = 4096
 
@@ -131,64 +135,108 @@ def masked_crc32c(data: bytes) -> int:
 
 @dataclass
 class _Log:
+    """Problems and notes in the order found, each said once (a file read twice, as the
+    executions and traces may be, finds the same ones again)."""
+
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    _said: set[str] = field(default_factory=set)
+
+    def problem(self, sentence: str) -> None:
+        if sentence not in self._said:
+            self._said.add(sentence)
+            self.problems.append(sentence)
+
+    def note(self, sentence: str) -> None:
+        if sentence not in self._said:
+            self._said.add(sentence)
+            self.notes.append(sentence)
+
+
+_CHUNK = 1 << 20  # bytes read at a time: one read call per many small records
 
 
 def _records(
     handle: BinaryIO, path: str, log: _Log, *, read_data: bool = True
 ) -> Iterator[tuple[int, int, bytes]]:
     """(offset of the data, its length, the data or b"" when not `read_data`) per record.
-    The data's CRC is checked when it is read; see the module docstring for the rest."""
+    The data's CRC is checked when it is read; see the module docstring for the rest.
+    Small records are cut from 1 MiB reads (a read call per record cost as much as the
+    CRCs); one larger than that is read on its own. This loop runs once per record of a
+    dump (millions): the CRC masking is inlined, and what it looks up is local."""
     size = os.fstat(handle.fileno()).st_size
+    unpack = _HEADER.unpack_from
+    footer = _FOOTER.unpack_from
+    crc = crc32c
+    read = handle.read
+    buf = b""
+    buf_len = 0
+    at = 0  # position of `buf[0]` in the file; the handle is at `at + buf_len`
     pos = 0
     while True:
-        head = handle.read(_HEADER.size)
-        if not head:
-            return
-        if len(head) < _HEADER.size:
-            log.notes.append(
-                f"{path}: the last record is cut short at byte {pos:,} (a "
-                "training still writing, or killed); it is left out."
-            )
-            return
-        length, length_crc = _HEADER.unpack(head)
-        if masked_crc32c(head[:8]) != length_crc:
-            log.problems.append(
+        rel = pos - at
+        if rel + 16 > buf_len:
+            buf = buf[rel:] + read(_CHUNK)
+            buf_len = len(buf)
+            at, rel = pos, 0
+            if not buf_len:
+                return
+            if buf_len < _HEADER.size:
+                log.note(_cut_short(path, pos))
+                return
+        length, length_crc = unpack(buf, rel)
+        c = crc(buf[rel : rel + 8])
+        if (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF != length_crc:
+            log.problem(
                 f"{path}: the record at byte {pos:,} has a corrupt length "
                 "(its CRC does not match), so the rest of the file is skipped."
             )
             return
-        start = pos + _HEADER.size
-        end = start + length + _FOOTER.size
+        start = pos + 12
+        end = start + length + 4
         if end > size:
-            log.notes.append(
-                f"{path}: the last record is cut short at byte {pos:,} (a "
-                "training still writing, or killed); it is left out."
-            )
+            log.note(_cut_short(path, pos))
             return
         if length > MAX_RECORD_BYTES:
-            log.problems.append(
+            log.problem(
                 f"{path}: the record at byte {pos:,} is {length:,} bytes, more "
                 f"than the {MAX_RECORD_BYTES:,} a record may have; it is skipped."
             )
-            handle.seek(end)
-            pos = end
-            continue
-        if read_data:
-            data = handle.read(length)
-            (data_crc,) = _FOOTER.unpack(handle.read(_FOOTER.size))
-            if masked_crc32c(data) != data_crc:
-                log.problems.append(
+        elif not read_data:
+            yield start, length, b""
+        else:
+            if end - at > buf_len:
+                if length + 4 > _CHUNK:  # a large record: read on its own
+                    handle.seek(start)
+                    buf, at = read(length + 4), start
+                else:
+                    buf = buf[pos - at :] + read(_CHUNK)
+                    at = pos
+                buf_len = len(buf)
+            rel = start - at
+            if rel + length + 4 > buf_len:  # the file shrank while being read
+                log.note(_cut_short(path, pos))
+                return
+            data = buf[rel : rel + length]
+            c = crc(data)
+            if (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF != footer(buf, rel + length)[0]:
+                log.problem(
                     f"{path}: the record at byte {pos:,} is corrupt (its "
                     "CRC does not match); it is skipped."
                 )
             else:
                 yield start, length, data
-        else:
-            handle.seek(end)
-            yield start, length, b""
         pos = end
+        if pos - at > buf_len:  # skipped past the buffer: read on from there
+            handle.seek(pos)
+            buf, buf_len, at = b"", 0, pos
+
+
+def _cut_short(path: str, pos: int) -> str:
+    return (
+        f"{path}: the last record is cut short at byte {pos:,} (a training still writing, "
+        "or killed); it is left out."
+    )
 
 
 def read_records(path: str | os.PathLike[str]) -> tuple[list[bytes], list[str], list[str]]:
@@ -204,7 +252,7 @@ def _event(data: bytes, where: str, log: _Log) -> pb.DebugEvent | None:
     try:
         return pb.DebugEvent.FromString(data)
     except (DecodeError, RecursionError, ValueError) as err:
-        log.problems.append(f"{where} is no DebugEvent ({err or 'undecodable'}); it is skipped.")
+        log.problem(f"{where} is no DebugEvent ({err or 'undecodable'}); it is skipped.")
         return None
 
 
@@ -355,14 +403,13 @@ class TfdbgDump:
         self.ops: dict[tuple[str, str], TfdbgOp] = {}  # (graph id, op name) → op
         # id → (file index in `.source_files`, line, function)
         self.stack_frames: dict[str, tuple[int, int, str]] = {}
-        self.executions: list[TfdbgExecution] = []
+        self._executions: list[TfdbgExecution] | None = None  # read on first use
         self._sources: dict[str, tuple[int, int]] = {}  # file path → (offset, length)
         # file paths in record order: a stack frame's `file_index` indexes this list
         self.source_order: list[str] = []
         self._read_metadata()
         self._read_graphs()
         self._read_stack_frames()
-        self._read_executions()
         self._index_sources()
 
     @property
@@ -381,16 +428,23 @@ class TfdbgDump:
         try:
             handle = open_regular(path)
         except FileNotFoundError:
-            self._log.problems.append(f"{path} is missing, so the dump's {kind} are unknown.")
+            self._log.problem(f"{path} is missing, so the dump's {kind} are unknown.")
             return
         except OSError as err:
-            self._log.problems.append(f"{path} cannot be read: {err}.")
+            self._log.problem(f"{path} cannot be read: {err}.")
             return
+        parse = pb.DebugEvent.FromString
         with handle:
             for offset, _n, data in _records(handle, path, self._log):
-                event = _event(data, f"{path}: the record at byte {offset - 12:,}", self._log)
-                if event is not None:
-                    yield event
+                try:
+                    event = parse(data)
+                except (DecodeError, RecursionError, ValueError) as err:
+                    where = f"{path}: the record at byte {offset - 12:,}"
+                    self._log.problem(
+                        f"{where} is no DebugEvent ({err or 'undecodable'}); it is skipped."
+                    )
+                    continue
+                yield event
 
     def _read_metadata(self) -> None:
         for event in self._events("metadata"):
@@ -425,30 +479,65 @@ class TfdbgDump:
                 flc = f.file_line_col
                 self.stack_frames[f.id] = (flc.file_index, flc.line, flc.func)
 
-    def _read_executions(self) -> None:
+    @property
+    def executions(self) -> list[TfdbgExecution]:
+        """Every `.execution` record, read on first use (a long run has hundreds of
+        thousands; the check streams them with `iter_executions` instead)."""
+        if self._executions is None:
+            self._executions = list(self.iter_executions())
+        return self._executions
+
+    def called_graph_ids(self) -> set[str]:
+        """The ids of the graphs some `.execution` record calls, found without parsing the
+        file (the check needs them before its one pass, which streams the executions):
+        each known graph id searched for as an `Execution.graph_id` field (its tag, length
+        and text) in the file's bytes, mapped, not read into memory. A hostile file can
+        only make a graph look called (its steps then count calls it does not have)."""
+        if not self.graphs:
+            return set()
+        if len(self.graphs) > _MAX_SEARCHED_GRAPHS:
+            return {e.graph_id for e in self.iter_executions() if e.graph_id}
+        try:
+            handle = open_regular(self.path("execution"))
+        except OSError:
+            return set()  # said when the executions are read
+        with handle:
+            if not os.fstat(handle.fileno()).st_size:
+                return set()
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                found = set()
+                for graph_id in self.graphs:
+                    raw = graph_id.encode()
+                    if view.find(b"\x1a" + _encode_varint(len(raw)) + raw) >= 0:
+                        found.add(graph_id)
+                return found
+
+    def iter_executions(self) -> Iterator[TfdbgExecution]:
+        """The `.execution` records in file (execution) order, streamed; the problems
+        reading them are said once however often they are read."""
+        index = 0
         for event in self._events("execution"):
             if event.HasField("execution"):
                 e = event.execution
-                self.executions.append(
-                    TfdbgExecution(
-                        len(self.executions),
-                        e.op_type,
-                        e.graph_id,
-                        event.wall_time,
-                        e.tensor_debug_mode,
-                        tuple(e.tensor_protos),
-                        tuple(e.input_tensor_ids),
-                        tuple(e.output_tensor_ids),
-                        tuple(e.code_location.stack_frame_ids),
-                    )
+                yield TfdbgExecution(
+                    index,
+                    e.op_type,
+                    e.graph_id,
+                    event.wall_time,
+                    e.tensor_debug_mode,
+                    tuple(e.tensor_protos),
+                    tuple(e.input_tensor_ids),
+                    tuple(e.output_tensor_ids),
+                    tuple(e.code_location.stack_frame_ids),
                 )
+                index += 1
 
     def _index_sources(self) -> None:
         path = self.path("source_files")
         try:
             handle = open_regular(path)
         except OSError as err:
-            self._log.notes.append(f"{path} cannot be read ({err}); stacks show no source text.")
+            self._log.note(f"{path} cannot be read ({err}); stacks show no source text.")
             return
         with handle:
             for offset, length, _d in list(_records(handle, path, self._log, read_data=False)):
@@ -475,7 +564,7 @@ class TfdbgDump:
             data = handle.read(length)
             (data_crc,) = _FOOTER.unpack(handle.read(_FOOTER.size).ljust(4, b"\0"))
         if len(data) != length or masked_crc32c(data) != data_crc:
-            self._log.problems.append(
+            self._log.problem(
                 f"{path}: the text of {file_path} is corrupt (its CRC does not match)."
             )
             return None
@@ -484,10 +573,30 @@ class TfdbgDump:
 
     def traces(self) -> Iterator[tuple[pb.GraphExecutionTrace, float]]:
         """The graph execution traces in file (execution) order, with their wall times
-        (`DebugEvent.wall_time`, set as each was written), streamed."""
+        (`DebugEvent.wall_time`, set as each was written), streamed; the problems reading
+        them are said once however often they are read."""
         for event in self._events("graph_execution_traces"):
-            if event.HasField("graph_execution_trace"):
-                yield event.graph_execution_trace, event.wall_time
+            trace = event.graph_execution_trace  # an empty one when the event is another
+            # a trace has a mode: HasField, which costs as much, only where it has none
+            if trace.tensor_debug_mode or event.HasField("graph_execution_trace"):
+                yield trace, event.wall_time
+
+    def execution_events(self) -> Iterator[tuple[pb.Execution, float]]:
+        """The `.execution` records as protos with their wall times, streamed: what the
+        check reads (a function call's graph id costs no conversion); `index` of
+        `TfdbgExecution` is the position in this sequence."""
+        for event in self._events("execution"):
+            if event.HasField("execution"):
+                yield event.execution, event.wall_time
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
