@@ -31,15 +31,20 @@ from tuidebug.core.condition_catalogue import (
     LEGACY_STAT,
     CheckRequest,
     CheckResult,
+    ConditionType,
 )
 from tuidebug.core.graph import Category
 from tuidebug.offline.check.statistic import Missing, condition_label, decide
 from tuidebug.offline.files.msprobe import (
+    MAX_DEPTH,
     MsprobeCall,
     MsprobeError,
     MsprobeRoot,
+    MsprobeScan,
     MsprobeTensor,
-    read_dump_json,
+    call_from_record,
+    scan_dump_json,
+    too_deep_sentence,
 )
 from tuidebug.offline.foreign.msprobe import msprobe_stats  # one rule: Max/Min, never Norm
 
@@ -146,29 +151,123 @@ def check_msprobe(
             if not live:
                 continue
             try:
-                dump = read_dump_json(folder / "dump.json")
+                _check_rank(
+                    report, live, scan_dump_json(folder / "dump.json"), rank, step_id, node_filter
+                )
             except MsprobeError as err:
                 report.problems.append(str(err))
-                continue
-            report.problems.extend(dump.problems)
-            for call in dump.calls:
-                if node_filter is not None and not node_filter.search(call.name):
-                    continue
-                for wp_id, req, category in live:
-                    if wp_id in report.refusals:
-                        continue
-                    for slot, tensor in enumerate(_watched(call, category)):
-                        report.checked += 1
-                        outcome = decide(req, msprobe_stats(tensor))
-                        if isinstance(outcome, Missing):
-                            # a record without Max/Min (a non-float tensor msprobe gave no
-                            # statistics): said once per watchpoint, as statistic.csv does
-                            report.refusals[wp_id] = (
-                                f"The watchpoint {condition_label(req)} cannot be checked on "
-                                f"{tensor.name}: its msprobe record has no Max/Min statistics."
-                            )
-                            break
-                        if outcome.reported:
-                            place = MsprobePlace(rank, GRAPH, step_id, call.name, slot, tensor.name)
-                            report.hits.append(MsprobeHit(wp_id, place, outcome))
     return report
+
+
+# conditions whose outcome on a tensor with no NaN/Inf is "not reported" when they read no
+# threshold: a call whose watched records all have finite float Max/Min is skipped for them
+# without building a record object (the common case by far: a 300 MB step in ~1× its parse)
+_OVERFLOW_ONLY = frozenset(
+    {ConditionType.GENERAL_OVERFLOW, ConditionType.HAS_NAN, ConditionType.HAS_INF}
+)
+
+
+def _overflow_only(req: CheckRequest) -> bool:
+    return req.condition in _OVERFLOW_ONLY and all(p.disabled for p in req.params)
+
+
+def _finite(value: object, depth: int = 0) -> int:
+    """How many tensor records `value` (a role's raw JSON) holds when each has float Max and
+    Min that are finite; -1 when any has not (or nests past MAX_DEPTH): the full path then
+    decides. A non-tensor leaf counts 0, as `_tensors` skips it."""
+    if type(value) is list:
+        n = 0
+        for item in value:
+            k = _finite(item, depth + 1)
+            if k < 0:
+                return -1
+            n += k
+        return n if depth <= MAX_DEPTH else -1
+    if type(value) is dict:
+        if "dtype" in value and "shape" in value:
+            hi, lo = value.get("Max"), value.get("Min")
+            # x - x is 0.0 for a finite float, NaN for NaN and ±Inf
+            ok = type(hi) is float and type(lo) is float and hi - hi == 0.0 and lo - lo == 0.0
+            return 1 if ok else -1
+        if "type" in value:
+            return 0
+        return _finite(list(value.values()), depth)
+    return 0
+
+
+def _check_rank(
+    report: MsprobeReport,
+    live: list[tuple[int, CheckRequest, Category]],
+    scan: MsprobeScan,
+    rank: int,
+    step_id: int,
+    node_filter: re.Pattern[str] | None,
+) -> None:
+    """Check one rank's dump.json of one step, streamed a call at a time."""
+    fast = all(_overflow_only(req) for _, req, _ in live)
+    deep: list[str] = []
+    for name, parsed, record in scan:
+        if node_filter is not None and not node_filter.search(name):
+            continue
+        if (
+            fast
+            and type(record) is dict
+            and (parsed is None or parsed.direction != "parameters_grad")
+        ):
+            params = _finite(record.get("parameters"))
+            outputs = _finite(record.get("output")) if params >= 0 else -1
+            if outputs >= 0:
+                forward = parsed is not None and parsed.direction == "forward"
+                for _, _, category in live:
+                    report.checked += _fast_count(category, params, outputs, forward)
+                continue
+        call = call_from_record(name, record, parsed)
+        if call.too_deep:
+            deep.append(name)
+        _check_call(report, live, call, rank, step_id)
+    report.problems.extend(scan.problems)
+    if deep:
+        report.problems.append(too_deep_sentence(scan.label, len(deep), deep[0]))
+    if scan.text("task") == "structure":
+        report.problems.append(
+            f"{scan.label} is from msprobe's structure task, which records no statistics, so "
+            "nothing in it was checked."
+        )
+
+
+def _fast_count(category: Category, params: int, outputs: int, forward: bool) -> int:
+    """How many tensors `_watched` gives for `category` on a call that is not a parameter
+    gradient, from its counts of parameters and outputs."""
+    if category in (Category.WEIGHT, Category.PARAMETER):
+        return params
+    if category == Category.GRADIENT:
+        return 0
+    if category == Category.ACTIVATION:
+        return outputs if forward else 0
+    return params + outputs
+
+
+def _check_call(
+    report: MsprobeReport,
+    live: list[tuple[int, CheckRequest, Category]],
+    call: MsprobeCall,
+    rank: int,
+    step_id: int,
+) -> None:
+    for wp_id, req, category in live:
+        if wp_id in report.refusals:
+            continue
+        for slot, tensor in enumerate(_watched(call, category)):
+            report.checked += 1
+            outcome = decide(req, msprobe_stats(tensor))
+            if isinstance(outcome, Missing):
+                # a record without Max/Min (a non-float tensor msprobe gave no
+                # statistics): said once per watchpoint, as statistic.csv does
+                report.refusals[wp_id] = (
+                    f"The watchpoint {condition_label(req)} cannot be checked on "
+                    f"{tensor.name}: its msprobe record has no Max/Min statistics."
+                )
+                break
+            if outcome.reported:
+                place = MsprobePlace(rank, GRAPH, step_id, call.name, slot, tensor.name)
+                report.hits.append(MsprobeHit(wp_id, place, outcome))

@@ -24,12 +24,26 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuidebug.offline.files.regular_file import FileTooLargeError, NotRegularFileError, read_regular
+from tuidebug.offline.files.msprobe_json import (
+    JsonText,
+    MsprobeError,
+    NotAnObject,
+    file_source,
+    no_constant,
+    text_source,
+    top_level,
+)
+from tuidebug.offline.files.regular_file import (
+    FileTooLargeError,
+    NotRegularFileError,
+    open_regular,
+    read_regular,
+)
 
 __all__ = [
     "MAX_CONSTRUCT_BYTES",
@@ -40,9 +54,11 @@ __all__ = [
     "MsprobeDump",
     "MsprobeError",
     "MsprobeRoot",
+    "MsprobeScan",
     "MsprobeStep",
     "MsprobeTensor",
     "MsprobeValue",
+    "call_from_record",
     "find_msprobe_root",
     "is_msprobe_root",
     "iter_tensors",
@@ -51,6 +67,8 @@ __all__ = [
     "read_construct",
     "read_dump_json",
     "read_stack",
+    "scan_dump_json",
+    "too_deep_sentence",
 ]
 
 # A 7B model's L1 statistics dump is ~20 MB per step and rank, and the benchmark of issue 29
@@ -75,10 +93,6 @@ _MODULE_PREFIXES = ("Module", "Cell")
 _STATS = ("Max", "Min", "Mean", "Norm")
 
 
-class MsprobeError(ValueError):
-    """An msprobe file or folder that cannot be read; the message is one sentence."""
-
-
 # ---------------------------------------------------------------------------------- names
 
 
@@ -97,6 +111,12 @@ class CallName:
     is_module: bool
 
 
+def _is_index(part: str) -> bool:
+    # ASCII digits only, and few: str.isdigit() admits "²", which int() refuses, and int()
+    # refuses more than 4,300 digits; either would escape as a traceback
+    return part.isascii() and part.isdigit() and len(part) <= 18
+
+
 def parse_call_name(name: str) -> CallName | None:
     """`Functional.linear.0.forward`, `Module.fc1.Linear.forward.0`,
     `Module.fc1.Linear.parameters_grad[.0]` → their parts; None for any other name."""
@@ -107,11 +127,11 @@ def parse_call_name(name: str) -> CallName | None:
     last = parts[-1]
     if last == "parameters_grad":  # 8.x: no call index
         return CallName(name, prefix, ".".join(parts[1:-1]), None, last, True)
-    if last in _DIRECTIONS and parts[-2].isdigit() and len(parts) >= 4:
+    if last in _DIRECTIONS and _is_index(parts[-2]) and len(parts) >= 4:
         return CallName(
             name, prefix, ".".join(parts[1:-2]), int(parts[-2]), last, prefix in _MODULE_PREFIXES
         )
-    if last.isdigit() and parts[-2] in (*_DIRECTIONS, "parameters_grad") and len(parts) >= 4:
+    if _is_index(last) and parts[-2] in (*_DIRECTIONS, "parameters_grad") and len(parts) >= 4:
         return CallName(name, prefix, ".".join(parts[1:-2]), int(last), parts[-2], True)
     return None
 
@@ -174,6 +194,8 @@ class MsprobeCall:
     # the non-tensor arguments themselves, each with its place among the tensors (compare
     # shows them as msprobe compare does: `<class 'int'>`, the value in the statistics)
     values: list[MsprobeValue] = field(default_factory=list)
+    # records nested deeper than MAX_DEPTH, left unread (the dump says so in its problems)
+    too_deep: int = 0
 
     def role(self, role: str) -> list[MsprobeTensor]:
         return [t for t in self.tensors if t.role == role]
@@ -253,11 +275,15 @@ def _tensors(
     out: list[MsprobeTensor],
     depth: int = 0,
     values: list[MsprobeValue] | None = None,
+    deep: list[int] | None = None,
 ) -> int:
     """Append the tensor records under `value` (a record, a list, a dict, null) to `out`
     (and the non-tensor leaves to `values`, when given); return how many non-tensor leaves
     were met."""
     if depth > MAX_DEPTH:
+        # not walked; counted, so that the dump says what it did not read
+        if deep is not None:
+            deep[0] += 1
         return 0
     if isinstance(value, dict):
         if _is_tensor(value):
@@ -289,7 +315,14 @@ def _tensors(
         scalars = 0
         for key, item in value.items():
             scalars += _tensors(
-                call, role, f"{slot}.{key}" if slot else str(key), item, out, depth + 1, values
+                call,
+                role,
+                f"{slot}.{key}" if slot else str(key),
+                item,
+                out,
+                depth + 1,
+                values,
+                deep,
             )
         return scalars
     if isinstance(value, list):
@@ -300,22 +333,26 @@ def _tensors(
                 # a None in a list (a missing gradient): msprobe compare shows it as a row
                 values.append(MsprobeValue(call, role, item_slot, None, None, before=len(out)))
                 continue
-            scalars += _tensors(call, role, item_slot, item, out, depth + 1, values)
+            scalars += _tensors(call, role, item_slot, item, out, depth + 1, values, deep)
         return scalars
     return 0 if value is None else 1
 
 
-def _call(name: str, record: object) -> MsprobeCall:
-    parsed = parse_call_name(name)
+def _call(name: str, record: object, parsed: CallName | bool | None = False) -> MsprobeCall:
+    # `parsed` is the name's parse when the caller has it already (False: not yet parsed)
+    if parsed is False:
+        parsed = parse_call_name(name)
+    assert not isinstance(parsed, bool)
     tensors: list[MsprobeTensor] = []
     values: list[MsprobeValue] = []
+    deep = [0]
     scalars = 0
     if isinstance(record, dict):
         if parsed is not None and parsed.direction == "parameters_grad":
             # `{"weight": [record], "bias": [record]}`: msprobe names them `…parameters_grad.0.weight`
             for key, value in record.items():
                 found: list[MsprobeTensor] = []
-                scalars += _tensors(name, "parameters_grad", str(key), value, found)
+                scalars += _tensors(name, "parameters_grad", str(key), value, found, deep=deep)
                 # a one-tensor list is the parameter itself, named without the list index
                 tensors.extend(
                     MsprobeTensor(**{**t.__dict__, "slot": str(key)}) if len(found) == 1 else t
@@ -330,13 +367,10 @@ def _call(name: str, record: object) -> MsprobeCall:
                 ("output", "output"),
             ):
                 if key in record:
-                    scalars += _tensors(name, role, "", record[key], tensors, values=values)
-    return MsprobeCall(name, parsed, tensors, scalars, values)
-
-
-def _no_constant(token: str) -> float:
-    # json admits NaN/Infinity/-Infinity through this hook only; they are msprobe's tokens
-    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[token]
+                    scalars += _tensors(
+                        name, role, "", record[key], tensors, values=values, deep=deep
+                    )
+    return MsprobeCall(name, parsed, tensors, scalars, values, too_deep=deep[0])
 
 
 def _loads(data: bytes, label: str) -> object:
@@ -345,7 +379,7 @@ def _loads(data: bytes, label: str) -> object:
     except UnicodeDecodeError:
         raise MsprobeError(f"{label} is not UTF-8 text, so it was not read.") from None
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=no_constant)
     except json.JSONDecodeError as err:
         raise MsprobeError(
             f"{label} is not valid JSON ({err.msg} at line {err.lineno} column {err.colno}), "
@@ -370,40 +404,164 @@ def _read(path: Path, limit: int, what: str, label: str) -> bytes:
         raise MsprobeError(f"cannot read {label}: {reason[:1].lower() + reason[1:]}.") from None
 
 
-def parse_dump_json(data: bytes, label: str) -> MsprobeDump:
-    """A `dump.json`'s bytes → its calls in order; `label` names the file in sentences."""
-    doc = _loads(data, label)
-    if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
-        raise MsprobeError(f'{label} has no "data" object, so it is not an msprobe dump.json.')
-    problems: list[str] = []
+class MsprobeScan:
+    """One dump.json read as a stream (`msprobe_json`): iterating yields each call as
+    `(name, parsed name, raw record)` in execution order, one at a time, so memory is one
+    record whatever the file's size. `header` holds the top-level fields met so far (msprobe
+    writes them before `data`); `problems` (one sentence each) is complete once the
+    iteration ended. Iterate once."""
+
+    def __init__(self, read: Callable[[int], str], label: str, whole: Callable[[], object]):
+        self.label = label
+        self.header: dict[str, object] = {}
+        self.problems: list[str] = []
+        self._read = read
+        self._whole = whole  # the document read at once, for a text that is no object
+
+    def _entries(self) -> Iterator[tuple[str, object]]:
+        try:
+            yield from top_level(JsonText(self._read, self.label), self.header)
+        except NotAnObject:
+            doc = self._whole()
+            if not isinstance(doc, dict):
+                self.header["data"] = doc
+            else:  # unreachable for real JSON (an object starts with `{`); kept total
+                self.header.update(doc)
+                yield from (doc["data"].items() if isinstance(doc.get("data"), dict) else ())
+        if self.header.get("data") is not True and not isinstance(self.header.get("data"), dict):
+            raise MsprobeError(
+                f'{self.label} has no "data" object, so it is not an msprobe dump.json.'
+            )
+
+    def __iter__(self) -> Iterator[tuple[str, CallName | None, object]]:
+        unnamed: list[str] = []
+        count = 0
+        # 8.x writes a module's `parameters_grad` (no call index) into dump.json when the
+        # module runs forward and fills it in at backward: its place in the file is not when
+        # it was computed. It is given its backward place: before the module's first
+        # backward call (where 26.x writes `parameters_grad.N`), or at the end of the step.
+        pending: dict[str, list[tuple[str, CallName | None, object]]] = {}
+        for name, record in self._entries():
+            count += 1
+            parsed = parse_call_name(name)
+            if parsed is None:
+                unnamed.append(name)
+            elif parsed.direction == "parameters_grad" and parsed.index is None:
+                pending.setdefault(parsed.op, []).append((name, parsed, record))
+                continue
+            elif pending and parsed.is_module and parsed.direction == "backward":
+                yield from pending.pop(parsed.op, ())
+            yield name, parsed, record
+        for grads in pending.values():
+            yield from grads
+        if unnamed:
+            # still listed (their tensors are real); only their grammar is unknown
+            self.problems.append(
+                f"{self.label}: {len(unnamed)} call name(s) follow neither msprobe grammar "
+                f"(the first: {unnamed[0][:200]!r})."
+            )
+
+    def text(self, key: str) -> str:
+        value = self.header.get(key)
+        return str(value) if value is not None and not isinstance(value, dict | list) else ""
+
+
+def call_from_record(
+    name: str, record: object, parsed: CallName | bool | None = False
+) -> MsprobeCall:
+    """One call of a `MsprobeScan` (its name, parsed name and raw record) as a `MsprobeCall`."""
+    return _call(name, record, parsed)
+
+
+def too_deep_sentence(label: str, calls: int, first: str) -> str:
+    """The problem said when `calls` calls of `label` (the first named) nest past MAX_DEPTH."""
+    return _too_deep(label, calls, first)
+
+
+def _too_deep(label: str, calls: int, first: str) -> str:
+    return (
+        f"{label}: {calls} call(s) nest records deeper than {MAX_DEPTH} levels (the first: "
+        f"{first[:200]!r}); what lies deeper was not read."
+    )
+
+
+def _dump(scan: MsprobeScan) -> MsprobeDump:
     calls: list[MsprobeCall] = []
-    unnamed: list[str] = []
-    for name, record in doc["data"].items():
-        call = _call(name, record)
-        if call.parsed is None:
-            unnamed.append(name)
+    deep: list[str] = []
+    for name, parsed, record in scan:
+        call = _call(name, record, parsed)
+        if call.too_deep:
+            deep.append(name)
         calls.append(call)
-    if unnamed:
-        # still listed (their tensors are real); only their grammar is unknown
-        problems.append(
-            f"{label}: {len(unnamed)} call name(s) follow neither msprobe grammar "
-            f"(the first: {unnamed[0][:200]!r})."
-        )
-    text = {k: doc.get(k) for k in ("task", "level", "framework")}
-    ddir = doc.get("dump_data_dir")
+    problems = list(scan.problems)
+    if deep:
+        problems.append(_too_deep(scan.label, len(deep), deep[0]))
+    ddir = scan.header.get("dump_data_dir")
     return MsprobeDump(
-        task=str(text["task"] or ""),
-        level=str(text["level"] or ""),
-        framework=str(text["framework"] or ""),
+        task=scan.text("task"),
+        level=scan.text("level"),
+        framework=scan.text("framework"),
         dump_data_dir=ddir if isinstance(ddir, str) else None,
         calls=calls,
         problems=problems,
     )
 
 
-def read_dump_json(path: Path, label: str | None = None) -> MsprobeDump:
+def parse_dump_json(data: bytes, label: str) -> MsprobeDump:
+    """A `dump.json`'s bytes → its calls in execution order; `label` names the file in
+    sentences."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MsprobeError(f"{label} is not UTF-8 text, so it was not read.") from None
+    return _dump(MsprobeScan(text_source(text), label, lambda: _loads(data, label)))
+
+
+def scan_dump_json(path: Path, label: str | None = None) -> MsprobeScan:
+    """`path` (a dump.json) opened for a streamed read (see `MsprobeScan`): refused at once,
+    in one sentence, when it is no regular file or is larger than MAX_DUMP_JSON_BYTES."""
     shown = label or str(path)
-    return parse_dump_json(_read(path, MAX_DUMP_JSON_BYTES, "an msprobe dump.json", shown), shown)
+    limit = MAX_DUMP_JSON_BYTES
+    try:
+        handle = open_regular(path)
+    except NotRegularFileError as err:
+        raise MsprobeError(f"{shown} is {err.strerror}; it was not read.") from None
+    except OSError as err:
+        reason = (err.strerror or type(err).__name__).rstrip(".")
+        raise MsprobeError(f"cannot read {shown}: {reason[:1].lower() + reason[1:]}.") from None
+    size = os.fstat(handle.fileno()).st_size
+    if size > limit:
+        handle.close()
+        raise MsprobeError(
+            f"{shown} is larger than the {limit:,}-byte limit for an msprobe dump.json, so it "
+            "was not read."
+        )
+    read = file_source(handle, shown, limit)
+
+    def chunks(n: int) -> str:
+        try:
+            text = read(n)
+        except OSError as err:
+            handle.close()
+            reason = (err.strerror or type(err).__name__).rstrip(".")
+            raise MsprobeError(f"cannot read {shown}: {reason[:1].lower() + reason[1:]}.") from None
+        except BaseException:
+            handle.close()
+            raise
+        if not text:
+            handle.close()
+        return text
+
+    def whole() -> object:
+        handle.close()
+        return _loads(_read(path, limit, "an msprobe dump.json", shown), shown)
+
+    return MsprobeScan(chunks, shown, whole)
+
+
+def read_dump_json(path: Path, label: str | None = None) -> MsprobeDump:
+    """`path` (a dump.json) → its calls in execution order, read in chunks."""
+    return _dump(scan_dump_json(path, label))
 
 
 def read_stack(path: Path, label: str | None = None) -> dict[str, list[str]]:
@@ -502,8 +660,16 @@ def _rank_folders(step_dir: str, problems: list[str], budget: list[int]) -> dict
             continue
         if m.group(2) is not None:
             procs.append((int(m.group(2)), path))
-        else:
-            named[int(m.group(1) or 0)] = Path(path)
+            continue
+        rank = int(m.group(1) or 0)
+        if rank in named:
+            # `rank` and `rank0`, `rank1` and `rank01`: one rank, two folders; one is read,
+            # and the other is said, never silently dropped
+            problems.append(
+                f"{path} and {named[rank]} both name rank {rank}; only {named[rank]} is read."
+            )
+            continue
+        named[rank] = Path(path)
     if procs and named:
         problems.append(
             f"{step_dir} holds both rank and proc folders; only the rank folders are read."
@@ -536,13 +702,18 @@ def find_msprobe_root(root: str | os.PathLike[str]) -> MsprobeRoot | None:
         step = int(m.group(1)) if m else 0
         return MsprobeRoot(Path(path), {step: MsprobeStep(step, ranks)}, problems)
     steps: dict[int, MsprobeStep] = {}
-    for name, sub in _dirs(path, problems, budget):
+    for name, sub in sorted(_dirs(path, problems, budget)):
         m = _STEP_DIR.fullmatch(name)
         if not m:
             continue
         found = _rank_folders(sub, problems, budget)
-        if found:
-            steps[int(m.group(1))] = MsprobeStep(int(m.group(1)), found)
+        step = int(m.group(1))
+        if found and step in steps:
+            # `step1` and `step01`: the first in name order is read, the other said
+            first = next(iter(steps[step].ranks.values())).parent
+            problems.append(f"{sub} and {first} both name step {step}; only {first} is read.")
+        elif found:
+            steps[step] = MsprobeStep(step, found)
     if not steps:
         return None
     return MsprobeRoot(Path(path), dict(sorted(steps.items())), problems)
