@@ -9,6 +9,9 @@ moments as parameters, constants), serialises it, then times what opening it cos
     graph_from_proto building the Graph (names, inputs, outputs, attributes, stacks)
     scope listing    the first scope-tree listing (top level + first expanded scope)
     digraph          the networkx DiGraph used by inputs/consumers/affected queries
+    graph view       the graph view's (`G`) first picture around a mid-graph operator
+                     (scopes closed, depth 2), and a redraw (median of 10): each costs
+                     the boxes drawn, not the graph
 
 Target (DESIGN.md): the total stays under 2 s on the project machine.
 
@@ -23,10 +26,12 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from tuidebug._proto import debug_graph_pb2 as pb
 from tuidebug.core.graph_pb import graph_from_proto
+from tuidebug.tui.neighbours.neighbourhood import neighbourhood
 
 _FORWARD_OPS = ["Conv2D", "BiasAdd", "ReLU", "MatMul", "Add", "Mul", "Cast", "Reshape"]
 _BACKWARD_OPS = ["Conv2DBackpropInput", "Conv2DBackpropFilter", "ReluGrad", "MatMul", "Add"]
@@ -137,12 +142,20 @@ def run_once(data: bytes) -> dict[str, float]:
     t_tree, _ = _timed(listing)
     t_digraph, dg = _timed(lambda: graph.digraph)
     assert dg.number_of_nodes() == len(graph)
+    operators = graph.operators
+    centre = operators[len(operators) // 2].name
+    view = partial(neighbourhood, graph, centre, 2, expanded=())
+    t_view, hood = _timed(view)
+    assert hood.nodes
+    t_redraw = statistics.median(_timed(view)[0] for _ in range(10))
     return {
         "parse": t_parse,
         "graph_from_proto": t_build,
         "scope listing": t_tree,
         "digraph": t_digraph,
         "total": t_parse + t_build + t_tree + t_digraph,
+        "graph view": t_view,
+        "graph redraw": t_redraw,
     }
 
 

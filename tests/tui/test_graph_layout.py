@@ -342,3 +342,25 @@ def test_marks_name_nan_and_inf() -> None:
     picture = layout(neighbourhood(graph, CONV, 2), graph, marks={RELU: "!NaN"}, hits={CONV})
     relu = picture.boxes[RELU]
     assert picture.lines[relu.y][relu.x : relu.x + 5] == "┌!NaN"
+
+
+def test_a_redraw_does_not_walk_the_graph_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The graph view asks on every key: the second picture of the same state reads no
+    edge (a closed scope's box can hold most of a 100,000-node graph), and a scope's nodes
+    are found by its name, not by a pass over the graph."""
+    nodes = [op(f"Default/a/n{k}", *([f"Default/a/n{k - 1}"] if k else [])) for k in range(50)]
+    nodes.append(op("Default/b/x", "Default/a/n49"))
+    nodes.append(op("Default/b/y", "Default/b/x"))
+    graph = Graph("g", nodes)
+    first = neighbourhood(graph, "Default/b/y", 2, expanded=())
+    assert first.scopes == {"Default/a/": tuple(f"Default/a/n{k}" for k in range(50))}
+    calls: list[str] = []
+    original = Graph.inputs
+
+    def counted(self: Graph, name: str) -> list[Node]:
+        calls.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(Graph, "inputs", counted)
+    again = neighbourhood(graph, "Default/b/y", 2, expanded=())
+    assert again == first and calls == []

@@ -7,6 +7,7 @@ DiGraph, scope tree, categories) is computed lazily and cached.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -444,8 +445,23 @@ class Graph:
             return [self._by_ui_name[path]]
         if path == "":
             return list(self.nodes.values())
-        prefix = path + "/"
-        return [n for n in self.nodes.values() if n.ui_name.startswith(prefix)]
+        # the names under `path/` are one run of the sorted names ("0" follows "/"), so a
+        # scope costs its own size, not the graph's (the graph view asks on every redraw)
+        names, order = self._sorted_ui_names
+        lo = bisect.bisect_left(names, path + "/")
+        hi = bisect.bisect_left(names, path + "0", lo)
+        return [self.nodes[name] for name in sorted(order[lo:hi], key=self._position.__getitem__)]
+
+    @cached_property
+    def _sorted_ui_names(self) -> tuple[list[str], list[str]]:
+        """(ui names sorted, the node name of each): `leaves` finds a scope's by bisection."""
+        pairs = sorted((n.ui_name, n.name) for n in self.nodes.values())
+        return [ui for ui, _ in pairs], [name for _, name in pairs]
+
+    @cached_property
+    def _position(self) -> dict[str, int]:
+        """Node name → its place in graph order."""
+        return {name: k for k, name in enumerate(self.nodes)}
 
     def top_scopes(self) -> list[str]:
         return [e.path for e in self.children("") if e.is_scope]

@@ -5,6 +5,7 @@ box (MindInsight's hierarchical graph). No Textual here; `graph_layout` draws th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -36,20 +37,18 @@ def scope_ancestors(graph: Graph, name: str) -> list[str]:
 class _Units:
     """What is drawn as one box: a node, or a closed scope of several nodes (MindInsight's
     hierarchical graph: a scope is one box until it is opened). `expanded` None: every
-    scope open, one box per node."""
+    scope open, one box per node.
+
+    Worked out per node asked and per box drawn, never for the whole graph: the view asks
+    again on every redraw, and a 100,000-node graph walked each time made `G` lag."""
 
     def __init__(self, graph: Graph, expanded: Collection[str] | None) -> None:
         self.graph = graph
-        self.members: dict[str, list[str]] = {}
+        self._expanded = expanded
         self._unit: dict[str, str] = {}
-        if expanded is None:
-            return
-        # one pass over the graph: a scope's box needs all its nodes (their edges are its)
-        for node in graph:
-            unit = self._closed_scope(node.ui_name, expanded)
-            if unit is not None:
-                self._unit[node.name] = unit
-                self.members.setdefault(unit, []).append(node.name)
+        self._members: dict[str, list[str]] = {}
+        self._sources: dict[str, dict[str, list[str]]] = {}
+        self._consumers: dict[str, list[str]] = {}
 
     def _closed_scope(self, ui_name: str, expanded: Collection[str]) -> str | None:
         parts = ui_name.split("/")[:-1]
@@ -61,21 +60,59 @@ class _Units:
         return None
 
     def of(self, name: str) -> str:
-        return self._unit.get(name, name)
+        unit = self._unit.get(name)
+        if unit is None:
+            node = self.graph.get(name)
+            closed = None
+            if node is not None and self._expanded is not None:
+                closed = self._closed_scope(node.ui_name, self._expanded)
+            unit = self._unit[name] = closed or name
+        return unit
 
     def nodes(self, unit: str) -> list[str]:
-        return self.members.get(unit) or [unit]
+        """The nodes of a box: a closed scope's are every node under it (its ancestors are
+        open, or it would not be a box), in graph order."""
+        if not is_scope_box(unit):
+            return [unit]
+        members = self._members.get(unit)
+        if members is None:
+            members = self._members[unit] = [n.name for n in self.graph.leaves(unit[:-1])]
+        return members
+
+    def sources(self, unit: str) -> dict[str, list[str]]:
+        """The boxes feeding `unit` → the nodes producing what they feed it, in order.
+        Kept: a closed scope's box can hold most of the graph (`Default/` of a training
+        graph), and the view asks again on every redraw and every move of the centre."""
+        found = self._sources.get(unit)
+        if found is None:
+            found = {}
+            for member in self.nodes(unit):
+                for src in self.graph.inputs(member):
+                    box = self.of(src.name)
+                    if box != unit:
+                        found.setdefault(box, []).append(src.name)
+            self._sources[unit] = found
+        return found
 
     def inputs(self, unit: str) -> list[str]:
-        return _fresh(
-            (self.of(src.name) for m in self.nodes(unit) for src in self.graph.inputs(m)), (unit,)
-        )
+        return list(self.sources(unit))
 
     def consumers(self, unit: str) -> list[str]:
-        return _fresh(
-            (self.of(dst.name) for m in self.nodes(unit) for dst in self.graph.consumers(m)),
-            (unit,),
-        )
+        found = self._consumers.get(unit)
+        if found is None:
+            found = _fresh(
+                (self.of(dst.name) for m in self.nodes(unit) for dst in self.graph.consumers(m)),
+                (unit,),
+            )
+            self._consumers[unit] = found
+        return found
+
+
+@functools.lru_cache(maxsize=4)
+def _units(graph: Graph, expanded: frozenset[str] | None) -> _Units:
+    """The boxes of one graph with these scopes open, kept for the next redraws (the
+    graph view redraws on every key; a handful of recent states is what it revisits)."""
+    return _Units(graph, expanded)
 
 
 @dataclass(frozen=True)
@@ -115,8 +152,8 @@ def neighbourhood(
     step between boxes); the centre's scopes are always open. None: each node a box."""
     start = graph.node(centre)
     if expanded is not None:
-        expanded = {*expanded, *scope_ancestors(graph, start.name)}
-    units = _Units(graph, expanded)
+        expanded = frozenset({*expanded, *scope_ancestors(graph, start.name)})
+    units = _units(graph, expanded)
     depth = max(0, depth)
     distance: dict[str, int] = {start.name: 0}
     nodes = [start.name]
@@ -144,12 +181,10 @@ def neighbourhood(
     drawn = set(nodes)
     producers: dict[tuple[str, str], dict[str, None]] = {}
     for name in nodes:
-        for member in units.nodes(name):
-            for src in graph.inputs(member):
-                unit = units.of(src.name)
-                if unit in drawn and unit != name:
-                    producers.setdefault((unit, name), {})[src.name] = None
-    scopes = {n: tuple(units.members[n]) for n in nodes if n in units.members}
+        for unit, sources in units.sources(name).items():
+            if unit in drawn:
+                producers.setdefault((unit, name), {}).update(dict.fromkeys(sources))
+    scopes = {n: tuple(units.nodes(n)) for n in nodes if is_scope_box(n)}
     return Neighbourhood(
         start.name,
         depth,
