@@ -3,6 +3,9 @@
 - `metrics`: msprobe's metrics, number for number: Cosine, EucDist, MaxAbsErr,
   MaxRelativeErr, the one/five-thousandth error ratios of two tensors, and the
   Max/Min/Mean/L2norm diffs and relative errors of two statistics records
+- `fused`: a tensor pair's metrics, statistics, NaN/Inf flags and scale in one chunked
+  pass over large tensors (memory of a few chunks), msprobe's whole-array arithmetic for
+  small ones
 - `tolerance`: when a compared pair is a divergence: thresholds that know the dtypes, and
   the run's precision when the two runs differ in it (autocast against fp32)
 - `pairing`: which tensor of the target goes with which of the golden, in execution order:

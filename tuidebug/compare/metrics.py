@@ -21,6 +21,9 @@ __all__ = [
     "Metric",
     "StatRecord",
     "TensorMetrics",
+    "as_msprobe_reads",
+    "cosine_from",
+    "format_value",
     "stat_diffs",
     "tensor_metrics",
     "tensor_stats",
@@ -89,6 +92,16 @@ def _format(value: float) -> float:
     return float(f"{value:.12f}")
 
 
+def format_value(value: float) -> float:
+    """msprobe's format_value (twelve decimals, back to a float)."""
+    return _format(value)
+
+
+def as_msprobe_reads(value: np.ndarray) -> np.ndarray:
+    """The array as msprobe holds it after reading a dump (`_as_msprobe_reads`)."""
+    return _as_msprobe_reads(value)
+
+
 def _as_msprobe_reads(value: np.ndarray) -> np.ndarray:
     """The array as msprobe holds it after reading a dump: bfloat16 (and float8) become
     float32 (`_prepare_tensor_for_numpy`), other dtypes stay. The relative errors are
@@ -127,9 +140,13 @@ def _cosine(n: np.ndarray, b: np.ndarray) -> tuple[Metric, str]:
     if n.size == 1 or b.size == 1:
         return UNSUPPORTED, "This is a tensor of one element, can not calculate Cosine."
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        num = np.dot(n, b)
-        a_norm = np.linalg.norm(n)
-        b_norm = np.linalg.norm(b)
+        return cosine_from(float(np.dot(n, b)), float(np.linalg.norm(n)), float(np.linalg.norm(b)))
+
+
+def cosine_from(num: float, a_norm: float, b_norm: float) -> tuple[Metric, str]:
+    """msprobe's Cosine (and its message) from the dot product and the two L2 norms of two
+    float64 tensors of two elements or more (what a chunked pass accumulates)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if a_norm <= _FLOAT_EPSILON and b_norm <= _FLOAT_EPSILON:
             return 1.0, ""
         if a_norm <= _FLOAT_EPSILON:
@@ -141,7 +158,7 @@ def _cosine(n: np.ndarray, b: np.ndarray) -> tuple[Metric, str]:
             return NAN, (
                 "Cannot compare by Cosine Similarity, All the data is Zero in Bench dump data."
             )
-        cos = num / (a_norm * b_norm)
+        cos = np.float64(num) / (np.float64(a_norm) * np.float64(b_norm))
     if np.isnan(cos):
         return NAN, "Cannot compare by Cosine Similarity, the dump data has NaN."
     result = _format(float(cos))

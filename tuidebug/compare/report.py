@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tuidebug.compare.fused import measure, nonfinite
 from tuidebug.compare.metrics import (
     METRIC_COLUMNS,
     STAT_DIFF_COLUMNS,
@@ -22,13 +23,12 @@ from tuidebug.compare.metrics import (
     StatRecord,
     TensorMetrics,
     stat_diffs,
-    tensor_metrics,
     tensor_stats,
 )
 from tuidebug.compare.pairing import Pair, Side
 from tuidebug.compare.tolerance import Tolerance, run_precision, tolerance_for
 
-__all__ = ["CompareReport", "Row", "compare_pairs", "csv_text"]
+__all__ = ["CompareReport", "Row", "compare_pairs", "csv_text", "judge_at_run_precision"]
 
 _BASIC = (
     "NPU Name",
@@ -128,7 +128,8 @@ class CompareReport:
     def chain_basis(self) -> str:
         """How `chain` finds what the first divergence feeds: `graph edges` or
         `execution order`."""
-        return "graph edges" if self.graph_edges else "execution order"
+        edges = self.graph_edges or any(r.inputs for r in self.rows)
+        return "graph edges" if edges else "execution order"
 
     def chain(self, limit: int | None = None) -> list[int]:
         """The divergence chain: indices in `rows` of the diverged tensors that the first
@@ -148,11 +149,12 @@ class CompareReport:
             if slot.isdigit() and int(slot) < len(origin.inputs):
                 reached.add(origin.inputs[int(slot)])
         out: list[int] = []
+        edges = self.graph_edges or any(r.inputs for r in self.rows)
         for i in range(first + 1, len(self.rows)):
             row = self.rows[i]
             if (row.rank, row.step) != (origin.rank, origin.step):
                 continue
-            if self.graph_edges:
+            if edges:
                 if row.node not in reached and not any(x in reached for x in row.inputs):
                     continue
                 reached.add(row.node)
@@ -221,7 +223,7 @@ def compare_pairs(
         if pair.inputs:
             report.graph_edges = True
         report.rows.append(row)
-    _judge_at_run_precision(report, cosine, rtol, atol)
+    judge_at_run_precision(report, cosine, rtol, atol)
     return report
 
 
@@ -333,17 +335,23 @@ def _tensor_row(
     row.target_dtype = t.dtype or _dtype_name(tv)
     row.golden_dtype = g.dtype or _dtype_name(gv)
     row.target_shape, row.golden_shape = tuple(tv.shape), tuple(gv.shape)
-    row.target_stats = t.stats or tensor_stats(tv)
-    row.golden_stats = g.stats or tensor_stats(gv)
-    m = tensor_metrics(tv, gv)
+    # one pass for the metrics, the statistics a side lacks, NaN/Inf and the scale
+    measured = measure(tv, gv, stats=(t.stats is None, g.stats is None))
+    row.target_stats = t.stats or measured.target_stats
+    row.golden_stats = g.stats or measured.golden_stats
+    m = measured.metrics
     row.metrics = m
-    row.stat_diffs = stat_diffs(row.target_stats, row.golden_stats)
+    if row.target_stats is not None and row.golden_stats is not None:
+        row.stat_diffs = stat_diffs(row.target_stats, row.golden_stats)
     tol = tolerance_for(row.target_dtype, row.golden_dtype, cosine=cosine, rtol=rtol, atol=atol)
-    scale = 0.0
-    if tv.shape == gv.shape and gv.size:
-        scale = float(np.max(np.abs(np.nan_to_num(gv.astype(np.float64), posinf=0, neginf=0))))
     evidence = _TensorEvidence(
-        row.target_shape, row.golden_shape, _nonfinite(tv), _nonfinite(gv), m, int(tv.size), scale
+        row.target_shape,
+        row.golden_shape,
+        measured.target_bad,
+        measured.golden_bad,
+        m,
+        int(tv.size),
+        measured.scale,
     )
     row.evidence = evidence
     row.status, row.reason = evidence.verdict(tol)
@@ -351,9 +359,7 @@ def _tensor_row(
 
 
 def _nonfinite(value: np.ndarray) -> bool:
-    if value.dtype.kind not in "fcV" and value.dtype.name != "bfloat16":
-        return False
-    return not bool(np.isfinite(value.astype(np.float64)).all())
+    return nonfinite(value)
 
 
 @dataclass(frozen=True)
@@ -441,11 +447,12 @@ def _stat_row(
     return row
 
 
-def _judge_at_run_precision(
+def judge_at_run_precision(
     report: CompareReport, cosine: float | None, rtol: float | None, atol: float | None
 ) -> None:
     """Where the two runs differ in precision (tolerance.run_precision), every float row
-    is judged by the lower precision: an fp32 tensor computed from bf16 ones carries bf16's
+    is judged again by the lower precision (compare_pairs calls it; a caller that builds a
+    report from several compare_pairs calls calls it once on the whole report): an fp32 tensor computed from bf16 ones carries bf16's
     error (the loss, the gradients, the optimizer's state under autocast)."""
     run = run_precision((r.target_dtype, r.golden_dtype) for r in report.rows)
     if run is None:
