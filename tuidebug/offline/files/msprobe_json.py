@@ -182,8 +182,13 @@ class JsonText:
                 raise MsprobeError(
                     f"{self.label} nests too deeply to be JSON from msprobe."
                 ) from None
-            if end >= len(buf) and not self.eof and self.fill():
-                continue  # a bare number or literal may go on in the next chunk
+            if (
+                len(buf) - end < _MARGIN
+                and not isinstance(value, dict | list | str)
+                and not self.eof
+                and self.fill(max(CHUNK_CHARS, len(buf)))
+            ):
+                continue  # a bare number may go on in the next chunk (`0|.5`, `1|e5`)
             self.pos = end
             return value
 

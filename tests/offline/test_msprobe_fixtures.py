@@ -1,0 +1,328 @@
+"""msprobe dumps (issue 29) against msprobe's own answers: every frozen real dump under
+tests/data/msprobe (26.2.0 tensor L0/mix, bf16, structure, 2-rank gloo, MindSpore PyNative;
+8.3.3's older layout and its overflow_check task; see its README) checked with
+`tuidebug check ROOT --watch TO --json`, whose first hit of every step and rank must be the
+call msprobe's `overflow_check` names; and the streamed dump.json reader at every chunk cut."""
+
+from __future__ import annotations
+
+import json
+import math
+import tracemalloc
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tuidebug import cli
+from tuidebug.offline.files import msprobe_json as mj
+from tuidebug.offline.files.msprobe import (
+    MsprobeError,
+    find_msprobe_root,
+    parse_call_name,
+    parse_dump_json,
+    read_dump_json,
+    scan_dump_json,
+)
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "msprobe"
+FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "msprobe_results").is_dir())
+# the fixtures whose steps hold statistics (the structure task records none)
+CHECKED = [f for f in FIXTURES if "structure" not in f]
+
+
+def _check_json(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, list[dict[str, object]], str]:
+    code = cli.main(["check", str(root), "--watch", "TO", "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if captured.out.strip() else [], captured.err
+
+
+def _first_hits(hits: list[dict[str, object]]) -> dict[tuple[int, int], str]:
+    first: dict[tuple[int, int], str] = {}
+    for hit in hits:
+        first.setdefault((int(hit["iteration"]), int(hit["rank"])), str(hit["node"]))  # type: ignore[call-overload]
+    return first
+
+
+def _msprobe_answers(root: Path) -> dict[int, dict[int, str] | None]:
+    """step → {rank: msprobe's first anomaly}, or None where it found none."""
+    answers: dict[int, dict[int, str] | None] = {}
+    for path in sorted((root / "msprobe_results").glob("overflow_check_step*")):
+        step = int(path.name.split("step")[1].split(".")[0])
+        if path.name.endswith(".json"):
+            doc = json.loads(path.read_text())
+            answers[step] = {int(k.split("_")[1]): v[0]["op_name"] for k, v in doc.items()}
+        elif not path.name.endswith(".refused.log"):
+            assert "Cannot find any anomaly node" in path.read_text(), path
+            answers[step] = None
+    return answers
+
+
+def test_every_fixture_is_here() -> None:
+    assert len(FIXTURES) == 8, FIXTURES
+    total = sum(p.stat().st_size for p in DATA.rglob("*") if p.is_file())
+    assert total < 3_000_000  # small frozen samples, not a data set
+
+
+@pytest.mark.parametrize("name", CHECKED)
+def test_first_anomaly_equals_msprobe_overflow_check(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = DATA / name
+    code, hits, err = _check_json(root, capsys)
+    assert code == 1 and "warning" not in err, err
+    first = _first_hits(hits)
+    answers = _msprobe_answers(root)
+    assert sorted(answers) == [0, 1, 2]
+    for step, answer in answers.items():
+        if answer is None:
+            # msprobe: "Cannot find any anomaly node"; tuidebug: no hit in that step at all
+            assert not [k for k in first if k[0] == step], (step, first)
+        else:
+            for rank, op_name in answer.items():
+                assert first[(step, rank)] == op_name, (step, rank)
+    # hits come in execution order within a step: the first named above is the first
+    assert [h["iteration"] for h in hits] == sorted(int(h["iteration"]) for h in hits)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("name", CHECKED)
+def test_norm_infinity_alone_is_no_false_alarm(name: str) -> None:
+    # step 1 multiplies by 1e20: the Norm statistic overflows (float32/bf16) while Max/Min
+    # stay finite; msprobe finds nothing there, and so must check (asserted above)
+    root = find_msprobe_root(DATA / name)
+    assert root is not None
+    records = [
+        t
+        for folder in root.steps[1].ranks.values()
+        for call in read_dump_json(folder / "dump.json").calls
+        for t in call.tensors
+    ]
+    if name.startswith("v8_overflow_check_task"):
+        assert not records  # that task dumps overflowing calls only: step 1 has none
+        return
+    assert any(t.norm == math.inf and t.max is not None and math.isfinite(t.max) for t in records)
+    assert not any(t.overflows for t in records)
+
+
+def test_both_layouts_and_ranks() -> None:
+    layouts = {
+        "v26_tensor_L0_nan": ("proc", [0]),
+        "v26_dist2_stat_L1_inf_rank1": ("rank", [0, 1]),
+        "v8_stat_mix_inf": ("rank", [0]),
+        "ms_pynative_tensor_mix_nan": ("proc", [0]),
+    }
+    for name, (prefix, ranks) in layouts.items():
+        root = find_msprobe_root(DATA / name)
+        assert root is not None and not root.problems
+        assert sorted(root.steps) == [0, 1, 2] and root.rank_ids == ranks
+        folders = [f.name for s in root.steps.values() for f in s.ranks.values()]
+        assert all(f.startswith(prefix) for f in folders)
+    # 8.x: the folder is named `rank` (rank 0), records carry is_recompute
+    v8 = find_msprobe_root(DATA / "v8_stat_mix_inf")
+    assert v8 is not None and v8.steps[2].ranks[0].name == "rank"
+    dump = read_dump_json(v8.steps[2].ranks[0] / "dump.json")
+    assert (dump.task, dump.level, dump.framework) == ("statistics", "mix", "pytorch")
+    grads = [c for c in dump.calls if c.parsed and c.parsed.direction == "parameters_grad"]
+    assert grads and all(c.parsed and c.parsed.index is None for c in grads)
+    ms = read_dump_json(
+        next((DATA / "ms_pynative_tensor_mix_nan/step0").glob("proc*")) / "dump.json"
+    )
+    assert ms.framework == "mindspore" and any(c.name.startswith("Cell.") for c in ms.calls)
+    assert all(t.data_name and t.data_name.endswith(".npy") for c in ms.calls for t in c.tensors)
+
+
+def test_v8_parameters_grad_is_at_its_backward_place(capsys: pytest.CaptureFixture[str]) -> None:
+    # 8.3.3 writes `Module.inp.Linear.parameters_grad` into dump.json at the module's forward
+    # (filled in at backward): read in file order, its NaN gradient would come before the
+    # forward call that made the Inf, and check would name it as the first anomaly
+    folder = DATA / "v8_stat_mix_inf/step2/rank"
+    in_file = list(json.loads((folder / "dump.json").read_text(), parse_constant=float)["data"])
+    assert in_file.index("Module.inp.Linear.parameters_grad") < in_file.index(
+        "Tensor.__mul__.0.forward"
+    )
+    names = [c.name for c in read_dump_json(folder / "dump.json").calls]
+    assert sorted(names) == sorted(in_file)
+    grad = names.index("Module.inp.Linear.parameters_grad")
+    assert names[grad + 1] == "Module.inp.Linear.backward.0"
+    assert names.index("Module.out.Linear.parameters_grad") + 1 == names.index(
+        "Module.out.Linear.backward.0"
+    )
+
+
+def test_distributed_fault_on_rank1_only(capsys: pytest.CaptureFixture[str]) -> None:
+    # msprobe names rank 1's call and stops before the all_reduce that carries the Inf to
+    # rank 0; check names rank 0's first overflow too: that all_reduce's output
+    _code, hits, _err = _check_json(DATA / "v26_dist2_stat_L1_inf_rank1", capsys)
+    first = _first_hits(hits)
+    assert first[(2, 1)] == "Tensor.__mul__.0.forward"
+    assert first[(2, 0)].startswith("Distributed.all_reduce.")
+    assert {k for k in first} == {(2, 0), (2, 1)}
+
+
+def test_overflow_check_task_dumps_what_check_finds_first(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 8.3.3's overflow_check dump task wrote only the overflowing calls, in order
+    folder = DATA / "v8_overflow_check_task_inf/step2/rank"
+    dumped = read_dump_json(folder / "dump.json")
+    assert dumped.task == "overflow_check"
+    _code, hits, _err = _check_json(DATA / "v8_overflow_check_task_inf", capsys)
+    assert _first_hits(hits)[(2, 0)] == dumped.calls[0].name == "Tensor.__mul__.0.forward"
+
+
+def test_structure_task_is_said_not_passed_as_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    code, hits, err = _check_json(DATA / "v26_structure_mix", capsys)
+    assert code == 2 and not hits
+    assert "structure task, which records no statistics" in err
+
+
+# ------------------------------------------------------------------ reader gaps
+
+
+def _write(folder: Path, data: Mapping[str, object]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "dump.json").write_text(json.dumps({"task": "statistics", "data": data}))
+
+
+_CLEAN = {"dtype": "torch.float32", "shape": [2], "Max": 1.0, "Min": 0.0, "Mean": 0.5, "Norm": 1.0}
+
+
+def test_records_past_the_nesting_cap_make_the_run_incomplete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep: object = dict(_CLEAN, Max=math.inf)
+    for _ in range(80):
+        deep = [deep]
+    _write(tmp_path / "step0" / "rank0", {"Functional.x.0.forward": {"output": [_CLEAN, deep]}})
+    dump = read_dump_json(tmp_path / "step0" / "rank0" / "dump.json")
+    assert len(dump.calls[0].tensors) == 1 and dump.calls[0].too_deep == 1
+    assert any("deeper than 64 levels" in p for p in dump.problems)
+    assert cli.main(["check", str(tmp_path), "--watch", "TO"]) == 2
+    err = capsys.readouterr().err
+    assert "deeper than 64 levels" in err and "Functional.x.0.forward" in err
+
+
+def test_step_and_rank_folder_name_collisions_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = {"Functional.x.0.forward": {"output": [_CLEAN]}}
+    for folder in ("step1/rank0", "step01/rank0", "step2/rank", "step2/rank0", "step2/rank1"):
+        _write(tmp_path / folder, record)
+    root = find_msprobe_root(tmp_path)
+    assert root is not None
+    assert sorted(root.steps) == [1, 2] and sorted(root.steps[2].ranks) == [0, 1]
+    said = " ".join(root.problems)
+    assert "both name step 1" in said and "both name rank 0" in said
+    # a clean check over folders left unread is no all-clear
+    assert cli.main(["check", str(tmp_path), "--watch", "TO"]) == 2
+    assert "both name step 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Functional.x.\u00b2.forward",
+        "Functional.x." + "9" * 5000 + ".forward",
+        "Module.m.forward.\u0663",
+    ],
+)
+def test_odd_call_indexes_are_no_call_names(name: str) -> None:
+    assert parse_call_name(name) is None
+    dump = parse_dump_json(json.dumps({"data": {name: {"output": [_CLEAN]}}}).encode(), "d.json")
+    assert dump.calls[0].parsed is None and "neither msprobe grammar" in dump.problems[0]
+
+
+# ------------------------------------------------------------------ the streamed reader
+
+
+def _chunked(text: str, size: int) -> Callable[[int], str]:
+    pos = 0
+
+    def read(_n: int) -> str:
+        nonlocal pos
+        part = text[pos : pos + size]
+        pos += size
+        return part
+
+    return read
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 64, 333])
+def test_every_chunk_cut_reads_the_same(size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mj, "CHUNK_CHARS", size)
+    for path in sorted(DATA.glob("*/step2/*/dump.json")):
+        text = path.read_text()
+        whole = json.loads(text, parse_constant=mj.no_constant)
+        header: dict[str, object] = {}
+        data = dict(mj.top_level(mj.JsonText(_chunked(text, size), "d"), header))
+        assert json.dumps(data) == json.dumps(whole["data"]), (path, size)
+        assert header["task"] == whole["task"]
+        # and from the file, through its byte reader (multi-byte characters cut too)
+        assert [c for c, _p, _r in scan_dump_json(path)] == [
+            c.name for c in read_dump_json(path).calls
+        ]
+
+
+def test_streamed_memory_is_one_chunk_not_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mj, "CHUNK_CHARS", 1 << 16)
+    record = json.dumps({"input_args": [_CLEAN] * 3, "output": [_CLEAN]}, indent=1)
+    path = tmp_path / "dump.json"
+    with path.open("w") as out:
+        out.write('{"task": "statistics", "data": {')
+        out.write(",\n".join(f'"Functional.x.{i}.forward": {record}' for i in range(20_000)))
+        out.write("}}")
+    assert path.stat().st_size > 8_000_000
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in scan_dump_json(path))
+        _size, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == 20_000 and peak < 2_000_000
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=6, alphabet=st.characters(codec="utf-8")),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.dictionaries(st.text(max_size=8), _json, max_size=5),
+    indent=st.sampled_from([None, 0, 1, 3]),
+    size=st.integers(min_value=1, max_value=40),
+    cut=st.integers(min_value=0, max_value=2000),
+)
+def test_fuzz_stream_equals_json_loads(
+    data: dict[str, object], indent: int | None, size: int, cut: int
+) -> None:
+    text = json.dumps({"task": "x", "data": data}, indent=indent)
+    for body in (text, text[:cut]):
+        try:
+            expected: object = json.loads(body, parse_constant=mj.no_constant)["data"]
+        except (ValueError, RecursionError):
+            expected = MsprobeError
+        header: dict[str, object] = {}
+        try:
+            got: object = dict(mj.top_level(mj.JsonText(_chunked(body, size), "d"), header))
+        except mj.NotAnObject:
+            got = MsprobeError if body.strip()[:1] != "{" else "bad"
+        except MsprobeError as err:
+            assert "\n" not in str(err)
+            got = MsprobeError
+        # NaN != NaN: compare the texts
+        assert json.dumps(got, default=str) == json.dumps(expected, default=str)
