@@ -538,15 +538,14 @@ def check_tfdbg(
     fast = run.fast
     report = run.report
     index = -1
-    for trace, wall_time in dump.traces():
+    clean = 0  # traces the fast path found clean, added to `report.checked` at the end
+    for event in dump.trace_events():
         index += 1
-        # a call's record is written when it returns: the calls before this trace
-        while pending_wall < wall_time:
-            run.execution(at, pending, pending_wall)  # type: ignore[arg-type]
-            at, (pending, pending_wall) = next(executions, (-1, (None, inf)))
+        trace = event.graph_execution_trace
+        mode = trace.tensor_debug_mode
         # the common case, inlined and kept lean (a long run has millions of traces): a
         # health summary whose NaN/Inf slots are all exactly 0 decides TO without more
-        mode = trace.tensor_debug_mode
+        # (nor the executions before it: they are caught up with when a trace needs them)
         layout = fast.get(mode)
         if layout is not None:
             tp = trace.tensor_proto
@@ -554,12 +553,22 @@ def check_tfdbg(
             if len(content) == layout[0] and tp.dtype == 2:
                 v = layout[1](content)
                 if not (v[layout[2]] or v[layout[3]] or v[layout[4]]):  # NaN, -1 are true
-                    report.checked += 1
+                    clean += 1
                     continue
+        if not mode and not event.HasField("graph_execution_trace"):
+            index -= 1  # another event in the traces file: no trace
+            continue
+        # a call's record is written when it returns: the calls (and eager ops) before
+        # this trace, for its step (and the order of hits and the origin)
+        wall_time = event.wall_time
+        while pending_wall < wall_time:
+            run.execution(at, pending, pending_wall)  # type: ignore[arg-type]
+            at, (pending, pending_wall) = next(executions, (-1, (None, inf)))
         run.trace(index, trace, mode)
     while pending is not None:
         run.execution(at, pending, pending_wall)
         at, (pending, pending_wall) = next(executions, (-1, (None, inf)))
+    report.checked += clean
     if not report.modes and run.live:
         for wp_id, req, _c in run.live:
             report.refusals.setdefault(

@@ -27,7 +27,6 @@ reader, except `TfdbgError` for a folder that cannot be a dump at all.
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from collections.abc import Callable, Iterator
@@ -491,7 +490,7 @@ class TfdbgDump:
         """The ids of the graphs some `.execution` record calls, found without parsing the
         file (the check needs them before its one pass, which streams the executions):
         each known graph id searched for as an `Execution.graph_id` field (its tag, length
-        and text) in the file's bytes, mapped, not read into memory. A hostile file can
+        and text) in the file's bytes. A hostile file can
         only make a graph look called (its steps then count calls it does not have)."""
         if not self.graphs:
             return set()
@@ -501,16 +500,26 @@ class TfdbgDump:
             handle = open_regular(self.path("execution"))
         except OSError:
             return set()  # said when the executions are read
+        needles = {
+            graph_id: b"\x1a" + _encode_varint(len(graph_id.encode())) + graph_id.encode()
+            for graph_id in self.graphs
+        }
+        overlap = max(len(n) for n in needles.values()) - 1
+        found: set[str] = set()
+        tail = b""
         with handle:
-            if not os.fstat(handle.fileno()).st_size:
-                return set()
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                found = set()
-                for graph_id in self.graphs:
-                    raw = graph_id.encode()
-                    if view.find(b"\x1a" + _encode_varint(len(raw)) + raw) >= 0:
+            # read in chunks (a mapping would count the whole file in the process's RSS),
+            # each searched with the end of the one before, so no id is cut in two
+            while len(found) < len(needles):
+                chunk = handle.read(_CHUNK * 8)
+                if not chunk:
+                    break
+                window = tail + chunk
+                for graph_id, needle in needles.items():
+                    if graph_id not in found and needle in window:
                         found.add(graph_id)
-                return found
+                tail = window[-overlap:] if overlap else b""
+        return found
 
     def iter_executions(self) -> Iterator[TfdbgExecution]:
         """The `.execution` records in file (execution) order, streamed; the problems
@@ -580,6 +589,12 @@ class TfdbgDump:
             # a trace has a mode: HasField, which costs as much, only where it has none
             if trace.tensor_debug_mode or event.HasField("graph_execution_trace"):
                 yield trace, event.wall_time
+
+    def trace_events(self) -> Iterator[pb.DebugEvent]:
+        """The `.graph_execution_traces` records as DebugEvents, streamed with nothing made
+        per record (the check's loop, which runs a million times, reads what it needs);
+        one that is no trace has no `graph_execution_trace` field."""
+        return self._events("graph_execution_traces")
 
     def execution_events(self) -> Iterator[tuple[pb.Execution, float]]:
         """The `.execution` records as protos with their wall times, streamed: what the
