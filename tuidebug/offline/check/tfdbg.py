@@ -58,10 +58,23 @@ from tuidebug.core.condition_catalogue import (
     CheckResult,
     ConditionType,
 )
-from tuidebug.core.graph import ACTIVATION_TYPES, Category
+from tuidebug.core.graph import Category
 from tuidebug.core.scan_engine import decide_from_summary, evaluate
 from tuidebug.offline.check.statistic import Missing, condition_label, decide
-from tuidebug.offline.files.tfdbg import TfdbgDump, TfdbgExecution, tensor_values
+from tuidebug.offline.files.tfdbg import (
+    CONCISE,
+    CURT,
+    FULL_HEALTH,
+    FULL_TENSOR,
+    HEALTH_MODES,
+    MODE_NAMES,
+    HealthCounts,
+    TfdbgDump,
+    TfdbgExecution,
+    categories,
+    health_counts,
+    tensor_values,
+)
 
 __all__ = [
     "MODE_NAMES",
@@ -74,23 +87,8 @@ __all__ = [
     "mode_refusal",
 ]
 
-MODE_NAMES = {
-    0: "UNSPECIFIED",
-    1: "NO_TENSOR",
-    2: "CURT_HEALTH",
-    3: "CONCISE_HEALTH",
-    4: "FULL_HEALTH",
-    5: "SHAPE",
-    6: "FULL_NUMERICS",
-    7: "FULL_TENSOR",
-    8: "REDUCE_INF_NAN_THREE_SLOTS",
-}
-CURT, CONCISE, FULL_HEALTH, FULL_TENSOR = 2, 3, 4, 7
-_HEALTH = (CURT, CONCISE, FULL_HEALTH)
+_HEALTH = HEALTH_MODES
 _DECIDES_NON_FINITE = {CURT, CONCISE, FULL_HEALTH, FULL_TENSOR}
-# slots a summary must have, and where (elements, -Inf, +Inf, NaN, zeros) are; -1: absent
-_LAYOUT = {CURT: (2, -1, -1, -1, -1, -1), CONCISE: (5, 1, 2, 3, 4, -1)}
-_LAYOUT[FULL_HEALTH] = (11, 4, 5, 6, 7, 9)
 # the statistics a health mode gives beyond the NaN/Inf counts (parameter statistic names)
 _GIVES = {CURT: frozenset(), CONCISE: frozenset(), FULL_HEALTH: frozenset({"zero_percentage"})}
 _STAT_WORDS = {
@@ -105,8 +103,6 @@ _STAT_WORDS = {
 }
 # dtypes with no number in them (string, resource, variant): no watchpoint applies
 _NOT_NUMERIC = {7, 20, 21}
-_GRADIENT_SCOPES = ("gradient_tape", "gradients")
-_PARAMETER_READS = {"ReadVariableOp"}
 
 
 @dataclass(frozen=True)
@@ -152,18 +148,6 @@ class TfdbgReport:
     modes: set[int] = field(default_factory=set)
     origin: TfdbgOrigin | None = None
     eager_checked: int = 0
-
-
-def categories(op_name: str, op_type: str) -> frozenset[Category]:
-    """The watchpoint categories an op's outputs belong to (see the module docstring)."""
-    cats = {Category.TENSOR}
-    if op_type in _PARAMETER_READS:
-        cats.update((Category.WEIGHT, Category.PARAMETER))
-    if any(part in _GRADIENT_SCOPES for part in op_name.split("/")[:-1]):
-        cats.add(Category.GRADIENT)
-    elif op_type.lower() in ACTIVATION_TYPES:
-        cats.add(Category.ACTIVATION)
-    return frozenset(cats)
 
 
 def _param_stat(req: CheckRequest, name: str) -> str:
@@ -225,53 +209,7 @@ def call_owners(dump: TfdbgDump) -> dict[str, str]:
     return owner
 
 
-@dataclass
-class _Health:
-    """One summary's counts; `count`/`zero` None where the mode has no such slot."""
-
-    bad: bool
-    count: float | None
-    nan: float
-    neg: float
-    pos: float
-    zero: float | None
-
-
-def _slots(tp: pb.TensorProto) -> tuple[float, ...] | str:
-    content = tp.tensor_content
-    # the common case (float64 or float32 summaries as tensor content) without numpy
-    if content and tp.dtype == 2 and not len(content) % 8:
-        return struct.unpack(f"<{len(content) // 8}d", content)
-    if content and tp.dtype == 1 and not len(content) % 4:
-        return struct.unpack(f"<{len(content) // 4}f", content)
-    values = tensor_values(tp)
-    if isinstance(values, str):
-        return values
-    return tuple(float(x) for x in values.astype(np.float64)[:16])
-
-
-def _health(mode: int, tp: pb.TensorProto) -> _Health | str:
-    """A health summary's counts, or a sentence saying why they cannot be read."""
-    slots = _slots(tp)
-    if isinstance(slots, str):
-        return slots
-    need, at_count, at_neg, at_pos, at_nan, at_zero = _LAYOUT[mode]
-    if len(slots) < need:
-        return f"a {MODE_NAMES[mode]} summary of {len(slots)} values, not {need}"
-    used = [slots[1]] if mode == CURT else [slots[i] for i in (at_count, at_neg, at_pos, at_nan)]
-    if at_zero >= 0:
-        used.append(slots[at_zero])
-    # a damaged summary: a NaN or negative is no count (`not x >= 0` is true for NaN)
-    if any(not x >= 0 or x == float("inf") for x in used):
-        return f"a {MODE_NAMES[mode]} summary whose counts are not counts"
-    if mode == CURT:
-        return _Health(slots[1] > 0, None, 0.0, 0.0, 0.0, None)
-    neg, pos, nan = slots[at_neg], slots[at_pos], slots[at_nan]
-    zero = slots[at_zero] if at_zero >= 0 else None
-    return _Health(neg + pos + nan > 0, slots[at_count], nan, neg, pos, zero)
-
-
-def _decide_health(req: CheckRequest, mode: int, h: _Health) -> CheckResult | None:
+def _decide_health(req: CheckRequest, mode: int, h: HealthCounts) -> CheckResult | None:
     if req.condition == ConditionType.GENERAL_OVERFLOW and not req.params and not h.bad:
         return None  # the common case, decided without building a result
     if mode == CURT:
@@ -400,7 +338,7 @@ class _Pass:
             # (not a float: a resource, a string), as DebugDataReader's None says
             return None, None, results
         if mode in _HEALTH:
-            h = _health(mode, tp)
+            h = health_counts(mode, tp)
             if isinstance(h, str):
                 self.problem(key, h)
                 return None, None, results

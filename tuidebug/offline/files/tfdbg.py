@@ -38,17 +38,27 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from tuidebug._proto import tfdbg_event_pb2 as pb
+from tuidebug.core.graph import ACTIVATION_TYPES, Category
 from tuidebug.offline.files.regular_file import open_regular
 
 __all__ = [
+    "CONCISE",
+    "CURT",
+    "FULL_HEALTH",
+    "FULL_TENSOR",
+    "HEALTH_MODES",
     "KINDS",
     "MAX_RECORD_BYTES",
+    "MODE_NAMES",
+    "HealthCounts",
     "TfdbgDump",
     "TfdbgError",
     "TfdbgOp",
+    "categories",
     "crc32c",
     "crc32c_python",
     "find_tfdbg_prefix",
+    "health_counts",
     "masked_crc32c",
     "read_records",
     "tensor_values",
@@ -312,6 +322,97 @@ def tensor_values(tp: pb.TensorProto) -> np.ndarray | str:
         23: tp.uint64_val,
     }.get(tp.dtype, tp.int_val)
     return np.asarray(source, dtype=np_dtype)
+
+
+# ------------------------------------------------------------------------------ summaries
+# (shared by the check and the dump model: `check/tfdbg.py`, `foreign/tfdbg.py`)
+
+MODE_NAMES = {
+    0: "UNSPECIFIED",
+    1: "NO_TENSOR",
+    2: "CURT_HEALTH",
+    3: "CONCISE_HEALTH",
+    4: "FULL_HEALTH",
+    5: "SHAPE",
+    6: "FULL_NUMERICS",
+    7: "FULL_TENSOR",
+    8: "REDUCE_INF_NAN_THREE_SLOTS",
+}
+CURT, CONCISE, FULL_HEALTH, FULL_TENSOR = 2, 3, 4, 7
+HEALTH_MODES = (CURT, CONCISE, FULL_HEALTH)
+# DebugNumericSummaryV2's layouts: slots a summary must have, and where (elements, -Inf,
+# +Inf, NaN, zeros) are; -1: absent
+_LAYOUT = {
+    CURT: (2, -1, -1, -1, -1, -1),
+    CONCISE: (5, 1, 2, 3, 4, -1),
+    FULL_HEALTH: (11, 4, 5, 6, 7, 9),
+}
+_GRADIENT_SCOPES = ("gradient_tape", "gradients")
+_PARAMETER_READS = {"ReadVariableOp"}
+
+
+def categories(op_name: str, op_type: str) -> frozenset[Category]:
+    """The watchpoint categories an op's outputs belong to, by TensorFlow's conventions
+    (it names no weights or gradients): weights / parameters the `ReadVariableOp` outputs
+    (a variable's value as read); gradients the ops under a `gradient_tape/` or
+    `gradients/` name scope (TF 2's GradientTape and TF 1's `tf.gradients` name them so);
+    activations the activation op types; tensors all."""
+    cats = {Category.TENSOR}
+    if op_type in _PARAMETER_READS:
+        cats.update((Category.WEIGHT, Category.PARAMETER))
+    if any(part in _GRADIENT_SCOPES for part in op_name.split("/")[:-1]):
+        cats.add(Category.GRADIENT)
+    elif op_type.lower() in ACTIVATION_TYPES:
+        cats.add(Category.ACTIVATION)
+    return frozenset(cats)
+
+
+@dataclass
+class HealthCounts:
+    """One health summary's counts; `count`/`zero` None where the mode has no such slot
+    (CURT_HEALTH has a flag only: `bad`)."""
+
+    bad: bool
+    count: float | None
+    nan: float
+    neg: float
+    pos: float
+    zero: float | None
+
+
+def _slots(tp: pb.TensorProto) -> tuple[float, ...] | str:
+    content = tp.tensor_content
+    # the common case (float64 or float32 summaries as tensor content) without numpy
+    if content and tp.dtype == 2 and not len(content) % 8:
+        return struct.unpack(f"<{len(content) // 8}d", content)
+    if content and tp.dtype == 1 and not len(content) % 4:
+        return struct.unpack(f"<{len(content) // 4}f", content)
+    values = tensor_values(tp)
+    if isinstance(values, str):
+        return values
+    return tuple(float(x) for x in values.astype(np.float64)[:16])
+
+
+def health_counts(mode: int, tp: pb.TensorProto) -> HealthCounts | str:
+    """A CURT/CONCISE/FULL_HEALTH summary's counts, or a sentence saying why they cannot
+    be read (too few slots; a count that is NaN, infinite or negative)."""
+    slots = _slots(tp)
+    if isinstance(slots, str):
+        return slots
+    need, at_count, at_neg, at_pos, at_nan, at_zero = _LAYOUT[mode]
+    if len(slots) < need:
+        return f"a {MODE_NAMES[mode]} summary of {len(slots)} values, not {need}"
+    used = [slots[1]] if mode == CURT else [slots[i] for i in (at_count, at_neg, at_pos, at_nan)]
+    if at_zero >= 0:
+        used.append(slots[at_zero])
+    # a damaged summary: a NaN or negative is no count (`not x >= 0` is true for NaN)
+    if any(not x >= 0 or x == float("inf") for x in used):
+        return f"a {MODE_NAMES[mode]} summary whose counts are not counts"
+    if mode == CURT:
+        return HealthCounts(slots[1] > 0, None, 0.0, 0.0, 0.0, None)
+    neg, pos, nan = slots[at_neg], slots[at_pos], slots[at_nan]
+    zero = slots[at_zero] if at_zero >= 0 else None
+    return HealthCounts(neg + pos + nan > 0, slots[at_count], nan, neg, pos, zero)
 
 
 # ------------------------------------------------------------------------------ the dump
