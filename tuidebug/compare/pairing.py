@@ -15,7 +15,9 @@ lacks, no common rank) raises CompareError, one sentence.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -479,12 +481,13 @@ def _records(dump: MsprobeDump, folder: Path | None) -> dict[str, tuple[str, Sid
     from tuidebug.offline.files.msprobe import MsprobeValue
 
     out: dict[str, tuple[str, Side]] = {}
+    inside: dict[Path, bool] = {}
     for call in dump.calls:
         for rec in call.records():
             if isinstance(rec, MsprobeValue):
                 out[rec.name] = (call.name, _value_side(rec))
             else:
-                out[rec.name] = (call.name, _msprobe_side(rec, folder))
+                out[rec.name] = (call.name, _msprobe_side(rec, folder, inside))
     return out
 
 
@@ -501,10 +504,12 @@ def _value_side(value: MsprobeValue) -> Side:
     )
 
 
-def _msprobe_side(tensor: MsprobeTensor, folder: Path | None = None) -> Side:
+def _msprobe_side(
+    tensor: MsprobeTensor, folder: Path | None = None, inside: dict[Path, bool] | None = None
+) -> Side:
     load = None
     if folder is not None:
-        load = _tensor_loader(folder, tensor.data_name, tensor.name)
+        load = _tensor_loader(folder, tensor.data_name, tensor.name, inside)
     return Side(
         dtype=tensor.dtype,
         shape=tensor.shape,
@@ -515,7 +520,22 @@ def _msprobe_side(tensor: MsprobeTensor, folder: Path | None = None) -> Side:
     )
 
 
-def _tensor_loader(folder: Path, data_name: str | None, name: str) -> Callable[[], np.ndarray]:
+def _inside(folder: Path, cache: dict[Path, bool]) -> bool:
+    """Whether `folder/dump_tensor_data` resolves inside `folder` (asked once per folder)."""
+    found = cache.get(folder)
+    if found is None:
+        try:
+            data_dir = (folder / "dump_tensor_data").resolve(strict=True)
+            found = data_dir.is_relative_to(folder.resolve(strict=True))
+        except (OSError, RuntimeError):
+            found = False
+        cache[folder] = found
+    return found
+
+
+def _tensor_loader(
+    folder: Path, data_name: str | None, name: str, cache: dict[Path, bool] | None = None
+) -> Callable[[], np.ndarray]:
     def load() -> np.ndarray:
         from tuidebug.offline.files.npy import TensorFileError, load_npy
         from tuidebug.offline.files.pt import load_pt
@@ -525,10 +545,20 @@ def _tensor_loader(folder: Path, data_name: str | None, name: str) -> Callable[[
         if "/" in data_name or "\\" in data_name or data_name in (".", ".."):
             raise ValueError(f"{name}'s data_name {data_name[:200]!r} is not a file name")
         path = folder / "dump_tensor_data" / data_name
+        # the readers confine a path to the dump by resolving it and the root (a dozen
+        # system calls a file, most of a small tensor's read): a plain file in a folder
+        # already known to be inside the dump needs none of it; a link still does
+        root: Path | None = folder
+        if _inside(folder, cache if cache is not None else {}):
+            try:
+                if not stat.S_ISLNK(os.lstat(path).st_mode):
+                    root = None
+            except OSError:
+                pass  # the reader says why, in its sentence
         try:
             if data_name.endswith(".npy"):
-                return load_npy(path, root=folder, mmap=True)
-            return load_pt(path, root=folder)
+                return load_npy(path, root=root, mmap=True)
+            return load_pt(path, root=root)
         except TensorFileError as err:
             raise ValueError(str(err)) from None
 
