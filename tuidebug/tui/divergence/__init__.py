@@ -7,7 +7,7 @@ Modules (this docstring is the table of contents; the package imports nothing):
   steps and ranks, one step and rank's rows with progress and a stop (no Textual).
 - `rows`: the pane's rows from a report's: short names, numbers, the bar, the filters by
   name and kind, the detail lines (no Textual).
-- `pane`: the divergence pane (the tab `7 Diverge` beside the hit list): the rows from the
+- `pane`: the divergence pane (the tab `7 Diff` beside the hit list): the rows from the
   first divergence, filters, step and rank keys, Enter for side by side.
 - `side_by_side`: one pair as four tensor views: target, golden, target − golden and a
   heatmap of |target − golden|, opened on the largest difference.

@@ -1,5 +1,5 @@
 """The divergence pane in the debugger: a helper object of the `DebuggerApp` (as the
-watchpoint flows are) that adds the pane as a tab beside the hit list (`7 Diverge`) once a
+watchpoint flows are) that adds the pane as a tab beside the hit list (`7 Diff`) once a
 golden dump is given (`--against GOLDEN`, or the palette's "Compare with a golden dump…"),
 keeps its step and rank on the session's, and moves the session when the pane's step or
 rank keys ask (both dumps move together).
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tuidebug.tui.host import AppHost
 
 TAB_ID = "diverge-tab"
-TAB_LABEL = "7 Diverge"
+TAB_LABEL = "7 Diff"  # fits beside the others at 80 columns
 PANE_KEY = 7
 
 

@@ -42,7 +42,8 @@ from tuidebug.tui.kit.dialogs import PromptScreen
 from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.kit.name_filter import name_filter
 
-WIDE = 56  # columns from which the three numbers are columns of their own
+SHORT = 24  # rows below which the status and the detail lines shrink
+NAME_MIN = 22  # columns the name keeps before the numbers get theirs
 # a step and rank the host moves to: (step, rank) → False when it cannot (it said why)
 Mover = Callable[[int | None, int | None], bool]
 
@@ -52,9 +53,9 @@ class DivergenceTable(DataTable[Text]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Side by side", id="divergence.open"),
-        Binding("f", "jump('first')", "First divergence", id="divergence.first"),
-        Binding("d", "jump('next')", "Next divergence", id="divergence.next"),
-        Binding("D", "jump('previous')", "Prev divergence", id="divergence.previous"),
+        Binding("f", "jump('first')", "First", id="divergence.first"),
+        Binding("d", "jump('next')", "Next", id="divergence.next"),
+        Binding("D", "jump('previous')", "Prev", id="divergence.previous"),
         Binding("k", "cycle_kind", "Kind", id="divergence.kind"),
         Binding("slash", "filter", "Filter", id="divergence.filter"),
         Binding("S", "choose('step')", "Step", id="divergence.step"),
@@ -118,7 +119,10 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
     DivergencePane #dv-filter { width: 1fr; border: none; height: 1; padding: 0 1; }
     DivergencePane #dv-kind { width: auto; padding: 0 1; color: $accent; }
     DivergencePane #dv-table { height: 1fr; }
-    DivergencePane #dv-detail { height: auto; max-height: 4; background: $panel; }
+    DivergencePane #dv-detail { height: auto; max-height: 6; background: $panel; }
+    /* a short pane (80×24) keeps its rows for the list: one status line, two of detail */
+    DivergencePane.-short #dv-status { max-height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    DivergencePane.-short #dv-detail { max-height: 2; }
     """
 
     class Opened(Message):
@@ -141,7 +145,7 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
         self._wanted: tuple[int, int] | None = None  # the step and rank asked for
         self._problem = ""
         self._progress = ""
-        self._wide: bool | None = None
+        self._wide: int | None = None  # the width the columns were made for
         self.compares = 0  # finished compares (tests wait on it)
 
     def compose(self) -> ComposeResult:
@@ -149,7 +153,7 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
         with Horizontal(id="dv-bar"):
             yield Input(placeholder="filter by name  (/)", id="dv-filter")
             yield Static("▼ all", id="dv-kind", markup=False)
-        table = DivergenceTable(id="dv-table", cursor_type="row", zebra_stripes=False)
+        table = DivergenceTable(id="dv-table", cursor_type="row", cell_padding=0)
         yield table
         yield Static("", id="dv-detail", markup=False)
 
@@ -277,8 +281,8 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
 
     # ------------------------------------------------------------------ the rows
     def on_resize(self) -> None:
-        wide = self.size.width >= WIDE
-        if wide != self._wide and self._outcome is not None:
+        self.set_class(0 < self.size.height < SHORT, "-short")
+        if self.size.width != self._wide and self._outcome is not None:
             self._fill(select_first=False)
 
     def _fill(self, *, select_first: bool) -> None:
@@ -289,21 +293,24 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
         if outcome is None:
             return
         report = outcome.report
-        self._wide = wide = self.size.width >= WIDE
-        # every column pads a cell each side; the scroll bar takes 2
-        fixed = 3 + (3 * (NUMBER_WIDTH + 2) if wide else 0) + BAR_WIDTH + 2 + 2 + 2
-        name_width = max(12, self.size.width - fixed)
-        table.add_column(" ", key="mark", width=1)
-        table.add_column("tensor", key="name", width=name_width)
-        if wide:
-            for label in headers(report.tensor_mode):
-                table.add_column(Text(label, justify="right"), key=label, width=NUMBER_WIDTH)
-        table.add_column("off by", key="bar", width=BAR_WIDTH)
+        self._wide = self.size.width
+        # no cell padding (each cell brings its own space): the name keeps NAME_MIN
+        # columns and the numbers come as room allows, cosine first
+        room = self.size.width - 2 - (BAR_WIDTH + 1) - 3  # mark, bar, scroll bar
+        numbers = max(0, min(3, (room - NAME_MIN) // (NUMBER_WIDTH + 1)))
+        name_width = max(NAME_MIN, room - numbers * (NUMBER_WIDTH + 1)) - 1
+        table.add_column(" ", key="mark", width=2)
+        table.add_column("tensor", key="name", width=name_width + 1)
+        for label in headers(report.tensor_mode)[:numbers]:
+            table.add_column(Text(label, justify="right"), key=label, width=NUMBER_WIDTH + 1)
+        table.add_column(" off by", key="bar", width=BAR_WIDTH + 1)
         self._rows = shown_rows(report, self._names, self._kind)
         first = report.first
         for shown in self._rows:
             table.add_row(
-                *cells(shown.row, first=shown.index == first, wide=wide, name_width=name_width),
+                *cells(
+                    shown.row, first=shown.index == first, numbers=numbers, name_width=name_width
+                ),
                 key=str(shown.index),
             )
         target = first if select_first and first is not None else keep
@@ -431,7 +438,8 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
         from tuidebug.tui.divergence.side_by_side import SideBySideScreen
 
         pair = outcome.pairs[index] if index < len(outcome.pairs) else None
-        self.app.push_screen(SideBySideScreen(row, pair, outcome.report.tensor_mode))
+        word = "step" if self._pair is not None and self._pair.kind == "msprobe" else "iteration"
+        self.app.push_screen(SideBySideScreen(row, pair, outcome.report.tensor_mode, word))
         self.post_message(self.Opened())
 
 

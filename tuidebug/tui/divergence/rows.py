@@ -64,7 +64,7 @@ def number_text(value: Metric | None, width: int = 9) -> str:
         return "-"
     number = as_number(value)
     if isinstance(value, str) and (number is None or value.endswith("%")):
-        return value[:width]
+        return value if len(value) <= width else value[: width - 1] + "…"
     if number is None:
         return "-"
     if number == 0:
@@ -153,45 +153,49 @@ def fit_name(name: str, width: int) -> str:
     return name if len(name) <= width else "…" + name[len(name) - width + 1 :]
 
 
-def cells(row: Row, *, first: bool, wide: bool, name_width: int = 40) -> list[Text]:
-    """The row's cells: mark, name, (three numbers when wide), bar. The first divergence
-    is marked ▶ and bold."""
+def cells(row: Row, *, first: bool, numbers: int = 3, name_width: int = 40) -> list[Text]:
+    """The row's cells, each with its leading space (the table pads none): mark, name, the
+    first `numbers` of its three numbers, bar. The first divergence is marked ▶, bold."""
     mark = Text(
         "▶" if first else STATUS_MARK.get(row.status, " "), STATUS_STYLE.get(row.status, "")
     )
     name = Text(
-        fit_name(printable(short_name(row.name)), name_width), style="bold" if first else ""
+        " " + fit_name(printable(short_name(row.name)), name_width), style="bold" if first else ""
     )
     out = [mark, name]
-    if wide:
-        out += [Text(number_text(v), justify="right") for v in figures(row)]
-    out.append(bar(row))
+    out += [
+        Text(" " + number_text(v).rjust(NUMBER_WIDTH), justify="right")
+        for v in figures(row)[:numbers]
+    ]
+    out.append(Text(" ") + bar(row))
     return out
 
 
 def detail_lines(row: Row, tensor_mode: bool) -> str:
-    """The highlighted row in full, under the list: name, where, its numbers and why it
-    diverged (or why it was not compared)."""
+    """The highlighted row in full, under the list: its status and numbers, why it
+    diverged (or was not compared), dtypes and shape, then its whole name."""
     labels = headers(row.metrics is not None or (tensor_mode and row.stat_diffs is None))
     numbers = "  ".join(
         f"{label} {number_text(v, 14)}" for label, v in zip(labels, figures(row), strict=True)
     )
     dtypes = row.target_dtype or "?", row.golden_dtype or "?"
     shape = list(row.target_shape) if row.target_shape is not None else "?"
-    head = f"{row.status}: {row.name}"
-    lines = [head, f"{numbers}  dtype {dtypes[0]} vs {dtypes[1]}  shape {shape}"]
+    lines = [f"{STATUS_MARK.get(row.status, '')} {row.status}  {numbers}"]
     if row.reason:
         lines.append(row.reason)
+    lines.append(f"dtype {dtypes[0]} vs {dtypes[1]}  shape {shape}")
+    lines.append(row.name)
     return "\n".join(printable(line) for line in lines)
 
 
 def summary_line(report: CompareReport, stopped: bool) -> str:
-    """`195 compared: 3 diverged (first: Conv2D-op0:output.0), 0 unmatched, 0 skipped`."""
+    """`3 diverged (first: Conv2D-op0:output.0) of 195 compared, 0 unmatched, 0 skipped`:
+    the divergences first, so a one-line status (80×24) still says them."""
     s = report.summary
     first = report.first
     where = f" (first: {short_name(report.rows[first].name)})" if first is not None else ""
     text = (
-        f"{s['matched']} compared: {s['diverged']} diverged{where}, "
+        f"{s['diverged']} diverged{where} of {s['matched']} compared, "
         f"{s['unmatched']} unmatched, {s['skipped']} skipped"
     )
     if stopped:

@@ -113,8 +113,12 @@ over what it shows, heatmap (m), go to (i), save (s / S).
         Binding("escape", "close", "Close", id="sbs.close"),
     ]
 
-    def __init__(self, row: Row, pair: Pair | None, tensor_mode: bool) -> None:
+    def __init__(
+        self, row: Row, pair: Pair | None, tensor_mode: bool, step_word: str = "step"
+    ) -> None:
+        """`step_word`: what the dumps call a step (MindSpore: iteration)."""
         super().__init__()
+        self._step_word = step_word
         self._row = row
         self._pair = pair
         self._tensor_mode = tensor_mode
@@ -148,12 +152,12 @@ over what it shows, heatmap (m), go to (i), save (s / S).
         yield Footer()
 
     def _title_text(self) -> str:
+        """The pair's name, where, its numbers, why it diverged, dtypes and shape (its whole
+        name is the list's detail line)."""
         row = self._row
-        where = f"rank {row.rank}, step {row.step}"
-        return (
-            printable(f"{short_name(row.name)}  ({where})\n")
-            + detail_lines(row, self._tensor_mode).split("\n", 1)[-1]
-        )
+        head = printable(f"{short_name(row.name)}  (rank {row.rank}, {self._step_word} {row.step})")
+        details = detail_lines(row, self._tensor_mode).split("\n")[:-1]
+        return "\n".join([head, *details])
 
     def _no_values_text(self) -> str:
         row = self._row
@@ -237,7 +241,11 @@ over what it shows, heatmap (m), go to (i), save (s / S).
             views["absdiff"].action_toggle_heatmap()
             if at is not None:
                 where = ", ".join(map(str, at))
+                # the slice through the largest difference, its cursor on it
+                plane = "[" + ", ".join([*map(str, at[:-2]), ":", ":"]) + "]"
                 for view in views.values():
+                    if len(at) > 2:
+                        view.apply_slice(plane)
                     view.goto(where)
                 self.query_one("#sbs-note", Static).update(
                     printable(f"largest |difference| {float(absdiff[at]):.6g} at [{where}]")
