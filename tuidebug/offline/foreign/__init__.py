@@ -9,4 +9,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
   kept), `ForeignIndex`, and `open_dump`: the one function that detects a folder's layout.
 - `msprobe`: msprobe dumps (issue 29) as a `DumpSource`: calls as nodes, construct.json as
   scopes, stack.json as stacks, Max/Min as the NaN/Inf counts.
+- `tfdbg`: TensorFlow Debugger V2 dumps (issue 32) as a `DumpSource`: graphs from the op
+  records, steps derived from the calls of the training function, health summaries (or
+  FULL_TENSOR values' statistics) as each output's statistics, stacks with the dump's own
+  source lines.
 """

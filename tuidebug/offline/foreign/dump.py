@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +90,27 @@ def read_value(path: str, root: Path, max_bytes: int | None, *, mmap: bool = Tru
     if path.endswith(".pt"):
         return load_pt(path, root=root, max_bytes=max_bytes)
     return load_npy(path, root=root, mmap=mmap, max_bytes=max_bytes)
+
+
+class _Rows(Mapping[tuple[str, str, int], StatisticRow]):
+    """A step's tensors as statistic rows keyed by (node, "output", slot), each row made
+    when asked for: listing a step of 10⁶ tensors builds no row it does not show."""
+
+    def __init__(self, step: ForeignStep) -> None:
+        self._tensors = step.tensors
+
+    def __getitem__(self, key: tuple[str, str, int]) -> StatisticRow:
+        node, io, slot = key
+        t = self._tensors.get((node, slot)) if io == "output" else None
+        if t is None:
+            raise KeyError(key)
+        return _row(t)
+
+    def __iter__(self) -> Iterator[tuple[str, str, int]]:
+        return ((node, "output", slot) for node, slot in self._tensors)
+
+    def __len__(self) -> int:
+        return len(self._tensors)
 
 
 class ForeignIndex(TensorIndex):
@@ -201,7 +222,7 @@ class ForeignIndex(TensorIndex):
         return not self.files_for(iteration)
 
     def statistic_rows(self, iteration: int) -> Mapping[tuple[str, str, int], StatisticRow]:
-        return self.statistics_for(iteration)
+        return _Rows(self._step(iteration))
 
     def statistic_row(
         self, node_name: str, slot: int, iteration: int, is_output: bool = True
@@ -213,10 +234,7 @@ class ForeignIndex(TensorIndex):
         return None if t is None else _row(t)
 
     def statistics_for(self, iteration: int) -> dict[tuple[str, str, int], StatisticRow]:
-        return {
-            (node, "output", slot): _row(t)
-            for (node, slot), t in self._step(iteration).tensors.items()
-        }
+        return dict(_Rows(self._step(iteration)))
 
 
 class ForeignDump(OfflineDump):
@@ -421,7 +439,12 @@ class ForeignDump(OfflineDump):
 
 
 def open_source(root: str | os.PathLike[str]) -> DumpSource | None:
-    """The foreign dump at `root` when it is one (msprobe, …), else None."""
+    """The foreign dump at `root` when it is one (msprobe, tfdbg, …), else None."""
+    from tuidebug.offline.foreign.tfdbg import tfdbg_source  # TensorFlow Debugger V2
+
+    tfdbg = tfdbg_source(root)
+    if tfdbg is not None:
+        return tfdbg
     found = find_msprobe_root(root)
     if found is not None:
         from tuidebug.offline.foreign.msprobe import MsprobeSource

@@ -44,10 +44,12 @@ from tuidebug.offline.files.msprobe import (
     MsprobeError,
     MsprobeRoot,
     MsprobeTensor,
+    call_from_record,
     find_msprobe_root,
     read_construct,
     read_dump_json,
     read_stack,
+    scan_dump_json,
 )
 from tuidebug.offline.foreign.source import (
     DumpSource,
@@ -68,17 +70,19 @@ _TORCH_DTYPES = {"bfloat16": BFLOAT16}
 
 def msprobe_stats(t: MsprobeTensor) -> dict[str, StatValue]:
     """A record as a statistic.csv row (`StatisticRow.stats` keys) for `statistic.decide`:
-    the NaN/Inf counts from Max and Min only (never Norm), Max/Min/Mean as the values."""
+    the NaN/Inf counts from Max and Min only (never Norm), Max/Min/Mean as the values.
+    (Called once per record of the step in view: plain comparisons, no generators.)"""
     stats: dict[str, StatValue] = {"count": t.count}
     if t.norm is not None:
         stats["l2norm"] = t.norm
-    if t.max is None or t.min is None:
+    high, low = t.max, t.min
+    if high is None or low is None:
         return stats  # no NaN/Inf counts: decide() says what is missing
-    ends = (t.max, t.min)
-    stats["nan_count"] = int(any(math.isnan(v) for v in ends))
-    stats["pos_inf_count"] = int(any(v == math.inf for v in ends))
-    stats["neg_inf_count"] = int(any(v == -math.inf for v in ends))
-    stats["max"], stats["min"], stats["avg"] = t.max, t.min, t.mean
+    inf, ninf = math.inf, -math.inf
+    stats["nan_count"] = 1 if (high != high or low != low) else 0  # NaN ≠ NaN
+    stats["pos_inf_count"] = 1 if (high == inf or low == inf) else 0
+    stats["neg_inf_count"] = 1 if (high == ninf or low == ninf) else 0
+    stats["max"], stats["min"], stats["avg"] = high, low, t.mean
     return stats
 
 
@@ -197,9 +201,11 @@ class MsprobeSource(DumpSource):
         return {} if built is None else built.aliases
 
     def _build(self, rank: int) -> _Built | None:
-        """The rank's graph: the calls of all its steps, each step's dump.json read once
-        and dropped (a fault, a new branch, a step's extra call shows in later steps only;
-        a call a step adds goes after the call it followed there)."""
+        """The rank's graph: the calls of all its steps (a fault, a new branch, a step's
+        extra call shows in later steps only; a call a step adds goes after the call it
+        followed there). The first readable step is read whole (and kept: it is the first
+        in view); the others are only scanned for call names, a record built for the new
+        ones alone, so opening costs one read and a scan per other step, one at a time."""
         if rank in self._built:
             return self._built[rank]
         calls: list[MsprobeCall] = []
@@ -207,33 +213,53 @@ class MsprobeSource(DumpSource):
         after: dict[str | None, list[MsprobeCall]] = {}  # call → calls a later step added
         construct: dict[str, str | None] = {}
         stacks: dict[str, list[str]] = {}
-        read_any = False
         for step in self.iterations(rank):
             try:
-                dump = self._dump(rank, step)
+                added = (
+                    self._new_calls(rank, step, known, after)
+                    if calls
+                    else self._first_calls(rank, step, known, calls)
+                )
             except MsprobeError as err:
                 self.problems.append(str(err))
                 continue
-            self.problems.extend(dump.problems)
-            before: str | None = None
-            added = False
-            for call in dump.calls:
-                if call.name not in known:
-                    known.add(call.name)
-                    added = True
-                    if not read_any:
-                        calls.append(call)
-                    else:
-                        after.setdefault(before, []).append(call)
-                before = call.name
-            read_any = True
             if added:
                 self._structure(rank, step, construct, stacks)
-        if not read_any:
+        if not calls:
             return None
-        built = _graph(_grads_after_backward(_ordered(calls, after)), construct, stacks)
+        built = _graph(_ordered(calls, after), construct, stacks)
         self._built[rank] = built
         return built
+
+    def _first_calls(self, rank: int, step: int, known: set[str], calls: list[MsprobeCall]) -> bool:
+        dump = self._dump(rank, step)
+        self.problems.extend(dump.problems)
+        for call in dump.calls:
+            if call.name not in known:
+                known.add(call.name)
+                calls.append(call)
+        return bool(calls)
+
+    def _new_calls(
+        self,
+        rank: int,
+        step: int,
+        known: set[str],
+        after: dict[str | None, list[MsprobeCall]],
+    ) -> bool:
+        """Scan a later step for calls no earlier step made; True when there were some."""
+        folder = self.found.steps[step].ranks[rank]
+        scan = scan_dump_json(folder / "dump.json", self._label(rank, step, "dump.json"))
+        before: str | None = None
+        added = False
+        for name, parsed, record in scan:
+            if name not in known:
+                known.add(name)
+                added = True
+                after.setdefault(before, []).append(call_from_record(name, record, parsed))
+            before = name
+        self.problems.extend(scan.problems)
+        return added
 
     def _structure(
         self,
@@ -325,38 +351,6 @@ def _ordered(
     for rest in after.values():  # after a call that is nowhere (cannot happen): kept
         out.extend(rest)
     return out
-
-
-def _grads_after_backward(calls: list[MsprobeCall]) -> list[MsprobeCall]:
-    """8.x writes a module's `parameters_grad` (no call index) where its forward ran,
-    though the gradients exist only after its backward: each goes after the module's last
-    backward call, so the order of nodes (and hits) is the order things happened."""
-    moved: dict[str, list[MsprobeCall]] = {}
-    kept: list[MsprobeCall] = []
-    for call in calls:
-        p = call.parsed
-        if p is not None and p.direction == "parameters_grad" and p.index is None:
-            moved.setdefault(f"{p.prefix}.{p.op}.backward.", []).append(call)
-        else:
-            kept.append(call)
-    if not moved:
-        return calls
-    last: dict[str, int] = {}
-    for i, call in enumerate(kept):
-        for prefix in moved:
-            if call.name.startswith(prefix):
-                last[prefix] = i
-    out: list[MsprobeCall] = []
-    tail: list[MsprobeCall] = []
-    slots = {i: prefix for prefix, i in last.items()}
-    for i, call in enumerate(kept):
-        out.append(call)
-        if i in slots:
-            out.extend(moved[slots[i]])
-    for prefix, grads in moved.items():
-        if prefix not in last:
-            tail.extend(grads)  # no backward dumped: at the end, where gradients come
-    return out + tail
 
 
 def _scopes(call: MsprobeCall, construct: Mapping[str, str | None]) -> list[str]:
