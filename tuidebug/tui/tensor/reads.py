@@ -27,6 +27,7 @@ class TensorAnswer:
     error: str = ""
 
 
+# said of a statistic.csv row and of an msprobe statistics record alike
 NOT_DUMPED = "values were not dumped (statistic-only dump)"
 # statistic.csv keys (offline.statistic_csv.STAT_COLUMNS) in the order they are shown, and
 # their labels; MindSpore's "Negative/Positive Zero Count" count values < 0 and > 0
@@ -92,7 +93,7 @@ def read_tensor(
         if stats is not None:
             return TensorAnswer(
                 error=f"{node.short_name}:{ref.slot} at {session.step_label(ref)}: "
-                f"{NOT_DUMPED}. statistic.csv: {statistics_text(stats)}"
+                f"{NOT_DUMPED}. Dumped statistics: {statistics_text(stats)}"
             )
         message = f"{node.short_name}:{ref.slot} has no value at {session.step_label(ref)}."
         if (
