@@ -264,7 +264,7 @@ def main() -> None:
             args,
             floor=True,
         )
-        small: dict[str, tuple[float, int]] = {}
+        small: dict[str, Ran] = {}
         if FIXTURES.is_dir():
             small = bench_pair(
                 "msprobe_mlp (bf16 vs fp32, step 0)",

@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tuidebug.cli import main
 from tuidebug.compare.pairing import pair_msprobe
@@ -153,3 +155,34 @@ def test_a_step_only_one_side_has_is_said(
     assert main(["compare", str(target), golden, "--step", "0"]) == 0
     assert main(["compare", str(target), golden, "--step", "1"]) == 2
     assert "step 1 is not in the target dump" in capsys.readouterr().err
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["type", "value", "dtype", "shape", "x"]), inner, max_size=4
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=_JSON)
+def test_fuzz_records_and_rows_never_crash(data: object) -> None:
+    """Arbitrary records under a call (hostile dump.json): the reader's records() and the
+    compare's rows take them without a traceback, every record a row."""
+    from tuidebug.compare.pairing import Pair, _records
+    from tuidebug.offline.files.msprobe import parse_dump_json
+
+    doc = {"task": "statistics", "data": {"Functional.x.0.forward": {"input_args": [data],
+                                                                      "output": data}}}  # fmt: skip
+    dump = parse_dump_json(json.dumps(doc).encode(), "dump.json")
+    records = _records(dump, None)
+    assert len(records) == sum(len(c.tensors) + len(c.values) for c in dump.calls)
+    pairs = [Pair(name, 0, 0, side, side, node=call) for name, (call, side) in records.items()]
+    report = compare_pairs(pairs)
+    assert len(report.rows) == len(pairs)
+    csv_text(report)
