@@ -32,7 +32,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from rich.color import ColorSystem
 from textual import events, on, work
 from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding, BindingType
@@ -64,7 +63,7 @@ from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui.keys.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
 from tuidebug.tui.keys.keymap import Keymap, active_keys, apply_user_keys
 from tuidebug.tui.kit import colormap, prompts
-from tuidebug.tui.kit.ascii_glyphs import to_ascii
+from tuidebug.tui.kit.ascii_glyphs import write_ascii
 from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.kit.notice_burst import NoticeBurst
 from tuidebug.tui.kit.screenshot import save_screenshot_here
@@ -89,7 +88,6 @@ from tuidebug.tui.messages import (
     WatchpointAction,
     WorkerNotice,
 )
-from tuidebug.tui.navigation.focus_frames import follow_focus
 from tuidebug.tui.navigation.kept_views import KeptViews
 from tuidebug.tui.navigation.maximize import maximize_instead, pane_of, toggle_maximized
 from tuidebug.tui.navigation.pane_keys import PANES, Navigation
@@ -117,11 +115,6 @@ from tuidebug.tui.watchpoints.list_pane import WatchpointList
 if TYPE_CHECKING:
     from tuidebug.tui.divergence.flows import DivergenceFlows
 
-COLOR_SYSTEMS = {
-    "truecolor": ColorSystem.TRUECOLOR,
-    "256": ColorSystem.EIGHT_BIT,
-    "16": ColorSystem.STANDARD,
-}
 SHORT_TERMINAL = 32  # rows: below it the focused pane grows (see `_fit_layout`)
 
 
@@ -210,14 +203,13 @@ class DebuggerApp(App[int]):
         created once the graphs are loaded, instead of offering the recommended set.
         `terminal`: what the terminal shows (`run_app` reads the environment; tests leave
         it None, so the colours of the test machine's TERM cannot change a snapshot).
-        `against`: a golden dump to compare the session's with, once the graphs are loaded
-        (`--against`; divergence/flows.py)."""
+        `against`: a golden dump to compare with once loaded (`--against`, divergence/)."""
         super().__init__()
         self._against = against
         self._divergence_flows: DivergenceFlows | None = None
         self._terminal = terminal
         if terminal is not None:
-            self._draw_for(terminal)
+            colormap.draw_for(self, terminal)
         self._watch_flows = WatchpointFlows(self, watch_specs, recommended)
         self._user_keys = user_keys
         self.keymap: Keymap = {}  # binding id → keys, as applied (see keymap.py)
@@ -315,34 +307,6 @@ class DebuggerApp(App[int]):
         yield self._controls
         yield Footer()
 
-    def _draw_for(self, terminal: TerminalCaps) -> None:
-        """Colours and glyphs the terminal really has, chosen rather than left to the
-        nearest-colour mapping (terminal_caps.py says why): 256 colours for TERM=xterm,
-        the ANSI theme on a 16-colour terminal (its own palette: the focus border stays a
-        calm accent, not bright red), ASCII borders and heatmap cells without UTF-8."""
-        colormap.use_terminal(terminal.colors, terminal.unicode)
-        if terminal.colors == "16":
-            self.theme = "ansi-dark"
-        if self.console.color_system is not None:  # None: NO_COLOR, left as Textual has it
-            # Rich has no setter; Textual draws every strip with the console's system
-            self.console._color_system = COLOR_SYSTEMS[terminal.colors]
-        if not terminal.unicode:
-            self.add_class("-ascii")
-
-    def _write_ascii(self) -> None:
-        """Every glyph written to a terminal without UTF-8 in its ASCII form (Textual's
-        Tree guides, tab underline and button edges as well as ours): one translation of
-        the terminal write (kit/ascii_glyphs.py says why), escape sequences being ASCII."""
-        driver = self._driver
-        if driver is None:
-            return
-        write = driver.write
-
-        def write_ascii(data: str) -> None:
-            write(to_ascii(data))
-
-        driver.write = write_ascii  # type: ignore[method-assign]
-
     def on_resize(self, event: events.Resize) -> None:
         self._fit_layout(event.size.height)
         self.call_after_refresh(self._sizes.apply)  # the screen has its new size by then
@@ -357,7 +321,7 @@ class DebuggerApp(App[int]):
     def on_mount(self) -> None:
         self._fit_layout(self.size.height)
         if self.has_class("-ascii"):
-            self._write_ascii()
+            write_ascii(self)
         if self._user_keys:
             self.keymap = apply_user_keys(self)
         self._controls.set_keys(lambda action: self.key_hint(f"tuidebug.{action}"))
@@ -378,7 +342,7 @@ class DebuggerApp(App[int]):
             # after the first frame: loading holds the GIL for most of its time, and the
             # layout drawn (the dump being read) is what the user waits for first
             self.call_after_refresh(self._start_session)
-        follow_focus(self.screen_stack[0])  # the focused pane's border (focus_frames.py)
+        pass
         self._scope.tree_view.focus()
 
     def notify(
@@ -769,20 +733,15 @@ class DebuggerApp(App[int]):
 
     # ------------------------------------------------------- compare two runs
     def _diverge(self) -> DivergenceFlows:
-        if self._divergence_flows is None:
-            from tuidebug.tui.divergence.flows import DivergenceFlows  # with the first compare
+        from tuidebug.tui.divergence.flows import DivergenceFlows  # with the first compare
 
-            self._divergence_flows = DivergenceFlows(self, self._tabs)
+        self._divergence_flows = self._divergence_flows or DivergenceFlows(self, self._tabs)
         return self._divergence_flows
 
-    def action_compare_golden(self) -> None:
-        """The palette's "Compare with a golden dump…": ask for it, then compare."""
+    def action_compare_golden(self) -> None:  # the palette's "Compare with a golden dump…"
         self._diverge().ask_golden()
 
-    def action_divergence(self) -> None:
-        """7: the divergence tab (once a golden dump is given)."""
-        if self._kept.tensor_list_shown:
-            self.pop_screen()
+    def action_divergence(self) -> None:  # 7: the divergence tab, once a golden dump is given
         self._nav.remember_focus()
         self._diverge().focus()
 
@@ -917,8 +876,7 @@ class DebuggerApp(App[int]):
             can_go_back=self._visits.can_back,
             can_go_forward=self._visits.can_forward,
             tensor_shown=self._tensor.state == "tensor",
-            comparing=self._divergence_flows is not None
-            and self._divergence_flows.pane is not None,
+            comparing=bool(self._divergence_flows and self._divergence_flows.pane),
         )
         return [
             PaletteCommand(
@@ -965,7 +923,6 @@ def run_app(
     call `session.start()` in a worker, so a slow load shows progress in the header
     (offline); leave it False when the session was started already (online).
     `watch_specs` and `recommended`: watchpoints to create once the graphs are loaded.
-    `against`: a golden dump to compare with (the divergence tab).
     """
     app = DebuggerApp(
         session,

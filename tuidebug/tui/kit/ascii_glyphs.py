@@ -13,6 +13,7 @@ without UTF-8 could not show it anyway. No Textual here: plain unit tests.
 from __future__ import annotations
 
 import unicodedata
+from typing import Any
 
 # One character each: the terminal cells must not move.
 ASCII_FORMS: dict[str, str] = {
@@ -69,4 +70,19 @@ def to_ascii(text: str) -> str:
     return text.translate(_TABLE)
 
 
-__all__ = ["ASCII_FORMS", "to_ascii"]
+def write_ascii(app: Any) -> None:
+    """Every glyph an app writes to a terminal without UTF-8 in its ASCII form (Textual's
+    Tree guides, tab underline and button edges as well as ours): one translation of the
+    terminal write, escape sequences being ASCII. Called once the app's driver exists."""
+    driver = app._driver
+    if driver is None:
+        return
+    write = driver.write
+
+    def ascii_write(data: str) -> None:
+        write(to_ascii(data))
+
+    driver.write = ascii_write
+
+
+__all__ = ["ASCII_FORMS", "to_ascii", "write_ascii"]

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.color import Color, ColorSystem
 from rich.style import Style
+
+if TYPE_CHECKING:
+    from tuidebug.tui.kit.terminal_caps import TerminalCaps
 
 # Codes below 0 are not palette entries.
 CODE_NAN = -1
@@ -266,3 +270,26 @@ def gradient(palette_name: str, width: int) -> list[Style]:
         return []
     picks = np.rint(np.linspace(0, len(palette) - 1, width)).astype(int)
     return [Style(bgcolor=_rgb(tuple(int(c) for c in palette[i]))) for i in picks]
+
+
+COLOR_SYSTEMS = {
+    "truecolor": ColorSystem.TRUECOLOR,
+    "256": ColorSystem.EIGHT_BIT,
+    "16": ColorSystem.STANDARD,
+}
+
+
+def draw_for(app: Any, terminal: TerminalCaps) -> None:
+    """Colours and glyphs the terminal really has, chosen rather than left to the
+    nearest-colour mapping (terminal_caps.py says why): 256 colours for TERM=xterm,
+    the ANSI theme on a 16-colour terminal (its own palette: the focus border stays a
+    calm accent, not bright red), ASCII borders and heatmap cells without UTF-8.
+    `app`: the DebuggerApp, before it runs."""
+    use_terminal(terminal.colors, terminal.unicode)
+    if terminal.colors == "16":
+        app.theme = "ansi-dark"
+    if app.console.color_system is not None:  # None: NO_COLOR, left as Textual has it
+        # Rich has no setter; Textual draws every strip with the console's system
+        app.console._color_system = COLOR_SYSTEMS[terminal.colors]
+    if not terminal.unicode:
+        app.add_class("-ascii")
