@@ -291,3 +291,41 @@ def test_fuzz_hostile_dump_json_never_raises(
                 with contextlib.suppress(TensorFileError):  # one sentence naming the file
                     dump.value(0, name, node.name, slot, 0)
     assert isinstance(dump.problems, list)
+
+
+def _frozen() -> list[str]:
+    return sorted(p.name for p in DATA.iterdir() if p.is_dir()) if DATA.is_dir() else []
+
+
+@pytest.mark.parametrize("run", _frozen())
+def test_every_frozen_msprobe_dump_opens_and_reads_every_step(run: str) -> None:
+    """26.x and 8.x, PyTorch and MindSpore PyNative, statistics/tensor/structure, one rank
+    or two: each step of each rank reads with nothing left unread."""
+    dump = open_dump(DATA / run)
+    assert isinstance(dump, ForeignDump)
+    for rank in dump.ranks:
+        assert dump.graphs(rank), (run, rank)
+        index = dump.index(rank, "msprobe")
+        for it in dump.iterations(rank):
+            index.statistics_for(it)
+            for f in index.files_for(it).values():  # every value file reads
+                node = f.op_name
+                assert dump.value(rank, "msprobe", node, f.slot, it) is not None
+    structure = run.endswith("structure_mix")
+    assert [p for p in dump.problems if "structure only" not in p] == []
+    assert structure == any("structure only" in p for p in dump.problems)
+
+
+def test_mindspore_pynative_npy_values_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    root = DATA / "ms_pynative_tensor_mix_nan"
+    if not root.is_dir():
+        pytest.skip(f"{root} not made yet")
+    session, notes = _session(root, "TZ:zero_percentage_ge=90", "TO")
+    session.reset_step(3)
+    session.recheck()
+    assert not [n for n in notes if "cannot be checked" in n]
+    assert any(h.watchpoint_id == 2 for h in session.hits)
+    code = cli_main(["exec", str(root), "pt Cell.inp.Dense.forward.0.output.0@0"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "float32" in out

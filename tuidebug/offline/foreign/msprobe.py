@@ -46,6 +46,7 @@ from tuidebug.offline.files.msprobe import (
     MsprobeTensor,
     call_from_record,
     find_msprobe_root,
+    parse_call_name,
     read_construct,
     read_dump_json,
     read_stack,
@@ -225,11 +226,35 @@ class MsprobeSource(DumpSource):
                 continue
             if added:
                 self._structure(rank, step, construct, stacks)
-        if not calls:
+        if not calls and not after:
+            calls = self._structure_only(rank, construct, stacks)
+        if not calls and not after:
             return None
         built = _graph(_ordered(calls, after), construct, stacks)
         self._built[rank] = built
         return built
+
+    def _structure_only(
+        self, rank: int, construct: dict[str, str | None], stacks: dict[str, list[str]]
+    ) -> list[MsprobeCall]:
+        """Task `structure` dumps no record (dump.json's `data` is `{}`): the calls are those
+        construct.json names, in its order, with no tensor; one sentence says so."""
+        steps = self.iterations(rank)
+        if not steps:
+            return []
+        self._structure(rank, steps[0], construct, stacks)
+        calls = [
+            call_from_record(name, {}, parsed)
+            for name in construct
+            if (parsed := parse_call_name(name)) is not None
+        ]
+        if calls:
+            self.problems.append(
+                f"Rank {rank} of {self.root.name} holds the call structure only (msprobe task "
+                "structure: no tensor statistics or values), so nothing can be checked or shown "
+                "but the calls, their scopes and stacks."
+            )
+        return calls
 
     def _first_calls(self, rank: int, step: int, known: set[str], calls: list[MsprobeCall]) -> bool:
         dump = self._dump(rank, step)
