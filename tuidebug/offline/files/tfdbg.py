@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import struct
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,7 @@ _SOURCE_HEAD = 4096
 
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
+_WALL = struct.Struct("<d")
 
 
 class TfdbgError(ValueError):
@@ -690,6 +692,59 @@ class TfdbgDump:
             # a trace has a mode: HasField, which costs as much, only where it has none
             if trace.tensor_debug_mode or event.HasField("graph_execution_trace"):
                 yield trace, event.wall_time
+
+    def trace_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(data offset, length, wall time) of every `.graph_execution_traces` record, in
+        file order: one pass of framing and CRCs, no parse (TensorFlow writes `wall_time`
+        first: a record that does not start with it is parsed for it). 20 bytes a trace,
+        so the dump model can read one step's traces without the rest."""
+        offsets: array[int] = array("q")
+        lengths: array[int] = array("q")
+        walls: array[float] = array("d")
+        path = self.path("graph_execution_traces")
+        try:
+            handle = open_regular(path)
+        except OSError:
+            handle = None  # said when the traces are read
+        if handle is not None:
+            with handle:
+                for start, length, data in _records(handle, path, self._log):
+                    if length >= 9 and data[0] == 0x09:
+                        wall = _WALL.unpack_from(data, 1)[0]
+                    else:
+                        try:
+                            wall = pb.DebugEvent.FromString(data).wall_time
+                        except (DecodeError, RecursionError, ValueError):
+                            continue  # said when the step holding it is read
+                    offsets.append(start)
+                    lengths.append(length)
+                    walls.append(wall)
+        return (
+            np.frombuffer(offsets, np.int64).copy(),
+            np.frombuffer(lengths, np.int64).copy(),
+            np.frombuffer(walls, np.float64).copy(),
+        )
+
+    def read_event(self, kind: str, offset: int, length: int) -> pb.DebugEvent | str:
+        """The record of `kind` at data `offset` (from `trace_index`), its CRC checked, or
+        a sentence saying why it cannot be read."""
+        path = self.path(kind)
+        where = f"{path}: the record at byte {offset - 12:,}"
+        try:
+            with open_regular(path) as handle:
+                handle.seek(offset)
+                data = handle.read(length)
+                stored = handle.read(_FOOTER.size)
+        except OSError as err:
+            return f"{path} cannot be read: {err}"
+        if len(data) != length or len(stored) != _FOOTER.size:
+            return f"{where} is cut short"
+        if masked_crc32c(data) != _FOOTER.unpack(stored)[0]:
+            return f"{where} is corrupt (its CRC does not match)"
+        try:
+            return pb.DebugEvent.FromString(data)
+        except (DecodeError, RecursionError, ValueError) as err:
+            return f"{where} is no DebugEvent ({err or 'undecodable'})"
 
     def trace_events(self) -> Iterator[pb.DebugEvent]:
         """The `.graph_execution_traces` records as DebugEvents, streamed with nothing made

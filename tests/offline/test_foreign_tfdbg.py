@@ -1,0 +1,153 @@
+"""TensorFlow Debugger V2 dumps through the foreign-dump seam (issue 32): `exec`, the API,
+the session's checks and origin trace on the fixtures of tests/data/tfdbg (TensorFlow 2.21's
+own dumps and DebugDataReader's answers), and hypothesis fuzz of the source."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import REPO
+from tuidebug.cli import main as cli_main
+from tuidebug.core.origins import trace_in_session
+from tuidebug.offline.files.tfdbg import masked_crc32c
+from tuidebug.offline.foreign.dump import ForeignDump, open_dump
+from tuidebug.offline.layout.errors import DumpError
+from tuidebug.offline.session import OfflineSession
+
+DATA = REPO / "tests" / "data" / "tfdbg"
+PREFIX = "tfdbg_events.1700000000.fixture"
+
+
+def _expected(mode: str) -> dict[str, Any]:
+    return json.loads((DATA / mode / "expected.json").read_text())
+
+
+def _non_finite_by_step(mode: str) -> list[tuple[str, int]]:
+    return [
+        (r["op_name"], r["call"])
+        for r in _expected(mode)["graph_execution_traces"]
+        if r["non_finite"]
+    ]
+
+
+@pytest.mark.parametrize("mode", ["concise_health", "full_health", "full_tensor"])
+def test_api_check_equals_tensorflows_non_finite_outputs(mode: str) -> None:
+    from tuidebug.api import DumpAnalyzer, TensorOverflowCondition, Watchpoint
+
+    analyzer = DumpAnalyzer(str(DATA / mode))
+    assert analyzer.get_ranks() == [0] and analyzer.get_iterations() == [0, 1, 2, 3, 4]
+    tensors = analyzer.select_tensors("", iterations=analyzer.get_iterations())
+    hits = analyzer.check_watchpoints([Watchpoint(tensors, TensorOverflowCondition())])
+    got = sorted((h.tensor.node.name, h.tensor.iteration) for h in hits)
+    assert got == sorted(_non_finite_by_step(mode))
+
+
+def test_full_tensor_values_decide_thresholds_in_the_session() -> None:
+    """FULL_TENSOR's values give max/min/mean, so TL is decided (not refused) here too."""
+    rows = _expected("full_tensor")["graph_execution_traces"]
+    session = OfflineSession(DATA / "full_tensor")
+    session.start()
+    session.create_watchpoint("TL", {"max_gt": 0.4})
+    session.step(1)  # TUI step 1 shows iteration 0 (the weight is 0.5, MatMul's 1.0)
+    want = {r["op_name"] for r in rows if r["call"] == 0 and r.get("max", -1) > 0.4}
+    assert {h.tensor.node for h in session.hits} == want and want
+
+
+def test_keras_fit_steps_and_origin_trace_in_the_session() -> None:
+    """The train function's first non-finite op is at iteration 3 (the NaN batch), as in
+    TensorFlow's reading; the origin trace from it goes back to the batch's way in."""
+    want = _expected("keras_fit")
+    in_fn = want["first_non_finite_in_train_function"]
+    dump = open_dump(DATA / "keras_fit")
+    assert isinstance(dump, ForeignDump) and dump.iterations() == list(range(6))
+    session = OfflineSession(DATA / "keras_fit")
+    session.start()
+    session.create_watchpoint("TO", {})
+    graph = session.graphs[in_fn["graph_name"]]
+    assert in_fn["op_name"] in graph.nodes
+    while session.metadata.step < in_fn["call"] + 1:  # a step with hits stops the run
+        session.step(1)
+    in_model = [h.tensor for h in session.hits if h.tensor.graph == in_fn["graph_name"]]
+    assert in_model and {t.iteration for t in in_model} == {in_fn["call"]} == {3}
+    assert in_fn["op_name"] in {t.node for t in in_model}
+    trace = trace_in_session(session, graph, in_fn["op_name"], iteration=in_fn["call"])
+    assert trace.origins and all(o.node in graph.nodes for o in trace.origins)
+    # eager ops carry values no graph shows: said, never silently clean
+    assert any(
+        "eager op execution" in p
+        for p in dump.problems + dump.index(0, in_fn["graph_name"]).blockers(0)
+    )
+
+
+def test_exec_lists_a_step_and_shows_a_stack_from_the_dumps_own_source(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = cli_main(["exec", str(DATA / "full_health"), "lt -i 2", "ni -t Log"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Log:0" in out and "MatMul:0" in out
+    # the frame's line is the dump's own text of make_dumps.py, not a local file read
+    assert "z = tf.math.log(y)" in out
+    dump = open_dump(DATA / "full_health")
+    dump.iterations()
+    assert any(p.startswith("Steps are derived") for p in dump.problems)  # said once
+
+
+def test_curt_health_refuses_in_the_session_but_check_decides(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tuidebug.api import DumpAnalyzer, TensorOverflowCondition, Watchpoint
+
+    analyzer = DumpAnalyzer(str(DATA / "curt_health"))
+    tensors = analyzer.select_tensors("", iterations=[2])
+    assert analyzer.check_watchpoints([Watchpoint(tensors, TensorOverflowCondition())]) == []
+    assert cli_main(["check", str(DATA / "curt_health"), "--watch", "TO"]) == 1
+
+
+def test_two_runs_in_one_folder_are_one_sentence(tmp_path: Path) -> None:
+    folder = tmp_path / "two"
+    shutil.copytree(DATA / "full_health", folder)
+    (folder / "tfdbg_events.1.other.metadata").write_bytes(b"")
+    with pytest.raises(DumpError, match="2 tfdbg runs"):
+        open_dump(folder)
+
+
+def _framed(data: bytes) -> bytes:
+    head = struct.pack("<Q", len(data))
+    return (
+        head
+        + struct.pack("<I", masked_crc32c(head))
+        + data
+        + struct.pack("<I", masked_crc32c(data))
+    )
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kind=st.sampled_from(["graphs", "stack_frames", "graph_execution_traces", "execution"]),
+    payloads=st.lists(st.binary(max_size=120), min_size=1, max_size=4),
+)
+def test_source_fuzz(tmp_path: Path, kind: str, payloads: list[bytes]) -> None:
+    """Records of any bytes appended to a real dump's file: the dump model opens, builds
+    its graphs and reads every step without an exception."""
+    folder = tmp_path / "d"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(DATA / "full_health", folder)
+    path = folder / f"{PREFIX}.{kind}"
+    path.write_bytes(path.read_bytes() + b"".join(_framed(p) for p in payloads))
+    dump = open_dump(folder)
+    for name in dump.graphs(0):
+        for it in dump.iterations(0):
+            dump.index(0, name).statistics_for(it)
+            dump.index(0, name).blockers(it)
+    assert all(isinstance(p, str) for p in dump.problems)

@@ -1,0 +1,55 @@
+"""A TensorFlow Debugger V2 dump in the TUI (issue 32), opened as `tuidebug offline DIR`
+opens it: the graph's tree of ops by name scope, an op's details (type, inputs, the stack
+with the dump's own source line) and its health summary, continue to the NaN/Inf step,
+whose first hit is the op TensorFlow's DebugDataReader names (tests/data/tfdbg), and `L`
+lists the step's outputs with their health."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import REPO
+from tests.tui.support import settled, wait_until
+from tests.tui.test_tui_tensor_list import health_known, open_list
+from tuidebug.core.tensor_health import Health
+from tuidebug.offline.session import OfflineSession
+from tuidebug.tui.app import DebuggerApp
+from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.panes.header import SessionHeader
+from tuidebug.tui.panes.node_details import NodeDetails
+
+SIZE = (160, 48)
+DUMP = REPO / "tests" / "data" / "tfdbg" / "full_health"
+
+
+async def test_tfdbg_dump_opens_shows_an_op_and_finds_tensorflows_first_nan() -> None:
+    first = json.loads((DUMP / "expected.json").read_text())["first_non_finite"]
+    session = OfflineSession(DUMP)
+    app = DebuggerApp(session, start_session=True, watch_specs=["TO"])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.loaded and session.watchpoints, what="the dump")
+        if isinstance(app.screen, ConfirmScreen):
+            await pilot.press("n")
+        await settled(pilot)
+        assert "step 0/5" in str(app.query_one(SessionHeader).render())
+        await pilot.press("n")
+        await wait_until(pilot, lambda: session.metadata.step == 1, what="step 1")
+        await settled(pilot)
+        assert app.go_to_node("step", "Log")
+        details = app.query_one(NodeDetails)
+        await wait_until(pilot, lambda: details.summary_text(0), what="Log's health summary")
+        shown = " ".join(str(w.render()) for w in details.query("Static"))
+        assert "MatMul" in shown  # its input
+        # continue: the first hit is TensorFlow's first non-finite op, at its call
+        await pilot.press("c")
+        await wait_until(pilot, lambda: bool(session.hits), what="hits")
+        await settled(pilot)
+        hit = session.hits[0]
+        assert (hit.tensor.node, hit.tensor.graph) == (first["op_name"], first["graph_name"])
+        assert session.metadata.step == first["call"] + 1  # TUI step s shows iteration s-1
+        # L: the step's outputs with their health from the FULL_HEALTH counts
+        screen = await open_list(pilot)
+        await health_known(pilot, screen)
+        health = {e.node: h for e, h in zip(screen.entries, screen.health, strict=True)}
+        assert health["MatMul"] is Health.NORMAL
+        assert health["Log"] in (Health.NAN, Health.INF)
