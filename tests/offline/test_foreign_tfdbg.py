@@ -151,3 +151,30 @@ def test_source_fuzz(tmp_path: Path, kind: str, payloads: list[bytes]) -> None:
             dump.index(0, name).statistics_for(it)
             dump.index(0, name).blockers(it)
     assert all(isinstance(p, str) for p in dump.problems)
+
+
+def test_escapes_in_op_types_and_source_text_reach_no_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tuidebug._proto import tfdbg_event_pb2 as pb
+    from tuidebug.offline.files.tfdbg import read_records
+
+    folder = tmp_path / "d"
+    shutil.copytree(DATA / "full_health", folder)
+    for kind in ("graphs", "source_files"):
+        path = folder / f"{PREFIX}.{kind}"
+        out = b""
+        for data in read_records(path)[0]:
+            event = pb.DebugEvent.FromString(data)
+            if event.HasField("graph_op_creation") and event.graph_op_creation.op_name == "Log":
+                event.graph_op_creation.op_type = "Log\x1b]0;pwned\x07"
+            if event.HasField("source_file"):
+                lines = event.source_file.lines
+                for i in range(len(lines)):
+                    lines[i] = lines[i] + "\x1b[2J"
+            out += _framed(event.SerializeToString())
+        path.write_bytes(out)
+    code = cli_main(["exec", str(folder), "ni -t Log", "lt -i 2"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "tf.math.log" in out and "\x1b" not in out + err
