@@ -329,3 +329,26 @@ def test_mindspore_pynative_npy_values_are_checked(capsys: pytest.CaptureFixture
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "float32" in out
+
+
+def test_the_trace_reads_msprobe_parameters_as_the_call_read_them(
+    mlp: Path, tmp_path: Path
+) -> None:
+    """msprobe records a module's parameters when its forward reads them (MindSpore dumps
+    them after the update): a weight NaN at step 1's forward is the origin of the module's
+    NaN output there, not the module (the previous step's finite weight is not what it read)."""
+    root = tmp_path / "run"
+    for step in ("step0", "step1"):
+        shutil.copytree(mlp / "stat_mix_fp32" / step, root / step)
+    path = next((root / "step1").glob("*/dump.json"))
+    doc = json.loads(path.read_text())
+    module = doc["data"]["Module.hid.Linear.forward.0"]
+    module["parameters"]["weight"]["Max"] = float("nan")
+    module["output"][0]["Max"] = float("nan")
+    path.write_text(json.dumps(doc))
+    session, _ = _session(root)
+    assert session.capabilities.parameters_after_update is False
+    graph = session.graphs["msprobe"]
+    start = "Module.hid.Linear.forward.0/Module.hid.Linear.forward.0"
+    trace = trace_in_session(session, graph, start, iteration=1)
+    assert [o.node for o in trace.origins] == ["Module.hid.Linear.forward.0.parameters.weight"]

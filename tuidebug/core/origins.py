@@ -374,6 +374,8 @@ def session_checks(
         if declared_integer(name, slot):
             return False
         ref = TensorRef(name, slot, iteration, rank, graph.name)
+        if not session.capabilities.parameters_after_update:
+            return nonfinite(name, slot)  # dumped as the kernel read it (msprobe)
         array = read(ref, previous=True)
         before = array is not None
         if array is None:

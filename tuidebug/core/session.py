@@ -112,6 +112,10 @@ class Capabilities:
     # a watchpoint without a graph watches every graph (offline): the recommended set is one
     # watchpoint per condition across graphs, not one per condition per graph
     watch_across_graphs: bool = False
+    # a parameter's dumped value is the one after the step's update (MindSpore dumps it
+    # at the end of the step), so what the step's kernels read is the previous step's; an
+    # msprobe dump records it when the call reads it (False): the origin trace reads it as is
+    parameters_after_update: bool = True
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,8 @@ class OfflineDump:
 
     # a foreign dump's statistics in words (`foreign/source.py`); "" for MindSpore's
     statistics_words = ""
+    # MindSpore dumps a parameter after the step's update (`Capabilities`)
+    parameters_after_update = True
 
     def __init__(
         self,

@@ -293,6 +293,11 @@ class OfflineSession(DebugSession):
                 self._set(state=SessionState.PENDING, message=message)
                 raise SessionError(message) from None
             self._dump = dump
+            if dump.parameters_after_update != self.capabilities.parameters_after_update:
+                # this session's own answer (the class's is MindSpore's)
+                self.capabilities = replace(
+                    self.capabilities, parameters_after_update=dump.parameters_after_update
+                )
             if self._checker is not None:  # started again: the old workers are of no use
                 self._checker.close()
             self._checker = Checker(dump, workers=self._workers, runner=self._runner)

@@ -248,6 +248,7 @@ class ForeignDump(OfflineDump):
             raise DumpError(f"{source.root} holds no {source.kind} data that can be read.")
         self.source = source
         self.statistics_words = source.statistics_words
+        self.parameters_after_update = source.parameters_after_update
         self.root = source.root
         self.given_root = str(source.root)
         self.graph_dir = None

@@ -149,6 +149,7 @@ class MsprobeSource(DumpSource):
 
     kind = "msprobe"
     statistics_words = "msprobe statistics (Max, Min, Mean, Norm)"
+    parameters_after_update = False  # recorded when the module's forward reads them
 
     def __init__(self, found: MsprobeRoot) -> None:
         super().__init__(found.root)

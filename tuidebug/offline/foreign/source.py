@@ -102,6 +102,9 @@ class DumpSource(ABC):
     kind: str = ""
     #: the tool's statistics in words ("msprobe statistics (Max, Min, Mean, Norm)")
     statistics_words: str = ""
+    #: whether a parameter's dumped value is the one after the step's update (MindSpore's
+    #: end-of-step dump) or the one the calls read (msprobe: False); the origin trace asks
+    parameters_after_update: bool = True
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(os.path.realpath(os.fspath(root)))
