@@ -163,7 +163,7 @@ def test_escapes_in_op_types_and_source_text_reach_no_terminal(
     shutil.copytree(DATA / "full_health", folder)
     for kind in ("graphs", "source_files"):
         path = folder / f"{PREFIX}.{kind}"
-        out = b""
+        framed = b""
         for data in read_records(path)[0]:
             event = pb.DebugEvent.FromString(data)
             if event.HasField("graph_op_creation") and event.graph_op_creation.op_name == "Log":
@@ -172,8 +172,8 @@ def test_escapes_in_op_types_and_source_text_reach_no_terminal(
                 lines = event.source_file.lines
                 for i in range(len(lines)):
                     lines[i] = lines[i] + "\x1b[2J"
-            out += _framed(event.SerializeToString())
-        path.write_bytes(out)
+            framed += _framed(event.SerializeToString())
+        path.write_bytes(framed)
     code = cli_main(["exec", str(folder), "ni -t Log", "lt -i 2"])
     out, err = capsys.readouterr()
     assert code == 0, err
