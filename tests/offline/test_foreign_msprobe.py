@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -352,3 +353,36 @@ def test_the_trace_reads_msprobe_parameters_as_the_call_read_them(
     start = "Module.hid.Linear.forward.0/Module.hid.Linear.forward.0"
     trace = trace_in_session(session, graph, start, iteration=1)
     assert [o.node for o in trace.origins] == ["Module.hid.Linear.forward.0.parameters.weight"]
+
+
+def test_hostile_value_files_are_one_sentence_each(
+    mlp: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A value file that is a FIFO, a link out of the dump or not a torch.save zip: `pt` says
+    one sentence naming it (never blocks, never reads outside the dump); the rest reads."""
+    root = tmp_path / "run"
+    shutil.copytree(mlp / "tensor_mix_fp32" / "step0", root / "step0")
+    data = next((root / "step0").glob("*/dump_tensor_data"))
+    outside = tmp_path / "secret.pt"
+    shutil.copy(data / "Functional.gelu.0.forward.output.0.pt", outside)
+    (data / "Functional.linear.0.forward.output.0.pt").unlink()
+    os.mkfifo(data / "Functional.linear.0.forward.output.0.pt")
+    (data / "Functional.gelu.0.forward.output.0.pt").unlink()
+    (data / "Functional.gelu.0.forward.output.0.pt").symlink_to(outside)
+    (data / "Torch.tanh.0.forward.output.0.pt").write_bytes(b"PK\x03\x04 not a zip")
+    names = ["Functional.linear.0.forward", "Functional.gelu.0.forward", "Torch.tanh.0.forward"]
+    said = []
+    for name in names:
+        code = cli_main(["exec", str(root), f"pt {name}.output.0@0"])
+        assert code == 2, name
+        said.append(capsys.readouterr().err.strip())
+    assert said == [
+        "tuidebug exec: Functional.linear.0.forward.output.0.pt is a FIFO (named pipe), not a "
+        "regular file.",
+        "tuidebug exec: Functional.gelu.0.forward.output.0.pt points outside the dump folder "
+        "and is refused.",
+        "tuidebug exec: Torch.tanh.0.forward.output.0.pt cannot be read: it is not a zip file "
+        "(too short).",
+    ]
+    code = cli_main(["exec", str(root), "pt Functional.layer_norm.0.forward.output.0@0"])
+    assert code == 0

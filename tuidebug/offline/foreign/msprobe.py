@@ -182,7 +182,8 @@ class MsprobeSource(DumpSource):
             return str(folder / name)
 
     def _dump(self, rank: int, step: int) -> MsprobeDump:
-        """A step's dump.json, the last one kept (the graph and the step read it twice)."""
+        """A step's dump.json; the one the graph was built from is kept until its step is
+        read (the first step in view), so opening reads it once."""
         if self._last is not None and self._last[0] == (rank, step):
             return self._last[1]
         folder = self.found.steps[step].ranks[rank]
@@ -322,6 +323,7 @@ class MsprobeSource(DumpSource):
         except MsprobeError as err:
             step.blockers.append(str(err))
             return step
+        self._last = None  # its records become the step's tensors: not kept twice
         step.blockers.extend(dump.problems)
         folder = self.found.steps[iteration].ranks[rank]
         data_dir = folder / "dump_tensor_data"
