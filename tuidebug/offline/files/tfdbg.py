@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import struct
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -725,26 +725,33 @@ class TfdbgDump:
             np.frombuffer(walls, np.float64).copy(),
         )
 
-    def read_event(self, kind: str, offset: int, length: int) -> pb.DebugEvent | str:
-        """The record of `kind` at data `offset` (from `trace_index`), its CRC checked, or
-        a sentence saying why it cannot be read."""
+    def read_events(
+        self, kind: str, places: Iterable[tuple[int, int]]
+    ) -> Iterator[pb.DebugEvent | str]:
+        """The records of `kind` at these (data offset, length) places (from
+        `trace_index`), one file open for all, each CRC checked: a DebugEvent, or a
+        sentence saying why that one cannot be read."""
         path = self.path(kind)
-        where = f"{path}: the record at byte {offset - 12:,}"
         try:
-            with open_regular(path) as handle:
+            handle = open_regular(path)
+        except OSError as err:
+            yield f"{path} cannot be read: {err}"
+            return
+        with handle:
+            for offset, length in places:
+                where = f"{path}: the record at byte {offset - 12:,}"
                 handle.seek(offset)
                 data = handle.read(length)
                 stored = handle.read(_FOOTER.size)
-        except OSError as err:
-            return f"{path} cannot be read: {err}"
-        if len(data) != length or len(stored) != _FOOTER.size:
-            return f"{where} is cut short"
-        if masked_crc32c(data) != _FOOTER.unpack(stored)[0]:
-            return f"{where} is corrupt (its CRC does not match)"
-        try:
-            return pb.DebugEvent.FromString(data)
-        except (DecodeError, RecursionError, ValueError) as err:
-            return f"{where} is no DebugEvent ({err or 'undecodable'})"
+                if len(data) != length or len(stored) != _FOOTER.size:
+                    yield f"{where} is cut short"
+                elif masked_crc32c(data) != _FOOTER.unpack(stored)[0]:
+                    yield f"{where} is corrupt (its CRC does not match)"
+                else:
+                    try:
+                        yield pb.DebugEvent.FromString(data)
+                    except (DecodeError, RecursionError, ValueError) as err:
+                        yield f"{where} is no DebugEvent ({err or 'undecodable'})"
 
     def trace_events(self) -> Iterator[pb.DebugEvent]:
         """The `.graph_execution_traces` records as DebugEvents, streamed with nothing made

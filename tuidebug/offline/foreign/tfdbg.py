@@ -238,10 +238,9 @@ class TfdbgSource(DumpSource):
         if nodes is None:
             return step
         unreadable = 0
-        for at in np.nonzero(steps.of_trace == iteration)[0]:
-            event = self.dump.read_event(
-                "graph_execution_traces", int(steps.offsets[at]), int(steps.lengths[at])
-            )
+        chosen = np.nonzero(steps.of_trace == iteration)[0]
+        places = zip(steps.offsets[chosen].tolist(), steps.lengths[chosen].tolist(), strict=True)
+        for event in self.dump.read_events("graph_execution_traces", places):
             if isinstance(event, str):
                 unreadable += 1
                 if unreadable == 1:
