@@ -386,3 +386,37 @@ def test_hostile_value_files_are_one_sentence_each(
     ]
     code = cli_main(["exec", str(root), "pt Functional.layer_norm.0.forward.output.0@0"])
     assert code == 0
+
+
+@pytest.mark.parametrize("run", ["stat_L1_blowup", "stat_mix_bf16", "tensor_mix_bf16"])
+def test_the_session_and_check_find_the_same_tensors(
+    mlp: Path, run: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The TUI/exec/API path (the seam) and `tuidebug check` (its streaming path) decide the
+    same watchpoints on the same tensors: weights, gradients, tensors alike."""
+    specs = ["TO", "TL:max_gt=1e20", "GL:max_gt=0.01", "WL:max_gt=0.3"]
+    if run.startswith("tensor"):
+        specs = ["TO", "WL:max_gt=0.3", "GL:max_gt=0.01"]  # on values: max from the values
+    argv = ["check", str(mlp / run), "--json"]
+    for spec in specs:
+        argv += ["--watch", spec]
+    cli_main(argv)
+    cli = {
+        (h["watchpoint"], h["iteration"], h["tensor"])
+        for h in json.loads(capsys.readouterr().out)
+        if h["error_code"] == 0
+    }
+    session, _ = _session(mlp / run, *specs)
+    dump = session.dump
+    assert isinstance(dump, ForeignDump)
+    seen = set()
+    for step in range(1, (session.metadata.max_step or 0) + 1):
+        session.reset_step(step)
+        session.recheck()
+        for h in session.hits:
+            if h.error_code:
+                continue
+            t = dump.foreign_tensor(0, "msprobe", h.tensor.node, h.tensor.slot, step - 1)
+            assert t is not None
+            seen.add((specs[h.watchpoint_id - 1], step - 1, t.name))
+    assert cli and seen == cli

@@ -14,7 +14,8 @@ What the dump model sees:
 - scopes from `construct.json` (a module's calls under the module's own call, scopes named
   only there, like `optimizer`, as such); without it (level L1 writes `{}`) the calls are
   grouped by API family (`Functional/`, `Torch/`, `Tensor/`…). Backward calls and parameter
-  gradients go under `Gradients/`, as MindSpore's do: the gradient category is theirs;
+  gradients go under `Gradients/`, as MindSpore's do; the gradient category is the parameter
+  gradients' (as `tuidebug check` on msprobe watches them);
 - stacks from `stack.json`, on the forward calls it names;
 - statistics: Max, Min, Mean, Norm as `StatisticRow` keys, the NaN/Inf counts from Max and
   Min only (`msprobe_stats`: msprobe's `overflow_check` rule; Norm overflows in the
@@ -477,7 +478,9 @@ def _graph(
                     producers.setdefault(sig, (name, slot))
         direction = parsed.direction if parsed is not None else ""
         cats = {Category.TENSOR}
-        if direction in ("backward", "parameters_grad"):
+        if direction == "parameters_grad":
+            # the parameters' gradients, as `tuidebug check` on msprobe watches them; a
+            # backward call's outputs are activations' gradients: tensor conditions only
             cats.add(Category.GRADIENT)
         elif direction == "forward":
             cats.add(Category.ACTIVATION)
