@@ -42,8 +42,8 @@ from tuidebug.compare.metrics import (
 
 __all__ = ["CHUNK", "FUSED_MIN", "Measured", "measure"]
 
-# elements per chunk: 8 MiB of float64 per side, a few such arrays in the L2/L3 working set
-CHUNK = 1 << 20
+# elements per chunk: 512 KiB of float64 per side, the few arrays of a chunk in L2
+CHUNK = 1 << 16
 # tensors of at least this many elements take the chunked pass (smaller ones: msprobe's
 # whole-array arithmetic, number for number, at no cost worth saving)
 FUSED_MIN = 1 << 22
@@ -142,11 +142,13 @@ def _chunked(
             g_sum += b_sum
             t_max, t_min = max(t_max, float(n64.max())), min(t_min, float(n64.min()))
             g_max, g_min = max(g_max, float(b64.max())), min(g_min, float(b64.min()))
-            dot_nb += float(np.dot(n64, b64))
-            dot_nn += float(np.dot(n64, n64))
-            dot_bb += float(np.dot(b64, b64))
+            # einsum's own loops, not BLAS: OpenBLAS threads each ddot and, on a loaded
+            # machine, spins for its threads (30× the CPU time of the single-threaded call)
+            dot_nb += float(np.einsum("i,i->", n64, b64))
+            dot_nn += float(np.einsum("i,i->", n64, n64))
+            dot_bb += float(np.einsum("i,i->", b64, b64))
             diff = np.subtract(n64, b64, out=n64)  # n64 is not needed any more
-            dot_dd += float(np.dot(diff, diff))
+            dot_dd += float(np.einsum("i,i->", diff, diff))
             max_abs = max(max_abs, float(np.max(np.abs(diff, out=diff))))
             # the relative error as msprobe computes it, in its dtype
             n_rel = n_raw.astype(rel_type)
