@@ -1,6 +1,8 @@
-"""One rank of the FSDP2 test (`test_torch_fsdp.py` runs it under torchrun, gloo, CPU):
+"""One rank of the FSDP2 tests (`test_torch_fsdp.py` runs it under torchrun, gloo, CPU):
 a `fully_shard`ed MLP dumped for two steps, and this rank's view of a sharded parameter
-through the debugger's lookup (what a ViewCMD answers), written to `<out>/view_<rank>.json`."""
+through the debugger's lookup (what a ViewCMD answers), written to `<out>/view_<rank>.json`.
+With `--port P` it attaches to the debugger at P instead, and from step 3 on the first
+layer's output is +inf (a fault for the debugger to find)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,29 @@ from torch import nn
 from torch.distributed.fsdp import fully_shard
 
 import tuidebug.torch as tdb
+
+
+def online(port: int) -> None:
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    for layer in (model[0], model[2]):
+        fully_shard(layer)
+    fully_shard(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = [0]
+    model[0].register_forward_hook(lambda m, a, out: out * float("inf") if step[0] >= 2 else out)
+    try:
+        with tdb.attach(model, opt, port=port, retry_delay=0.02) as debugger:
+            for i in range(50):
+                step[0] = i
+                model(torch.randn(4, 8)).square().mean().backward()
+                opt.step()
+                opt.zero_grad()
+                debugger.step_end()
+    except tdb.Terminated:
+        pass
+    dist.destroy_process_group()
 
 
 def main(out: Path) -> None:
@@ -44,4 +69,7 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[1] == "--port":
+        online(int(sys.argv[2]))
+    else:
+        main(Path(sys.argv[1]))

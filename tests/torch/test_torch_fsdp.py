@@ -13,19 +13,28 @@ from pathlib import Path
 
 import pytest
 
-from tests.torch.support import free_port, torch
+from tests.torch.support import free_port, make_session, torch, wait_state, wait_until
+from tuidebug.core.session import SessionState
+from tuidebug.core.tensor import TensorRef
 
 JOB = Path(__file__).with_name("fsdp2_job.py")
+
+
+def torchrun(ranks: int, *args: str) -> list[str]:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(ranks)]
+    return [*cmd, "--master_port", str(free_port()), str(JOB), *args]
+
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path.cwd())}
 
 
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="no torch.distributed")
 def test_fsdp2_ranks_dump_their_shards_and_check_reads_every_rank(tmp_path: Path) -> None:
     from tuidebug.offline.dump import OfflineDump
 
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path.cwd())}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
-    cmd += ["--master_port", str(free_port()), str(JOB), str(tmp_path)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(
+        torchrun(2, str(tmp_path)), capture_output=True, text=True, timeout=120, env=ENV
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     for rank in (0, 1):
         view = json.loads((tmp_path / f"view_{rank}.json").read_text())
@@ -46,3 +55,40 @@ def test_fsdp2_ranks_dump_their_shards_and_check_reads_every_rank(tmp_path: Path
     )
     assert check.returncode == 0, check.stderr
     assert "ranks 0-1" in check.stdout, check.stdout
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="no torch.distributed")
+def test_fsdp2_attached_training_is_checked_and_viewed_on_its_shards() -> None:
+    """Online (one rank: a job of several ranks is the server's business): DTensor
+    parameters and gradients checked and viewed, the sharding in the node details."""
+    session, _log = make_session()
+    job = subprocess.Popen(
+        torchrun(1, "--port", str(session.port)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        wait_state(session, SessionState.WAITING, timeout=60)
+        graph = session.graphs["kernel_graph0"]
+        fc1 = next(n for n in graph if n.op_type == "Linear")
+        assert fc1.attributes["weight.sharding"].startswith("Shard(dim=0) over a mesh of (1,)")
+        weight = session.tensor(TensorRef("0.weight"))
+        assert weight is not None and weight.shape == (16, 8)
+        session.create_watchpoint("TO", {}, [])
+        session.continue_()
+        wait_until(
+            lambda: session.metadata.state is SessionState.WAITING and bool(session.hits),
+            timeout=60,
+            what="a hit",
+        )
+        assert session.hits[0].tensor.node == fc1.name
+        assert session.metadata.step == 3
+        session.terminate()
+        assert job.wait(60) == 0, job.stderr.read() if job.stderr else ""
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait(10)
+        session.close()
