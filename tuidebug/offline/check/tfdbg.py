@@ -226,11 +226,12 @@ def _decide_health(req: CheckRequest, mode: int, h: HealthCounts) -> CheckResult
 
 
 # the fast path's summary layouts: (float64 content bytes, its unpack, the NaN/Inf slots)
-_FastLayout = tuple[int, Callable[[bytes], tuple[float, ...]], int, int, int]
+# (float64 content bytes, an unpack of its NaN/Inf count slots alone, those slots clean)
+_FastLayout = tuple[int, Callable[[bytes], tuple[float, ...]], tuple[float, ...]]
 _FAST: dict[int, _FastLayout] = {
-    CURT: (16, struct.Struct("<2d").unpack, 1, 1, 1),
-    CONCISE: (40, struct.Struct("<5d").unpack, 2, 3, 4),
-    FULL_HEALTH: (88, struct.Struct("<11d").unpack, 5, 6, 7),
+    CURT: (16, struct.Struct("<8xd").unpack_from, (0.0,)),
+    CONCISE: (40, struct.Struct("<16x3d").unpack_from, (0.0, 0.0, 0.0)),
+    FULL_HEALTH: (88, struct.Struct("<40x3d").unpack_from, (0.0, 0.0, 0.0)),
 }
 _MAX_CACHED_OPS = 100_000  # op facts kept (a real graph has thousands; hostile names, more)
 
@@ -475,27 +476,26 @@ def check_tfdbg(
     at, (pending, pending_wall) = next(executions, (-1, (None, inf)))
     fast = run.fast
     report = run.report
-    index = -1
+    skipped = 0  # events of the traces file that are no trace: not counted as traces
     clean = 0  # traces the fast path found clean, added to `report.checked` at the end
-    for event in dump.trace_events():
-        index += 1
+    for at_event, event in enumerate(dump.trace_events()):
         trace = event.graph_execution_trace
         mode = trace.tensor_debug_mode
         # the common case, inlined and kept lean (a long run has millions of traces): a
-        # health summary whose NaN/Inf slots are all exactly 0 decides TO without more
-        # (nor the executions before it: they are caught up with when a trace needs them)
+        # health summary whose NaN/Inf count slots are all exactly 0 decides TO without
+        # more (nor the executions before it: caught up with when a trace needs them).
+        # A NaN or a negative count is not 0.0, so it takes the slow path, which says so.
         layout = fast.get(mode)
         if layout is not None:
             tp = trace.tensor_proto
             content = tp.tensor_content
-            if len(content) == layout[0] and tp.dtype == 2:
-                v = layout[1](content)
-                if not (v[layout[2]] or v[layout[3]] or v[layout[4]]):  # NaN, -1 are true
-                    clean += 1
-                    continue
+            if len(content) == layout[0] and tp.dtype == 2 and layout[1](content) == layout[2]:
+                clean += 1
+                continue
         if not mode and not event.HasField("graph_execution_trace"):
-            index -= 1  # another event in the traces file: no trace
+            skipped += 1  # another event in the traces file: no trace
             continue
+        index = at_event - skipped
         # a call's record is written when it returns: the calls (and eager ops) before
         # this trace, for its step (and the order of hits and the origin)
         wall_time = event.wall_time

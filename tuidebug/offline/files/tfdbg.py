@@ -33,7 +33,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -168,9 +168,17 @@ _CHUNK = 1 << 20  # bytes read at a time: one read call per many small records
 
 
 def _records(
-    handle: BinaryIO, path: str, log: _Log, *, read_data: bool = True
-) -> Iterator[tuple[int, int, bytes]]:
-    """(offset of the data, its length, the data or b"" when not `read_data`) per record.
+    handle: BinaryIO,
+    path: str,
+    log: _Log,
+    *,
+    read_data: bool = True,
+    parse: Callable[[bytes], Any] | None = None,
+) -> Iterator[Any]:
+    """(offset of the data, its length, the data or b"" when not `read_data`) per record,
+    or with `parse` what it makes of the data (a DebugEvent: the parse is done here, not
+    in a generator of its own around this one, which cost a tenth of the loop; data it
+    cannot parse is one problem, skipped).
     The data's CRC is checked when it is read; see the module docstring for the rest.
     Small records are cut from 1 MiB reads (a read call per record cost as much as the
     CRCs); one larger than that is read on its own. This loop runs once per record of a
@@ -235,8 +243,18 @@ def _records(
                     f"{path}: the record at byte {pos:,} is corrupt (its "
                     "CRC does not match); it is skipped."
                 )
-            else:
+            elif parse is None:
                 yield start, length, data
+            else:
+                try:
+                    event = parse(data)
+                except (DecodeError, RecursionError, ValueError) as err:
+                    log.problem(
+                        f"{path}: the record at byte {pos:,} is no DebugEvent "
+                        f"({err or 'undecodable'}); it is skipped."
+                    )
+                else:
+                    yield event
         pos = end
         if pos - at > buf_len:  # skipped past the buffer: read on from there
             handle.seek(pos)
@@ -535,18 +553,8 @@ class TfdbgDump:
         except OSError as err:
             self._log.problem(f"{path} cannot be read: {err}.")
             return
-        parse = pb.DebugEvent.FromString
         with handle:
-            for offset, _n, data in _records(handle, path, self._log):
-                try:
-                    event = parse(data)
-                except (DecodeError, RecursionError, ValueError) as err:
-                    where = f"{path}: the record at byte {offset - 12:,}"
-                    self._log.problem(
-                        f"{where} is no DebugEvent ({err or 'undecodable'}); it is skipped."
-                    )
-                    continue
-                yield event
+            yield from _records(handle, path, self._log, parse=pb.DebugEvent.FromString)
 
     def _read_metadata(self) -> None:
         for event in self._events("metadata"):
