@@ -420,3 +420,23 @@ def test_the_session_and_check_find_the_same_tensors(
             assert t is not None
             seen.add((specs[h.watchpoint_id - 1], step - 1, t.name))
     assert cli and seen == cli
+
+
+def test_check_decides_on_values_what_tensor_dump_statistics_cannot(
+    mlp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tuidebug check` on a task-tensor dump: TZ and WCL, refused on statistics, are
+    checked on the `.pt` values (no refusal, no warning), WCL against the previous step."""
+    argv = ["check", str(mlp / "tensor_mix_bf16"), "--json"]
+    argv += ["--watch", "TZ:zero_percentage_ge=10", "--watch", "WCL:abs_mean_update_ratio_gt=0.01"]
+    assert cli_main(argv) == 1
+    out, err = capsys.readouterr()
+    assert "cannot be checked" not in err
+    hits = json.loads(out)
+    zero = {(h["iteration"], h["tensor"]) for h in hits if h["watchpoint"].startswith("TZ")}
+    assert (0, "Module.norm.LayerNorm.forward.0.parameters.bias") in zero  # all zero at start
+    change = [h for h in hits if h["watchpoint"].startswith("WCL")]
+    assert {h["error_code"] for h in change if h["iteration"] == 0} == {4}  # no previous step
+    assert any(h["error_code"] == 0 and h["iteration"] == 1 for h in change)
+    steps = [(h["iteration"]) for h in hits]
+    assert steps == sorted(steps)  # hits in step order, execution order within one

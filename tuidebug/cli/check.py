@@ -440,10 +440,15 @@ def _report(
 
 
 def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot) -> int:
-    """`check` on an msprobe dump: decided from its statistics (`offline.check.msprobe`)."""
+    """`check` on an msprobe dump: decided from its statistics (`offline.check.msprobe`);
+    a tensor dump's watchpoints the statistics cannot decide, on the values."""
     from tuidebug.core.text import printable
     from tuidebug.core.watchpoints import result_detail, result_record
-    from tuidebug.offline.check.msprobe import check_msprobe
+    from tuidebug.offline.check.msprobe import (
+        check_msprobe,
+        check_msprobe_values,
+        has_tensor_files,
+    )
 
     for flag, given in (("--graph", args.graph), ("--cluster", args.cluster)):
         if given:
@@ -452,13 +457,27 @@ def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot)
         raise UsageError("--recommended is not available for msprobe dumps yet; give --watch.")
     iterations = parse_iteration_ranges(args.iteration) if args.iteration else None
     rank_ranges = [r for t in args.rank or () for r in parse_iteration_ranges(t, "rank")]
+    steps = (lambda i: any(a <= i <= b for a, b in iterations)) if iterations else None
+    ranks = (lambda r: any(a <= r <= b for a, b in rank_ranges)) if rank_ranges else None
     report = check_msprobe(
         root,
         [(o.watchpoint.request(), o.condition.target) for o in options.watches],
-        steps=(lambda i: any(a <= i <= b for a, b in iterations)) if iterations else None,
-        ranks=(lambda r: any(a <= r <= b for a, b in rank_ranges)) if rank_ranges else None,
+        steps=steps,
+        ranks=ranks,
         node_filter=options.node_filter,
     )
+    if report.refusals and has_tensor_files(root, steps):
+        # task tensor: what the statistics cannot decide is checked on the values (the
+        # foreign-dump seam and the checker, as the TUI and the API check it), every watch
+        report = check_msprobe_values(
+            root,
+            [(o.condition, o.watchpoint.request()) for o in options.watches],
+            steps=steps,
+            ranks=ranks,
+            node_filter=options.node_filter,
+            mem_limit=args.mem_limit << 20 if args.mem_limit is not None else None,
+            workers=args.workers,
+        )
     for problem in [*root.problems, *report.problems, *report.refusals.values()]:
         _warn(problem)
     if not report.checked and not (root.problems or report.problems or report.refusals):

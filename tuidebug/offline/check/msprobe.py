@@ -31,9 +31,10 @@ from tuidebug.core.condition_catalogue import (
     LEGACY_STAT,
     CheckRequest,
     CheckResult,
+    ConditionSpec,
     ConditionType,
 )
-from tuidebug.core.graph import Category
+from tuidebug.core.graph import Category, Node
 from tuidebug.offline.check.statistic import Missing, condition_label, decide
 from tuidebug.offline.files.msprobe import (
     MAX_DEPTH,
@@ -271,3 +272,72 @@ def _check_call(
             if outcome.reported:
                 place = MsprobePlace(rank, GRAPH, step_id, call.name, slot, tensor.name)
                 report.hits.append(MsprobeHit(wp_id, place, outcome))
+
+
+# ---------------------------------------------------------------------- on the values
+
+
+def has_tensor_files(root: MsprobeRoot, steps: Callable[[int], bool] | None = None) -> bool:
+    """Whether a selected step of `root` holds msprobe's tensor files (task tensor: a real
+    `dump_tensor_data/` folder beside a dump.json), so every condition can be checked on the
+    values instead of being refused on the statistics."""
+    for step_id, step in root.steps.items():
+        if steps is not None and not steps(step_id):
+            continue
+        for folder in step.ranks.values():
+            data = folder / "dump_tensor_data"
+            if data.is_dir() and not data.is_symlink():
+                return True
+    return False
+
+
+def check_msprobe_values(
+    root: MsprobeRoot,
+    watches: Sequence[tuple[ConditionSpec, CheckRequest]],
+    steps: Callable[[int], bool] | None = None,
+    ranks: Callable[[int], bool] | None = None,
+    node_filter: re.Pattern[str] | None = None,
+    *,
+    mem_limit: int | None = None,
+    workers: int | None = None,
+) -> MsprobeReport:
+    """Check `watches` (watchpoint id = position) on the values of a tensor dump, through
+    the foreign-dump seam (`offline/foreign`) and the checker, as the TUI and the API do:
+    every condition, change conditions against the previous step; hits ordered by step,
+    rank and execution order. A tensor without a value file is decided from its record."""
+    from tuidebug.core.watch_targets import watched_tensors
+    from tuidebug.offline.check.checker import Checker, Watch, needs_previous
+    from tuidebug.offline.foreign.dump import ForeignDump
+    from tuidebug.offline.foreign.msprobe import MsprobeSource
+
+    report = MsprobeReport()
+    dump = ForeignDump(MsprobeSource(root), mem_limit=mem_limit)
+    chosen = [r for r in dump.ranks if ranks is None or ranks(r)]
+
+    def keep(node: Node) -> bool:
+        return node_filter is None or bool(node_filter.search(node.dump_name or node.name))
+
+    plan: list[Watch] = []
+    for wp_id, (condition, request) in enumerate(watches):
+        tensors: dict[tuple[int, str], list[tuple[str, int]]] = {}
+        for rank in chosen:
+            found = watched_tensors(
+                condition, [], dump.graphs(rank).values(), constants=False, node_filter=keep
+            )
+            tensors.update({(rank, graph): pairs for graph, pairs in found.items()})
+        plan.append(Watch(wp_id, request, needs_previous(request.condition), tensors))
+    iterations = sorted(
+        {i for r in chosen for i in dump.iterations(r) if steps is None or steps(i)}
+    )
+    with Checker(dump, workers=workers) as checker:
+        checked = checker.check(plan, iterations)
+    report.problems.extend(dict.fromkeys([*dump.problems, *checked.problems]))
+    report.checked = checked.tensors_checked
+    for outcome in checked.outcomes:
+        k = outcome.key
+        node = dump.graph(k.rank, k.graph).node(k.node)
+        record = dump.foreign_tensor(k.rank, k.graph, k.node, k.slot, k.iteration)
+        tensor = record.name if record is not None else f"{node.dump_name}:{k.slot}"
+        place = MsprobePlace(k.rank, k.graph, k.iteration, node.dump_name or k.node, k.slot, tensor)
+        report.hits.append(MsprobeHit(outcome.watchpoint_id, place, outcome.result))
+    return report
