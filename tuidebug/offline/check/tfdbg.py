@@ -22,23 +22,27 @@ and TF 1's `tf.gradients` name them so); activations the activation op types; te
 
 Graph execution traces (ops inside `tf.function`s) are checked in file order, which is
 execution order, and eager ops' own outputs (`.execution` records outside any function)
-between them by wall time. Memory: the op records, one trace at a time, the previous value
-of each watched output for the change conditions, one flag per op output for the origin;
-hits go to `on_hit` as found (time to first result), kept only without it.
+between them by wall time. One pass streams both files (the executions are caught up with
+when a trace needs them: a hit, the origin); a clean health summary takes a lean path that
+reads its NaN/Inf slots alone. Memory: the op records, one trace at a time, the previous
+value of each watched output for the change conditions; hits go to `on_hit` as found (time
+to first result), kept only without it.
 
 Steps: records carry no step number, and traces of concurrently running graphs (a Keras
 `fit`'s dataset pipeline beside the model) interleave, so a step is derived: the trace's
 graph is followed out (`outer_context_id`) to the function graph the `.execution` file
-records calls of, and the step is the index of that function's first call whose record was
-written at or after the trace (a call's record is written when it returns, after its ops'
+records calls of, and the step is the count of that function's calls whose records were
+written before the trace (a call's record is written when it returns, after its ops'
 traces). A trace after the last call's record (a run killed mid-call) is that next call; a
 graph no recorded call contains (a tf.data function run by the input pipeline) has none.
 
-Origin: the first op output (graph trace or eager op, in that merged order) that is
-non-finite while every input the dump recorded was finite, at that moment (a graph op's
-inputs are its `input_names`' latest traces in the same graph; an eager op's its input
-tensor ids). An input never recorded (a function argument, an untraced op) is not held
-against the op. That is DebugDataReader's data read the same way (tests/data/tfdbg).
+Origin: the first op output that went non-finite while its inputs were finite. In the
+merged order of graph traces and eager outputs nothing before the first non-finite output
+was non-finite, so each of its inputs the dump recorded was finite then (an input never
+recorded, a function argument or an untraced op, is not held against it): the origin is
+that first non-finite output, with its data inputs (a graph op's `input_names`, an eager
+op's input tensor ids). TensorFlow's DebugDataReader, read with the full input check, gives
+the same op on every fixture (tests/data/tfdbg/make_dumps.py, `origin`).
 """
 
 from __future__ import annotations
