@@ -2,10 +2,12 @@
 
     tuidebug compare ./bf16_dump ./fp32_dump --iteration 3 --csv out.csv
 
-TARGET and GOLDEN in the order of msprobe compare's `-tp`/`-gp`: two MindSpore synchronous
-dumps of the same network and version, or two msprobe dumps (statistics compared). The
-table lists the rows in execution order from the first divergence on (a divergence: past a
-tolerance that knows the dtypes, see tuidebug/compare/tolerance.py), then one summary line;
+TARGET and GOLDEN in the order of msprobe compare's `-tp`/`-gp`: two MindSpore-layout dumps
+of the same network (synchronous dumps of one or two MindSpore versions, statistic-only
+dumps, tuidebug.torch dumps) or two msprobe dumps (tensor or statistics). The table lists the
+rows in execution order from the first divergence on (a divergence: past a tolerance that
+knows the dtypes, see tuidebug/compare/tolerance.py), the divergence chain, then one summary
+line;
 `--json` prints one JSON object instead, `--csv FILE` writes msprobe compare's CSV layout
 (never over an existing file; `--force` replaces it).
 Exit status: 0 = no divergence, 1 = divergences, 2 = usage or data error.
@@ -30,7 +32,8 @@ EPILOG = """\
 a divergence: NaN or Inf on one side only, different shapes, Cosine < --cosine, or
   MaxAbsErr > --atol + --rtol * max|golden|; defaults by the lower-precision dtype:
   float32 0.9999/1e-4/1e-6, float16 0.99/1e-2/1e-3, bfloat16 0.99/3e-2/1e-2, float64
-  0.99999/1e-7/1e-9, integers exact
+  0.99999/1e-7/1e-9, integers exact; where the two runs differ in precision (bf16
+  autocast against fp32), every float tensor is judged by the lower precision
 exit status: 0 no divergence, 1 divergences, 2 usage or data error
 """
 # rows printed after the first divergence before "… N more rows" (--json/--csv have all)
