@@ -19,8 +19,8 @@ from tuidebug.cli import launch
 from tuidebug.cli import online as cli_online
 from tuidebug.cli.common import EXIT_OK, EXIT_USAGE
 from tuidebug.core.session import Ending, SessionState
+from tuidebug.online.job import JobSession
 from tuidebug.online.server import ServerStartError
-from tuidebug.online.session import OnlineSession
 
 
 def _one_sentence(text: str) -> None:
@@ -51,10 +51,10 @@ def test_online_warns_without_loopback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # never bind a public address in tests: the start fails right after the warning
-    def refuse(self: OnlineSession) -> None:
+    def refuse(self: JobSession) -> None:
         raise ServerStartError("Port 50051 on 0.0.0.0 is already in use; choose another.")
 
-    monkeypatch.setattr(OnlineSession, "start", refuse)
+    monkeypatch.setattr(JobSession, "start", refuse)
     assert cli.main(["online", "--host", "0.0.0.0"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "no authentication" in err and "SSH tunnel" in err

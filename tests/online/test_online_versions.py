@@ -27,6 +27,7 @@ from tuidebug.core.session import (
     SessionError,
     SessionState,
 )
+from tuidebug.online.job import JobSession
 from tuidebug.online.session import OnlineSession
 from tuidebug.online.versions import (
     VersionCheck,
@@ -249,11 +250,12 @@ def test_cli_bad_strict_version(
 def test_cli_threads_strict_version_to_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str | None] = []
 
-    def stop_here(self: OnlineSession) -> None:
-        seen.append(self.strict_version)
+    def stop_here(self: JobSession) -> None:
+        # every rank's session applies the rule (`tuidebug online` serves a JobSession)
+        seen.append(self.rank_sessions[0].strict_version)
         raise KeyboardInterrupt  # main answers 130: nothing was bound
 
-    monkeypatch.setattr(OnlineSession, "start", stop_here)
+    monkeypatch.setattr(JobSession, "start", stop_here)
     assert cli.main(["online", "--port", "0", "--strict-version", "2.3"]) == 130
     assert cli.main(["online", "--port", "0"]) == 130
     assert seen == ["2.3", None]

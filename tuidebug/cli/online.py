@@ -1,7 +1,10 @@
 """`tuidebug online`: serve the debugger protocol and wait for a training to connect.
 
-The TUI shows the session when it is installed and stdin/stdout are a terminal; otherwise
-the session's events are printed on stdout, one escaped line each, until Ctrl+C.
+One server serves every rank of one job (`online/job.py`). The TUI shows the session when
+it is installed and stdin/stdout are a terminal (and `--headless` is not given); otherwise
+the session's events are printed on stdout, one escaped line each, until Ctrl+C. With
+`--until-hit` it is the headless sentinel of `online_sentinel.py` (continue until the first
+hit, print it, terminate, exit 1; exit 0 when the training ends with no hit).
 """
 
 from __future__ import annotations
@@ -31,6 +34,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "every MindSpore, warning about those older than 1.5 or unreadable)",
     )
     add_watch_arguments(p)
+    p.add_argument(
+        "--headless",
+        action="store_true",
+        help="no TUI even on a terminal: print the session's events (or, with --until-hit, "
+        "only the hits)",
+    )
+    p.add_argument(
+        "--until-hit",
+        action="store_true",
+        help="headless sentinel: continue every connected training until the first hit, "
+        "print its hits, terminate the training and exit 1 (0 when it ends with no hit)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="with --until-hit: print the hits as one JSON array"
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --until-hit: exit 2 when no training connected within SECONDS",
+    )
 
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -54,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     _check_port(args.port)
     specs = watch_specs(args)
+    _check_sentinel_options(args, specs)
     if args.host not in _LOOPBACK:
         # here, not at the top: `tuidebug check` imports this module and must not load online
         from tuidebug.online.listen_address import reachable_at
@@ -77,11 +103,27 @@ def run(args: argparse.Namespace) -> int:
         online_log.removeHandler(handler)
 
 
-def _serve_online(args: argparse.Namespace, strict: str | None, specs: list[str]) -> int:
-    from tuidebug.online.server import ServerStartError
-    from tuidebug.online.session import OnlineSession
+def _check_sentinel_options(args: argparse.Namespace, specs: list[str]) -> None:
+    """The sentinel's options make sense together (one sentence, exit 2, otherwise)."""
+    if args.json and not args.until_hit:
+        raise UsageError("--json prints the hits of --until-hit; add --until-hit.")
+    if args.connect_timeout is not None and not args.until_hit:
+        raise UsageError("--connect-timeout is for --until-hit; add --until-hit.")
+    if args.connect_timeout is not None and not args.connect_timeout > 0:
+        raise UsageError(
+            f"--connect-timeout must be a positive number of seconds, not {args.connect_timeout:g}."
+        )
+    if args.until_hit and not (specs or args.recommended):
+        raise UsageError(
+            "--until-hit needs watchpoints to wait for: add --watch, --watch-file or --recommended."
+        )
 
-    session = OnlineSession(args.host, args.port, strict_version=strict)
+
+def _serve_online(args: argparse.Namespace, strict: str | None, specs: list[str]) -> int:
+    from tuidebug.online.job import JobSession
+    from tuidebug.online.server import ServerStartError
+
+    session = JobSession(args.host, args.port, strict_version=strict)
     try:
         session.start()
     except ServerStartError as exc:
@@ -89,7 +131,20 @@ def _serve_online(args: argparse.Namespace, strict: str | None, specs: list[str]
     try:
         from tuidebug.cli import launch  # no Textual: the runner loads it
 
-        run_app = _tui_runner() if launch.on_terminal() else None
+        if args.until_hit:
+            from tuidebug.cli.online_sentinel import run_sentinel
+            from tuidebug.cli.watch_options import parse_watch_arguments
+
+            say(f"tuidebug online: listening on {session.address}; waiting for a training.")
+            return run_sentinel(
+                session,
+                parse_watch_arguments(args),
+                recommended=args.recommended,
+                as_json=args.json,
+                connect_timeout=args.connect_timeout,
+            )
+        headless = args.headless or not launch.on_terminal()
+        run_app = None if headless else _tui_runner()
         if run_app is not None:
             return int(run_app(session, watch_specs=specs, recommended=args.recommended) or 0)
         if specs or args.recommended:

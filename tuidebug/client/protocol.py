@@ -198,8 +198,11 @@ class ProtocolClient:
         reconnect: bool = False,
         chunk_size: int = CHUNK_SIZE,
         interruptible: bool = True,
+        extra_metadata: bytes = b"",
     ) -> None:
-        """`retry_delay` scales MindSpore's back-off (n·1 s after the n-th failure).
+        """`extra_metadata`: protobuf wire bytes merged into every `Metadata` sent (the rank
+        fields of `core.rank_fields`, which MindSpore's schema does not have).
+        `retry_delay` scales MindSpore's back-off (n·1 s after the n-th failure).
         `reconnect=True` (not MindSpore behaviour) re-sends metadata and graphs when the
         server answers WaitCMD with FAILED, so a restarted debugger picks the training up."""
         self.target = target
@@ -220,6 +223,7 @@ class ProtocolClient:
         # answers in about a third of the time of a polled future (no thread hand-off): a
         # training that suspends at every step end pays this round trip every step.
         self.interruptible = interruptible
+        self.extra_metadata = extra_metadata
 
         self.watchpoints: dict[int, ClientWatchpoint] = {}
         self.initial_suspension = True
@@ -672,7 +676,7 @@ class ProtocolClient:
     def _metadata(
         self, cur_step: int, cur_node: str, *, training_done: bool = False, graph_num: int = 0
     ) -> pb.Metadata:
-        return pb.Metadata(
+        md = pb.Metadata(
             device_name=f"{self.device_id}:{self.root_graph_id}",
             cur_step=cur_step,
             backend=self.backend,
@@ -681,6 +685,9 @@ class ProtocolClient:
             graph_num=graph_num or len(self.graphs),
             ms_version=self.ms_version,
         )
+        if self.extra_metadata:
+            md.MergeFromString(self.extra_metadata)
+        return md
 
     def _call(self, method: grpc.UnaryUnaryMultiCallable, request: object) -> pb.EventReply:
         return method(request)

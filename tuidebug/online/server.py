@@ -34,7 +34,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -315,10 +315,11 @@ class CallGuard:
         call.reading = False
         return item
 
-    def cancel_peers_except(self, peer: str) -> None:
-        """A training attached: the other peers' streams are no longer wanted."""
+    def cancel_peers_except(self, peers: Collection[str]) -> None:
+        """A training attached: the streams of peers other than `peers` (it, and the other
+        ranks of its job) are no longer wanted."""
         with self._lock:
-            doomed = [c for c in self._calls if c.stream and c.peer != peer]
+            doomed = [c for c in self._calls if c.stream and c.peer not in peers]
         for call in doomed:
             call.timed_out = "another training is attached"
             call.context.cancel()
@@ -373,17 +374,19 @@ class WireHandler(Protocol):
 
     def wire_graphs(self, protos: list[graph_pb.GraphProto], peer: str = "") -> pb.EventReply: ...
 
-    def expected_tensor_keys(self) -> set[tuple[str, str, str]]:
+    def expected_tensor_keys(self, peer: str = "") -> set[tuple[str, str, str]]:
         """(node, slot, iter) of the tensors asked for: only those are kept."""
         ...
 
-    def wire_tensors(self, tensors: list[ReceivedTensor], broken: str = "") -> None: ...
+    def wire_tensors(
+        self, tensors: list[ReceivedTensor], broken: str = "", peer: str = ""
+    ) -> None: ...
 
-    def wire_tensor_stats(self, summaries: list[pb.TensorSummary], broken: str = "") -> None: ...
+    def wire_tensor_stats(self, summaries: list[Any], broken: str = "", peer: str = "") -> None: ...
 
-    def wire_tensor_base(self, bases: list[pb.TensorBase], broken: str = "") -> None: ...
+    def wire_tensor_base(self, bases: list[Any], broken: str = "", peer: str = "") -> None: ...
 
-    def wire_hits(self, hits: list[pb.WatchpointHit]) -> None: ...
+    def wire_hits(self, hits: list[pb.WatchpointHit], peer: str = "") -> None: ...
 
 
 class EventListener:
@@ -499,7 +502,10 @@ class EventListener:
                 log.warning("SendMetadata failed: %s: %s", type(exc).__name__, exc)
                 reply = failed_reply()
             if not request.training_done and reply.status == pb.EventReply.OK:
-                self.guard.cancel_peers_except(call.peer)
+                # the other ranks of its job keep theirs (a handler without jobs has none)
+                job_peers = getattr(self.session, "job_peers", None)
+                keep = set(job_peers(call.peer)) if job_peers is not None else set()
+                self.guard.cancel_peers_except(keep | {call.peer})
             return reply
 
         reply = self._unary("SendMetadata", requests, context, handle)
@@ -601,7 +607,7 @@ class EventListener:
         """Spec §2.8: pieces of one tensor share its names; the last has `finished=true`.
         Only tensors the session asked for are kept, each capped at `max_tensor_bytes`, so a
         client cannot make us hold more than the requested tensors."""
-        expected = self.session.expected_tensor_keys()
+        expected = self.session.expected_tensor_keys(call.peer)
         cap = self.options.max_tensor_bytes
         partial: dict[tuple[str, str, str], ReceivedTensor] = {}
         done: list[ReceivedTensor] = []
@@ -650,7 +656,7 @@ class EventListener:
             partial.clear()
         done.extend(partial.values())  # unfinished: the session reports them as incomplete
         try:
-            self.session.wire_tensors(done, broken)
+            self.session.wire_tensors(done, broken, call.peer)
         except Exception as exc:
             log.warning("SendTensors failed: %s: %s", type(exc).__name__, exc)
             return failed_reply()
@@ -725,12 +731,12 @@ class EventListener:
             broken = self._broke_off(rpc, call)
         if broken:
             if report_broken:
-                deliver([], broken)
+                deliver([], broken, peer=call.peer)
             return result
         if dropped:
             log.warning("%s: kept the first %d messages, dropped %d", rpc, cap, dropped)
         try:
-            deliver(out)
+            deliver(out, peer=call.peer)
         except Exception as exc:
             log.warning("%s failed: %s: %s", rpc, type(exc).__name__, exc)
             return failed_reply()

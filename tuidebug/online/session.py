@@ -165,6 +165,9 @@ class OnlineSession(DebugSession):
         # a connection closed between calls is seen from the kernel, not after 3 heartbeats
         self._link = ConnectionWatch(self._cond, self._connection_closed)
         self._refused_peers: set[str] = set()
+        # job.py: its barrier (False holds a WaitCMD); one WaitCMD per step (no free running)
+        self.gate: Callable[[pb.Metadata], bool] | None = None
+        self.lockstep = False
 
         self._events: queue.SimpleQueue[SessionEvent | None] = queue.SimpleQueue()
         self._dispatcher = threading.Thread(
@@ -337,6 +340,12 @@ class OnlineSession(DebugSession):
                 self._set_state(SessionState.SENDING)
             self._cond.notify_all()
 
+    def halt(self) -> None:
+        """End a step N / continue here (with `_cond` held): another rank of the job hit."""
+        self._remaining = 0
+        self._target_node = ""
+        self._commands = deque(c for c in self._commands if c.WhichOneof("cmd") != "run_cmd")
+
     def step_node(self, target: str | None = None) -> None:
         with self._cond:
             if self._meta.backend != "GPU":
@@ -484,7 +493,8 @@ class OnlineSession(DebugSession):
                         "information",
                     )
                 )
-            self._free_running = md.ms_version.startswith(TORCH_VERSION_PREFIX)
+            torch = md.ms_version.startswith(TORCH_VERSION_PREFIX)
+            self._free_running = torch and not self.lockstep
             check = check_version(md.ms_version, self.strict_version)
             if not check.matched:
                 self._set_meta(state=SessionState.MISMATCH, message=check.warning)
@@ -717,6 +727,8 @@ class OnlineSession(DebugSession):
 
     def _next_command(self, md: pb.Metadata) -> pb.EventReply | None:
         """What to answer a suspended client now, or None to keep it waiting."""
+        if self.gate is not None and not self.gate(md):
+            return None
         if self._commands:
             reply = self._commands.popleft()
             self._delivered(reply)
@@ -773,20 +785,20 @@ class OnlineSession(DebugSession):
             pass  # recorded when the batch was built
 
     # ------------------------------------------------------------ tensor answers
-    def expected_tensor_keys(self) -> set[tuple[str, str, str]]:
+    def expected_tensor_keys(self, peer: str = "") -> set[tuple[str, str, str]]:
         return self._views.expected_keys()
 
-    def wire_tensors(self, tensors: list[ReceivedTensor], broken: str = "") -> None:
+    def wire_tensors(self, tensors: list[ReceivedTensor], broken: str = "", peer: str = "") -> None:
         self._views.answer_values(tensors, broken)
 
-    def wire_tensor_stats(self, summaries: list[pb.TensorSummary], broken: str = "") -> None:
+    def wire_tensor_stats(self, summaries: list[Any], broken: str = "", peer: str = "") -> None:
         self._views.answer_by_position(pb.ViewCMD.statistics, summaries, "SendTensorStats", broken)
 
-    def wire_tensor_base(self, bases: list[pb.TensorBase], broken: str = "") -> None:
+    def wire_tensor_base(self, bases: list[Any], broken: str = "", peer: str = "") -> None:
         self._views.answer_by_position(pb.ViewCMD.base, bases, "SendTensorBase", broken)
 
     # ----------------------------------------------------------------- hits
-    def wire_hits(self, hits: list[pb.WatchpointHit]) -> None:
+    def wire_hits(self, hits: list[pb.WatchpointHit], peer: str = "") -> None:
         with self._cond:
             if not self._active:
                 return

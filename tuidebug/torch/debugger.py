@@ -66,6 +66,7 @@ from tuidebug.client.protocol import (
     Selection,
 )
 from tuidebug.core.condition_catalogue import CHANGE_CONDITIONS
+from tuidebug.core.rank_fields import RankInfo, encode_rank_info
 from tuidebug.torch.capture import StepStore, eager, remove_handles
 from tuidebug.torch.check_items import UNAVAILABLE, launch_selection, param_item, tensor_item
 from tuidebug.torch.deferred import Launched, settle
@@ -78,6 +79,7 @@ from tuidebug.torch.graph import (
     leaf_modules,
     trace_model,
 )
+from tuidebug.torch.ranks import LateAttach, process_rank
 from tuidebug.torch.stats import to_numpy
 from tuidebug.torch.wrappers import unwrap_model, unwrap_optimizer
 
@@ -140,6 +142,8 @@ class Debugger:
         keep_output_grads: bool = False,
         heartbeat_period: int = 30,
         retry_delay: float = 1.0,
+        wait: bool = True,
+        step: int = 0,
     ) -> None:
         if on_disconnect not in ("continue", "wait", "raise"):
             raise ValueError(
@@ -164,7 +168,16 @@ class Debugger:
         self.retry_delay = retry_delay
         self.example_inputs = example_inputs
         self.trace = trace
-        self.step = 0  # completed steps (= MindSpore's cur_step at step-end suspensions)
+        # completed steps (= MindSpore's cur_step at step-end suspensions); `step=` starts
+        # it where the training is (a late attach, a resumed run)
+        self.step = step
+        self._wait = wait  # False: train on without a debugger, connect when one listens
+        self._late: LateAttach | None = None
+        self._rank: RankInfo | None = None  # this process's rank under torch.distributed
+        # a job of several ranks: a hit found inside a step is sent at once, but the ranks
+        # suspend together at the step end (online/job.py: none is held mid-collective)
+        self._multi = False
+        self._hits_pending = False
         self.graph: ModelGraph | None = None
 
         self._dump: DumpSink | None = None
@@ -235,6 +248,12 @@ class Debugger:
         self._param_grad_nodes = frozenset(self._param_grad_name.values())
         self._sync_hooks()
         if self.host is not None:
+            self._rank = process_rank()
+            self._multi = self._rank is not None and self._rank.world_size > 1
+            if not self._wait:
+                self._late = LateAttach(self.host, self.port, self._rank)
+                if not self._late.due(now=True):
+                    return  # no debugger yet: `step_end` looks again
             self._connect_first()
         self._sync_hooks()
 
@@ -337,7 +356,8 @@ class Debugger:
                 if hits:
                     client.send_hits(hits)
             self.step = running
-            if hits or not self._free_step():
+            if hits or self._hits_pending or not self._free_step():
+                self._hits_pending = False
                 self.waits += 1
                 self._suspend("", boundary=True)
             elif self.optimizer is None:
@@ -348,6 +368,9 @@ class Debugger:
         if not self._online:
             self._choose_holding(0.0)
             self._sync_hooks()
+        # every rank takes part at every step end, online or not (see `ranks.py`)
+        if self._late is not None and self._late.due(look=not self._online) and not self._online:
+            self._connect_first()  # a debugger appeared: suspend here, at this step end
         self._raise_pending()
 
     def _free_step(self) -> bool:
@@ -377,6 +400,10 @@ class Debugger:
             # the training thread is the only one that ever waits; the plain blocking call
             # costs a third of a polled one, and it is paid at every step end
             interruptible=False,
+            extra_metadata=encode_rank_info(self._rank) if self._rank is not None else b"",
+            # a debugger that stopped answering is given up after one retry (~retry_delay),
+            # not MindSpore's five with a growing back-off (~15 s of stalled training)
+            max_failures=1,
         )
 
     def _open_session(self) -> str:
@@ -559,6 +586,9 @@ class Debugger:
             alive = [h for h in group if h.id in client.watchpoints]  # not deleted meanwhile
             if alive:
                 client.send_hits(alive)
+                if self._multi:
+                    self._hits_pending = True  # every rank stops at this step's end
+                    continue
                 self._suspend(node, boundary=False)
 
     def _forward_done(self, module: nn.Module, args: Any, output: Any) -> None:
@@ -830,6 +860,8 @@ def attach(
     keep_output_grads: bool = False,
     heartbeat_period: int = 30,
     retry_delay: float = 1.0,
+    wait: bool = True,
+    step: int = 0,
 ) -> Debugger:
     """Attach `model` to the debugger at `host:port`: send its graph and wait for the first
     command (the initial suspension). Call `step_end()` after every `optimizer.step()` and
@@ -851,8 +883,13 @@ def attach(
     `keep_output_grads`: also hold every module's output gradient (by default only watched
     ones, and all of them while node stepping: a tensor hook per module output makes the
     backward pass call into Python, which costs several percent on small models).
-    `retry_delay`: MindSpore's back-off unit (n·delay after the n-th failed WaitCMD, giving
-    up after 5).
+    `retry_delay`: a debugger that stops answering is retried once after this many
+    seconds, then lost (`on_disconnect` says what follows).
+    `wait=False`: no debugger yet is no error: train on, connect at the first step end one
+    listens (every rank at the same step end, see `ranks.py`). `step`: the training's
+    step now (a late attach, a resumed run), the step the debugger shows.
+    Under torch.distributed each rank sends its rank and world size: one `tuidebug online`
+    serves every rank of the job.
     """
     debugger = Debugger(
         model,
@@ -868,6 +905,8 @@ def attach(
         keep_output_grads=keep_output_grads,
         heartbeat_period=heartbeat_period,
         retry_delay=retry_delay,
+        wait=wait,
+        step=step,
     )
     return debugger.start()
 
