@@ -205,6 +205,64 @@ async def compare(app: DebuggerApp, pilot: Any) -> None:
     await settle(pilot, rounds=8)
 
 
+def golden_copy(dest: Path) -> Path:
+    """The demo dump as another run would have written it, the golden of the compare
+    scenes: the same seeded dump, the first MatMul output of iteration 1 with seeded noise
+    added."""
+    import numpy as np
+
+    dest = write_demo_dump(dest)
+    first = sorted(dest.rglob("1/MatMul.*.output.0.*.npy"))[0]
+    value = np.load(first)
+    value += np.random.default_rng(0).normal(0, 0.05, value.shape).astype(value.dtype)
+    np.save(first, value)
+    return dest
+
+
+async def _at_iteration_1(app: DebuggerApp, pilot: Any) -> Any:
+    """The divergence tab (`--against`) moved with `S` to iteration 1, compared."""
+    from tuidebug.tui.divergence.pane import DivergencePane
+    from tuidebug.tui.kit.dialogs import PromptScreen
+
+    async def compared(iteration: int) -> DivergencePane:
+        for _ in range(600):
+            panes = app.query(DivergencePane)
+            outcome = panes.first().outcome if panes else None
+            if outcome is not None and outcome.step == iteration:
+                await settle(pilot)
+                return panes.first()
+            await pilot.pause(0.05)
+        raise SystemExit(f"the compare of iteration {iteration} did not finish")
+
+    await compared(0)
+    await pilot.press("S")
+    await settle(pilot)
+    assert isinstance(app.screen, PromptScreen)
+    app.screen.query_one("#prompt-input").value = "1"  # type: ignore[attr-defined]
+    await pilot.press("enter")
+    return await compared(1)
+
+
+async def compare_runs(app: DebuggerApp, pilot: Any) -> None:
+    """`tuidebug offline DEMO --against GOLDEN` at iteration 1: the divergence tab (7), on
+    the first divergence."""
+    await _at_iteration_1(app, pilot)
+
+
+async def compare_side_by_side(app: DebuggerApp, pilot: Any) -> None:
+    """Enter on the first divergence: target, golden, their difference and |difference|."""
+    from tuidebug.tui.divergence.side_by_side import SideBySideScreen
+
+    await _at_iteration_1(app, pilot)
+    await pilot.press("enter")
+    for _ in range(600):
+        screen = app.screen
+        if isinstance(screen, SideBySideScreen) and screen.loaded:
+            break
+        await pilot.pause(0.05)
+    await settle(pilot, rounds=8)
+
+
 async def small_80x24(app: DebuggerApp, pilot: Any) -> None:
     """An 80×24 terminal: the overflowing tensor, its pane maximized with `z`."""
     await tensor_table(app, pilot)
@@ -242,18 +300,25 @@ SCENES: dict[str, Scene] = {
     "graph_view": graph_view,
     "source_view": source_view,
     "compare": compare,
+    "compare_runs": compare_runs,
+    "compare_side_by_side": compare_side_by_side,
     "small_80x24": small_80x24,
     "all_ranks": all_ranks,
 }
 # scenes shown on the 4-rank demo dump, every rank checked
 MANY_RANKS = {"all_ranks"}
+# scenes that compare the demo dump with a golden copy (`--against`, golden_copy)
+AGAINST = {"compare_runs", "compare_side_by_side"}
 # scenes shot at their own size whatever --size says
 SIZES: dict[str, tuple[int, int]] = {"small_80x24": (80, 24)}
 
 
-async def shoot(dump: Path, name: str, scene: Scene, out: Path, size: tuple[int, int]) -> Path:
+async def shoot(
+    dump: Path, name: str, scene: Scene, out: Path, size: tuple[int, int], golden: Path
+) -> Path:
     session = OfflineSession(dump, all_ranks=name in MANY_RANKS)
-    app = DebuggerApp(session, start_session=True, source_label="demo dump")
+    against = str(golden) if name in AGAINST else None
+    app = DebuggerApp(session, start_session=True, source_label="demo dump", against=against)
     try:
         async with app.run_test(size=size) as pilot:
             await scene(app, pilot)
@@ -288,10 +353,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")
         dump = write_demo_dump(Path(tmp))
         many = write_demo_dump(Path(tmp) / "ranks", ranks=4)
+        golden = golden_copy(Path(tmp) / "golden")
         for name in args.scenes or list(SCENES):
             size = SIZES.get(name, (cols, rows))
             where = many if name in MANY_RANKS else dump
-            path = asyncio.run(shoot(where, name, SCENES[name], out, size))
+            path = asyncio.run(shoot(where, name, SCENES[name], out, size, golden))
             print(f"wrote {path}")
     return 0
 

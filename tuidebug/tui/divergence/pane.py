@@ -104,7 +104,7 @@ the first divergence (▶) is where the list opens. A divergence: past a toleran
 knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
 
   ✓ pass  ✗ diverged  ? in one dump only  ! not compared (the line below says why)
-  bar   max relative error, log scale from 1e-7 (empty) to 1 (full); red: diverged
+  bar   1 − cosine or max abs error / max|golden|, log scale 1e-6 to 1; red: diverged
   {divergence.open}  the pair side by side: target, golden, difference, |difference|
   {divergence.first} / {divergence.next} / {divergence.previous}  first / next / previous divergence
   {divergence.kind}  which rows: all, diverged, not passing, unmatched or skipped, passing

@@ -3,10 +3,10 @@ numbers (cosine, max abs and max relative error, or the statistics' diffs), a ba
 far the pair is off, and the filters by name and by kind. No Textual here (Rich text only):
 plain unit tests.
 
-The bar reads the max relative error on a log scale, 1e-7 (empty) to 1 (full): a float32
-rounding difference draws nothing, a bf16 one a third, a wrong tensor the whole bar. It is
-red for a divergence whatever its length, so a NaN on one side (no number at all) still
-shows.
+The bar reads `off_by` (1 − cosine, or the max abs error against the golden's scale) on a
+log scale, 1e-6 (empty) to 1 (full): a float32 rounding difference draws nothing, bf16
+noise about half, a wrong tensor the whole bar. It is red for a divergence whatever its
+length, so a NaN on one side (no number at all) still shows.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ KINDS: dict[str, frozenset[str]] = {
 KIND_ORDER = tuple(KINDS)
 STATUS_MARK = {"pass": "✓", "diverged": "✗", "unmatched": "?", "skipped": "!"}
 STATUS_STYLE = {"pass": "green", "diverged": "bold red", "unmatched": "yellow", "skipped": "yellow"}
-BAR_FLOOR = -7.0  # log10 of the relative error the bar starts at
+BAR_FLOOR = -6.0  # log10 of the relative error the bar starts at
 BAR_WIDTH = 8
 NUMBER_WIDTH = 9
 
@@ -74,11 +74,24 @@ def number_text(value: Metric | None, width: int = 9) -> str:
     return f"{number:.4g}"
 
 
-def relative_error(row: Row) -> float | None:
-    """The row's max relative error (tensor metrics), else its L2-norm relative error
-    (statistics), as a fraction."""
+def off_by(row: Row) -> float | None:
+    """How far off a pair is, as a fraction: the larger of 1 − cosine and the max abs error
+    over the golden's largest |value| (tensor metrics), else the L2-norm relative error
+    (statistics). Not the max relative error: one tiny value of a bf16 tensor makes that
+    100% on a pair that matches well."""
     if row.metrics is not None:
-        return as_number(row.metrics.max_relative_err)
+        m = row.metrics
+        cosine, max_abs = as_number(m.cosine), as_number(m.max_abs_err)
+        parts: list[float] = []
+        if cosine is not None and not math.isnan(cosine):
+            parts.append(max(0.0, 1.0 - cosine))
+        if max_abs is not None and not math.isnan(max_abs):
+            g = row.golden_stats
+            scale = (
+                max((abs(v) for v in (g.max, g.min) if v is not None), default=0.0) if g else 0.0
+            )
+            parts.append(max_abs / scale if scale > 0 and math.isfinite(scale) else max_abs)
+        return max(parts) if parts else None
     if row.stat_diffs is not None:
         return as_number(row.stat_diffs[7])
     return None
@@ -86,7 +99,7 @@ def relative_error(row: Row) -> float | None:
 
 def bar(row: Row, width: int = BAR_WIDTH) -> Text:
     """How far off the pair is: see the module docstring."""
-    rel = relative_error(row)
+    rel = off_by(row)
     if row.status in ("unmatched", "skipped"):
         return Text(" " * width)
     if rel is None or math.isnan(rel) or rel == math.inf:
@@ -215,7 +228,7 @@ __all__ = [
     "fit_name",
     "headers",
     "number_text",
-    "relative_error",
+    "off_by",
     "short_name",
     "shown_rows",
     "summary_line",

@@ -97,7 +97,7 @@ over what it shows, heatmap (m), go to (i), save (s / S).
     DEFAULT_CSS = """
     SideBySideScreen { layout: vertical; }
     SideBySideScreen #sbs-title { height: auto; max-height: 4; padding: 0 1; background: $panel; }
-    SideBySideScreen #sbs-note { height: auto; color: $error; padding: 0 1; }
+    SideBySideScreen #sbs-note { height: auto; color: $warning; padding: 0 1; }
     SideBySideScreen #sbs-grid { grid-size: 2 2; height: 1fr; }
     SideBySideScreen #sbs-grid.-single { grid-size: 1 1; }
     SideBySideScreen #sbs-grid.-single > .sbs-panel { display: none; }
@@ -249,6 +249,7 @@ over what it shows, heatmap (m), go to (i), save (s / S).
                     view.goto(where)
                 self.query_one("#sbs-note", Static).update(
                     printable(f"largest |difference| {float(absdiff[at]):.6g} at [{where}]")
+                    + "   (Tab: the next view, Esc: back to the list)"
                 )
         self._fit()
         self.loaded = True

@@ -39,6 +39,8 @@ APP_HELP: Mapping[str, str] = {
     "visit_back": "back to the node or tensor visited before (in the tensor view: Alt+← only)",
     "visit_forward": "forward again after going back (in the tensor view: Alt+→ only)",
     "quit": "quit",
+    "divergence": "divergence list: where this dump first differs from a golden one "
+    "(offline --against GOLDEN, or Ctrl+P)",
     # the dividers (navigation/pane_sizes.py): sizes kept for the session
     "resize_pane('left', -1)": "left column narrower (the divider moves left)",
     "resize_pane('left', 1)": "left column wider: hit rows cut at its edge show more",
