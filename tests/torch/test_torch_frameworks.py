@@ -306,3 +306,45 @@ def test_lightning_gradient_fault_stops_after_backward_before_the_update(
     run.join()
     assert run.error is None  # fit() returned: trainer.should_stop
     assert trainer.global_step == 3
+
+
+class TwoParts(L.LightningModule):  # type: ignore[misc]
+    """No `forward` and two submodules: which one runs is not knowable beforehand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Linear(4, 8)
+        self.head = nn.Linear(8, 1)
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        return nn.functional.mse_loss(self.head(torch.tanh(self.encoder(x))), y)
+
+    def configure_optimizers(self) -> Any:
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+def test_lightning_module_whose_forward_never_runs_is_named(tmp_path: Path) -> None:
+    import tuidebug.torch as tdb
+
+    callback = tdb.LightningCallback(dump_dir=tmp_path / "dump")
+    with pytest.warns(tdb.DebuggerWarning, match=r"TwoParts\.forward was not called") as got:
+        pl_trainer([callback], max_steps=2).fit(TwoParts(), loader())
+    ours = [str(w.message) for w in got if issubclass(w.category, tdb.DebuggerWarning)]
+    assert len(ours) == 1 and "one of: encoder, head" in ours[0]
+
+
+def test_wrappers_are_taken_off() -> None:
+    from tuidebug.torch.wrappers import unwrap_model, unwrap_optimizer
+
+    model = nn.Linear(2, 2)
+    assert unwrap_model(nn.DataParallel(torch.compile(model, backend="eager"))) is model
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    from accelerate.optimizer import AcceleratedOptimizer
+
+    # as accelerate builds it, without its Accelerator: an Optimizer never initialised
+    accelerated = AcceleratedOptimizer.__new__(AcceleratedOptimizer)
+    accelerated.optimizer = opt
+    assert not hasattr(accelerated, "_optimizer_step_pre_hooks")
+    assert unwrap_optimizer(accelerated) is opt
+    assert unwrap_optimizer(opt) is opt and unwrap_optimizer(None) is None

@@ -7,6 +7,8 @@ step pre-hook to the real optimizer:
 * `torch.compile(model)` is an `OptimizedModule` whose parameters are named `_orig_mod.…`;
   the debugger attaches to `_orig_mod`, whose hooks run when the compiled module is called,
   so names are the model's own (and match an uncompiled run of the same model).
+  `DistributedDataParallel` / `DataParallel` (`module.…`) likewise: the wrapped module runs
+  inside their forward.
 * accelerate's `AcceleratedOptimizer` (what transformers' `Trainer` holds) and Lightning's
   `LightningOptimizer` are not real optimizers: the first subclasses `Optimizer` without
   initialising it (`'AcceleratedOptimizer' object has no attribute
@@ -30,9 +32,13 @@ _MAX_DEPTH = 8  # wrappers around wrappers; a cycle must not loop for ever
 
 
 def unwrap_model(model: nn.Module) -> nn.Module:
-    """The module under `torch.compile` wrappers (`OptimizedModule._orig_mod`)."""
+    """The module under `torch.compile` (`OptimizedModule._orig_mod`) and data-parallel
+    (`DistributedDataParallel.module`, `DataParallel.module`) wrappers."""
+    parallel = (nn.DataParallel, nn.parallel.DistributedDataParallel)
     for _ in range(_MAX_DEPTH):
         inner = getattr(model, "_orig_mod", None)
+        if inner is None and isinstance(model, parallel):
+            inner = model.module
         if not isinstance(inner, nn.Module) or inner is model:
             return model
         model = inner
