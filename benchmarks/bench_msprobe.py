@@ -10,7 +10,8 @@ dump.json holds `--records` tensor records (1M ≈ 290 MB, msprobe's own indent-
 statistics, an output whose Norm alone is Infinity every 97th call (msprobe's float32 Norm
 overflow, no anomaly) and one output whose Max/Min are NaN/Infinity at 90 % of the file (the
 one anomaly both tools must find, after reading nearly everything). Then, each as a fresh
-process run `--repeat` times (the best counts; the page cache is warm after the first):
+process, in `--repeat` interleaved rounds (the best of each counts; the page cache is warm
+after the first):
 
     floor    `python -c 'json.load(open(dump.json, "rb"))'`: the stdlib json (orjson is no
              dependency of tuidebug, and it refuses msprobe's NaN/Infinity tokens)
@@ -108,11 +109,6 @@ def run(cmd: list[str], cwd: str | None = None) -> tuple[float, int, int, str]:
     return wall, usage.ru_maxrss * 1024, proc.returncode, text
 
 
-def best(cmd: list[str], repeat: int) -> tuple[float, int, int, str]:
-    runs = [run(cmd) for _ in range(repeat)]
-    return min(runs, key=lambda r: r[0])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -137,22 +133,33 @@ def main() -> None:
             "import json, sys; json.load(open(sys.argv[1], 'rb'))",
             str(dump),
         ]
-        f_wall, f_rss, f_rc, f_out = best(floor_cmd, args.repeat)
+        check_cmd = [sys.executable, "-m", "tuidebug", "check", str(root), "--watch", "TO"]
+        out_dir = folder / "msprobe_out"
+        m_cmd = [args.msprobe, "overflow_check", "-i", str(root / "step0"), "-o", str(out_dir)]
+        has_msprobe = os.access(args.msprobe, os.X_OK)
+        # rounds interleave the three (floor, check, msprobe, floor, …) so that a machine
+        # whose load changes over minutes slows each alike; the best of each counts
+        rounds: dict[str, list[tuple[float, int, int, str]]] = {"f": [], "c": [], "m": []}
+        for _ in range(args.repeat):
+            rounds["f"].append(run(floor_cmd))
+            rounds["c"].append(run(check_cmd))
+            if has_msprobe:
+                rounds["m"].append(run(m_cmd))
+        f_wall, f_rss, f_rc, f_out = min(rounds["f"], key=lambda r: r[0])
         if f_rc:
             sys.exit(f"the floor failed: {f_out[-500:]}")
-        print(f"floor    json.load (stdlib) process  {f_wall:7.2f} s   peak RSS {f_rss / 1e6:6.0f} MB")
-
-        check_cmd = [sys.executable, "-m", "tuidebug", "check", str(root), "--watch", "TO"]
-        c_wall, c_rss, c_rc, c_out = best(check_cmd, args.repeat)
+        print(
+            f"floor    json.load (stdlib) process  {f_wall:7.2f} s   peak RSS {f_rss / 1e6:6.0f} MB"
+        )
+        c_wall, c_rss, c_rc, c_out = min(rounds["c"], key=lambda r: r[0])
         if c_rc != 1 or bad not in c_out:
             sys.exit(f"check did not find {bad} (exit {c_rc}): {c_out[-800:]}")
-        print(f"check    tuidebug check --watch TO   {c_wall:7.2f} s   peak RSS {c_rss / 1e6:6.0f} MB")
-
+        print(
+            f"check    tuidebug check --watch TO   {c_wall:7.2f} s   peak RSS {c_rss / 1e6:6.0f} MB"
+        )
         m_wall = 0.0
-        if os.access(args.msprobe, os.X_OK):
-            out_dir = folder / "msprobe_out"
-            m_cmd = [args.msprobe, "overflow_check", "-i", str(root / "step0"), "-o", str(out_dir)]
-            m_wall, m_rss, m_rc, m_out = best(m_cmd, args.repeat)
+        if has_msprobe:
+            m_wall, m_rss, m_rc, _m_out = min(rounds["m"], key=lambda r: r[0])
             answers = sorted(out_dir.glob("*.json"))
             names = (
                 [e["op_name"] for v in json.loads(answers[-1].read_text()).values() for e in v]
@@ -166,6 +173,10 @@ def main() -> None:
             )
         else:
             print(f"msprobe  not run: {args.msprobe} is not an executable (see the docstring)")
+        every = ", ".join(
+            f"{k} " + "/".join(f"{r[0]:.1f}" for r in v) for k, v in rounds.items() if v
+        )
+        print(f"(every round, s: {every})")
 
         print()
         print(f"check / floor      {c_wall / f_wall:6.2f}×   (goal ≤ 1.5×)")

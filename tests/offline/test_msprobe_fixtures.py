@@ -197,6 +197,10 @@ def test_records_past_the_nesting_cap_make_the_run_incomplete(
     deep: object = dict(_CLEAN, Max=math.inf)
     for _ in range(80):
         deep = [deep]
+    deeper: object = _CLEAN
+    for _ in range(900):  # past the interpreter's recursion limit for a Python walk
+        deeper = [deeper]
+    _write(tmp_path / "step1" / "rank0", {"Functional.y.0.forward": {"output": deeper}})
     _write(tmp_path / "step0" / "rank0", {"Functional.x.0.forward": {"output": [_CLEAN, deep]}})
     dump = read_dump_json(tmp_path / "step0" / "rank0" / "dump.json")
     assert len(dump.calls[0].tensors) == 1 and dump.calls[0].too_deep == 1
@@ -204,6 +208,7 @@ def test_records_past_the_nesting_cap_make_the_run_incomplete(
     assert cli.main(["check", str(tmp_path), "--watch", "TO"]) == 2
     err = capsys.readouterr().err
     assert "deeper than 64 levels" in err and "Functional.x.0.forward" in err
+    assert "Functional.y.0.forward" in err
 
 
 def test_step_and_rank_folder_name_collisions_are_said(

@@ -176,6 +176,8 @@ def _finite(value: object, depth: int = 0) -> int:
     """How many tensor records `value` (a role's raw JSON) holds when each has float Max and
     Min that are finite; -1 when any has not (or nests past MAX_DEPTH): the full path then
     decides. A non-tensor leaf counts 0, as `_tensors` skips it."""
+    if depth > MAX_DEPTH:
+        return -1  # never recursing as deep as the JSON nests (the interpreter's limit)
     if type(value) is list:
         n = 0
         for item in value:
@@ -183,7 +185,7 @@ def _finite(value: object, depth: int = 0) -> int:
             if k < 0:
                 return -1
             n += k
-        return n if depth <= MAX_DEPTH else -1
+        return n
     if type(value) is dict:
         if "dtype" in value and "shape" in value:
             hi, lo = value.get("Max"), value.get("Min")
