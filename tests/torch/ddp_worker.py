@@ -89,8 +89,9 @@ def main() -> int:
             loss.backward()
             if not use_ddp:
                 for p in model.parameters():
-                    dist.all_reduce(p.grad)
-                    p.grad /= dist.get_world_size()
+                    if p.grad is not None:
+                        dist.all_reduce(p.grad)
+                        p.grad.div_(dist.get_world_size())
             opt.step()
             dbg.step_end()
             result["steps"] = i + 1

@@ -232,10 +232,7 @@ def test_sentinel_exit_codes(fault: bool, ranks: list[Ranks], tmp_path: Path) ->
     sentinel = _sentinel(port, "--watch", "TO", "--until-hit", "--json", "--connect-timeout", "120")
     try:
         wait_until("the sentinel listening", lambda: _listening(port), START)
-        env = {"TDB_STEPS": "5", "TDB_DDP": "0"}
-        if fault:
-            env["TDB_FAULT"] = "1:3"
-        run = Ranks(tmp_path, port, **env)
+        run = Ranks(tmp_path, port, TDB_STEPS="5", TDB_DDP="0", TDB_FAULT="1:3" if fault else "")
         ranks.append(run)
         out, err = sentinel.communicate(timeout=START + RUN)
         assert "Traceback" not in err
