@@ -7,6 +7,7 @@ lists the step's outputs with their health."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.conftest import REPO
 from tests.tui.support import settled, wait_until
@@ -53,3 +54,39 @@ async def test_tfdbg_dump_opens_shows_an_op_and_finds_tensorflows_first_nan() ->
         health = {e.node: h for e, h in zip(screen.entries, screen.health, strict=True)}
         assert health["MatMul"] is Health.NORMAL
         assert health["Log"] in (Health.NAN, Health.INF)
+
+
+async def test_markup_and_escapes_in_op_names_are_shown_as_text(tmp_path: Path) -> None:
+    """An op name with Rich markup and a terminal escape (a hostile dump) opens: the tree
+    and the node details show it as text, nothing is interpreted."""
+    import shutil
+
+    from tests.offline.test_foreign_tfdbg import _framed
+    from tuidebug._proto import tfdbg_event_pb2 as pb
+    from tuidebug.offline.files.tfdbg import read_records
+
+    bad = "Log[bold red]x[/]\x1b]0;pwned\x07"
+    folder = tmp_path / "d"
+    shutil.copytree(DUMP, folder)
+    for kind in ("graphs", "graph_execution_traces"):
+        path = next(folder.glob(f"*.{kind}"))
+        framed = b""
+        for data in read_records(path)[0]:
+            event = pb.DebugEvent.FromString(data)
+            if event.graph_op_creation.op_name == "Log":
+                event.graph_op_creation.op_name = bad
+            if event.graph_execution_trace.op_name == "Log":
+                event.graph_execution_trace.op_name = bad
+            framed += _framed(event.SerializeToString())
+        path.write_bytes(framed)
+    session = OfflineSession(folder)
+    app = DebuggerApp(session, start_session=True, watch_specs=["TO"])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.loaded and session.watchpoints, what="the dump")
+        if isinstance(app.screen, ConfirmScreen):
+            await pilot.press("n")
+        await settled(pilot)
+        assert app.go_to_node("step", bad)
+        await settled(pilot)
+        shown = " ".join(str(w.render()) for w in app.query_one(NodeDetails).query("Static"))
+        assert "[bold red]" in shown and "\x1b" not in shown
