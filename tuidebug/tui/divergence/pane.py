@@ -94,6 +94,21 @@ class DivergenceTable(DataTable[Text]):
         return node
 
 
+class FilterBox(Input):
+    """The name filter: Enter goes back to the rows, Esc empties it and goes back too."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Clear filter", id="divergence.filter_close")
+    ]
+
+    def action_close(self) -> None:
+        node: Any = self.parent
+        while node is not None and not isinstance(node, DivergencePane):
+            node = node.parent
+        if node is not None:
+            node.clear_filter()
+
+
 class DivergencePane(Vertical):
     """See the module docstring."""
 
@@ -151,7 +166,7 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
     def compose(self) -> ComposeResult:
         yield Static("Opening the dumps…", id="dv-status", markup=False)
         with Horizontal(id="dv-bar"):
-            yield Input(placeholder="filter by name  (/)", id="dv-filter")
+            yield FilterBox(placeholder="filter by name  (/)", id="dv-filter")
             yield Static("▼ all", id="dv-kind", markup=False)
         table = DivergenceTable(id="dv-table", cursor_type="row", cell_padding=0)
         yield table
@@ -195,6 +210,9 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
             pair = open_pair(target, golden)
         except CompareProblem as err:
             self._back(self._failed, str(err))
+            return
+        except Exception as err:  # a bug, but the user still gets a sentence, not a traceback
+            self._back(self._failed, printable(f"The dumps could not be opened: {err}."))
             return
         self._back(self._opened, pair, step, rank)
 
@@ -240,6 +258,10 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
         except CompareProblem as err:
             if not stop.is_set():
                 self._back(self._failed, str(err))
+            return
+        except Exception as err:  # a bug, but a sentence (the app keeps running)
+            if not stop.is_set():
+                self._back(self._failed, printable(f"The compare failed: {err}."))
             return
         if not stop.is_set() or outcome.stopped:
             self._back(self._compared, stop, outcome)

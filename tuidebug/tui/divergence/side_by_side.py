@@ -193,12 +193,15 @@ over what it shows, heatmap (m), go to (i), save (s / S).
         try:
             target = np.asarray(pair.target.load())
             golden = np.asarray(pair.golden.load())
+            diff = difference(target, golden)
+            absdiff = np.abs(diff) if diff is not None else None
+            at = largest_at(absdiff) if absdiff is not None else None
         except (OSError, ValueError, MemoryError) as err:
             self._back(self._failed, printable(str(err).rstrip(".")) + ".")
             return
-        diff = difference(target, golden)
-        absdiff = np.abs(diff) if diff is not None else None
-        at = largest_at(absdiff) if absdiff is not None else None
+        except Exception as err:  # a bug, but a sentence (the app keeps running)
+            self._back(self._failed, printable(f"The pair could not be read: {err}."))
+            return
         self._back(self._show, target, golden, diff, absdiff, at)
 
     def _back(self, callback: object, *args: object) -> None:
