@@ -81,7 +81,7 @@ from tuidebug.torch.graph import (
 )
 from tuidebug.torch.ranks import LateAttach, process_rank
 from tuidebug.torch.stats import to_numpy
-from tuidebug.torch.wrappers import unwrap_model, unwrap_optimizer
+from tuidebug.torch.wrappers import unrecorded_message, unwrap_model, unwrap_optimizer
 
 __all__ = [
     "Debugger",
@@ -336,6 +336,9 @@ class Debugger:
         self._raise_pending()
         if self._closed:
             return
+        if self._recorder is not None and "\0unrecorded" not in self._warned:  # forward never ran
+            self._warned.add("\0unrecorded")
+            self._warn(unrecorded_message(self.model, self.step + 1))
         iteration = self.step
         if self._dump is not None and self.graph is not None and self._dump.wants(iteration):
             self._write_dump(iteration)

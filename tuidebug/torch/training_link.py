@@ -24,14 +24,13 @@ than the glue:
 * **`Terminated` ends the training cleanly**: the callback asks the framework to stop
   (`control.should_training_stop`, `trainer.should_stop`) instead of raising through it.
 * **A model whose `forward` never runs** (a LightningModule whose `training_step` calls a
-  submodule) would never be recorded and the debugger never connected: after the first
-  step that did not call it, a warning names it and the modules that hold its parameters.
+  submodule) is never recorded: `Debugger.step_end` warns after the first step that did not
+  call it, naming the modules that hold its parameters.
 """
 
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ import torch
 from torch import nn
 
 from tuidebug.torch.capture import Held, eager, remove_handles
-from tuidebug.torch.debugger import Debugger, DebuggerWarning, Terminated
+from tuidebug.torch.debugger import Debugger, Terminated
 from tuidebug.torch.dump import StepSelection
 
 __all__ = ["TrainingLink"]
@@ -92,7 +91,6 @@ class TrainingLink:
         self.accumulation = 1  # micro-batches per optimizer step, when the framework says
         self._handles: list[Any] = []
         self._queued = False
-        self._warned_unrecorded = False
 
     # ------------------------------------------------------------------ lifecycle
     def begin(self, model: nn.Module, optimizer: Any, global_step: int) -> None:
@@ -174,8 +172,6 @@ class TrainingLink:
         self.micro_batch = 0
         if debugger is None or self.terminated:
             return self.terminated
-        if debugger.graph is None:
-            self._warn_unrecorded(debugger)
         if not debugger._suspended:
             debugger.step = max(0, int(global_step) - 1)
         try:
@@ -201,25 +197,3 @@ class TrainingLink:
             of,
             shown,
         )
-
-    def _warn_unrecorded(self, debugger: Debugger) -> None:
-        if self._warned_unrecorded:
-            return
-        self._warned_unrecorded = True
-        model = debugger.model
-        holders = [
-            name
-            for name, child in model.named_children()
-            if next(child.parameters(), None) is not None
-        ]
-        hint = (
-            f"; attach the module it calls instead (one of: {', '.join(holders[:6])})"
-            if holders
-            else ""
-        )
-        message = (
-            f"{type(model).__name__}.forward was not called during training step "
-            f"{debugger.step + 1}, so the debugger has no graph and is not connected{hint}."
-        )
-        log.warning("tuidebug: %s", message)
-        warnings.warn(message, DebuggerWarning, stacklevel=3)

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["unwrap_model", "unwrap_optimizer"]
+__all__ = ["unrecorded_message", "unwrap_model", "unwrap_optimizer"]
 
 _MAX_DEPTH = 8  # wrappers around wrappers; a cycle must not loop for ever
 
@@ -65,3 +65,15 @@ def unwrap_optimizer(optimizer: Any) -> Any:
             return optimizer
         optimizer = inner
     return optimizer
+
+
+def unrecorded_message(model: nn.Module, step: int) -> str:
+    """Why an attached model has no graph after a training step: its `forward` never ran (a
+    LightningModule whose `training_step` calls a submodule), with the modules that hold its
+    parameters as candidates to attach instead."""
+    holders = [n for n, c in model.named_children() if next(c.parameters(), None) is not None]
+    hint = f"; attach the module it calls instead (one of: {', '.join(holders[:6])})"
+    return (
+        f"{type(model).__name__}.forward was not called during training step {step}, so the "
+        f"debugger has no graph and is not connected{hint if holders else ''}."
+    )
