@@ -440,3 +440,17 @@ def test_check_decides_on_values_what_tensor_dump_statistics_cannot(
     assert any(h["error_code"] == 0 and h["iteration"] == 1 for h in change)
     steps = [(h["iteration"]) for h in hits]
     assert steps == sorted(steps)  # hits in step order, execution order within one
+
+
+def test_offline_accepts_an_msprobe_root_and_refuses_graph_in_one_sentence(
+    mlp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tuidebug.cli.launch import check_dump_dir
+
+    root = str(mlp / "stat_L1_blowup")
+    assert check_dump_dir(root) is None  # `tuidebug offline ROOT` opens it
+    said = check_dump_dir(root, graph_dir=root)
+    assert said is not None and said.startswith("--graph reads MindSpore graphs;")
+    assert cli_main(["exec", "--graph", root, root, "lt"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("tuidebug exec: --graph reads MindSpore graphs;")

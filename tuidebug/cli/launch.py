@@ -48,8 +48,13 @@ def check_dump_dir(path: str, graph_dir: str | None = None) -> str | None:
     from tuidebug.offline.layout.errors import DumpError
     from tuidebug.offline.layout.root import DumpLayout
 
-    if graph_dir is None and is_msprobe_root(target):
-        return None  # a foreign dump (offline/foreign): its calls are its graph
+    if is_msprobe_root(target):  # a foreign dump (offline/foreign): its calls are its graph
+        if graph_dir is None:
+            return None
+        return (
+            f"--graph reads MindSpore graphs; {path} was written by msprobe, whose own "
+            "records make its graph."
+        )
     from tuidebug.offline.layout.sync_rank import RankLayout
 
     try:

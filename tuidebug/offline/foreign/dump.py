@@ -466,7 +466,7 @@ def open_dump(
         return OfflineDump(root, mem_limit=mem_limit, graph_dir=graph_dir)
     if graph_dir is not None:
         raise DumpError(
-            f"--graph reads MindSpore graphs; {source.root} is a {source.kind} dump, "
-            "whose calls are its graph."
+            f"--graph reads MindSpore graphs; {source.root} was written by {source.kind}, "
+            "whose own records make its graph."
         )
     return ForeignDump(source, mem_limit=mem_limit)
