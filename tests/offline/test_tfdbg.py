@@ -122,7 +122,7 @@ def test_other_conditions_are_refused_per_watchpoint() -> None:
 
 
 def test_check_exit_codes_and_usage() -> None:
-    assert _check(DATA / "full_health", "--watch", "TO", "--iteration", "1").returncode == 2
+    assert _check(DATA / "full_health", "--watch", "TO", "--rank", "1").returncode == 2
     assert _check(DATA / "full_health", "--watch", "TO", "--node", "^Sum$").returncode == 1
     assert _check(DATA / "full_health", "--watch", "TO", "--node", "^MatMul$").returncode == 0
 
@@ -329,3 +329,19 @@ def test_an_unreadable_eager_summary_is_one_problem(tmp_path: Path) -> None:
     assert "'Exp':0 (eager) cannot be read: a FULL_HEALTH summary of 2 values, not 11" in (
         run.stderr
     )
+
+
+def test_iteration_selects_derived_steps() -> None:
+    """--iteration picks the derived steps (the calls), as TensorFlow's call counts give
+    them; a step the run does not have is a usage error, not a clean run."""
+    want = [
+        (r["op_name"], r["call"])
+        for r in _expected("full_health")["graph_execution_traces"]
+        if r["non_finite"] and r["call"] in (2, 3)
+    ]
+    run = _check(DATA / "full_health", "--watch", "TO", "--iteration", "2-3", "--json")
+    assert run.returncode == 1, run.stderr
+    assert [(h["op"], h["step"]) for h in json.loads(run.stdout)] == want
+    assert _check(DATA / "full_health", "--watch", "TO", "--iteration", "0-1").returncode == 0
+    run = _check(DATA / "full_health", "--watch", "TO", "--iteration", "40")
+    assert run.returncode == 2 and "names no step of this tfdbg dump" in run.stderr

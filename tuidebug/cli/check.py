@@ -541,13 +541,15 @@ def _run_tfdbg(args: argparse.Namespace, options: _Options) -> int:
     for flag, given in (
         ("--graph", args.graph),
         ("--cluster", args.cluster),
-        ("--iteration", args.iteration),
         ("--rank", args.rank),
     ):
         if given:
             raise UsageError(f"{flag} does not apply to a tfdbg dump yet; give it without {flag}.")
     if args.recommended:
         raise UsageError("--recommended is not available for tfdbg dumps yet; give --watch.")
+    # --iteration: the derived steps (eager ops and pipeline ops have none: left out)
+    ranges = parse_iteration_ranges(args.iteration) if args.iteration else None
+    steps = (lambda i: any(a <= i <= b for a, b in ranges)) if ranges else None
     try:
         dump = TfdbgDump(args.dump)
     except TfdbgError as err:
@@ -603,9 +605,16 @@ def _run_tfdbg(args: argparse.Namespace, options: _Options) -> int:
         [(o.watchpoint.request(), o.condition.target) for o in watches],
         options.node_filter,
         on_hit=write,
+        steps=steps,
     )
     if args.json:
         print("[]" if first[0] else "\n]")
+    if ranges and not any(a < report.step_count + 1 for a, _b in ranges):
+        # "0 hits" would read as "all clear" although no step asked for exists
+        raise UsageError(
+            f"--iteration {args.iteration} names no step of this tfdbg dump (steps 0 to "
+            f"{report.step_count}, derived from its function calls)."
+        )
     for problem in [*dump.notes, *dump.problems, *report.problems, *report.refusals.values()]:
         _warn(problem)
     if not args.json:

@@ -152,6 +152,7 @@ class TfdbgReport:
     modes: set[int] = field(default_factory=set)
     origin: TfdbgOrigin | None = None
     eager_checked: int = 0
+    step_count: int = 0  # the calls of the function called most: steps 0 … count - 1
 
 
 def _param_stat(req: CheckRequest, name: str) -> str:
@@ -261,8 +262,10 @@ class _Pass:
         watches: Sequence[tuple[CheckRequest, Category]],
         node_filter: re.Pattern[str] | None,
         on_hit: Callable[[TfdbgHit], None] | None,
+        steps: Callable[[int], bool] | None = None,
     ) -> None:
         self.dump = dump
+        self.steps = steps
         self.node_filter = node_filter
         self.on_hit = on_hit
         self.report = TfdbgReport()
@@ -393,6 +396,8 @@ class _Pass:
         self.report.problems.append(f"the recorded output {where} cannot be read: {why}.")
 
     def emit(self, hit: TfdbgHit) -> None:
+        if self.steps is not None and (hit.step is None or not self.steps(hit.step)):
+            return  # outside the steps asked for (an eager op or a pipeline op has none)
         self.report.hit_count += 1
         if self.on_hit is not None:
             self.on_hit(hit)
@@ -469,12 +474,15 @@ def check_tfdbg(
     watches: Sequence[tuple[CheckRequest, Category]],
     node_filter: re.Pattern[str] | None = None,
     on_hit: Callable[[TfdbgHit], None] | None = None,
+    steps: Callable[[int], bool] | None = None,
 ) -> TfdbgReport:
     """Check `watches` (watchpoint id = position) on every graph execution trace and eager
     op output, in one pass streaming both files merged by wall time, and find the origin
     (module docstring). Hits go to `on_hit` as they are found when given (then
-    `report.hits` stays empty), else into `report.hits`."""
-    run = _Pass(dump, watches, node_filter, on_hit)
+    `report.hits` stays empty), else into `report.hits`. With `steps`, only hits at a
+    derived step it accepts are reported (the origin is the run's, whatever `steps`);
+    `report.step_count` says how many steps the run has."""
+    run = _Pass(dump, watches, node_filter, on_hit, steps)
     executions = enumerate(dump.execution_events())
     inf = float("inf")
     at, (pending, pending_wall) = next(executions, (-1, (None, inf)))
@@ -511,6 +519,7 @@ def check_tfdbg(
         run.execution(at, pending, pending_wall)
         at, (pending, pending_wall) = next(executions, (-1, (None, inf)))
     report.checked += clean
+    report.step_count = max(run.calls.values(), default=0)
     if not report.modes and run.live:
         for wp_id, req, _c in run.live:
             report.refusals.setdefault(
