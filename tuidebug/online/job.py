@@ -128,6 +128,7 @@ class JobSession(DebugSession):
         # one mirroring at a time (a rank's graphs may arrive while the user creates one);
         # never taken by a thread holding a rank's lock
         self._mirror_lock = threading.Lock()
+        self._refresh_lock = threading.Lock()  # never taken with a rank's lock held
         self._note = ""  # the job's banner line (a lost rank, the first offending rank)
         self._graphs_shown = False
         self._meta = Metadata(mode="online", source=f"{host}:{port}")
@@ -161,25 +162,9 @@ class JobSession(DebugSession):
             return dict(self._ranks)
 
     def first_offending_rank(self) -> int | None:
-        """The rank whose earliest hit comes first in execution order (ties: the lower
-        rank), None without hits. A rank's hits arrive in its execution order, but ranks are
-        compared by where the hit's node runs in the graph: a kernel before a parameter (the
-        weights are checked at the step end, after an all-reduce spread the fault), then the
-        graph's order (kernels are in execution order there)."""
-        with self._jl:
-            ranks = {r: (self._ranks[r], hits) for r, hits in self._rank_hits.items() if hits}
-        firsts = []
-        for rank, (session, hits) in ranks.items():
-            positions = {
-                (g.name, name): (node.kind is NodeKind.PARAMETER, i)
-                for g in session.graphs.values()
-                for i, (name, node) in enumerate(g.nodes.items())
-            }
-            far = (True, len(positions))
-            firsts.append(
-                (min(positions.get((h.tensor.graph, h.tensor.node), far) for h in hits), rank)
-            )
-        return min(firsts)[1] if firsts else None
+        """The rank of the first hit in execution order (`hits_now`), None without hits."""
+        hits = self.hits_now()
+        return hits[0].tensor.rank if hits else None
 
     def _rank_session(self, rank: int) -> OnlineSession:
         with self._jl:
@@ -508,12 +493,35 @@ class JobSession(DebugSession):
             self._post(Notice(sentence, "error"))
 
     def hits_now(self) -> tuple[WatchpointHit, ...]:
+        """Every rank's hits in execution order across ranks. A rank's hits arrive in its
+        own order, but ranks are compared by where the hit's node runs in the graph: a kernel
+        before a parameter (the weights are checked at the step end, after an all-reduce
+        spread a fault to every rank), kernels in the graph's order (execution order), then
+        the lower rank. The first hit is the first offending rank's."""
         with self._jl:
-            hits = [h for r in sorted(self._rank_hits) for h in self._rank_hits[r]]
-        return tuple(sorted(hits, key=lambda h: (h.order, h.tensor.rank)))
+            per_rank = {r: (self._ranks[r], h) for r, h in self._rank_hits.items() if h}
+        keyed = []
+        for rank, (session, hits) in per_rank.items():
+            positions = {
+                (g.name, name): (node.kind is NodeKind.PARAMETER, i)
+                for g in session.graphs.values()
+                for i, (name, node) in enumerate(g.nodes.items())
+            }
+            far = (True, len(positions))
+            for hit in hits:
+                where = positions.get((hit.tensor.graph, hit.tensor.node), far)
+                keyed.append(((*where, rank, hit.order), hit))
+        keyed.sort(key=lambda pair: pair[0])
+        return tuple(hit for _, hit in keyed)
 
     def _refresh(self) -> None:
-        """Recompute the job's header from its ranks' (multi) and publish it if it changed."""
+        """Recompute the job's header from its ranks' (multi) and publish it if it changed.
+        One at a time: two callers (a rank's event, the user's command) must not publish in
+        the wrong order, the staler one last."""
+        with self._refresh_lock:
+            self._refresh_now()
+
+    def _refresh_now(self) -> None:
         with self._jl:
             job = self._job
             if job is None:
@@ -548,7 +556,7 @@ class JobSession(DebugSession):
             state = SessionState.LOADING
         first = self.first_offending_rank()
         if first is not None and state is SessionState.WAITING and len(ranks) > 1:
-            hit = next(h for h in self.hits_now() if h.tensor.rank == first)
+            hit = self.hits_now()[0]
             note = note or (
                 f"First offending rank: {first} ({hit.tensor.node} at step {hit.step})."
             )
@@ -742,6 +750,7 @@ class JobSession(DebugSession):
             return
         for session in self._require_job_waiting("run the training"):
             session.step(count)
+        self._refresh()  # running now: a caller reading the state at once must not see waiting
 
     def continue_(self) -> None:
         if self._job is None:
@@ -749,6 +758,7 @@ class JobSession(DebugSession):
             return
         for session in self._require_job_waiting("run the training"):
             session.continue_()
+        self._refresh()
 
     def recheck(self) -> None:
         if self._job is None:
@@ -756,6 +766,7 @@ class JobSession(DebugSession):
             return
         for session in self._require_job_waiting("recheck the watchpoints"):
             session.recheck()
+        self._refresh()
 
     def pause(self) -> None:
         if self._job is None:
