@@ -29,6 +29,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 import numpy as np
 
@@ -88,6 +89,7 @@ def msprobe_stats(t: MsprobeTensor) -> dict[str, StatValue]:
     return stats
 
 
+@lru_cache(maxsize=256)  # a handful of dtypes, asked once per tensor of a big graph
 def data_type(text: str) -> int | None:
     """MindSpore's DataType number of an msprobe dtype (`torch.float32`, `Float32`)."""
     name = text.removeprefix("torch.")
@@ -402,6 +404,23 @@ def _scopes(call: MsprobeCall, construct: Mapping[str, str | None]) -> list[str]
     return [GRADIENTS, *chain] if backward else chain
 
 
+_PARAMETER_CATEGORIES = frozenset({Category.TENSOR, Category.PARAMETER, Category.WEIGHT})
+_CALL_CATEGORIES = {
+    "parameters_grad": frozenset({Category.TENSOR, Category.GRADIENT}),
+    "forward": frozenset({Category.TENSOR, Category.ACTIVATION}),
+}
+_TENSOR_ONLY = frozenset({Category.TENSOR})
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """`name`, or it with `_` appended until no node has it (a hostile file may name two
+    calls or tensors alike; each stays a node of its own)."""
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
+
+
 def _graph(
     calls: list[MsprobeCall], construct: Mapping[str, str | None], stacks: Mapping[str, list[str]]
 ) -> _Built:
@@ -413,12 +432,11 @@ def _graph(
     producers: dict[tuple[object, ...], tuple[str, int]] = {}
     aliases: dict[str, tuple[str, int]] = {}
     taken: set[str] = set()
+    # id of a stack.json frame list → (the list, kept alive so the id stays its; its frames)
+    seen_frames: dict[int, tuple[list[str], list[StackFrame]]] = {}
     for call in calls:
         scope = "/".join(_scopes(call, construct))
-        name = f"{scope}/{_label(call.name)}" if scope else _label(call.name)
-        while name in taken:  # the same call twice (a hostile file): kept apart
-            name += "_"
-        taken.add(name)
+        name = _unique(f"{scope}/{_label(call.name)}" if scope else _label(call.name), taken)
         names[call.name] = name
         parsed = call.parsed
         inputs: list[str] = []
@@ -433,7 +451,7 @@ def _graph(
                     # outside): a data node of its own, so its values and statistics are
                     # reachable and the origin trace sees a NaN/Inf that came in with it.
                     # A constant: never watched (msprobe's rule never blames an input).
-                    src = (_label(t.name), 0)
+                    src = (_unique(_label(t.name), taken), 0)
                     params[t.name] = src[0]
                     nodes.append(
                         Node(
@@ -452,7 +470,7 @@ def _graph(
                     inputs.append(src[0])
             elif t.role == "parameters":
                 # named without its scope (a parameter's scope is `Node.scope`), like `conv1.weight`
-                pname = _label(t.name)
+                pname = _unique(_label(t.name), taken)
                 attributes[f"parameter {t.slot}"] = _describe(t)
                 params[t.name] = pname
                 aliases[t.name] = (pname, 0)
@@ -466,9 +484,7 @@ def _graph(
                         outputs=[TensorSpec(0, data_type(t.dtype), t.shape)],
                     )
                 )
-                categories[pname] = frozenset(
-                    {Category.TENSOR, Category.PARAMETER, Category.WEIGHT}
-                )
+                categories[pname] = _PARAMETER_CATEGORIES
             else:
                 slot = len(outputs)
                 outputs.append(TensorSpec(slot, data_type(t.dtype), t.shape))
@@ -477,15 +493,17 @@ def _graph(
                 if sig is not None:  # the first call making it: a module passes it on
                     producers.setdefault(sig, (name, slot))
         direction = parsed.direction if parsed is not None else ""
-        cats = {Category.TENSOR}
-        if direction == "parameters_grad":
-            # the parameters' gradients, as `tuidebug check` on msprobe watches them; a
-            # backward call's outputs are activations' gradients: tensor conditions only
-            cats.add(Category.GRADIENT)
-        elif direction == "forward":
-            cats.add(Category.ACTIVATION)
-        categories[name] = frozenset(cats)
+        # gradients: the parameters' (`parameters_grad`), as `tuidebug check` on msprobe
+        # watches them; a backward call's outputs are activations' gradients: tensor only
+        categories[name] = _CALL_CATEGORIES.get(direction, _TENSOR_ONLY)
         frames = stacks.get(call.name)
+        stack: list[StackFrame] = []
+        if frames:
+            # 26.x shares one frame list among the calls of a stack: parsed once
+            known = seen_frames.get(id(frames))
+            if known is None:
+                known = seen_frames[id(frames)] = (frames, _frames(frames))
+            stack = list(known[1])
         nodes.append(
             Node(
                 name,
@@ -495,7 +513,7 @@ def _graph(
                 inputs=inputs,
                 outputs=outputs,
                 attributes=attributes,
-                stack=_frames(frames) if frames else [],
+                stack=stack,
                 dump_name=call.name,
             )
         )
