@@ -348,3 +348,20 @@ def test_wrappers_are_taken_off() -> None:
     assert not hasattr(accelerated, "_optimizer_step_pre_hooks")
     assert unwrap_optimizer(accelerated) is opt
     assert unwrap_optimizer(opt) is opt and unwrap_optimizer(None) is None
+
+
+def test_trainer_terminated_at_the_initial_suspension_stops_after_one_step(
+    tmp_path: Path, session: OnlineSession
+) -> None:
+    import tuidebug.torch as tdb
+
+    callback = tdb.TrainerCallback(port=session.port, retry_delay=0.02)
+    trainer = hf_trainer(tmp_path, tiny_gpt2(), [callback], max_steps=50)
+    run = Thread(trainer.train)
+    wait_state(session, WAITING)
+    session.terminate()
+    run.join()
+    assert run.error is None
+    # the Trainer reads its stop flag only after a step: one step runs, without the debugger
+    assert trainer.state.global_step == 1
+    assert callback.debugger._closed and not callback.debugger.connected
