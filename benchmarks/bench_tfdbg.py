@@ -193,7 +193,7 @@ def run_tuidebug(folder: Path) -> dict[str, object]:
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, *cmd], capture_output=True, text=True, cwd=REPO
     )
-    return json.loads(out.stdout)  # type: ignore[no-any-return]
+    return json.loads(out.stdout)
 
 
 def run_debug_data_reader(folder: Path, python: Path) -> dict[str, object] | None:
@@ -206,7 +206,7 @@ def run_debug_data_reader(folder: Path, python: Path) -> dict[str, object] | Non
     if out.returncode:
         print(f"DebugDataReader failed: {out.stderr[-800:]}", file=sys.stderr)
         return None
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _s(seconds: object) -> str:
