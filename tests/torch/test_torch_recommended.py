@@ -109,3 +109,61 @@ def test_only_a_torch_graph_gets_the_torch_rules() -> None:
     assert pt["weight_initialization"].targets == ("conv1.weight", "fc1.weight", "fc2.weight")
     assert pt["weight_change_too_large"].targets == pt["weight_initialization"].targets
     assert framework_of(f"torch-{torch.__version__}") == TORCH and framework_of("2.3.0") == ""
+
+
+class Block(torch.nn.Module):
+    """torchvision's BasicBlock: conv-BN-ReLU-conv-BN, + identity, ReLU."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.conv1 = nn.Conv2d(width, width, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        return self.relu(self.bn2(self.conv2(out)) + x)
+
+
+class TinyResNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(inplace=True)
+        )
+        self.layer1 = nn.Sequential(Block(16), Block(16))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(self.pool(self.layer1(self.stem(x))), 1))
+
+
+def test_a_healthy_resnet_runs_20_steps_without_a_stop(session: OnlineSession) -> None:
+    torch.manual_seed(0)
+    model = TinyResNet()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    stop = threading.Event()
+
+    def body(dbg: tdb.Debugger) -> None:
+        for i in range(20):
+            g = torch.Generator().manual_seed(i)
+            x, y = torch.randn(8, 3, 16, 16, generator=g), torch.randint(0, 10, (8,), generator=g)
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            dbg.step_end()
+
+    training = Training(model, body, optimizer=opt, port=session.port, stop=stop)
+    training.start()
+    wait_state(session, WAITING)
+    assert session.apply_recommended()
+    session.continue_()
+    wait_state(session, SessionState.DONE, timeout=60)
+    assert not session.hits
+    training.join()
+    assert training.error is None
