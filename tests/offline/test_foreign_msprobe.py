@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tuidebug.cli import main as cli_main
+from tuidebug.core.graph import NodeKind
 from tuidebug.core.origins import trace_in_session
 from tuidebug.core.session import Notice
 from tuidebug.offline.dump import OfflineDump, TensorFileError
@@ -240,6 +241,7 @@ _NAME = st.sampled_from(
         "Module.a.Linear.parameters_grad",
         "x",
         "Torch.t.0.backward",
+        "Functional.linear.0.forward.input.0",  # a call named as another's input node
     ]
 )
 
@@ -284,6 +286,8 @@ def test_fuzz_hostile_dump_json_never_raises(
     dump = open_dump(folder.parent.parent)
     assert isinstance(dump, ForeignDump)
     for name, graph in dump.graphs(0).items():
+        if isinstance(data, dict) and data:  # every call a node: none overwrote another
+            assert sum(n.kind is NodeKind.OPERATOR for n in graph) == len(data)
         index = dump.index(0, name)
         index.statistics_for(0)
         index.files_for(0)
