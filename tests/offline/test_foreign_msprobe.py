@@ -110,6 +110,7 @@ def test_first_to_hit_and_origin_equal_msprobe_overflow_check(mlp: Path) -> None
         ("v26_tensor_mix_inf", 0),
         ("v26_tensor_L0_nan", 0),
         ("v8_stat_mix_inf", 0),  # 8.x: parameters_grad written where the forward ran
+        ("v8_overflow_check_task_inf", 0),  # 8.x's overflow_check task: its own dump
         ("v26_dist2_stat_L1_inf_rank1", 1),
     ],
 )
