@@ -23,6 +23,7 @@ Modules:
 - `stats`: MindSpore's watchpoint math on torch tensors; a DTensor's local shard
 - `graph`: a model as a MindSpore-style graph (fx or one recorded forward pass)
 - `dump`: dump mode, one `rank_<global rank>` folder per process
+- `ranks`: this process's rank and job under torch.distributed; late attach
 - `wrappers`: the model and optimizer under torch.compile, accelerate and Lightning
 - `training_link`: one `Debugger` driven by a framework's events (the callbacks' rules)
 - `callbacks_hf`: `TrainerCallback` for transformers' `Trainer`
