@@ -459,3 +459,21 @@ def test_offline_accepts_an_msprobe_root_and_refuses_graph_in_one_sentence(
     assert cli_main(["exec", "--graph", root, root, "lt"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("tuidebug exec: --graph reads MindSpore graphs;")
+
+
+def test_steps_past_the_scan_budget_are_said_and_their_new_calls_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Opening scans later steps for new calls only up to MAX_SCANNED_BYTES; past it one
+    sentence says so, and a step holding a call the graph lacks says that when checked."""
+    import tuidebug.offline.foreign.msprobe as foreign_msprobe
+
+    root = DATA / "v26_stat_mix_bf16_nan"  # Torch.sqrt.0.forward only in step 2
+    if not root.is_dir():
+        pytest.skip(f"{root} not made yet")
+    monkeypatch.setattr(foreign_msprobe, "MAX_SCANNED_BYTES", 1)
+    session, notes = _session(root, "TO")
+    assert any("were not scanned for calls" in n for n in notes)
+    session.reset_step(3)
+    session.recheck()
+    assert any("Torch.sqrt.0.forward" in n and "were not read" in n for n in notes)

@@ -66,6 +66,9 @@ __all__ = ["GRAPH", "MsprobeSource", "msprobe_stats"]
 
 GRAPH = "msprobe"  # the one graph of a rank: its calls in execution order
 GRADIENTS = "Gradients"
+# dump.json bytes of the later steps scanned at opening for calls the first step lacks: tens
+# of steps of a 7B model's 20 MB would cost minutes; past this the rest is said, not scanned
+MAX_SCANNED_BYTES = 256 << 20
 MAX_SCOPE_DEPTH = 64  # construct.json's parent chain is walked at most this far (loops)
 _FRAME = re.compile(r"File (.*?), line (\d+), in (.*?),\s*\n?\s*(.*)", re.S)
 _TORCH_DTYPES = {"bfloat16": BFLOAT16}
@@ -219,7 +222,19 @@ class MsprobeSource(DumpSource):
         after: dict[str | None, list[MsprobeCall]] = {}  # call → calls a later step added
         construct: dict[str, str | None] = {}
         stacks: dict[str, list[str]] = {}
+        budget = MAX_SCANNED_BYTES
         for step in self.iterations(rank):
+            if calls:
+                size = self._size(rank, step)
+                if size > budget:
+                    self.problems.append(
+                        f"Rank {rank}: the steps from step {step} on were not scanned for calls "
+                        f"the earlier steps lack (more than {MAX_SCANNED_BYTES >> 20} MiB of "
+                        "dump.json to scan at opening); such a call is said when its step is "
+                        "read, and that step's check is then incomplete."
+                    )
+                    break
+                budget -= size
             try:
                 added = (
                     self._new_calls(rank, step, known, after)
@@ -238,6 +253,12 @@ class MsprobeSource(DumpSource):
         built = _graph(_ordered(calls, after), construct, stacks)
         self._built[rank] = built
         return built
+
+    def _size(self, rank: int, step: int) -> int:
+        try:
+            return os.stat(self.found.steps[step].ranks[rank] / "dump.json").st_size
+        except OSError:
+            return 0  # said when it is read
 
     def _structure_only(
         self, rank: int, construct: dict[str, str | None], stacks: dict[str, list[str]]
