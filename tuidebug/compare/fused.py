@@ -81,9 +81,11 @@ def measure(
     stats: tuple[bool, bool] = (True, True),
     chunk: int = CHUNK,
     fused_min: int = FUSED_MIN,
+    golden_range: tuple[float, float] | None = None,
 ) -> Measured:
     """The pair's row figures (module docstring). `stats` says which sides' statistics
-    are wanted (a side whose dump already holds them needs none)."""
+    are wanted (a side whose dump already holds them needs none); `golden_range`, the
+    golden's (max, min) as its dump records them, saves the pass that finds its scale."""
     tv, gv = np.asarray(target), np.asarray(golden)
     if (
         tv.shape == gv.shape
@@ -92,7 +94,7 @@ def measure(
         and _is_float(tv)
         and _is_float(gv)
     ):
-        found = _chunked(tv, gv, stats, max(chunk, 1))
+        found = _chunked(tv, gv, stats, max(chunk, 1), golden_range)
         if found is not None:
             return found
     return _whole(tv, gv, stats)
@@ -138,7 +140,11 @@ def _relative(
 
 
 def _chunked(
-    tv: np.ndarray, gv: np.ndarray, stats: tuple[bool, bool], chunk: int
+    tv: np.ndarray,
+    gv: np.ndarray,
+    stats: tuple[bool, bool],
+    chunk: int,
+    golden_range: tuple[float, float] | None = None,
 ) -> Measured | None:
     """The one pass; None when a NaN or Inf is met (the whole-array path then decides)."""
     n_all, b_all = tv.reshape(-1), gv.reshape(-1)
@@ -182,7 +188,8 @@ def _chunked(
                 t_max, t_min = max(t_max, float(n64.max())), min(t_min, float(n64.min()))
             if want_g:
                 g_sum += float(b64.sum())
-            g_max, g_min = max(g_max, float(b64.max())), min(g_min, float(b64.min()))
+            if want_g or golden_range is None:
+                g_max, g_min = max(g_max, float(b64.max())), min(g_min, float(b64.min()))
             diff = np.subtract(n64, b64, out=n64)  # n64 is not needed any more
             dot_dd += float(np.einsum("i,i->", diff, diff))
             max_abs = max(max_abs, float(np.max(np.abs(diff, out=diff))))
@@ -208,5 +215,7 @@ def _chunked(
         StatRecord(g_max, g_min, g_sum / size, math.sqrt(dot_bb)) if want_g else None,
         False,
         False,
-        max(g_max, -g_min),
+        max(g_max, -g_min)
+        if want_g or golden_range is None
+        else max(golden_range[0], -golden_range[1]),
     )

@@ -11,6 +11,7 @@ import csv
 import io
 import math
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -208,8 +209,8 @@ def compare_pairs(
 ) -> CompareReport:
     report = CompareReport()
     said_stats = False
-    for pair in pairs:
-        row = _row(pair, cosine, rtol, atol)
+    for pair, loaded in _prefetched(pairs):
+        row = _row(pair, cosine, rtol, atol, loaded)
         if row.metrics is None and row.stat_diffs is not None and row.target_scalar is None:
             report.tensor_mode = False
             t, g = pair.target, pair.golden
@@ -227,7 +228,46 @@ def compare_pairs(
     return report
 
 
-def _row(pair: Pair, cosine: float | None, rtol: float | None, atol: float | None) -> Row:
+def _both_load(pair: Pair) -> bool:
+    t, g = pair.target, pair.golden
+    return (
+        t is not None
+        and g is not None
+        and t.load is not None
+        and g.load is not None
+        and t.scalar is None
+        and g.scalar is None
+    )
+
+
+def _prefetched(
+    pairs: Iterable[Pair],
+) -> Iterator[tuple[Pair, Future[tuple[np.ndarray, np.ndarray]] | None]]:
+    """The pairs, each tensor pair with its two values being read in a second thread while
+    the pair before it is compared: reading (the file copy and the zip's CRC) and the
+    numpy pass both leave the GIL, so on two cores the wall time is the larger of the two,
+    not their sum. One pair is read ahead, so memory holds two pairs at most."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="compare-read") as pool:
+        ahead: tuple[Pair, Future[tuple[np.ndarray, np.ndarray]] | None] | None = None
+        for pair in pairs:
+            future = None
+            if _both_load(pair):
+                assert pair.target is not None and pair.golden is not None
+                future = pool.submit(_load_both, pair.target, pair.golden)
+            if ahead is not None:
+                yield ahead
+            ahead = (pair, future)
+        if ahead is not None:
+            yield ahead
+
+
+def _row(
+    pair: Pair,
+    cosine: float | None,
+    rtol: float | None,
+    atol: float | None,
+    loaded: Future[tuple[np.ndarray, np.ndarray]] | None = None,
+) -> Row:
     row = Row(pair.name, pair.rank, pair.step, "unmatched")
     row.golden_name, row.node, row.inputs = pair.golden_name, pair.node, pair.inputs
     t, g = pair.target, pair.golden
@@ -245,7 +285,7 @@ def _row(pair: Pair, cosine: float | None, rtol: float | None, atol: float | Non
     if t.scalar is not None or g.scalar is not None:
         return _scalar_row(row)
     if t.load is not None and g.load is not None:
-        return _tensor_row(row, t, g, cosine, rtol, atol)
+        return _tensor_row(row, t, g, cosine, rtol, atol, loaded)
     # statistics on one side (or both): a tensor side is reduced to its statistics
     stats: list[StatRecord] = []
     for side, prefix in ((t, "target"), (g, "golden")):
@@ -320,12 +360,20 @@ def _scalar_row(row: Row) -> Row:
 
 
 def _tensor_row(
-    row: Row, t: Side, g: Side, cosine: float | None, rtol: float | None, atol: float | None
+    row: Row,
+    t: Side,
+    g: Side,
+    cosine: float | None,
+    rtol: float | None,
+    atol: float | None,
+    loaded: Future[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Row:
     assert t.load is not None and g.load is not None
     try:
-        tv = np.asarray(t.load())
-        gv = np.asarray(g.load())
+        if loaded is not None:
+            tv, gv = loaded.result()
+        else:
+            tv, gv = _load_both(t, g)
     except (OSError, ValueError) as err:
         # a side's reader says why in one sentence (pairing turns its errors into ValueError)
         row.status, row.reason = "skipped", str(err).rstrip(".")
@@ -336,7 +384,11 @@ def _tensor_row(
     row.golden_dtype = g.dtype or _dtype_name(gv)
     row.target_shape, row.golden_shape = tuple(tv.shape), tuple(gv.shape)
     # one pass for the metrics, the statistics a side lacks, NaN/Inf and the scale
-    measured = measure(tv, gv, stats=(t.stats is None, g.stats is None))
+    g_range = None
+    g_max, g_min = (g.stats.max, g.stats.min) if g.stats is not None else (None, None)
+    if g_max is not None and g_min is not None and math.isfinite(g_max + g_min):
+        g_range = (g_max, g_min)
+    measured = measure(tv, gv, stats=(t.stats is None, g.stats is None), golden_range=g_range)
     row.target_stats = t.stats or measured.target_stats
     row.golden_stats = g.stats or measured.golden_stats
     m = measured.metrics
@@ -356,6 +408,11 @@ def _tensor_row(
     row.evidence = evidence
     row.status, row.reason = evidence.verdict(tol)
     return row
+
+
+def _load_both(t: Side, g: Side) -> tuple[np.ndarray, np.ndarray]:
+    assert t.load is not None and g.load is not None
+    return np.asarray(t.load()), np.asarray(g.load())
 
 
 def _nonfinite(value: np.ndarray) -> bool:
