@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tests.conftest import REPO
 from tuidebug.cli import main as cli_main
 from tuidebug.core.origins import trace_in_session
+from tuidebug.core.session import Notice
 from tuidebug.offline.files.tfdbg import masked_crc32c
 from tuidebug.offline.foreign.dump import ForeignDump, open_dump
 from tuidebug.offline.layout.errors import DumpError
@@ -101,15 +102,29 @@ def test_exec_lists_a_step_and_shows_a_stack_from_the_dumps_own_source(
     assert any(p.startswith("Steps are derived") for p in dump.problems)  # said once
 
 
-def test_curt_health_refuses_in_the_session_but_check_decides(
+def test_curt_health_decides_to_from_its_flag_and_refuses_thresholds_in_one_sentence(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """CURT_HEALTH's one flag is "any NaN/±Inf": TO is decided from it (TensorFlow's
+    non-finite outputs, as `tuidebug check` finds them); a threshold is one sentence."""
     from tuidebug.api import DumpAnalyzer, TensorOverflowCondition, Watchpoint
 
     analyzer = DumpAnalyzer(str(DATA / "curt_health"))
-    tensors = analyzer.select_tensors("", iterations=[2])
-    assert analyzer.check_watchpoints([Watchpoint(tensors, TensorOverflowCondition())]) == []
+    tensors = analyzer.select_tensors("", iterations=analyzer.get_iterations())
+    hits = analyzer.check_watchpoints([Watchpoint(tensors, TensorOverflowCondition())])
+    got = sorted((h.tensor.node.name, h.tensor.iteration) for h in hits)
+    assert got == sorted(_non_finite_by_step("curt_health")) and got
     assert cli_main(["check", str(DATA / "curt_health"), "--watch", "TO"]) == 1
+    capsys.readouterr()
+    session = OfflineSession(DATA / "curt_health")
+    notes: list[str] = []
+    session.subscribe(lambda e: notes.append(e.message) if isinstance(e, Notice) else None)
+    session.start()
+    session.create_watchpoint("TL", {"max_gt": 0.4})
+    session.step(1)
+    assert not session.hits
+    refusals = [n for n in notes if "cannot be checked" in n]
+    assert len(refusals) == 1 and "CURT_HEALTH" in refusals[0], notes
 
 
 def test_two_runs_in_one_folder_are_one_sentence(tmp_path: Path) -> None:

@@ -16,6 +16,10 @@ What a row decides (MindSpore's own statistic semantics, spec §3.7, `tensor_sta
 * `max_min_*` (TensorRange / ActivationRange): `Max Value` − `Min Value`;
 * `zero_percentage_ge` (TensorAllZero, WeightInitialization): `Zero Count` and `Count`.
 
+A foreign dump's row may give `non_finite_count` instead of the NaN/±Inf counts (NaN and Inf
+not told apart: tfdbg's CURT_HEALTH flag); it decides everything the counts do but HasNaN and
+HasInf, which stay refused.
+
 Refused, with one sentence naming what is missing: `abs_mean_*` (the mean of |x| follows
 from no column: max, min and mean leave it open), `range_percentage_*` (how many values lie
 in a range), the legacy `sd_*`, and the change conditions (they compare element by element
@@ -153,10 +157,18 @@ def decide(req: CheckRequest, stats: Mapping[str, StatValue]) -> CheckResult | M
         else _NAN + _INF
     )
     lacking = _need(stats, needed)
-    if lacking is not None:
+    flag = _number(stats, "non_finite_count") if lacking is not None else None
+    if lacking is not None and (
+        flag is None or cond in (ConditionType.HAS_NAN, ConditionType.HAS_INF)
+    ):
         return Missing(lacking)
-    nan = _number(stats, "nan_count") or 0.0
-    inf = (_number(stats, "neg_inf_count") or 0.0) + (_number(stats, "pos_inf_count") or 0.0)
+    if flag is not None:
+        # NaN and ±Inf counted together, not told apart (tfdbg's CURT_HEALTH flag):
+        # enough for every condition but HasNaN / HasInf, decided as "any non-finite"
+        nan, inf = flag, 0.0
+    else:
+        nan = _number(stats, "nan_count") or 0.0
+        inf = (_number(stats, "neg_inf_count") or 0.0) + (_number(stats, "pos_inf_count") or 0.0)
     if count is not None and count == 0:
         # MindSpore skips a tensor with no element: nothing is reported
         return CheckResult(False, 0, untouched_params(req))

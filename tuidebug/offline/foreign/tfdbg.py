@@ -22,8 +22,9 @@ What the dump model sees:
   NaN, ±Inf (and FULL_HEALTH's zero) counts from the health summaries, count and shape
   from SHAPE, and from FULL_TENSOR's values count, NaN/±Inf/zero counts, max, min and mean;
   an op output traced more than once in a step (a loop) has its counts summed. CURT_HEALTH's
-  one flag and NO_TENSOR give no statistics, so the checks refuse in one sentence
-  (`statistics_words`); `tuidebug check` decides TO from CURT_HEALTH's flag itself;
+  one flag is `non_finite_count` (TO and every condition needing only "any NaN/±Inf" are
+  decided from it, as `tuidebug check` does; HasNaN / HasInf and thresholds are refused in
+  one sentence, `statistics_words`); NO_TENSOR gives no statistics;
 * eager ops (outside any tf.function) are in no graph: a step with some that carry values
   says so in a blocker (its checks are incomplete); `tuidebug check` reads them.
 """
@@ -76,7 +77,7 @@ _DTYPE_NAMES = {
     22: "uint32",
     23: "uint64",
 }
-_SUMMED = ("count", "nan_count", "neg_inf_count", "pos_inf_count", "zero_count")
+_SUMMED = ("count", "nan_count", "neg_inf_count", "pos_inf_count", "zero_count", "non_finite_count")
 
 
 def tfdbg_source(root: str | os.PathLike[str]) -> TfdbgSource | None:
@@ -116,8 +117,8 @@ class TfdbgSource(DumpSource):
 
     kind = "tfdbg"
     statistics_words = (
-        "tfdbg's recorded summaries (element, NaN, ±Inf and, with FULL_HEALTH, zero counts; "
-        "with FULL_TENSOR also max, min and mean)"
+        "tfdbg's recorded summaries (CURT_HEALTH: one NaN-or-Inf flag; CONCISE_HEALTH: element, "
+        "NaN and ±Inf counts; FULL_HEALTH: also zero counts)"
     )
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -295,8 +296,8 @@ def _statistics(
         h = health_counts(mode, tp)
         if isinstance(h, str):
             return h, "", None
-        if h.count is None:
-            return {}, "", None  # CURT_HEALTH: a flag, no count
+        if h.count is None:  # CURT_HEALTH: one flag, NaN and ±Inf not told apart
+            return {"non_finite_count": 1.0 if h.bad else 0.0}, "", None
         stats = {
             "count": h.count,
             "nan_count": h.nan,
