@@ -31,6 +31,7 @@ from tuidebug.offline.files.names import TensorFile
 from tuidebug.offline.files.npy import load_npy
 from tuidebug.offline.files.pt import load_pt
 from tuidebug.offline.files.statistic_csv import StatisticRow
+from tuidebug.offline.files.tfdbg_values import is_value_ref, read_value_ref
 from tuidebug.offline.foreign.source import DumpSource, ForeignStep, ForeignTensor
 from tuidebug.offline.layout.errors import DumpError
 from tuidebug.offline.layout.sync_rank import RankLayout
@@ -89,6 +90,8 @@ def read_value(path: str, root: Path, max_bytes: int | None, *, mmap: bool = Tru
     it cannot be read, `TensorTooLargeError` past `max_bytes`."""
     if path.endswith(".pt"):
         return load_pt(path, root=root, max_bytes=max_bytes)
+    if is_value_ref(path):  # a tfdbg record's own tensor proto
+        return read_value_ref(path, max_bytes)
     return load_npy(path, root=root, mmap=mmap, max_bytes=max_bytes)
 
 
@@ -96,21 +99,28 @@ class _Rows(Mapping[tuple[str, str, int], StatisticRow]):
     """A step's tensors as statistic rows keyed by (node, "output", slot), each row made
     when asked for: listing a step of 10⁶ tensors builds no row it does not show."""
 
-    def __init__(self, step: ForeignStep) -> None:
+    def __init__(self, step: ForeignStep, *, without_values: bool = False) -> None:
         self._tensors = step.tensors
+        # only the tensors with no value file (a statistic-only tensor): those with one
+        # are listed and checked by their file, not twice
+        self._skip = without_values
 
     def __getitem__(self, key: tuple[str, str, int]) -> StatisticRow:
         node, io, slot = key
         t = self._tensors.get((node, slot)) if io == "output" else None
-        if t is None:
+        if t is None or (self._skip and t.path is not None):
             raise KeyError(key)
         return _row(t)
 
     def __iter__(self) -> Iterator[tuple[str, str, int]]:
-        return ((node, "output", slot) for node, slot in self._tensors)
+        if not self._skip:
+            return ((node, "output", slot) for node, slot in self._tensors)
+        return ((n, "output", s) for (n, s), t in self._tensors.items() if t.path is None)
 
     def __len__(self) -> int:
-        return len(self._tensors)
+        if not self._skip:
+            return len(self._tensors)
+        return sum(1 for t in self._tensors.values() if t.path is None)
 
 
 class ForeignIndex(TensorIndex):
@@ -222,7 +232,7 @@ class ForeignIndex(TensorIndex):
         return not self.files_for(iteration)
 
     def statistic_rows(self, iteration: int) -> Mapping[tuple[str, str, int], StatisticRow]:
-        return _Rows(self._step(iteration))
+        return _Rows(self._step(iteration), without_values=True)
 
     def statistic_row(
         self, node_name: str, slot: int, iteration: int, is_output: bool = True
@@ -291,7 +301,10 @@ class ForeignDump(OfflineDump):
     def refresh(self) -> bool:
         """Look again for steps that appeared (the TUI's `r`); True when some did."""
         with self._lock:
-            return self.source.refresh()
+            changed = self.source.refresh()
+            if changed:  # a step asked for before it was written was kept empty
+                self._steps.clear()
+            return changed
 
     def tensor_alias(self, rank: int, name: str) -> tuple[str, str, int] | None:
         """(graph, node, slot) of the tool's own name of a tensor on `rank`, or None."""
