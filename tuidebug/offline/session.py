@@ -592,7 +592,7 @@ class OfflineSession(DebugSession):
         if not dump.refresh():
             return
         after = self._max_step(self._rank)
-        self._set(max_step=after)
+        self._set(max_step=after, ranks=tuple(dump.ranks))  # a rank may have appeared too
         if after > before:
             self._notice(
                 f"The dump now goes to step {after} (it went to {before} when opened).",
