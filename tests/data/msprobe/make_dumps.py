@@ -1,12 +1,14 @@
 """Makes the real msprobe dumps under tests/data/msprobe/ (issue 29) and msprobe's own answers.
 
-usage: python3 tests/data/msprobe/make_dumps.py [NAME…]      (all fixtures without a name)
+usage: python3 tests/data/msprobe/make_dumps.py [--answers-only] [NAME…]   (all without a name)
 
 The driver (any Python) runs each fixture's training in the venv that holds its msprobe,
 copies the dump here as NAME/ (`step<N>/<proc<pid>|rank<N>|rank>/…`), then runs msprobe's
 own `overflow_check -i STEP -o …` on every step and saves its answer as
 NAME/msprobe_results/overflow_check_step<N>.json (msprobe's file, unedited) or, where it finds
-nothing, overflow_check_step<N>.log (its log, which says "Cannot find any anomaly node").
+nothing, overflow_check_step<N>.log (its log, which says "Cannot find any anomaly node"),
+and `compare -tp … -gp …` CSVs where COMPARES says. `--answers-only` keeps the dumps and
+redoes only msprobe's answers.
 8.3.3 has no such analysis command (its `overflow_check` is a dump task, frozen as a
 fixture of its own); 26.x's command reads the 8.x layout too, so it answers for all.
 
@@ -79,6 +81,26 @@ FIXTURES: dict[str, tuple[str, dict[str, object], list[str]]] = {
 }
 
 
+# msprobe's own `compare -tp TARGET -gp GOLDEN` answers (26.x, its CSV), paths relative to
+# this folder: (fixture that keeps the answer, answer's name, target, golden)
+COMPARES: list[tuple[str, str, str, str]] = [
+    # the rank that took the fault against the one that did not, at the fault's step
+    (
+        "v26_dist2_stat_L1_inf_rank1",
+        "compare_rank1_vs_rank0_step2",
+        "v26_dist2_stat_L1_inf_rank1/step2/rank1/dump.json",
+        "v26_dist2_stat_L1_inf_rank1/step2/rank0/dump.json",
+    ),
+    # tensor mode: the fault's step against the clean step 0 of the same run (values compared)
+    (
+        "v26_tensor_mix_inf",
+        "compare_step2_vs_step0",
+        "v26_tensor_mix_inf/step2",
+        "v26_tensor_mix_inf/step0",
+    ),
+]
+
+
 # ---------------------------------------------------------------- training (inside a venv)
 
 
@@ -89,7 +111,7 @@ def train_mindspore(config_path: str, fault: str | None, steps: int) -> None:
     implementation: every statistic fails ("The kernel LinalgVectorNorm unregistered") and
     dump.json stays empty. `mint.norm` is replaced by ops.LpNorm over all axes, computed in
     the tensor's dtype as on Ascend (so Norm still overflows to Infinity at step 1)."""
-    import mindspore as ms
+    import mindspore as ms  # type: ignore[import-not-found]
     import numpy as np
     from mindspore import mint, nn, ops
 
@@ -99,7 +121,7 @@ def train_mindspore(config_path: str, fault: str | None, steps: int) -> None:
         return ops.LpNorm(axis=tuple(range(x.ndim)), p=2)(x)
 
     mint.norm = cpu_norm
-    from msprobe.mindspore import PrecisionDebugger
+    from msprobe.mindspore import PrecisionDebugger  # type: ignore[import-not-found]
 
     ms.set_seed(7)
     np.random.seed(7)
@@ -142,7 +164,7 @@ def train_mindspore(config_path: str, fault: str | None, steps: int) -> None:
         loss, grads = grad_fn(ms.Tensor(xs[step]), ms.Tensor(ys[step]))
         dbg.stop()
         dbg.step()
-        for p, g in zip(net.trainable_params(), grads):
+        for p, g in zip(net.trainable_params(), grads, strict=True):
             if np.isfinite(g.asnumpy()).all():
                 p.set_data(p - 0.01 * g)
         print(f"step {step} loss {loss}", flush=True)
@@ -159,11 +181,13 @@ def train(config_path: str, fault: str | None, amp: bool, steps: int, world: int
         _train_rank(0, config_path, fault, amp, steps, 1)
 
 
-def _train_rank(rank: int, config_path: str, fault: str | None, amp: bool, steps: int, world: int) -> None:
+def _train_rank(
+    rank: int, config_path: str, fault: str | None, amp: bool, steps: int, world: int
+) -> None:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
-    from msprobe.pytorch import PrecisionDebugger, seed_all
+    from msprobe.pytorch import PrecisionDebugger, seed_all  # type: ignore[import-not-found]
 
     if world > 1:
         import torch.distributed as dist
@@ -220,7 +244,7 @@ def _train_rank(rank: int, config_path: str, fault: str | None, amp: bool, steps
         with torch.no_grad():
             for p in net.parameters():
                 if p.grad is not None and torch.isfinite(p.grad).all():
-                    p -= 0.01 * p.grad
+                    p -= 0.01 * p.grad  # type: ignore[misc]
                 p.grad = None
         print(f"rank {rank} step {step} loss {loss.item()}", flush=True)
     if world > 1:
@@ -256,7 +280,14 @@ def _make(name: str) -> None:
         cfg_path = Path(tmp) / "config.json"
         cfg_path.write_text(json.dumps(config))
         steps = ["--steps", "3"] if "--steps" not in opts else []
-        cmd = [f"{venv}/bin/python", str(Path(__file__).resolve()), "--train", str(cfg_path), *steps, *opts]
+        cmd = [
+            f"{venv}/bin/python",
+            str(Path(__file__).resolve()),
+            "--train",
+            str(cfg_path),
+            *steps,
+            *opts,
+        ]
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True, cwd=tmp)
         if out.exists():
@@ -264,12 +295,48 @@ def _make(name: str) -> None:
         shutil.copytree(dump, out)
         (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
         (out / "train_options.txt").write_text(" ".join(opts) + "\n")
+    _answers(name, venv)
+
+
+def _answers(name: str, venv: str) -> None:
+    """msprobe's own answers on the fixture as it is: overflow_check per step, compares."""
+    out = HERE / name
     results = out / "msprobe_results"
+    shutil.rmtree(results, ignore_errors=True)
     results.mkdir()
     for step_dir in sorted(out.glob("step*")):
         # 8.3.3 has no `overflow_check` analysis command (only the dump task of that name):
         # 26.x's reads both layouts, so it answers for every fixture
         _overflow_check(MS26, step_dir, results)
+    _compare(name)
+
+
+def _compare(name: str) -> None:
+    for fixture, answer, target, golden in COMPARES:
+        if fixture != name:
+            continue
+        with tempfile.TemporaryDirectory(prefix="msprobe_cmp_") as tmp:
+            proc = subprocess.run(
+                [
+                    f"{MS26}/bin/msprobe",
+                    "compare",
+                    "-tp",
+                    str(HERE / target),
+                    "-gp",
+                    str(HERE / golden),
+                    "-o",
+                    tmp,
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            made = sorted(Path(tmp).rglob("*.csv")) + sorted(Path(tmp).rglob("*.xlsx"))
+            if not made:
+                sys.exit(
+                    f"msprobe compare made nothing for {answer}: {(proc.stdout + proc.stderr)[-2000:]}"
+                )
+            shutil.copy(made[0], HERE / fixture / "msprobe_results" / f"{answer}{made[0].suffix}")
 
 
 def _overflow_check(venv: str, step_dir: Path, results: Path) -> None:
@@ -319,6 +386,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--world", type=int, default=1)
     ap.add_argument("--mindspore", action="store_true")
+    ap.add_argument(
+        "--answers-only", action="store_true", help="keep the dumps, redo msprobe's answers"
+    )
     args = ap.parse_args()
     if args.train and args.mindspore:
         train_mindspore(args.train, args.fault, args.steps)
@@ -329,7 +399,10 @@ def main() -> None:
     for name in args.names or FIXTURES:
         if name not in FIXTURES:
             sys.exit(f"no fixture named {name!r}; the names are {', '.join(FIXTURES)}")
-        _make(name)
+        if args.answers_only:
+            _answers(name, FIXTURES[name][0])
+        else:
+            _make(name)
 
 
 if __name__ == "__main__":
