@@ -34,7 +34,12 @@ from tuidebug.tui.divergence.rows import (
     shown_rows,
     summary_line,
 )
-from tuidebug.tui.divergence.side_by_side import SideBySideScreen, difference, largest_at
+from tuidebug.tui.divergence.side_by_side import (
+    SideBySideScreen,
+    difference,
+    largest_at,
+    statistics_text,
+)
 from tuidebug.tui.divergence.standalone import CompareApp
 from tuidebug.tui.kit.dialogs import ConfirmScreen, PromptScreen
 from tuidebug.tui.kit.name_filter import name_filter
@@ -161,8 +166,11 @@ async def test_filters_by_name_and_kind(perturbed: Path, golden: Path) -> None:
         await pilot.press("slash", "ctrl+u")
         await pilot.press("enter")
         assert [s.row.status for s in pane.shown] == ["diverged", "diverged"]
-        await pilot.press("slash", *"op(", "enter")  # not a regular expression: plain text
+        await pilot.press("slash", *"op(")  # not a regular expression: plain text
         await wait_for_notice(pilot, "matched as plain text")
+        await pilot.press("escape")  # empties the box, back to the rows
+        assert app.focused is pane.table
+        assert [s.row.status for s in pane.shown] == ["diverged", "diverged"]
 
 
 async def test_enter_shows_the_pair_side_by_side(perturbed: Path, golden: Path) -> None:
@@ -310,6 +318,18 @@ def test_rows_numbers_bar_and_filters() -> None:
     assert summary_line(report, False) == (
         "1 diverged (first: b-op1:output.0) of 2 compared, 0 unmatched, 0 skipped"
     )
+
+
+def test_statistics_side_by_side_text() -> None:
+    from tuidebug.compare.metrics import StatRecord, stat_diffs
+
+    t, g = StatRecord(0.285156, -0.5, 0.1, 1.0), StatRecord(0.28635, -0.5, 0.1, 1.0)
+    row = Row("Functional.x.0.forward.output.0", 0, 0, "pass", target_stats=t, golden_stats=g)
+    row.stat_diffs = stat_diffs(t, g)
+    lines = statistics_text(row).splitlines()
+    assert len(lines) == 5 and all(len(line) <= 56 for line in lines)  # fits 80 columns
+    assert lines[1].split()[0] == "max" and lines[1].endswith("%")
+    assert number_text("0.4167128507190922%") == "0.4167%"
 
 
 def test_difference_and_largest() -> None:

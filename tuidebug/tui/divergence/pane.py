@@ -320,7 +320,7 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
         # columns and the numbers come as room allows, cosine first
         room = self.size.width - 2 - (BAR_WIDTH + 1) - 3  # mark, bar, scroll bar
         numbers = max(0, min(3, (room - NAME_MIN) // (NUMBER_WIDTH + 1)))
-        name_width = max(NAME_MIN, room - numbers * (NUMBER_WIDTH + 1)) - 1
+        name_width = max(8, room - numbers * (NUMBER_WIDTH + 1)) - 1
         table.add_column(" ", key="mark", width=2)
         table.add_column("tensor", key="name", width=name_width + 1)
         for label in headers(report.tensor_mode)[:numbers]:

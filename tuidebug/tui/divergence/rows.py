@@ -63,7 +63,9 @@ def number_text(value: Metric | None, width: int = 9) -> str:
     if value is None:
         return "-"
     number = as_number(value)
-    if isinstance(value, str) and (number is None or value.endswith("%")):
+    if isinstance(value, str) and value.endswith("%") and number is not None:
+        return f"{number * 100:.4g}%"  # msprobe's percentages carry 16 digits
+    if isinstance(value, str) and number is None:
         return value if len(value) <= width else value[: width - 1] + "…"
     if number is None:
         return "-"
@@ -198,6 +200,9 @@ def detail_lines(row: Row, tensor_mode: bool) -> str:
         lines.append(row.reason)
     lines.append(f"dtype {dtypes[0]} vs {dtypes[1]}  shape {shape}")
     lines.append(row.name)
+    golden_name = getattr(row, "golden_name", "")  # matched across versions (another name)
+    if golden_name and golden_name != row.name:
+        lines.append(f"golden: {golden_name}")
     return "\n".join(printable(line) for line in lines)
 
 

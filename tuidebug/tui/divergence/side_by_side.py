@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tuidebug.core.text import printable
-from tuidebug.tui.divergence.rows import detail_lines, short_name
+from tuidebug.tui.divergence.rows import detail_lines, number_text, short_name
 from tuidebug.tui.tensor.view import TensorView
 
 if TYPE_CHECKING:
@@ -61,16 +61,19 @@ def largest_at(absdiff: np.ndarray) -> tuple[int, ...] | None:
 
 
 def statistics_text(row: Row) -> str:
-    """A statistics-only pair: both sides' Max/Min/Mean/L2norm and their differences."""
-    lines = [f"{'':10}{'target':>16}{'golden':>16}{'diff':>16}{'relative':>12}"]
+    """A statistics-only pair: both sides' Max/Min/Mean/L2norm and their differences
+    (relative: msprobe's percentage)."""
+    lines = [f"{'':8}{'target':>12}{'golden':>12}{'diff':>12}{'relative':>11}"]
     t, g = row.target_stats, row.golden_stats
     diffs = row.stat_diffs or ()
     for i, label in enumerate(("max", "min", "mean", "l2norm")):
         tv = t.values()[i] if t is not None else None
         gv = g.values()[i] if g is not None else None
-        d = diffs[i] if len(diffs) > i else "-"
-        r = diffs[i + 4] if len(diffs) > i + 4 else "-"
-        lines.append(f"{label:10}{_stat(tv):>16}{_stat(gv):>16}{_stat(d):>16}{_stat(r):>12}")
+        d = diffs[i] if len(diffs) > i else None
+        r = diffs[i + 4] if len(diffs) > i + 4 else None
+        lines.append(
+            f"{label:8}{_stat(tv):>12}{_stat(gv):>12}{_stat(d):>12}{number_text(r, 10):>11}"
+        )
     return "\n".join(lines)
 
 
@@ -78,7 +81,7 @@ def _stat(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return f"{value:.5g}"
     return str(value)
 
 
@@ -252,7 +255,7 @@ over what it shows, heatmap (m), go to (i), save (s / S).
                     view.goto(where)
                 self.query_one("#sbs-note", Static).update(
                     printable(f"largest |difference| {float(absdiff[at]):.6g} at [{where}]")
-                    + "   (Tab: the next view, Esc: back to the list)"
+                    + "   Tab: next view, Esc: back"
                 )
         self._fit()
         self.loaded = True
