@@ -434,7 +434,7 @@ class MsprobeScan:
             )
 
     def __iter__(self) -> Iterator[tuple[str, CallName | None, object]]:
-        unnamed: list[str] = []
+        unnamed: list[str] = []  # the first only: a hostile dump may have millions
         count = 0
         # 8.x writes a module's `parameters_grad` (no call index) into dump.json when the
         # module runs forward and fills it in at backward: its place in the file is not when
@@ -442,10 +442,10 @@ class MsprobeScan:
         # backward call (where 26.x writes `parameters_grad.N`), or at the end of the step.
         pending: dict[str, list[tuple[str, CallName | None, object]]] = {}
         for name, record in self._entries():
-            count += 1
             parsed = parse_call_name(name)
             if parsed is None:
-                unnamed.append(name)
+                count += 1
+                unnamed[:] = unnamed or [name]
             elif parsed.direction == "parameters_grad" and parsed.index is None:
                 pending.setdefault(parsed.op, []).append((name, parsed, record))
                 continue
@@ -457,7 +457,7 @@ class MsprobeScan:
         if unnamed:
             # still listed (their tensors are real); only their grammar is unknown
             self.problems.append(
-                f"{self.label}: {len(unnamed)} call name(s) follow neither msprobe grammar "
+                f"{self.label}: {count} call name(s) follow neither msprobe grammar "
                 f"(the first: {unnamed[0][:200]!r})."
             )
 
