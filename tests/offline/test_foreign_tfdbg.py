@@ -10,6 +10,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from tests.conftest import REPO
 from tuidebug.cli import main as cli_main
 from tuidebug.core.origins import trace_in_session
 from tuidebug.core.session import Notice
+from tuidebug.offline.files.npy import TensorFileError
 from tuidebug.offline.files.tfdbg import masked_crc32c
 from tuidebug.offline.foreign.dump import ForeignDump, open_dump
 from tuidebug.offline.layout.errors import DumpError
@@ -127,6 +129,75 @@ def test_curt_health_decides_to_from_its_flag_and_refuses_thresholds_in_one_sent
     assert len(refusals) == 1 and "CURT_HEALTH" in refusals[0], notes
 
 
+def _tf_values() -> list[dict[str, Any]]:
+    rows = json.loads((DATA / "full_tensor" / "tf_values.json").read_text())
+    return list(rows["graph_execution_traces"])
+
+
+def _array(row: dict[str, Any]) -> np.ndarray:
+    return np.asarray(row["value"], dtype=np.float64)  # "inf"/"nan" strings parse as such
+
+
+def test_full_tensor_values_equal_tensorflows_reading() -> None:
+    """Every recorded value the dump model returns (what `pt`, the tensor view and `L`
+    read) equals DebugDataReader's, dtype and shape included (tf_values.py)."""
+    dump = open_dump(DATA / "full_tensor")
+    rows = _tf_values()
+    assert rows
+    for row in rows:
+        got = dump.value(0, "step", row["op_name"], row["output_slot"], row["call"])
+        assert got is not None, row
+        assert str(got.dtype) == row["dtype"] and list(got.shape) == row["shape"], row
+        np.testing.assert_array_equal(got.astype(np.float64), _array(row))
+
+
+def test_full_tensor_pt_in_exec_prints_the_recorded_values(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = cli_main(["exec", str(DATA / "full_tensor"), "pt Log:0@2", "pt Log:0@3", "pt Sum:0@0"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "-inf" in out and "nan" in out and "shape [1,1]" in out
+
+
+def test_full_tensor_value_over_the_budget_is_one_sentence() -> None:
+    dump = open_dump(DATA / "full_tensor", mem_limit=8)
+    with pytest.raises(TensorFileError, match="more than the 8 allowed"):
+        dump.value(0, "step", "MatMul/ReadVariableOp", 0, 0)
+
+
+def test_full_tensor_value_and_change_conditions_equal_tuidebug_check(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """TZ on the values equals TensorFlow's zero fraction; the change condition (the
+    variable's update ratio) hits the steps `tuidebug check` reports, on the API."""
+    from tuidebug.api import (
+        DumpAnalyzer,
+        TensorAllZeroCondition,
+        TensorChangeAboveThresholdCondition,
+        Watchpoint,
+    )
+
+    analyzer = DumpAnalyzer(str(DATA / "full_tensor"))
+    its = analyzer.get_iterations()
+    tensors = analyzer.select_tensors("", iterations=its)
+    hits = analyzer.check_watchpoints([Watchpoint(tensors, TensorAllZeroCondition(100))])
+    got = sorted((h.tensor.node.name, h.tensor.iteration) for h in hits if not h.error_code)
+    want = _expected("full_tensor")["graph_execution_traces"]
+    assert got == sorted((r["op_name"], r["call"]) for r in want if r.get("zero_fraction") == 1)
+    weights = analyzer.select_tensors("MatMul/ReadVariableOp", iterations=its)
+    change = TensorChangeAboveThresholdCondition(abs_mean_update_ratio_gt=0.1)
+    hits = analyzer.check_watchpoints([Watchpoint(weights, change)])
+    steps = sorted(h.tensor.iteration for h in hits if not h.error_code)
+    code = cli_main(
+        ["check", str(DATA / "full_tensor"), "--watch", "WCL:abs_mean_update_ratio_gt=0.1"]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert steps == [int(line.split()[1]) for line in out.splitlines() if line.startswith("step ")]
+    assert steps == [1, 2, 3, 4]
+
+
 def test_two_runs_in_one_folder_are_one_sentence(tmp_path: Path) -> None:
     folder = tmp_path / "two"
     shutil.copytree(DATA / "full_health", folder)
@@ -193,3 +264,35 @@ def test_escapes_in_op_types_and_source_text_reach_no_terminal(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "tf.math.log" in out and "\x1b" not in out + err
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    tail=st.text(max_size=40),
+    payload=st.binary(max_size=200),
+    slot=st.integers(-2, 3),
+    limit=st.one_of(st.none(), st.integers(0, 400)),
+)
+def test_value_references_fuzz(
+    tmp_path: Path, tail: str, payload: bytes, slot: int, limit: int | None
+) -> None:
+    """A value reference of any text, or one naming a record of any bytes (a hostile
+    trace file): the value or one `TensorFileError` sentence, nothing else."""
+    from tuidebug.offline.files.tfdbg_values import read_value_ref, value_ref
+
+    path = tmp_path / "t.graph_execution_traces"
+    path.write_bytes(_framed(payload) + _framed(b"\x09" + bytes(8)))
+    refs = [
+        f"{path}#tfdbg@{tail}",
+        value_ref(str(path), [(12, len(payload), slot)]),
+        value_ref(str(path), [(12, len(payload), slot), (12 + len(payload) + 16, 9, 0)]),
+    ]
+    for ref in refs:
+        try:
+            value = read_value_ref(ref, limit)
+        except TensorFileError as err:
+            assert str(err) and "\n" not in str(err)
+        else:
+            assert isinstance(value, np.ndarray)

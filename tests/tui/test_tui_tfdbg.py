@@ -90,3 +90,43 @@ async def test_markup_and_escapes_in_op_names_are_shown_as_text(tmp_path: Path) 
         await settled(pilot)
         shown = " ".join(str(w.render()) for w in app.query_one(NodeDetails).query("Static"))
         assert "[bold red]" in shown and "\x1b" not in shown
+
+
+async def test_full_tensor_hit_opens_the_recorded_values_in_the_tensor_view() -> None:
+    """FULL_TENSOR: continue to the first NaN/Inf hit (TensorFlow's first non-finite op)
+    and Enter on it: the tensor view shows the value the trace recorded (-Inf), as
+    DebugDataReader reads it (tests/data/tfdbg/tf_values.py)."""
+    from tests.tui.support import tensor_shown
+    from tuidebug.tui.messages import HitChosen
+    from tuidebug.tui.tensor.view import TensorView
+
+    dump = DUMP.parent / "full_tensor"
+    first = json.loads((dump / "expected.json").read_text())["first_non_finite"]
+    rows = json.loads((dump / "tf_values.json").read_text())["graph_execution_traces"]
+    want = next(r for r in rows if r["index"] == first["index"])
+    session = OfflineSession(dump)
+    app = DebuggerApp(session, start_session=True, watch_specs=["TO"])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.loaded and session.watchpoints, what="the dump")
+        if isinstance(app.screen, ConfirmScreen):
+            await pilot.press("n")
+        await settled(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: bool(session.hits), what="hits")
+        await settled(pilot)
+        hit = session.hits[0]
+        assert (hit.tensor.node, hit.tensor.iteration) == (first["op_name"], first["call"])
+        app.post_message(HitChosen(hit))  # as Enter on the row
+        view = app.query_one(TensorView)
+        await wait_until(pilot, lambda: view.title.startswith("Log"), what="the tensor")
+        await tensor_shown(pilot, view)
+        shown = view._displayed()
+        assert shown is not None and shown.shape == tuple(want["shape"])
+        assert str(shown.flat[0]) == str(want["value"][0][0]) == "-inf"
+        # L: the step's outputs with their health read from the recorded values
+        await pilot.press("escape")
+        await settled(pilot)
+        screen = await open_list(pilot)
+        await health_known(pilot, screen)
+        health = {e.node: h for e, h in zip(screen.entries, screen.health, strict=True)}
+        assert health["Log"] is Health.INF and health["MatMul"] is Health.ZERO

@@ -21,6 +21,7 @@ from tuidebug.core.scan_engine import evaluate
 from tuidebug.offline.files.bin_tensors import BinTensorFile, read_bin_file
 from tuidebug.offline.files.npy import TensorFileError, TensorTooLargeError, read_dump_tensor
 from tuidebug.offline.files.pt import load_pt
+from tuidebug.offline.files.tfdbg_values import is_value_ref, read_value_ref
 
 
 # ---------------------------------------------------------------------- the tasks
@@ -120,10 +121,12 @@ def run_task(task: Task, root: str, max_bytes: int | None, threads: int = 1) -> 
 
 def _read(path: str, in_bin: BinTensorFile | None, root: str, max_bytes: int | None) -> np.ndarray:
     """A `.npy` file, a `.pt` file (a foreign dump's: msprobe's tensor dumps, read without
-    torch), or one tensor of a `.bin` file (same errors, same limit)."""
+    torch), a tfdbg record's recorded value (`files/tfdbg_values`), or one tensor of a `.bin` file (same errors, same limit)."""
     if in_bin is None:
         if path.endswith(".pt"):
             return load_pt(path, root=root, max_bytes=max_bytes)
+        if is_value_ref(path):  # a tfdbg record's tensor proto (files/tfdbg_values.py)
+            return read_value_ref(path, max_bytes)
         return read_dump_tensor(path, root, max_bytes)
     return read_bin_file(in_bin, root, max_bytes)
 

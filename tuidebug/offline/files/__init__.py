@@ -29,6 +29,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
   opened.
 - `tfdbg`: TensorFlow Debugger V2 dumps (issue 32): the six TFRecord files of one run,
   read bounded and safely with protobuf alone (no TensorFlow).
+- `tfdbg_values`: A tfdbg dump's recorded tensor values (FULL_TENSOR) read by offset from
+  its own records, named by a reference path.
 - `statistic_csv`: `statistic.csv` (spec §5.3): both column layouts, columns mapped by
   header name.
 """

@@ -17,6 +17,10 @@ What the dump model sees:
   a trace belonging to the step whose call returned first at or after it was written. For
   a graph that function contains this is the call it ran in; for another (the pipeline's
   `map`) it is the step that was running when the trace was written. Said in a note;
+* FULL_TENSOR values: each output's `path` is a reference to its trace's record
+  (`files/tfdbg_values`), so `pt`, the tensor view, `L` and the checker read the recorded
+  values by offset when asked, bounded by the dump's budget (the checker decides every
+  tensor condition and the change conditions on them, as `tuidebug check` does);
 * one step's tensors: its traces read by offset (`TfdbgDump.trace_index`: one framing
   pass on first use, 20 bytes a trace), each output's statistics from its mode: element,
   NaN, ±Inf (and FULL_HEALTH's zero) counts from the health summaries, count and shape
@@ -50,6 +54,7 @@ from tuidebug.offline.files.tfdbg import (
     health_counts,
     tensor_values,
 )
+from tuidebug.offline.files.tfdbg_values import MARK, value_ref
 from tuidebug.offline.foreign.source import DumpSource, ForeignGraph, ForeignStep, ForeignTensor
 from tuidebug.offline.layout.errors import DumpError
 
@@ -240,8 +245,11 @@ class TfdbgSource(DumpSource):
             return step
         unreadable = 0
         chosen = np.nonzero(steps.of_trace == iteration)[0]
-        places = zip(steps.offsets[chosen].tolist(), steps.lengths[chosen].tolist(), strict=True)
-        for event in self.dump.read_events("graph_execution_traces", places):
+        places = list(
+            zip(steps.offsets[chosen].tolist(), steps.lengths[chosen].tolist(), strict=True)
+        )
+        events = self.dump.read_events("graph_execution_traces", places)
+        for place, event in zip(places, events, strict=True):
             if isinstance(event, str):
                 unreadable += 1
                 if unreadable == 1:
@@ -255,7 +263,7 @@ class TfdbgSource(DumpSource):
             node = nodes.get(trace.op_name)
             if node is None:
                 continue  # an op the graph records do not hold: nothing to show it under
-            self._add(step, node.name, trace)
+            self._add(step, node.name, trace, place)
         if unreadable > 1:
             step.blockers.append(f"{unreadable} traces of step {iteration} could not be read.")
         eager = steps.eager.get(iteration, 0)
@@ -267,18 +275,28 @@ class TfdbgSource(DumpSource):
             )
         return step
 
-    def _add(self, step: ForeignStep, node: str, trace: pb.GraphExecutionTrace) -> None:
+    def _add(
+        self, step: ForeignStep, node: str, trace: pb.GraphExecutionTrace, place: tuple[int, int]
+    ) -> None:
         slot = trace.output_slot
         stats, dtype, shape = _statistics(trace.tensor_debug_mode, trace.tensor_proto)
         if isinstance(stats, str):
             step.blockers.append(f"The trace of {node}:{slot} cannot be read: {stats}.")
             return
+        # FULL_TENSOR: the value is the record's own tensor proto, named by a reference
+        # (`files/tfdbg_values`) and read only when viewed or checked
+        path = None
+        if trace.tensor_debug_mode == FULL_TENSOR and trace.tensor_proto.ByteSize():
+            path = value_ref(self.dump.path("graph_execution_traces"), [(*place, 0)])
         before = step.tensors.get((node, slot))
         if before is not None:  # traced again in the step (a loop): counts summed
             stats = _merge(before.stats, stats)
             dtype, shape = before.dtype or dtype, before.shape or shape
+            # the values of every run, concatenated (flat) when viewed or checked
+            path = f"{before.path},{path.partition(MARK)[2]}" if path and before.path else None
+            shape = None if path else shape
         step.tensors[(node, slot)] = ForeignTensor(
-            node, slot, f"{node}:{slot}", dtype, shape, stats
+            node, slot, f"{node}:{slot}", dtype, shape, stats, path
         )
 
     def aliases(self, rank: int) -> Mapping[str, tuple[str, int]]:
