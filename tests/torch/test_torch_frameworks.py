@@ -365,3 +365,52 @@ def test_trainer_terminated_at_the_initial_suspension_stops_after_one_step(
     # the Trainer reads its stop flag only after a step: one step runs, without the debugger
     assert trainer.state.global_step == 1
     assert callback.debugger._closed and not callback.debugger.connected
+
+
+def test_plain_attach_stops_on_a_gradient_at_the_end_of_backward_under_a_closure(
+    session: OnlineSession,
+) -> None:
+    """A hand-written loop with `optimizer.step(closure)` and `clip_grad_norm_` inside the
+    closure: the gradient is decided when backward ends, before clipping and the update
+    (the optimizer's pre-hook runs before the closure: no check point after backward)."""
+    import tuidebug.torch as tdb
+    from tests.torch.support import LogNet, Training
+
+    model = LogNet()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    poisoned = threading.Event()
+    model.fc2.weight.register_hook(lambda g: torch.full_like(g, 1e30) if poisoned.is_set() else g)
+
+    def body(dbg: tdb.Debugger) -> None:
+        for i in range(100):
+            x = torch.rand(4, 4, generator=torch.Generator().manual_seed(i))
+
+            def closure(x: torch.Tensor = x) -> torch.Tensor:
+                opt.zero_grad()
+                loss = model(x).square().mean()
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                return loss
+
+            opt.step(closure)
+            dbg.step_end()
+
+    training = Training(model, body, optimizer=opt, port=session.port, retry_delay=0.02)
+    training.start()
+    wait_state(session, WAITING)
+    grad = next(
+        n.name for n in tdb.graph_for(model).nodes if n.attributes.get("of") == "fc2.weight"
+    )
+    session.create_watchpoint("TL", {"max_gt": 1e10}, [grad])
+    before = model.fc2.weight.detach().clone()
+    poisoned.set()
+    session.continue_()
+    wait_until(lambda: session.metadata.state is WAITING and bool(session.hits), what="a hit")
+    assert session.metadata.cur_node == grad
+    value = session.tensor(TensorRef(grad))
+    assert value is not None and np.allclose(value, 1e30)  # not clipped yet
+    assert torch.equal(model.fc2.weight.detach(), before)  # not updated yet
+    session.terminate()
+    training.join()
+    assert isinstance(training.error, tdb.Terminated)
+    Training.stop_all()

@@ -9,7 +9,8 @@ told apart from an intact one: each is held with its version counter and reads a
 once that moved, and the caller reports it as unavailable rather than show wrong values.
 
 The hook helpers are here for the same reason: every hook the debugger installs is wrapped
-the same way (`eager`) and removed the same way (`remove_handles`).
+the same way (`eager`) and removed the same way (`remove_handles`); `BackwardEnd` turns a
+gradient hook into a check point at the end of the backward pass.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["Held", "StepStore", "eager", "remove_handles"]
+__all__ = ["BackwardEnd", "Held", "StepStore", "eager", "remove_handles"]
 
 _Hook = TypeVar("_Hook", bound=Callable[..., Any])
 
@@ -95,3 +96,27 @@ def remove_handles(handles: list[Any]) -> None:
     for handle in handles:
         handle.remove()
     handles.clear()
+
+
+class BackwardEnd:
+    """Calls `fn` once when the running backward pass is over: `arm()` from any gradient
+    hook queues it on the autograd engine (once per pass). Why: the end of backward is the
+    one moment the gradients are final and untouched — a `clip_grad_norm_` or a framework's
+    clipping rewrites them in place right after, and under `optimizer.step(closure)` the
+    optimizer's pre-hook runs before the closure's forward, so it is no check point after
+    backward at all."""
+
+    __slots__ = ("fn", "queued")
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn = fn
+        self.queued = False
+
+    def arm(self) -> None:
+        if not self.queued:
+            self.queued = True
+            torch.autograd.Variable._execution_engine.queue_callback(self._run)
+
+    def _run(self) -> None:
+        self.queued = False
+        self.fn()

@@ -67,7 +67,7 @@ from tuidebug.client.protocol import (
 )
 from tuidebug.core.condition_catalogue import CHANGE_CONDITIONS
 from tuidebug.core.rank_fields import RankInfo, encode_rank_info
-from tuidebug.torch.capture import StepStore, eager, remove_handles
+from tuidebug.torch.capture import BackwardEnd, StepStore, eager, remove_handles
 from tuidebug.torch.check_items import UNAVAILABLE, launch_selection, param_item, tensor_item
 from tuidebug.torch.deferred import Launched, settle
 from tuidebug.torch.dump import DumpSink, StepSelection
@@ -213,6 +213,7 @@ class Debugger:
         self._warned: set[str] = set()
         # checks launched since the last check point, decided together there
         self._deferred: list[tuple[Selection, Launched]] = []
+        self._backward_end = BackwardEnd(self._after_backward)
 
     # ============================================================== lifecycle
     def start(self) -> Debugger:
@@ -594,6 +595,10 @@ class Debugger:
                     continue
                 self._suspend(node, boundary=False)
 
+    def _after_backward(self) -> None:
+        if self._online and not self._suspended:
+            self._check_point()
+
     def _forward_done(self, module: nn.Module, args: Any, output: Any) -> None:
         if self._online and not self._suspended:
             self._check_point()
@@ -832,6 +837,7 @@ class Debugger:
             self._store.put(gname, 0, grad)
         if self._online and not self._suspended:
             self._after_kernel(gname)
+            self._backward_end.arm()  # gradients final: a check point before clipping/update
 
     # ===================================================================== dump
     def _write_dump(self, iteration: int) -> None:
