@@ -188,7 +188,7 @@ def test_full_tensor_value_and_change_conditions_equal_tuidebug_check(
     weights = analyzer.select_tensors("MatMul/ReadVariableOp", iterations=its)
     change = TensorChangeAboveThresholdCondition(abs_mean_update_ratio_gt=0.1)
     hits = analyzer.check_watchpoints([Watchpoint(weights, change)])
-    steps = sorted(h.tensor.iteration for h in hits if not h.error_code)
+    steps = sorted(h.tensor.iteration or 0 for h in hits if not h.error_code)
     code = cli_main(
         ["check", str(DATA / "full_tensor"), "--watch", "WCL:abs_mean_update_ratio_gt=0.1"]
     )
