@@ -6,6 +6,11 @@
     first frame (50,000)    same on a synthetic graph of 50,000 nodes        target < 2 s
     expand 5,000 children   a scope opened → its 5,000 rows painted          target < 100 ms
     key → repaint           cursor-down in the tree → the frame written      target < 50 ms
+    `:` and Esc             on the demo dump at its first NaN step (the recommended
+                            watchpoints, `c`, the hits listed), at 160×48 and 80×24: the key
+                            → the first frame written after the command line opened (or
+                            closed), wall and CPU (the process's, steadier on a busy
+                            machine)                                         target < 100 ms
     continue over 10 steps  an offline continue through steps without hits, a node and
                             its tensor open: time per step, session events the app
                             receives per step, hit-list rebuilds, tensor reads (summaries
@@ -15,7 +20,7 @@
 include Textual's frame pacing, not just our handlers. Each figure is the median of
 `--repeat` runs (first-frame figures start a fresh app each time).
 
-Usage: python benchmarks/bench_tui.py [--repeat N] [--lenet DUMP_ROOT] [--only continue]
+Usage: python benchmarks/bench_tui.py [--repeat N] [--lenet DUMP_ROOT] [--only continue|command]
                                       [--steps 10] [--nodes 48] [--side 128]
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import sys
 import tempfile
@@ -144,6 +150,66 @@ async def expand_and_keys(repeat: int) -> tuple[list[float], list[float]]:
             keys.append(painted - t0)
         await app.workers.wait_for_complete()
     return expands, keys
+
+
+async def command_line_keys(
+    dump: Path, size: tuple[int, int], repeat: int
+) -> dict[str, list[float]]:
+    """`:` then Esc, `repeat` times each, on `dump` at its first step with hits: seconds from
+    the key to the first frame written after the command line's state changed (wall), and
+    the CPU the process used in that time."""
+    from tuidebug.tui.kit.dialogs import ConfirmScreen
+    from tuidebug.tui.panes.command_line import CommandLine
+
+    session = OfflineSession(dump)
+    app = DebuggerApp(session, start_session=True)
+    frames = Frames(app)
+    times: dict[str, list[float]] = {"open": [], "close": [], "open CPU": [], "close CPU": []}
+
+    def state_is(shown: bool) -> bool:
+        panel = app._kept.command_line
+        return panel is not None and panel.is_open is shown
+
+    def painted_since(moment: float) -> bool:
+        return frames.first_after(moment) is not None
+
+    async with app.run_test(size=size) as pilot:
+        await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")  # the recommended watchpoints
+        await _settle(pilot, app)
+        app.simulate_key("c")  # to the first step where they hit
+        await _wait(pilot, lambda: bool(session.hits))
+        await _settle(pilot, app)
+        while app.screen is not app.screen_stack[0]:  # a notice dialog, if any
+            await pilot.press("escape")
+            await _settle(pilot, app)
+        for round_ in range(repeat + 1):  # the first `:` builds the panel: not counted
+            for key, name, shown in (("colon", "open", True), ("escape", "close", False)):
+                await _settle(pilot, app)
+                t0, c0 = time.perf_counter(), time.process_time()
+                app.simulate_key(key)
+                await _wait(pilot, functools.partial(state_is, shown))
+                changed = time.perf_counter()
+                await _wait(pilot, functools.partial(painted_since, changed))
+                painted = frames.first_after(changed)
+                assert painted is not None
+                if round_:
+                    times[name].append(painted - t0)
+                    times[f"{name} CPU"].append(time.process_time() - c0)
+        assert isinstance(app.query_one(CommandLine), CommandLine)
+    session.close()
+    return times
+
+
+def _print_command_line(repeat: int) -> None:
+    from tuidebug.offline.writer.demo import write_demo_dump
+
+    with tempfile.TemporaryDirectory(prefix="tuidebug-bench-demo-") as tmp:
+        dump = write_demo_dump(Path(tmp))
+        for size in ((160, 48), (80, 24)):
+            times = asyncio.run(command_line_keys(dump, size, max(repeat, 5)))
+            for name, values in times.items():
+                print(f"{name:>9} at {size[0]}×{size[1]}  {_ms(values)}   target < 100 ms")
 
 
 def write_run_dump(root: Path, iterations: int, nodes: int, side: int) -> Path:
@@ -286,13 +352,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--lenet", type=Path, default=DEFAULT_LENET)
-    parser.add_argument("--only", choices=["continue"], help="run only this figure")
+    parser.add_argument("--only", choices=["continue", "command"], help="run only this figure")
     parser.add_argument("--steps", type=int, default=10, help="steps the continue runs over")
     parser.add_argument("--nodes", type=int, default=48, help="kernels of the continue's dump")
     parser.add_argument("--side", type=int, default=128, help="their outputs are side×side")
     args = parser.parse_args(argv)
     if args.only == "continue":
         _print_continue(args)
+        return 0
+    if args.only == "command":
+        _print_command_line(args.repeat)
         return 0
 
     def big() -> DebugSession:
@@ -318,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(r[0]) for r in rows)
     for name, figure, target in rows:
         print(f"{name:<{width}}  {figure}   target {target}")
+    _print_command_line(args.repeat)
     _print_continue(args)
     return 0
 

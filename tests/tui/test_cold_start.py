@@ -46,11 +46,34 @@ asyncio.run(first_frame())
 print(json.dumps(sorted(sys.modules)))
 """
 
-# loaded by a key, never by the first frame (nor anything online or compiled)
-NOT_AT_FIRST_FRAME = (
-    "grpc",
+# packages no part of `tuidebug offline`'s start needs, each costing from a tenth of a second
+# (networkx) to seconds (torch, tensorflow) to import: the first frame must stay within 1.5×
+# a minimal Textual app's (issue 28, benchmarks/bench_cold_start.py)
+HEAVY = (
     "numba",
     "llvmlite",
+    "grpc",
+    "networkx",
+    "scipy",
+    "dask",
+    "distributed",
+    "torch",
+    "tensorflow",
+    "pandas",
+    "matplotlib",
+)
+
+# what `tuidebug offline DUMP` imports before its first frame (cli/offline.py → launch)
+STARTUP_IMPORTS = """
+import json, sys
+import tuidebug.cli, tuidebug.cli.offline, tuidebug.cli.launch
+import tuidebug.offline.layout.root, tuidebug.offline.session, tuidebug.tui.app
+print(json.dumps(sorted(sys.modules)))
+"""
+
+# loaded by a key, never by the first frame (nor anything online or compiled)
+NOT_AT_FIRST_FRAME = (
+    *HEAVY,
     "tuidebug.online",
     "tuidebug._proto.debug_grpc_pb2",
     "tuidebug.tui.watchpoints.editor",
@@ -62,6 +85,25 @@ NOT_AT_FIRST_FRAME = (
     # the command layer: the command line's and the compare prompt's, a tenth of the start
     "tuidebug.commands",
 )
+
+
+def test_the_startup_imports_load_no_heavy_package(tmp_path: Path) -> None:
+    """The modules `tuidebug offline` imports before drawing pull in none of HEAVY: a
+    top-level import of one (numba for the scan kernel, grpc for the online side) would
+    slow every start, and the first-frame figure would not say why."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", STARTUP_IMPORTS],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    assert "tuidebug.tui.app" in loaded
+    assert offenders(loaded, HEAVY) == []
 
 
 def test_first_frame_loads_no_screen_opened_later(dump_2_10: Path, tmp_path: Path) -> None:

@@ -88,6 +88,7 @@ from tuidebug.tui.messages import (
     WatchpointAction,
     WorkerNotice,
 )
+from tuidebug.tui.navigation.focus_frames import follow_focus
 from tuidebug.tui.navigation.kept_views import KeptViews
 from tuidebug.tui.navigation.maximize import maximize_instead, pane_of, toggle_maximized
 from tuidebug.tui.navigation.pane_keys import PANES, Navigation
@@ -342,7 +343,7 @@ class DebuggerApp(App[int]):
             # after the first frame: loading holds the GIL for most of its time, and the
             # layout drawn (the dump being read) is what the user waits for first
             self.call_after_refresh(self._start_session)
-        pass
+        follow_focus(self.screen_stack[0])  # the focused pane's border (focus_frames.py)
         self._scope.tree_view.focus()
 
     def notify(

@@ -17,6 +17,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
   substring.
 - `notice_burst`: The session's notices: every one kept for the messages dialog, a burst
   toasted once.
+- `own_class`: A class that styles only the widget it is on: set without restyling its
+  subtree.
 - `prompts`: The questions the app asks — how many steps, which step, really terminate,
   where to save — each built here with its wording, so the app only says when to ask and
   what to do with the answer.

@@ -2,6 +2,8 @@
 kept between uses.
 
 Modules (this docstring is the table of contents; the package imports nothing):
+- `focus_frames`: The lit border of the pane that holds the focus, drawn without
+  restyling what the pane holds.
 - `kept_views`: The views the app makes on their first use and keeps, so what the user set
   up in them survives closing them: the step's tensor list (`L`: its filters, sort and the
   health already read) and the command line (`:`: its output and history).

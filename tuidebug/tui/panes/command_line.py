@@ -46,6 +46,7 @@ from textual.widgets import Input, Static
 from tuidebug.commands import CommandRegistry, History, Output
 from tuidebug.core.text import printable
 from tuidebug.offline.files.regular_file import open_regular
+from tuidebug.tui.kit.own_class import set_own_class
 from tuidebug.tui.panes.command_output import (
     MAX_MATCHES,
     CommandOutput,
@@ -271,9 +272,10 @@ class CommandLine(Vertical):
         """Show or hide the panel. On a short terminal it takes the rows of the watchpoint
         list and the control bar (app.tcss): the class goes on those two alone, since a
         class on the screen restyles all its widgets, which made `:` and Esc take 0.3 s."""
-        self.set_class(shown, "-open")
+        # on these three alone (own_class.py): no rule styles their contents by the class
+        set_own_class(self, shown, "-open")
         for pane in self.screen.query("#watchpoints, #controls"):
-            pane.set_class(shown, "-command-open")
+            set_own_class(pane, shown, "-command-open")
 
     def _holds(self, widget: Widget) -> bool:
         node: object = widget

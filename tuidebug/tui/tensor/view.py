@@ -49,6 +49,7 @@ from tuidebug.core.tensor import (
 )
 from tuidebug.core.tensor_search import SearchSpec
 from tuidebug.tui.kit.labels import shown, shown_lines
+from tuidebug.tui.kit.own_class import set_own_class
 from tuidebug.tui.kit.prompts import save_tensor_prompt
 from tuidebug.tui.tensor.canvas import TensorCanvas, TensorHeatmap, TensorTable
 from tuidebug.tui.tensor.files import file_stem as make_file_stem
@@ -242,8 +243,11 @@ class TensorView(Vertical):
     def _fit_layout(self) -> None:
         """Fit the pane's rows to its size: see SHORT_HEIGHT, COMPACT_HEIGHT, NARROW_WIDTH."""
         height, width = self.size.height, self.size.width
-        self.set_class(bool(height) and height < SHORT_HEIGHT, "-short")
-        self.set_class(bool(height) and height < COMPACT_HEIGHT, "-compact")
+        # each restyles the pane and the one child it styles (DEFAULT_CSS), not all ~20: the
+        # pane resizes on each `:` and Esc of the command line (kit/own_class.py)
+        table, stats = self.query_one("#tv-table"), self.query_one("#tv-stats")
+        set_own_class(self, bool(height) and height < SHORT_HEIGHT, "-short", also=[table])
+        set_own_class(self, bool(height) and height < COMPACT_HEIGHT, "-compact", also=[stats])
         narrow = bool(width) and width < NARROW_WIDTH
         self.query_one("#tv-tolerance-label", Label).update("tol" if narrow else "tolerance")
         if self._state == "tensor":
