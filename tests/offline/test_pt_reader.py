@@ -495,3 +495,34 @@ def test_importing_the_reader_does_not_import_torch() -> None:
         "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if 'torch' in m)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+
+
+# --- mmap=True: the storage mapped, not copied (tuidebug compare's big dumps) --------------
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_mapped_equals_read(fixtures_dir: Path, folder: str) -> None:
+    for path in _fixture_files(fixtures_dir, folder):
+        mapped, read = load_pt(path, mmap=True), load_pt(path)
+        assert mapped.dtype == read.dtype and mapped.shape == read.shape
+        assert mapped.tobytes() == read.tobytes() and not mapped.flags.writeable
+
+
+def test_mapped_checks_crc_header_and_extent(tmp_path: Path) -> None:
+    tensor = torch.arange(64, dtype=torch.float32)
+    data = bytearray(_saved(tensor))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as zf:
+        info = next(i for i in zf.infolist() if "/data/" in i.filename)
+    name_len, extra_len = struct.unpack(
+        "<HH", data[info.header_offset + 26 : info.header_offset + 30]
+    )
+    start = info.header_offset + 30 + name_len + extra_len
+    _assert_same(load_pt(_write(tmp_path, bytes(data)), mmap=True), tensor)
+    flipped = bytearray(data)
+    flipped[start + 5] ^= 0xFF  # one bit of the values: the CRC no longer holds
+    with pytest.raises(PtFileError, match="CRC"):
+        load_pt(_write(tmp_path, bytes(flipped), "crc.pt"), mmap=True)
+    header = bytearray(data)
+    header[info.header_offset : info.header_offset + 4] = b"XXXX"
+    with pytest.raises(PtFileError, match="local header"):
+        load_pt(_write(tmp_path, bytes(header), "header.pt"), mmap=True)

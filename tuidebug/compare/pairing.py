@@ -558,7 +558,7 @@ def _tensor_loader(
         try:
             if data_name.endswith(".npy"):
                 return load_npy(path, root=root, mmap=True)
-            return load_pt(path, root=root)
+            return load_pt(path, root=root, mmap=True)
         except TensorFileError as err:
             raise ValueError(str(err)) from None
 

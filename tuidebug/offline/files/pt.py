@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import io
 import math
+import mmap as mmap_module
 import os
 import pickle
 import pickletools
 import re
 import struct
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -380,6 +382,9 @@ def _size_text(nbytes: int) -> str:
     return f"{nbytes:,} bytes"
 
 
+_LOCAL_HEADER_SIZE = 30
+
+
 def _check_directory(fp: BinaryIO, size: int) -> None:
     """Refuse a central directory over `MAX_DIRECTORY_BYTES` or `MAX_MEMBERS` before
     `zipfile` reads it whole and makes an object per entry. The end record is looked for
@@ -488,6 +493,29 @@ def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> byte
     return data
 
 
+def _map_member(fp: BinaryIO, size: int, info: zipfile.ZipInfo) -> memoryview:
+    """A stored member's bytes as a read-only map of the file: its local header checked as
+    `zipfile` checks it (signature, name), its extent inside the file, its CRC computed
+    over the mapped bytes and compared with the directory's."""
+    label = shortened(printable(info.filename), 80)
+    fp.seek(info.header_offset)
+    header = fp.read(_LOCAL_HEADER_SIZE)
+    if len(header) != _LOCAL_HEADER_SIZE or header[:4] != b"PK\x03\x04":
+        raise _Refused(f"its member {label} has no local header")
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    name = fp.read(name_len)
+    if name.decode("utf-8", "replace") != info.filename:
+        raise _Refused(f"its member {label} is named otherwise in its local header")
+    start = info.header_offset + _LOCAL_HEADER_SIZE + name_len + extra_len
+    if start + info.file_size > size:
+        raise _Refused(f"its member {label} runs past the end of the file")
+    mapped = mmap_module.mmap(fp.fileno(), 0, access=mmap_module.ACCESS_READ)
+    view = memoryview(mapped)[start : start + info.file_size]
+    if zlib.crc32(view) != info.CRC:
+        raise _Refused(f"its member {label} fails its CRC check")
+    return view
+
+
 def _confine(path: Path, root: Path) -> Path:
     try:
         resolved = path.resolve(strict=True)
@@ -508,7 +536,7 @@ def _reason(err: BaseException) -> str:
 # --- the tensor ---------------------------------------------------------------------------
 
 
-def _array(tensor: _Tensor, raw: bytes, big_endian: bool) -> np.ndarray:
+def _array(tensor: _Tensor, raw: bytes | memoryview, big_endian: bool) -> np.ndarray:
     """The tensor as a read-only array over (or copied from) its storage's bytes; its
     layout was checked against the storage before the bytes were read."""
     dtype = tensor.dtype
@@ -563,13 +591,20 @@ def _check_layout(tensor: _Tensor) -> None:
 
 
 def load_pt(
-    path: Path | str, *, root: Path | str | None = None, max_bytes: int | None = None
+    path: Path | str,
+    *,
+    root: Path | str | None = None,
+    max_bytes: int | None = None,
+    mmap: bool = False,
 ) -> np.ndarray:
     """The tensor of a `torch.save` file as a read-only numpy array, read without torch
     and without running the pickle (module docstring). `root` confines the path (after
     resolving links) to the dump folder; `max_bytes` refuses a tensor whose storage is
     larger (`PtTooLargeError`). bfloat16 and float8 come as ml_dtypes' types; a view
     (slice, transpose, expand) comes as the values it shows, not its whole storage.
+    `mmap=True` maps a stored (uncompressed, as torch.save writes it) storage member
+    instead of copying it into memory: the same checks (its local header, its extent, its
+    CRC over the mapped bytes), one copy fewer (a compare of two 1 GB dumps reads 2 GB).
 
     Raises `PtFileError` (one sentence naming the file) for anything else: not a regular
     file, not a zip, a pickle that names anything but a tensor's rebuild, a layout outside
@@ -584,7 +619,7 @@ def load_pt(
                     f"it is {_size_text(size)}, more than the {MAX_FILE_BYTES:,} a tensor "
                     "file may have",
                 )
-            return _load_open(fp, size, path, max_bytes)
+            return _load_open(fp, size, path, max_bytes, mmap)
     except TensorFileError:
         raise
     except _Refused as err:
@@ -597,7 +632,9 @@ def load_pt(
         raise _fail(path, _reason(err)) from None
 
 
-def _load_open(fp: BinaryIO, size: int, path: Path | str, max_bytes: int | None) -> np.ndarray:
+def _load_open(
+    fp: BinaryIO, size: int, path: Path | str, max_bytes: int | None, mapped: bool = False
+) -> np.ndarray:
     try:
         _check_directory(fp, size)
         zf = zipfile.ZipFile(fp)
@@ -638,7 +675,11 @@ def _load_open(fp: BinaryIO, size: int, path: Path | str, max_bytes: int | None)
                 f"data/{storage.key} holds {info.file_size:,}"
             )
         try:
-            raw = _read_member(zf, info, nbytes)
+            raw: bytes | memoryview
+            if mapped and info.compress_type == zipfile.ZIP_STORED and nbytes:
+                raw = _map_member(fp, size, info)
+            else:
+                raw = _read_member(zf, info, nbytes)
         except _Refused:
             raise
         except MemoryError:
