@@ -17,9 +17,9 @@ Behaviour follows MindSpore's GPU client (spec §2), through the shared `Protoco
 * Inside a step each leaf-module call, each output gradient and each parameter gradient is
   a "kernel" in the GPU sense. While running, a watched tensor's statistics are queued on
   its device when it is produced (`deferred.launch`) and decided at the next check point
-  (end of forward, optimizer step, step end) with one host synchronisation; a hit then
-  suspends at the first offending kernel in execution order, so "continue" stops on the
-  module that produced the first NaN/Inf (the rest of that pass has run). "Next node" /
+  (end of forward, end of backward, optimizer step, step end), one synchronisation; a hit
+  then suspends at the first offending kernel in execution order, so "continue" stops on
+  the module that produced the first NaN/Inf (the rest of that pass has run). "Next node" /
   "run to node" check and suspend at every kernel.
 
 Why backend "GPU" whatever the device: the server decides from `backend` whether node
@@ -560,8 +560,8 @@ class Debugger:
 
     # ============================================================ check points
     # Running (step or continue), a watched tensor's statistics are queued on its device when
-    # it is produced and decided at the next check point: the end of the forward pass, the
-    # optimizer's step (the end of the backward pass) and the step's end, with one host
+    # it is produced and decided at the next check point: the end of the forward pass, of the
+    # backward pass (`BackwardEnd`), the optimizer's step and the step's end, with one host
     # synchronisation each. A hit then suspends the training at the first offending kernel
     # in execution order, as a per-kernel check would have, only later: the kernels after it
     # in the same pass have run. Node stepping checks and suspends at every kernel.

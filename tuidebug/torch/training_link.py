@@ -38,7 +38,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from tuidebug.torch.capture import Held, eager, remove_handles
+from tuidebug.torch.capture import BackwardEnd, Held, eager, remove_handles
 from tuidebug.torch.debugger import Debugger, Terminated
 from tuidebug.torch.dump import StepSelection
 
@@ -90,7 +90,7 @@ class TrainingLink:
         self.micro_batch = 0  # training forwards in the running optimizer step
         self.accumulation = 1  # micro-batches per optimizer step, when the framework says
         self._handles: list[Any] = []
-        self._queued = False
+        self._backward = BackwardEnd(self.backward_done)
 
     # ------------------------------------------------------------------ lifecycle
     def begin(self, model: nn.Module, optimizer: Any, global_step: int) -> None:
@@ -131,15 +131,11 @@ class TrainingLink:
             self.micro_batch += 1
 
     def _on_grad(self, param: torch.Tensor) -> None:
-        if not self._queued:
-            self._queued = True
-            # runs once this backward pass is over, before anything else sees its gradients
-            torch.autograd.Variable._execution_engine.queue_callback(self.backward_done)
+        self._backward.arm()  # once this backward pass is over, before anything sees its grads
 
     def backward_done(self) -> None:
         """The end of a backward pass (or the framework's last event before clipping and
         the update): keep the gradients as computed, and decide the launched checks."""
-        self._queued = False
         debugger = self.debugger
         if debugger is None or debugger._closed:
             return
