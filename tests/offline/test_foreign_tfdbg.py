@@ -83,11 +83,32 @@ def test_keras_fit_steps_and_origin_trace_in_the_session() -> None:
     assert in_fn["op_name"] in {t.node for t in in_model}
     trace = trace_in_session(session, graph, in_fn["op_name"], iteration=in_fn["call"])
     assert trace.origins and all(o.node in graph.nodes for o in trace.origins)
-    # eager ops carry values no graph shows: said, never silently clean
-    assert any(
-        "eager op execution" in p
-        for p in dump.problems + dump.index(0, in_fn["graph_name"]).blockers(0)
+    # eager ops with values are the `eager` graph, checked like the others
+    assert "eager" in dump.graphs(0) and not any("eager op" in p for p in dump.problems)
+
+
+def test_eager_ops_are_checked_as_tensorflow_reads_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The eager outputs TO hits over every step are the ones DebugDataReader finds
+    non-finite (keras_fit: the NaN batch's OptionalGetValue, the metrics read after fit)."""
+    want = sorted(
+        e["op_type"] for e in _expected("keras_fit")["eager_executions"] if any(e["non_finite"])
     )
+    session = OfflineSession(DATA / "keras_fit")
+    session.start()
+    session.create_watchpoint("TO", {})
+    got = []
+    for step in range(1, (session.metadata.max_step or 0) + 1):
+        session.reset_step(step)
+        session.recheck()
+        got += [h.tensor.node for h in session.hits if h.tensor.graph == "eager"]
+    graph = session.graphs["eager"]
+    assert sorted(graph.nodes[n].op_type for n in got) == want and want
+    # exec names them too, with the stack from the dump's own source text
+    assert cli_main(["exec", str(DATA / "keras_fit"), "ni -t eager/DivNoNan"]) == 0
+    out = capsys.readouterr().out
+    assert "graph: eager" in out and "model.fit(data.batch(BATCH)" in out
 
 
 def test_exec_lists_a_step_and_shows_a_stack_from_the_dumps_own_source(

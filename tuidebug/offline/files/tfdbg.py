@@ -767,6 +767,25 @@ class TfdbgDump:
         one that is no trace has no `graph_execution_trace` field."""
         return self._events("graph_execution_traces")
 
+    def execution_records(self) -> Iterator[tuple[int, int, pb.Execution, float]]:
+        """(data offset, length, execution, wall time) per `.execution` record, streamed:
+        `execution_events` with where each record is, so an eager op's recorded values can
+        be read again by offset (`files/tfdbg_values`)."""
+        path = self.path("execution")
+        try:
+            handle = open_regular(path)
+        except FileNotFoundError:
+            self._log.problem(f"{path} is missing, so the dump's execution are unknown.")
+            return
+        except OSError as err:
+            self._log.problem(f"{path} cannot be read: {err}.")
+            return
+        with handle:
+            for start, length, data in _records(handle, path, self._log):
+                event = _event(data, f"{path}: the record at byte {start - 12:,}", self._log)
+                if event is not None and event.HasField("execution"):
+                    yield start, length, event.execution, event.wall_time
+
     def execution_events(self) -> Iterator[tuple[pb.Execution, float]]:
         """The `.execution` records as protos with their wall times, streamed: what the
         check reads (a function call's graph id costs no conversion); `index` of

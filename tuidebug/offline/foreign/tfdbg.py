@@ -29,8 +29,12 @@ What the dump model sees:
   one flag is `non_finite_count` (TO and every condition needing only "any NaN/±Inf" are
   decided from it, as `tuidebug check` does; HasNaN / HasInf and thresholds are refused in
   one sentence, `statistics_words`); NO_TENSOR gives no statistics;
-* eager ops (outside any tf.function) are in no graph: a step with some that carry values
-  says so in a blocker (its checks are incomplete); `tuidebug check` reads them.
+* eager ops (outside any tf.function) with recorded values are the graph `eager`: each a
+  node named by its op type and its place among the step's ops of that type
+  (`eager/Mul`, `eager/Mul_1`…, so the k-th Mul of every step is one node), in the step
+  that was running when it ran (after the last call: the last step), its outputs' statistics and FULL_TENSOR
+  values read from its `.execution` record like a trace's; checked like every graph, as
+  `tuidebug check` checks them.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -61,6 +66,7 @@ from tuidebug.offline.layout.errors import DumpError
 __all__ = ["TfdbgSource", "tfdbg_source"]
 
 SHAPE = 5
+EAGER = "eager"  # the graph of the eager ops' outputs
 # tensorflow.DataType numbers → names, for node details
 _DTYPE_NAMES = {
     1: "float32",
@@ -96,17 +102,31 @@ def tfdbg_source(root: str | os.PathLike[str]) -> TfdbgSource | None:
         raise DumpError(str(err)) from None
 
 
+class _EagerOp(NamedTuple):
+    op_type: str
+    outputs: int
+    frames: tuple[str, ...]
+
+
 class _Steps:
-    """The derived steps (module docstring): each trace's step, and each step's eager ops."""
+    """The derived steps (module docstring): each trace's step, and each step's eager ops
+    with values (where their records are, and their node in the eager graph)."""
 
     def __init__(self, dump: TfdbgDump) -> None:
         calls: dict[str, list[float]] = {}
         eager_walls: list[float] = []
-        for proto, wall in dump.execution_events():
+        eager_places: list[tuple[int, int]] = []
+        # per eager op: its type, output count and stack (not its values: a FULL_TENSOR
+        # run's would all be in memory), until the nodes are named below
+        eager_ops: list[_EagerOp] = []
+        for offset, length, proto, wall in dump.execution_records():
             if proto.graph_id:
                 calls.setdefault(proto.graph_id, []).append(wall)
             elif any(tp.ByteSize() for tp in proto.tensor_protos):  # an empty one: no value
                 eager_walls.append(wall)
+                eager_places.append((offset, length))
+                frames = tuple(proto.code_location.stack_frame_ids)
+                eager_ops.append(_EagerOp(proto.op_type, len(proto.tensor_protos), frames))
         clock = max(calls.values(), key=len) if calls else []
         self.function_calls = len(clock)
         walls = np.sort(np.asarray(clock, np.float64))
@@ -114,7 +134,23 @@ class _Steps:
         self.of_trace = np.searchsorted(walls, trace_walls, side="left")
         self.count = max(len(clock), int(self.of_trace.max()) + 1 if len(self.of_trace) else 0)
         eager = np.searchsorted(walls, np.asarray(eager_walls, np.float64), side="left")
-        self.eager = Counter(int(s) for s in eager)
+        if self.count:  # after the last call (a training's end: metrics read): the last step
+            eager = np.minimum(eager, self.count - 1)
+        else:
+            self.count = 1 if len(eager) else 0  # eager ops only: one step
+        # each eager op with values as a node of the eager graph, named by its type and
+        # its place among the step's ops of that type (`eager/Mul`, `eager/Mul_1`…), so
+        # the k-th Mul of a step is one node in every step (what change conditions need)
+        self.eager_nodes: dict[str, _EagerOp] = {}  # node name → its first execution
+        self.eager: dict[int, list[tuple[str, int, int]]] = {}  # step → (node, offset, len)
+        seen: Counter[tuple[int, str]] = Counter()
+        for step, op, (offset, length) in zip(eager.tolist(), eager_ops, eager_places, strict=True):
+            k = seen[(step, op.op_type)]
+            seen[(step, op.op_type)] += 1
+            # under `eager/`: a graph op may be named like an op type (`ReadVariableOp`)
+            name = f"eager/{op.op_type}" + (f"_{k}" if k else "")
+            self.eager_nodes.setdefault(name, op)
+            self.eager.setdefault(step, []).append((name, offset, length))
 
 
 class TfdbgSource(DumpSource):
@@ -136,6 +172,7 @@ class TfdbgSource(DumpSource):
         self._graphs: dict[str, Graph] | None = None
         self._names: dict[str, str] = {}  # graph id → the graph's name here
         self._steps: _Steps | None = None
+        self._eager_graph = ""  # the eager ops' graph's name, when there are some
         self._lines: dict[str, list[str] | None] = {}
 
     # ------------------------------------------------------------------ discovery
@@ -178,6 +215,26 @@ class TfdbgSource(DumpSource):
             names = {k[1] for k in keys}
             nodes = [self._node(name, key, names) for key in keys]
             cats = {n.name: categories(n.name, n.op_type) for n in nodes}
+            out[name] = ForeignGraph(name, nodes, cats)
+        eager = self.steps().eager_nodes
+        if eager:  # eager ops with values: a graph of their own (module docstring)
+            name = EAGER if not taken[EAGER] else f"{EAGER}#{taken[EAGER] + 1}"
+            self._eager_graph = name
+            nodes = [
+                Node(
+                    node,
+                    NodeKind.OPERATOR,
+                    op.op_type,
+                    scope="eager",
+                    graph_name=name,
+                    outputs=[TensorSpec(slot) for slot in range(op.outputs)],
+                    attributes={"op type": op.op_type, "eager": "outside any tf.function"},
+                    stack=self._stack(op.frames),
+                    dump_name=node,
+                )
+                for node, op in eager.items()
+            ]
+            cats = {n.name: categories(n.op_type, n.op_type) for n in nodes}
             out[name] = ForeignGraph(name, nodes, cats)
         return out
 
@@ -243,6 +300,9 @@ class TfdbgSource(DumpSource):
         nodes = self._graphs.get(graph) if self._graphs else None
         if nodes is None:
             return step
+        if graph == self._eager_graph:
+            self._read_eager(step, steps.eager.get(iteration, []), iteration)
+            return step
         unreadable = 0
         chosen = np.nonzero(steps.of_trace == iteration)[0]
         places = list(
@@ -266,14 +326,32 @@ class TfdbgSource(DumpSource):
             self._add(step, node.name, trace, place)
         if unreadable > 1:
             step.blockers.append(f"{unreadable} traces of step {iteration} could not be read.")
-        eager = steps.eager.get(iteration, 0)
-        if eager:
-            step.blockers.append(
-                f"{eager} eager op execution{'s' if eager != 1 else ''} of step {iteration} "
-                "(outside any tf.function) carry values no graph shows, so they are not "
-                "checked here; `tuidebug check` reads them."
-            )
         return step
+
+    def _read_eager(
+        self, step: ForeignStep, ops: list[tuple[str, int, int]], iteration: int
+    ) -> None:
+        """The step's eager ops' outputs, read from their `.execution` records."""
+        path = self.dump.path("execution")
+        events = self.dump.read_events("execution", [(o, n) for _node, o, n in ops])
+        for (node, offset, length), event in zip(ops, events, strict=True):
+            if isinstance(event, str):
+                step.blockers.append(f"{event}; eager op {node} is not in step {iteration}.")
+                continue
+            e = event.execution
+            for slot, tp in enumerate(e.tensor_protos):
+                stats, dtype, shape = _statistics(e.tensor_debug_mode, tp)
+                if isinstance(stats, str):
+                    step.blockers.append(f"The eager output {node}:{slot} cannot be read: {stats}.")
+                    continue
+                if not stats and not tp.ByteSize():
+                    continue  # an output the mode does not summarize (not a float)
+                ref = None
+                if e.tensor_debug_mode == FULL_TENSOR:
+                    ref = value_ref(path, [(offset, length, slot)])
+                step.tensors[(node, slot)] = ForeignTensor(
+                    node, slot, f"{node}:{slot}", dtype, shape, stats, ref
+                )
 
     def _add(
         self, step: ForeignStep, node: str, trace: pb.GraphExecutionTrace, place: tuple[int, int]
