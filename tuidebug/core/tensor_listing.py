@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -53,6 +54,16 @@ def _spec(node: Node, slot: int) -> TensorSpec | None:
     return None
 
 
+@lru_cache(maxsize=256)  # a handful of DataType numbers, asked once per entry of a 10⁵ step
+def _dtype_info(data_type: int) -> tuple[str, int | None]:
+    """The label and item size of a DataType number (no item size when numpy has none)."""
+    try:
+        np_dtype = numpy_dtype(data_type)
+    except (UnsupportedDataTypeError, KeyError, ValueError):
+        return dtype_label(data_type), None
+    return dtype_label(np_dtype), np.dtype(np_dtype).itemsize
+
+
 def entry_for(
     graph: Graph,
     node: Node,
@@ -66,12 +77,7 @@ def entry_for(
     spec = _spec(node, slot)
     dtype, itemsize = "", None
     if spec is not None and spec.dtype:
-        try:
-            np_dtype = numpy_dtype(spec.dtype)
-        except (UnsupportedDataTypeError, KeyError, ValueError):
-            dtype = dtype_label(spec.dtype)
-        else:
-            dtype, itemsize = dtype_label(np_dtype), np.dtype(np_dtype).itemsize
+        dtype, itemsize = _dtype_info(spec.dtype)
     elif dtype_name:
         dtype = dtype_name.lower()
     shape = spec.shape if spec is not None and spec.shape is not None else None

@@ -43,7 +43,9 @@ __all__ = ["DumpSource", "ForeignGraph", "ForeignStep", "ForeignTensor", "StatVa
 StatValue = float | int | str | None
 
 
-@dataclass(frozen=True, slots=True)
+# one per tensor of the step in view: not frozen (a frozen dataclass sets each field
+# through object.__setattr__, ~7× the cost of building it); never mutated once read
+@dataclass(slots=True, unsafe_hash=True)
 class ForeignTensor:
     """One dumped tensor of an iteration: output `slot` of graph node `node`.
 
