@@ -238,6 +238,11 @@ knows the dtypes (tuidebug compare --help), or NaN/Inf on one side only.
         self._stop.set()  # the older compare stops between two tensors
         self._stop = threading.Event()
         self._progress = ""
+        # the rows of another step must not pass for this one's while it is compared
+        self._outcome = None
+        self._rows = []
+        self.table.clear(columns=True)
+        self.query_one("#dv-detail", Static).update("")
         self._set_status(f"Comparing {self._where(*wanted)}…")
         self._compare_worker(pair, wanted[0], wanted[1], self._stop)
 
