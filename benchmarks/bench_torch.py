@@ -28,6 +28,8 @@ plain, then the mean ratios and the number of step-end WaitCMDs.
 
     python benchmarks/bench_torch.py [--model cnn|gpt2|resnet50] [--device cpu|cuda]
         [--amp none|bf16] [--steps 300] [--warmup 30] [--batch 32] [--threads 1]
+    python benchmarks/bench_torch.py --ddp 2 [--steps 200] [--rounds 2]   (bench_torch_ddp.py:
+        DDP ranks attached / TO / recommended vs plain and vs detect_anomaly)
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
+import os
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -264,6 +268,13 @@ class RemoteController:
 
 
 def main() -> None:
+    if any(a == "--ddp" or a.startswith("--ddp=") for a in sys.argv[1:]):
+        # a DDP job of several ranks: bench_torch_ddp.py (processes, a JobSession)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_torch_ddp import main as ddp_main
+
+        ddp_main(sys.argv[1:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", choices=("cnn", "gpt2", "resnet50"), default="cnn")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")

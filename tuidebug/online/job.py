@@ -12,11 +12,11 @@ goes to the rank-0 session and its one-training-at-a-time rule). While a job is 
 another job (another job name or world size) is refused with one sentence.
 
 Ranks move together. A rank of a job of several is served in lockstep (one WaitCMD per step:
-no free running, see session.py), and every rank's WaitCMD passes a barrier (`_gate`): no
-command leaves for any rank until every live rank is suspended, and then every rank gets
-its own command of that round. So the ranks stop at the same step end, no rank runs into a
-collective while another is held, and a hit on any rank (or a pause) stops them all: the
-round that follows halts every rank. The PyTorch client does not suspend inside a step in a
+no free running, see session.py), and a rank's run command passes a barrier (`_gate`): no
+rank runs on from a suspension until every live rank is suspended there too, and then each
+may run once. So the ranks stop at the same step end, no rank runs into a collective while
+another is held, and a hit on any rank (or a pause) stops them all: the round that follows
+halts every rank. The initial suspension of a job shows as waiting once every rank is there. The PyTorch client does not suspend inside a step in a
 job of several ranks (its hits are sent when found and it suspends at the step end), and
 node stepping is off: a rank held at a kernel would leave the others in the all-reduce.
 
@@ -115,8 +115,8 @@ class JobSession(DebugSession):
         self._selected = 0
         self._present: dict[int, int] = {}  # rank -> token of its WaitCMD inside the gate
         self._tokens = 0
-        self._released: set[int] = set()  # ranks let through by the current round
-        self._halt_round = False
+        # rank -> [halt pending]: may run from this suspension (see `_gate`)
+        self._grants: dict[int, list[bool]] = {}
         self._stop_pending = False  # a hit or a pause: the next round halts every rank
         self._terminating = False
         self._dead: dict[int, str] = {}
@@ -201,8 +201,8 @@ class JobSession(DebugSession):
         self._job = info
         self._peers.clear()
         self._present.clear()
-        self._released.clear()
-        self._halt_round = self._stop_pending = self._terminating = False
+        self._grants.clear()
+        self._stop_pending = self._terminating = False
         self._dead.clear()
         self._ended.clear()
         self._joined_at = None
@@ -221,30 +221,42 @@ class JobSession(DebugSession):
     # ============================================================== the barrier
     def _gate(self, rank: int, md: pb.Metadata) -> bool:
         """Called by rank `rank`'s session (its lock held) before it answers a WaitCMD:
-        True lets it answer. A round opens when every live rank waits in the gate and the
-        previous round's ranks have all gone through; the round halts every rank when a
-        hit or a pause came since the last one."""
+        True lets it answer. Only a run command (step, node) moves a training past its
+        suspension, so only a rank about to get one is held: SetCMDs, views, rechecks and
+        exit go as they come (ranks may have different numbers of them queued).
+
+        A rank runs on a *grant*. Grants are given to every live rank at once, when every
+        live rank is suspended (in a WaitCMD) and none still holds one: they were all at
+        the same suspension point. A rank spends its grant when it runs; a round that
+        halts (a hit on any rank, a pause, since the last round) halts each rank the first
+        time it comes through, and the grant stays for the command the user gives next."""
+        session = self._ranks[rank]
+        if not _wants_to_run(session):
+            return True
         wake = False
         with self._jl:
             if self._terminating or self._job is None or rank in self._dead:
                 return True
-            if rank in self._released:
-                self._released.discard(rank)
-                halt = self._halt_round
-            else:
+            grant = self._grants.get(rank)
+            if grant is None:
                 live = self._live()
-                if rank not in self._present or self._released or not self._joined(live):
+                if rank not in self._present or not self._joined(live):
                     return False
-                if not live <= self._present.keys():
-                    return False
-                self._released = live - {rank}
-                halt = self._halt_round = self._stop_pending
+                if not live <= self._present.keys() or any(r in self._grants for r in live):
+                    return False  # a rank is running, or still behind (an unspent grant)
+                halt_all = self._stop_pending
                 self._stop_pending = False
-                wake = bool(self._released)
+                self._grants = {r: [halt_all] for r in live}
+                grant = self._grants[rank]
+                wake = len(live) > 1
+            halt = grant[0]
+            grant[0] = False
+            if not halt:
+                del self._grants[rank]  # spent: it runs now
         if wake:
             self._wake.set()
         if halt:
-            self._ranks[rank].halt()
+            session.halt()
         return True
 
     def _joined(self, live: set[int]) -> bool:
@@ -269,14 +281,21 @@ class JobSession(DebugSession):
         return True
 
     def _wake_ranks(self) -> None:
-        """Wake every rank's waiting WaitCMD (a round opened, a rank left)."""
+        """Wake every rank's waiting WaitCMD (a round opened, a rank left); and, while a
+        job's ranks are still connecting, notice when `join_timeout` has passed."""
         while True:
-            self._wake.wait()
+            woken = self._wake.wait(0.5)
             self._wake.clear()
             if self._closed:
                 return
             with self._jl:
                 sessions = list(self._ranks.values())
+                joining = self._job is not None and len(self._peers) < self._job.world_size
+                late = joining and not self._missing_said and self._joined(self._live())
+            if late:
+                self._refresh()
+            if not woken:
+                continue
             for session in sessions:
                 with session._cond:
                     session._cond.notify_all()
@@ -375,7 +394,6 @@ class JobSession(DebugSession):
             if rank is not None:
                 self._tokens += 1
                 token = self._present[rank] = self._tokens
-                self._released.discard(rank)
         session = self._session_of(peer)
         if rank is not None:
             self._wake.set()  # this rank may complete a round the others wait in
@@ -472,7 +490,7 @@ class JobSession(DebugSession):
             if rank in self._dead or rank in self._ended:
                 return
             self._present.pop(rank, None)
-            self._released.discard(rank)
+            self._grants.pop(rank, None)
             died = meta.state is SessionState.DISCONNECTED
             if died:
                 self._dead[rank] = meta.ending.value or "gone"
@@ -831,6 +849,15 @@ class JobSession(DebugSession):
                 self.emit(event)
             except Exception as exc:  # a broken listener must not stop the others' events
                 log.warning("session listener failed on %s: %s", type(event).__name__, exc)
+
+
+def _wants_to_run(session: OnlineSession) -> bool:
+    """Whether `session`'s next answer lets its training run (with its lock held)."""
+    commands = session._commands
+    if commands:
+        head = commands[0]
+        return head.WhichOneof("cmd") == "run_cmd" and head.run_cmd.run_level in ("step", "node")
+    return session._remaining != 0 or bool(session._target_node)
 
 
 def _ranks_text(ranks: Sequence[int]) -> str:
