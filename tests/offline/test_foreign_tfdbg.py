@@ -22,6 +22,7 @@ from tuidebug.core.session import Notice
 from tuidebug.offline.files.npy import TensorFileError
 from tuidebug.offline.files.tfdbg import masked_crc32c
 from tuidebug.offline.foreign.dump import ForeignDump, open_dump
+from tuidebug.offline.foreign.tfdbg import TfdbgSource
 from tuidebug.offline.layout.errors import DumpError
 from tuidebug.offline.session import OfflineSession
 
@@ -281,10 +282,14 @@ def test_escapes_in_op_types_and_source_text_reach_no_terminal(
                     lines[i] = lines[i] + "\x1b[2J"
             framed += _framed(event.SerializeToString())
         path.write_bytes(framed)
-    code = cli_main(["exec", str(folder), "ni -t Log", "lt -i 2"])
+    dump = open_dump(folder)
+    assert isinstance(dump, ForeignDump) and isinstance(dump.source, TfdbgSource)
+    script = next(p for p in dump.source.dump.source_paths if p.endswith("make_dumps.py"))
+    code = cli_main(["exec", str(folder), "ni -t Log", "lt -i 2", f"ps {script} -b 68 -n 3"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "tf.math.log" in out and "\x1b" not in out + err
+    assert "(the dump's own copy)" in out  # ps: the whole file from the dump, escaped
 
 
 @settings(

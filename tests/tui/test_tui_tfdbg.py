@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import REPO
-from tests.tui.support import settled, wait_until
+from tests.tui.support import settled, wait_for_screen, wait_until
 from tests.tui.test_tui_tensor_list import health_known, open_list
 from tuidebug.core.tensor_health import Health
 from tuidebug.offline.session import OfflineSession
@@ -130,3 +130,51 @@ async def test_full_tensor_hit_opens_the_recorded_values_in_the_tensor_view() ->
         await health_known(pilot, screen)
         health = {e.node: h for e, h in zip(screen.entries, screen.health, strict=True)}
         assert health["Log"] is Health.INF and health["MatMul"] is Health.ZERO
+
+
+async def test_source_view_shows_the_whole_file_from_the_dumps_own_text(tmp_path: Path) -> None:
+    """`v`/Enter on a stack frame: the file is the dump's `.source_files` copy, whole, with
+    no file of that path here; hostile text in it is shown escaped."""
+    import shutil
+
+    from tests.offline.test_foreign_tfdbg import _framed
+    from tuidebug._proto import tfdbg_event_pb2 as pb
+    from tuidebug.offline.files.tfdbg import read_records
+    from tuidebug.tui.neighbours.source_screen import SourceScreen
+
+    elsewhere = "/nowhere/on/this/machine/make_dumps.py"
+    folder = tmp_path / "d"
+    shutil.copytree(DUMP, folder)
+    path = next(folder.glob("*.source_files"))
+    framed = b""
+    text: list[str] = []
+    for data in read_records(path)[0]:
+        event = pb.DebugEvent.FromString(data)
+        if event.source_file.file_path.endswith("make_dumps.py"):
+            event.source_file.file_path = elsewhere
+            event.source_file.lines[0] = "#!\x1b[2J[bold red]boom[/]"
+            text = list(event.source_file.lines)
+        framed += _framed(event.SerializeToString())
+    path.write_bytes(framed)
+    assert text
+    session = OfflineSession(folder)
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.loaded, what="the dump")
+        if isinstance(app.screen, ConfirmScreen):
+            await pilot.press("n")
+        await settled(pilot)
+        log = app.graphs["step"].nodes["Log"]
+        frame = next(f for f in log.stack if f.code_line.startswith("z = tf.math.log(y)"))
+        assert frame.file_path == elsewhere and frame.line_no
+        app._node_screens.source(frame.file_path, frame.line_no)
+        screen = await wait_for_screen(pilot, SourceScreen)
+        await wait_until(pilot, lambda: screen.whole_file is not None, what="the file read")
+        await settled(pilot)
+        assert screen.whole_file is True and len(screen.code.lines) == len(text)
+        assert "dump's own copy" in str(screen.query_one("#source-note").render())
+        assert screen.code.lines[frame.line_no - 1].text == text[frame.line_no - 1]
+        screen.code.set_cursor(0)
+        await settled(pilot)
+        first = screen.code.render_line(0 - round(screen.code.scroll_y)).text
+        assert "\x1b" not in first and "[bold red]boom[/]" in first

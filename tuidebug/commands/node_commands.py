@@ -215,14 +215,21 @@ def print_source(args: argparse.Namespace, ctx: CommandContext) -> Output:
         return out
     named = [*ctx.source_roots, *args.root]
     roots = source_roots(ctx.session.metadata.source, named)
-    found = source_lines(graphs, args.file, roots, typed=True, maps=path_maps(named))
+    found = source_lines(
+        graphs,
+        args.file,
+        roots,
+        typed=True,
+        maps=path_maps(named),
+        dumped=ctx.session.source_text,  # the dump's own copy first (tfdbg)
+    )
     lines, path = found.lines, found.path
     if not lines:
         raise CommandError(
             found.outside or f"No node was created in {args.file!r} and it is not readable here."
         )
     if found.whole:
-        note = ""
+        note = " (the dump's own copy)" if found.from_dump else ""
     elif found.outside:
         note = " (outside the source folders: the lines the stacks quote)"
     else:

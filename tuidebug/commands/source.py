@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -205,6 +205,7 @@ class SourceText:
     path: str
     whole: bool
     outside: str = ""
+    from_dump: bool = False  # the dump's own copy of the file, not a file here
 
 
 def source_lines(
@@ -214,10 +215,21 @@ def source_lines(
     *,
     typed: bool = False,
     maps: Sequence[tuple[str, str]] = (),
+    dumped: Callable[[str], list[str] | None] | None = None,
 ) -> SourceText:
     """The annotated lines of `path` (a stack's path, or one the user `typed`), read only
-    under `roots`; `maps` (`path_maps`) say where another machine's paths lie here."""
+    under `roots`; `maps` (`path_maps`) say where another machine's paths lie here;
+    `dumped` gives the dump's own copy of a file (a tfdbg dump's `.source_files`, through
+    `DebugSession.source_text`): it is what ran, so it comes first, and needs no file here."""
     by_line, code, spelled = nodes_by_line(graphs, path)
+    for name in dict.fromkeys((spelled or path, path)):
+        text = dumped(name) if dumped is not None else None
+        if text is not None and sum(len(line) for line in text) <= MAX_SOURCE_BYTES:
+            annotated = [
+                SourceLine(i, line, tuple((n.graph_name, n.name) for n in by_line.get(i, ())))
+                for i, line in enumerate(text, start=1)
+            ]
+            return SourceText(annotated, name, True, from_dump=True)
     # a typed path has ~ expanded, as a shell would; a stack's path is taken as written (no
     # ~ of the training machine means this home). Both are read only under a root: a name
     # typed after the stacks' listing is still the dump's choice of file

@@ -311,6 +311,12 @@ class DebugSession(ABC):
         is no such name. Default: None (MindSpore names tensors by node and slot)."""
         return None
 
+    def source_text(self, path: str) -> list[str] | None:
+        """The dump's own copy of a source file a stack names, as lines (a tfdbg dump's
+        `.source_files`), None when it holds none: the source view shows it then, with no
+        local file needed. Blocking (call it from a worker). Default: None."""
+        return None
+
     def dumped_statistics(self, ref: TensorRef) -> Mapping[str, float] | None:
         """The statistics a dump wrote for a tensor (a MindSpore `statistic.csv` row: keys of
         `offline.statistic_csv.STAT_COLUMNS` such as "max", "nan_count"), None when it has

@@ -123,6 +123,11 @@ class OfflineDump:
         (A foreign dump's steps: `foreign/dump.py`; a MindSpore dump is read as opened.)"""
         return False
 
+    def source_text(self, path: str) -> list[str] | None:
+        """The dump's own copy of a source file its stacks name (foreign dumps that hold
+        one: `foreign/source.py`); a MindSpore dump holds none."""
+        return None
+
     def tensor_alias(self, rank: int, name: str) -> tuple[str, str, int] | None:
         """(graph, node, slot) of a tensor named by its dump tool's own name (foreign dumps:
         `foreign/source.py` `aliases`); MindSpore dumps name tensors by node and slot."""

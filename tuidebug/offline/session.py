@@ -840,6 +840,14 @@ class OfflineSession(DebugSession):
             return None
         return self._dump.tensor_alias(self._rank, name)
 
+    def source_text(self, path: str) -> list[str] | None:
+        if self._dump is None:
+            return None
+        try:
+            return self._dump.source_text(path)
+        finally:
+            self._flush_problems()  # a corrupt record of the text is a problem said once
+
     def dumped_iterations(self, graph_name: str, node: str) -> list[int]:
         try:
             return self.dump.index(self._rank, graph_name).iterations_with_data(node)

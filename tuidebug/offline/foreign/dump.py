@@ -306,6 +306,11 @@ class ForeignDump(OfflineDump):
                 self._steps.clear()
             return changed
 
+    def source_text(self, path: str) -> list[str] | None:
+        """The dump's own copy of a source file (`DumpSource.source_text`), or None."""
+        with self._lock:
+            return self.source.source_text(path)
+
     def tensor_alias(self, rank: int, name: str) -> tuple[str, str, int] | None:
         """(graph, node, slot) of the tool's own name of a tensor on `rank`, or None."""
         with self._lock:

@@ -19,6 +19,7 @@ slots of graph nodes. A `DumpSource` answers those questions for one foreign dum
   is named;
 - `refresh()`: look again for iterations that appeared since (the TUI's `r`);
 - `problems`: sentences about what discovery could not read;
+- `source_text(path)` (optional): the dump's own copy of a source file, for the source view;
 - `statistics_words`: the tool's statistics in words, for the one sentence refusing a
   watchpoint they cannot decide (`check/checker.py` says it, not statistic.csv's wording).
 
@@ -134,6 +135,11 @@ class DumpSource(ABC):
     def refresh(self) -> bool:
         """Look for iterations that appeared since; True when some did."""
         return False
+
+    def source_text(self, path: str) -> list[str] | None:
+        """The dump's own copy of a source file a stack names (tfdbg's `.source_files`), as
+        lines, or None when it holds none: the source view shows it with no local file."""
+        return None
 
     def aliases(self, rank: int) -> Mapping[str, tuple[str, int]]:
         """The tool's own tensor names (`Functional.linear.0.forward.output.0`) → the (node,

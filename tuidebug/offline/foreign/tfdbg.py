@@ -380,6 +380,13 @@ class TfdbgSource(DumpSource):
     def aliases(self, rank: int) -> Mapping[str, tuple[str, int]]:
         return {}
 
+    def source_text(self, path: str) -> list[str] | None:
+        """The whole file as `.source_files` holds it (read now, CRC-checked; not kept:
+        the view holds it while open), or the copy the stacks' lines were read from."""
+        if path in self._lines:
+            return self._lines[path]
+        return self.dump.source_lines(path)
+
 
 def _statistics(
     mode: int, tp: pb.TensorProto

@@ -94,7 +94,9 @@ class NodeScreens:
         # (`offline --source-root` puts its folders and PREFIX=DIR maps in the variable)
         roots = source_roots(self._app.metadata.source)
         graphs = list(self._app.graphs.values())
-        screen = SourceScreen(graphs, path, line_no, roots, maps=path_maps())
+        screen = SourceScreen(
+            graphs, path, line_no, roots, maps=path_maps(), dumped=self._app.session.source_text
+        )
         self._app.push_screen(screen, chosen)
 
 

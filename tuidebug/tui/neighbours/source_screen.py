@@ -1,7 +1,8 @@
 """The source view: a file of the graph's stacks, each line with the nodes it created
 (tfdbg's `ps`), opened from the stack pane on one of its lines.
 
-`commands/source.py` reads the file (bounded, regular files only: its path comes from the
+`commands/source.py` reads the file (the dump's own copy when it holds one, as a tfdbg dump
+does: no local file needed; else bounded, regular files only: its path comes from the
 graph) and indexes the nodes per line; when the file is not on this machine (a dump
 copied from the training server), or is outside the source roots (a stack may name
 `/etc/shadow`: the dump's folder, the working folder, `TUIDEBUG_SOURCE_ROOTS`), it gives
@@ -18,7 +19,7 @@ list when there are several; Enter on a node of the list goes there in the tree.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -311,10 +312,13 @@ class SourceScreen(ModalScreen[NodeRef | None]):
         roots: Sequence[str] = (),
         *,
         maps: Sequence[tuple[str, str]] = (),
+        dumped: Callable[[str], list[str] | None] | None = None,
     ) -> None:
         """`roots`: the folders whose files a stack's path may show (`source_roots`);
-        `maps`: where another machine's paths lie here (`path_maps`)."""
+        `maps`: where another machine's paths lie here (`path_maps`); `dumped`: the dump's
+        own copy of a file (`DebugSession.source_text`), shown first when it has one."""
         super().__init__()
+        self._dumped = dumped
         self._graphs = list(graphs)
         self._path = path
         self._roots = tuple(roots)
@@ -347,7 +351,9 @@ class SourceScreen(ModalScreen[NodeRef | None]):
     def _read(self) -> None:
         """Read and index in a thread (a big file, a graph of 10⁵ nodes), colour after."""
         worker = get_current_worker()
-        found = source_lines(self._graphs, self._path, self._roots, maps=self._maps)
+        found = source_lines(
+            self._graphs, self._path, self._roots, maps=self._maps, dumped=self._dumped
+        )
         if worker.is_cancelled:
             return
         with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
@@ -372,7 +378,9 @@ class SourceScreen(ModalScreen[NodeRef | None]):
         noted = sum(1 for line in lines if line.nodes)
         if whole:
             text = f"{len(lines)} lines · {noted} created nodes (●)"
-            if found != self._path:
+            if source.from_dump:
+                text += " · from the dump's own copy of the file"
+            elif found != self._path:
                 text += f" · read from {printable(found)}"
             if self._line_no is not None and self._line_no > len(lines):
                 text += (
