@@ -260,3 +260,33 @@ def test_simulate_log_lines_are_sentences(
         "tuidebug simulate: warning: the debugger reports a version mismatch.",
         "tuidebug simulate: error: sending the graph failed: unavailable.",
     ]
+
+
+# ------------------------------------------------------------------ the sentinel's usage
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--json"], "add --until-hit"),
+        (["--until-hit"], "needs watchpoints"),
+        (["--connect-timeout", "5"], "is for --until-hit"),
+        (["--until-hit", "--watch", "TO", "--connect-timeout", "0"], "positive number"),
+        (["--until-hit", "--watch", "NOPE"], "--watch"),
+    ],
+)
+def test_sentinel_usage_errors_are_one_sentence(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["online", "--port", "0", *argv]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    _one_sentence(err)
+    assert words in err
+
+
+def test_sentinel_without_a_training_gives_up_after_connect_timeout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["online", "--port", "0", "--until-hit", "--watch", "TO", "--connect-timeout", "0.3"]
+    assert cli.main(argv) == EXIT_USAGE
+    captured = capsys.readouterr()
+    assert "no training connected within 0.3 s" in captured.err
+    assert captured.out == ""
