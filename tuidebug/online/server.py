@@ -21,8 +21,9 @@ Limits (any peer that can connect is untrusted; `ServerOptions` holds the number
 - memory: per graph stream, per tensor, per message count, and `max_buffered_bytes` over all
   streams together (`ByteBudget`); a graph's bytes are kept once and parsed in place, and a
   large stream's memory is handed back to the system when it ends (`malloc_trim`).
-- one training at a time: only the attached training's streams are read; another's
-  SendMetadata is refused with FAILED_PRECONDITION and a sentence (`OnlineSession`).
+- one training (one job: its ranks) at a time: only the attached training's streams are
+  read; another's SendMetadata is refused with FAILED_PRECONDITION and a sentence
+  (`OnlineSession`, `JobSession`).
 """
 
 from __future__ import annotations
