@@ -308,7 +308,7 @@ async def continue_run(steps: int, nodes: int, side: int) -> dict[str, Any]:
             async with app.run_test(size=SIZE) as pilot:
                 await _wait(pilot, lambda: app.loaded and bool(session.watchpoints))
                 await _settle(pilot, app)
-                app.action_step()
+                app.action_run("step")
                 await _wait(pilot, lambda: session.metadata.step == 1)
                 await _settle(pilot, app)
                 graph = next(iter(app.graphs))
@@ -318,7 +318,7 @@ async def continue_run(steps: int, nodes: int, side: int) -> dict[str, Any]:
                 await _settle(pilot, app)
                 counters.reset()
                 t0 = time.perf_counter()
-                app.action_continue()
+                app.action_run("continue")
                 await _wait(
                     pilot,
                     lambda: (
