@@ -7,6 +7,7 @@ lists the step's outputs with their health."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -178,3 +179,46 @@ async def test_source_view_shows_the_whole_file_from_the_dumps_own_text(tmp_path
         await settled(pilot)
         first = screen.code.render_line(0 - round(screen.code.scroll_y)).text
         assert "\x1b" not in first and "[bold red]boom[/]" in first
+
+
+def _past(session: OfflineSession, step: int) -> bool:
+    return session.metadata.step > step
+
+
+async def test_history_lists_the_derived_steps_with_their_function_and_hits() -> None:
+    """`h` on the Keras fit dump: one row per derived step for the train function's call
+    (the graph it contains as its sub-graph) and the eager graph, and after `c` stops at
+    the NaN batch's step, that step's hits in its row (TensorFlow: the train function's
+    first non-finite op is at call 3)."""
+    from textual.widgets import DataTable
+
+    from tuidebug.tui.kit.dialogs import HistoryScreen
+
+    dump = DUMP.parent / "keras_fit"
+    want = json.loads((dump / "expected.json").read_text())
+    session = OfflineSession(dump)
+    app = DebuggerApp(session, start_session=True, watch_specs=["TO"])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.loaded and session.watchpoints, what="the dump")
+        if isinstance(app.screen, ConfirmScreen):
+            await pilot.press("n")
+        await settled(pilot)
+        while not any(h.tensor.graph == "one_step_on_data" for h in session.hits):
+            moved = partial(_past, session, session.metadata.step)
+            await pilot.press("c")
+            await wait_until(pilot, moved, what="a stop")
+            await settled(pilot)
+        nan_step = want["first_non_finite_in_train_function"]["call"] + 1  # TUI steps: 1-based
+        assert session.metadata.step == nan_step
+        await pilot.press("h")
+        screen = await wait_for_screen(pilot, HistoryScreen)
+        table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count > 0, what="the history rows")
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        function = [r for r in rows if r[2] == "multi_step_on_iterator"]
+        assert len(function) == want["function_calls"] == 6
+        assert all(r[-1] == "one_step_on_data" for r in function)
+        assert {r[2] for r in rows} == {"multi_step_on_iterator", "eager"}
+        hits_of = {int(r[1]): r[-2] for r in function}
+        assert hits_of[nan_step - 1].strip() and not hits_of[0].strip()
+        assert "dumped folders" not in " ".join(" ".join(r) for r in rows)

@@ -376,6 +376,10 @@ class ForeignDump(OfflineDump):
         return its[-1] + 1 if its else 0
 
     def graph_runs(self, rank: int) -> list[GraphRun]:
+        with self._lock:
+            given = self.source.graph_runs(rank)
+        if given is not None:  # the tool's own execution list (tfdbg's calls)
+            return given
         names = list(self.graphs(rank))
         return [
             GraphRun(it, name, True, from_history=False)

@@ -19,6 +19,7 @@ slots of graph nodes. A `DumpSource` answers those questions for one foreign dum
   is named;
 - `refresh()`: look again for iterations that appeared since (the TUI's `r`);
 - `problems`: sentences about what discovery could not read;
+- `graph_runs(rank)` (optional): the tool's own execution list for the history (`h`);
 - `source_text(path)` (optional): the dump's own copy of a source file, for the source view;
 - `statistics_words`: the tool's statistics in words, for the one sentence refusing a
   watchpoint they cannot decide (`check/checker.py` says it, not statistic.csv's wording).
@@ -38,6 +39,7 @@ from functools import cached_property
 from pathlib import Path
 
 from tuidebug.core.graph import Category, Graph, Node, node_categories
+from tuidebug.core.graph_run import GraphRun
 
 __all__ = ["DumpSource", "ForeignGraph", "ForeignStep", "ForeignTensor", "StatValue"]
 
@@ -135,6 +137,11 @@ class DumpSource(ABC):
     def refresh(self) -> bool:
         """Look for iterations that appeared since; True when some did."""
         return False
+
+    def graph_runs(self, rank: int) -> list[GraphRun] | None:
+        """The tool's own execution list for the history (`h`): one `GraphRun` per graph
+        run, or None to list every graph at every iteration (the dump model's default)."""
+        return None
 
     def source_text(self, path: str) -> list[str] | None:
         """The dump's own copy of a source file a stack names (tfdbg's `.source_files`), as

@@ -49,6 +49,7 @@ import numpy as np
 
 from tuidebug._proto import tfdbg_event_pb2 as pb
 from tuidebug.core.graph import Graph, Node, NodeKind, StackFrame, TensorSpec
+from tuidebug.core.graph_run import GraphRun
 from tuidebug.offline.files.tfdbg import (
     FULL_TENSOR,
     HEALTH_MODES,
@@ -127,7 +128,8 @@ class _Steps:
                 eager_places.append((offset, length))
                 frames = tuple(proto.code_location.stack_frame_ids)
                 eager_ops.append(_EagerOp(proto.op_type, len(proto.tensor_protos), frames))
-        clock = max(calls.values(), key=len) if calls else []
+        self.function_id = max(calls, key=lambda g: len(calls[g])) if calls else ""
+        clock = calls[self.function_id] if calls else []
         self.function_calls = len(clock)
         walls = np.sort(np.asarray(clock, np.float64))
         self.offsets, self.lengths, trace_walls = dump.trace_index()
@@ -379,6 +381,47 @@ class TfdbgSource(DumpSource):
 
     def aliases(self, rank: int) -> Mapping[str, tuple[str, int]]:
         return {}
+
+    def graph_runs(self, rank: int) -> list[GraphRun] | None:
+        """The execution list (DV2's "Graph Executions"), one row per derived step: the
+        call of the function called most (the training step), with the graphs it contains
+        as its sub-graphs, and the eager graph where that step ran eager ops with values.
+        Graphs no call contains (a tf.data pipeline's) are left out: which steps they ran
+        in is not recorded per graph."""
+        if rank != 0:
+            return []
+        graphs = self.graphs(0)
+        steps = self.steps()
+        runs: list[GraphRun] = []
+        function = self._names.get(steps.function_id, "")
+        inside: tuple[str, ...] = ()
+        if function:
+            inside = tuple(
+                self._names[g]
+                for g in self.dump.graphs
+                if g != steps.function_id
+                and g in self._names
+                and self._inside(g, steps.function_id)
+            )
+        for step in range(steps.count):
+            if function and step < steps.function_calls:
+                runs.append(GraphRun(step, function, True, inside))
+            if self._eager_graph in graphs and step in steps.eager:
+                runs.append(GraphRun(step, self._eager_graph, True))
+        return runs
+
+    def _inside(self, graph_id: str, function_id: str) -> bool:
+        """Whether `graph_id` is nested in `function_id` (followed out by
+        `outer_context_id`; `seen` stops a hostile loop of ids)."""
+        seen: set[str] = set()
+        at = graph_id
+        while at and at not in seen:
+            if at == function_id:
+                return True
+            seen.add(at)
+            g = self.dump.graphs.get(at)
+            at = g.outer_context_id if g is not None else ""
+        return False
 
     def source_text(self, path: str) -> list[str] | None:
         """The whole file as `.source_files` holds it (read now, CRC-checked; not kept:
