@@ -88,7 +88,16 @@ def test_bf16_against_fp32_is_not_a_divergence(capsys: pytest.CaptureFixture[str
     assert captured.out.splitlines()[-1] == "302 matched (0 diverged), 0 unmatched, 0 skipped"
     assert "differ in precision (bfloat16" in captured.err
     # the same pair with a cosine bar above what bf16 reaches diverges
-    assert main(["compare", target, golden, "--step", "0", "--cosine", "0.9999999"]) == 1
+    assert main(["compare", target, golden, "--step", "0", "--cosine", "0.9999999", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    # msprobe records no data flow; an input equal (dtype, shape, statistics) to an earlier
+    # output is that output, so the chain runs from the first linear through the forward
+    assert out["first_divergence"]["name"] == "Functional.linear.0.forward.output.0"
+    assert out["chain"]["basis"] == "data flow"
+    assert out["chain"]["rows"][:2] == [
+        "Functional.layer_norm.0.forward.input.0",
+        "Functional.layer_norm.0.forward.output.0",
+    ]
 
 
 def test_statistics_against_tensors_compares_statistics(
@@ -112,7 +121,7 @@ def test_blowup_first_divergence_and_chain(capsys: pytest.CaptureFixture[str]) -
     first = out["first_divergence"]
     assert (first["name"], first["step"]) == ("Tensor.addcdiv_.0.forward.input.value", 1)
     assert first["target"]["value"].endswith("e+25") and first["status"] == "diverged"
-    assert out["chain"]["basis"] == "execution order"
+    assert out["chain"]["basis"] == "data flow"
     assert out["chain"]["rows"][0] == "Tensor.addcdiv_.0.forward.output.0"
     assert main(["compare", target, golden]) == 1
     text = capsys.readouterr().out

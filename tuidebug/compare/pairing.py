@@ -42,6 +42,7 @@ __all__ = [
     "CompareError",
     "Pair",
     "Side",
+    "data_flow",
     "pair_mindspore",
     "pair_msprobe",
     "scalar_text",
@@ -456,6 +457,7 @@ def pair_msprobe(
                 )
             t_recs = _records(t_dump, t_dir if values else None)
             g_recs = _records(g_dump, g_dir if values else None)
+            flow = data_flow(t_dump)
             names = list(t_recs) + [n for n in g_recs if n not in t_recs]
             for name in names:
                 if node is not None and not node.search(name):
@@ -470,9 +472,42 @@ def pair_msprobe(
                         t[1] if t is not None else None,
                         g[1] if g is not None else None,
                         node=call,
+                        inputs=flow.get(name, ()),
                     )
                 )
     return pairs
+
+
+def _signature(tensor: MsprobeTensor) -> tuple[object, ...] | None:
+    stats = (tensor.max, tensor.min, tensor.mean, tensor.norm)
+    if tensor.shape is None or any(v is None for v in stats) or not any(stats):
+        return None  # no statistics, or all zeros: too common to tell tensors apart
+    return (tensor.dtype, tensor.shape, *stats)
+
+
+def data_flow(dump: MsprobeDump) -> dict[str, tuple[str, ...]]:
+    """The data flow msprobe does not record, where it can be told: an input record whose
+    dtype, shape and four statistics equal an earlier call's output record is that output
+    (the same tensor passed on). Returns, by tensor name, the calls whose outputs feed it:
+    an input its producer, an output every producer of its call's inputs. Tensors of no
+    known producer are absent (the chain does not follow them)."""
+    produced: dict[tuple[object, ...], str] = {}
+    out: dict[str, tuple[str, ...]] = {}
+    for call in dump.calls:
+        feeding: list[str] = []
+        for tensor in call.tensors:
+            sig = _signature(tensor)
+            if tensor.role == "input" and sig is not None and sig in produced:
+                out[tensor.name] = (produced[sig],)
+                feeding.append(produced[sig])
+        for tensor in call.tensors:
+            if tensor.role == "output":
+                if feeding:
+                    out[tensor.name] = tuple(dict.fromkeys(feeding))
+                sig = _signature(tensor)
+                if sig is not None:
+                    produced.setdefault(sig, call.name)
+    return out
 
 
 def _records(dump: MsprobeDump, folder: Path | None) -> dict[str, tuple[str, Side]]:

@@ -127,18 +127,20 @@ class CompareReport:
 
     @property
     def chain_basis(self) -> str:
-        """How `chain` finds what the first divergence feeds: `graph edges` or
-        `execution order`."""
-        edges = self.graph_edges or any(r.inputs for r in self.rows)
-        return "graph edges" if edges else "execution order"
+        """How `chain` finds what the first divergence feeds: `graph edges` (MindSpore),
+        `data flow` (msprobe records matched output to input, compare.pairing.data_flow)
+        or `execution order` (nothing known)."""
+        if not (self.graph_edges or any(r.inputs for r in self.rows)):
+            return "execution order"
+        return "graph edges" if any("/" in r.node for r in self.rows) else "data flow"
 
     def chain(self, limit: int | None = None) -> list[int]:
         """The divergence chain: indices in `rows` of the diverged tensors that the first
         divergence feeds (same rank and step, after it in execution order), as the origin
-        trace follows a NaN. With graph edges (MindSpore dumps) a tensor is fed when its
-        node is the first divergence's node or consumes, directly or through other nodes,
-        a node already reached; without them (msprobe) every later diverged tensor of the
-        step counts. At most `limit` indices (None: all). Empty without a divergence."""
+        trace follows a NaN. With graph edges (MindSpore dumps) or data flow (msprobe
+        records matched output to input) a tensor is fed when its node is the first
+        divergence's node or consumes, directly or through other nodes, a node already
+        reached; with neither, every later diverged tensor of the step counts. At most `limit` indices (None: all). Empty without a divergence."""
         first = self.first
         if first is None:
             return []
