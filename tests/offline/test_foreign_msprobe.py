@@ -477,3 +477,36 @@ def test_steps_past_the_scan_budget_are_said_and_their_new_calls_too(
     session.reset_step(3)
     session.recheck()
     assert any("Torch.sqrt.0.forward" in n and "were not read" in n for n in notes)
+
+
+def test_a_calls_arguments_carry_their_statistics_and_presence_flags(mlp: Path) -> None:
+    """Node details list each input and parameter of a call (`Graph.arguments`) with the
+    statistics of the tensor it is; msprobe's NaN/Inf counts are 0/1 flags from Max/Min,
+    so they read "yes"/"no" (never "NaN 1") in the details, `pt` and `L`."""
+    from tuidebug.core.tensor import TensorRef
+    from tuidebug.core.tensor_health import summary_from_statistics
+    from tuidebug.tui.tensor.reads import statistics_text
+    from tuidebug.tui.tensor_list.rows import Columns, format_numbers
+
+    session, _ = _session(mlp / "stat_L1_blowup")
+    graph = session.graphs["msprobe"]
+    norm = "Functional/Functional.layer_norm.0.forward"
+    args = graph.arguments(norm)
+    assert args[0] == ("input.0", "Functional/Functional.linear.0.forward", 0)  # made by linear
+    assert [label for label, _, _ in args] == ["input.0", "input.2", "input.3"]  # 1: an int list
+    stats = session.dumped_statistics(TensorRef(args[0][1], 0, 2, 0, "msprobe"))
+    assert stats is not None
+    text = statistics_text(stats)
+    assert "max 4.91863e+25" in text and "NaN no" in text and "+Inf no" in text
+    out = session.dumped_statistics(TensorRef(norm, 0, 2, 0, "msprobe"))
+    assert out is not None and "NaN yes" in statistics_text(out)
+    summary = summary_from_statistics(out)
+    assert summary is not None and summary.presence and summary.nan == 1
+    cells = format_numbers(summary, Columns(1, 1, 1, 1, 1, 0, 0, 5, 5))
+    assert [c.strip() for c, _ in cells] == ["yes", "no"]
+    # a statistic.csv row counts: shown as a count
+    assert "NaN 3" in statistics_text({"nan_count": 3.0, "pos_inf_count": 0.0})
+    # parameters are arguments of their module's call
+    module = "Module.inp.Linear.forward.0/Module.inp.Linear.forward.0"
+    params = open_dump(mlp / "tensor_mix_fp32").graph(0, "msprobe").arguments(module)
+    assert ("parameters.weight", "Module.inp.Linear.forward.0.parameters.weight", 0) in params

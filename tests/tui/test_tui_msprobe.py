@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.widgets import OptionList
+
 from tests.tui.support import settled, wait_until
 from tests.tui.test_tui_tensor_list import health_known, open_list
 from tuidebug.core.tensor_health import Health
@@ -46,6 +48,14 @@ async def test_msprobe_dump_opens_shows_a_call_and_finds_the_first_anomaly(
         assert "max" in text.lower() or "nan" in text.lower(), text
         shown = " ".join(str(w.render()) for w in details.query("Static"))
         assert "torch.float32 [5, 24]" in shown  # its input, with dtype and shape
+        # each argument with its own statistics (not only through the node making it)
+        await wait_until(pilot, lambda: details.argument_text(0), what="an input's statistics")
+        arg = details.argument_text(0) or ""
+        assert arg.startswith("statistics only: max") and "NaN no" in arg, arg
+        io_list = details.query_one("#io-list", OptionList)
+        rows = [str(io_list.get_option_at_index(i).prompt) for i in range(io_list.option_count)]
+        assert "arguments (3)" in rows
+        assert any(r.startswith("  input.0 float32  <5,24>") and "max 1.29621" in r for r in rows)
         assert "msprobe name" in shown
         # continue: step 2's Norm=Infinity is no overflow; step 3's first hit is msprobe's
         await pilot.press("c")
@@ -58,3 +68,7 @@ async def test_msprobe_dump_opens_shows_a_call_and_finds_the_first_anomaly(
         health = {e.node: h for e, h in zip(screen.entries, screen.health, strict=True)}
         assert health["Functional/Functional.linear.0.forward"] is Health.NORMAL  # 4.9e25: finite
         assert health[LAYER_NORM] in (Health.NAN, Health.INF)
+        # msprobe's NaN/Inf "counts" are flags from Max/Min: `L` shows "yes", not "1"
+        index = next(i for i, e in enumerate(screen.entries) if e.node == LAYER_NORM)
+        summary = screen.summaries[index]
+        assert summary is not None and summary.presence

@@ -333,6 +333,13 @@ class Graph:
             )
         return g
 
+    def arguments(self, name: str) -> Sequence[tuple[str, str, int]]:
+        """A node's arguments as (the tool's label, producing node, output slot), in the
+        order its tool recorded them: a foreign call's inputs and parameters
+        (`ForeignGraph`), which the node details show each with its statistics and dtype.
+        Empty here: a MindSpore node's inputs are its input nodes."""
+        return ()
+
     def inputs(self, name: str) -> list[Node]:
         """Producers of `name`'s inputs, in input order (duplicates kept once)."""
         node = self.node(name)

@@ -21,7 +21,25 @@ import numpy as np
 
 from tuidebug.core.tensor import BFLOAT16, CHUNK_ELEMENTS, iter_chunks
 
-__all__ = ["Health", "HealthCancelled", "TensorSummary", "tensor_health", "tensor_summary"]
+__all__ = [
+    "PRESENCE_ONLY",
+    "Health",
+    "HealthCancelled",
+    "TensorSummary",
+    "presence_only",
+    "tensor_health",
+    "tensor_summary",
+]
+
+# A dump's statistics key (beside `nan_count`, `pos_inf_count`, `neg_inf_count`) set to 1
+# when those counts only say whether there is any (msprobe's, derived from Max and Min as
+# 0/1 flags), not how many: `L`, the node details and `pt` then say "yes", not "1".
+PRESENCE_ONLY = "counts_are_presence"
+
+
+def presence_only(stats: Mapping[str, object]) -> bool:
+    """Whether a dump's statistics know the NaN/±Inf counts as presence only."""
+    return bool(stats.get(PRESENCE_ONLY))
 
 
 class Health(str, Enum):
@@ -90,6 +108,8 @@ class TensorSummary:
     high: float | int | None = None
     nan: int | None = None
     inf: int | None = None
+    # `nan`/`inf` are 0/1 presence flags, not counts (`PRESENCE_ONLY`): shown as "yes"
+    presence: bool = False
 
     @property
     def counted(self) -> bool:
@@ -172,8 +192,8 @@ def summary_from_statistics(stats: Mapping[str, float]) -> TensorSummary | None:
     """A tensor whose values were not dumped, known by the statistics a dump wrote for it
     (a statistic.csv row, an msprobe record, as `DebugSession.dumped_statistics` gives
     them): health from its NaN/±Inf counts, min/max as written when finite, the counts as
-    written (msprobe's, derived from Max/Min, say only whether there are any). None when
-    the counts are not there to decide."""
+    written (msprobe's, derived from Max/Min, say only whether there are any: `presence`
+    then says so). None when the counts are not there to decide."""
     nan = stats.get("nan_count")
     pos, neg = stats.get("pos_inf_count"), stats.get("neg_inf_count")
     if nan is None or pos is None or neg is None:
@@ -192,4 +212,4 @@ def summary_from_statistics(stats: Mapping[str, float]) -> TensorSummary | None:
         health = Health.ZERO
     else:
         health = Health.NORMAL
-    return TensorSummary(health, low, high, int(nan), inf)
+    return TensorSummary(health, low, high, int(nan), inf, presence_only(stats))

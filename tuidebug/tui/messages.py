@@ -140,13 +140,17 @@ class ControlDone(Message):
 
 
 class SummaryRead(Message):
-    """One output's summary line for the details pane."""
+    """One output's summary line for the details pane (or, with `argument`, the summary
+    of the node's argument of that index: `Graph.arguments`)."""
 
-    def __init__(self, node: str, slot: int, summary: OutputSummary) -> None:
+    def __init__(
+        self, node: str, slot: int, summary: OutputSummary, argument: int | None = None
+    ) -> None:
         super().__init__()
         self.node = node
         self.slot = slot
         self.summary = summary
+        self.argument = argument
 
 
 class TensorRead(Message):

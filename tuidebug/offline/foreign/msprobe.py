@@ -40,6 +40,7 @@ from tuidebug.core.tensor import (
     data_type_of,
     dtype_from_dump_name,
 )
+from tuidebug.core.tensor_health import PRESENCE_ONLY
 from tuidebug.offline.files.msprobe import (
     MsprobeCall,
     MsprobeDump,
@@ -76,7 +77,8 @@ _TORCH_DTYPES = {"bfloat16": BFLOAT16}
 
 def msprobe_stats(t: MsprobeTensor) -> dict[str, StatValue]:
     """A record as a statistic.csv row (`StatisticRow.stats` keys) for `statistic.decide`:
-    the NaN/Inf counts from Max and Min only (never Norm), Max/Min/Mean as the values.
+    the NaN/Inf counts from Max and Min only (never Norm) as 0/1 flags (`PRESENCE_ONLY`
+    says so), Max/Min/Mean as the values.
     (Called once per record of the step in view: plain comparisons, no generators.)"""
     stats: dict[str, StatValue] = {"count": t.count}
     if t.norm is not None:
@@ -88,6 +90,7 @@ def msprobe_stats(t: MsprobeTensor) -> dict[str, StatValue]:
     stats["nan_count"] = 1 if (high != high or low != low) else 0  # NaN ≠ NaN
     stats["pos_inf_count"] = 1 if (high == inf or low == inf) else 0
     stats["neg_inf_count"] = 1 if (high == ninf or low == ninf) else 0
+    stats[PRESENCE_ONLY] = 1  # those are flags, not counts: shown as "yes", never as "1"
     stats["max"], stats["min"], stats["avg"] = high, low, t.mean
     return stats
 
@@ -449,6 +452,7 @@ def _graph(
     names: dict[str, str] = {}
     params: dict[str, str] = {}
     categories: dict[str, frozenset[Category]] = {}
+    arguments: dict[str, list[tuple[str, str, int]]] = {}  # `Graph.arguments`
     # tensor signature → the (node, slot) of the first call making it
     producers: dict[tuple[object, ...], tuple[str, int]] = {}
     aliases: dict[str, tuple[str, int]] = {}
@@ -461,6 +465,7 @@ def _graph(
         names[call.name] = name
         parsed = call.parsed
         inputs: list[str] = []
+        args: list[tuple[str, str, int]] = []
         attributes: dict[str, str] = {"msprobe name": call.name}
         outputs: list[TensorSpec] = []
         for t in call.tensors:
@@ -487,6 +492,7 @@ def _graph(
                         producers.setdefault(sig, src)
                 attributes[f"input.{t.slot}"] = f"{_describe(t)} <- {src[0]}:{src[1]}"
                 aliases.setdefault(t.name, src)  # the input is that output
+                args.append((f"input.{t.slot}", src[0], src[1]))
                 if src[0] not in inputs:
                     inputs.append(src[0])
             elif t.role == "parameters":
@@ -495,6 +501,7 @@ def _graph(
                 attributes[f"parameter {t.slot}"] = _describe(t)
                 params[t.name] = pname
                 aliases[t.name] = (pname, 0)
+                args.append((f"parameters.{t.slot}", pname, 0))
                 inputs.append(pname)
                 nodes.append(
                     Node(
@@ -513,6 +520,8 @@ def _graph(
                 sig = _signature(t)
                 if sig is not None:  # the first call making it: a module passes it on
                     producers.setdefault(sig, (name, slot))
+        if args:
+            arguments[name] = args
         direction = parsed.direction if parsed is not None else ""
         # gradients: the parameters' (`parameters_grad`), as `tuidebug check` on msprobe
         # watches them; a backward call's outputs are activations' gradients: tensor only
@@ -538,4 +547,4 @@ def _graph(
                 dump_name=call.name,
             )
         )
-    return _Built(ForeignGraph(GRAPH, nodes, categories), names, params, aliases)
+    return _Built(ForeignGraph(GRAPH, nodes, categories, arguments), names, params, aliases)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -83,16 +83,24 @@ class ForeignStep:
 class ForeignGraph(Graph):
     """A graph whose nodes' watchpoint categories the source states (`categories`: node
     name → its categories; nodes left out get the core's rule), because a foreign tool's
-    names do not follow MindSpore's `Gradients/`, `.weight` and op-type conventions."""
+    names do not follow MindSpore's `Gradients/`, `.weight` and op-type conventions; and
+    each call's arguments (`arguments`: node name → (label, producing node, slot)), which the
+    node details show with their statistics."""
 
     def __init__(
         self,
         name: str,
         nodes: Iterable[Node],
         categories: Mapping[str, frozenset[Category]] | None = None,
+        arguments: Mapping[str, Sequence[tuple[str, str, int]]] | None = None,
     ) -> None:
         super().__init__(name, nodes)
         self._given = dict(categories or {})
+        # node → its arguments (`Graph.arguments`): (the tool's label, producer, slot)
+        self._arguments = arguments or {}
+
+    def arguments(self, name: str) -> Sequence[tuple[str, str, int]]:
+        return self._arguments.get(name, ())
 
     @cached_property
     def _categories(self) -> dict[str, frozenset[Category]]:

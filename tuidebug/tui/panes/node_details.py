@@ -2,7 +2,10 @@
 
 The static part (type, names, inputs, outputs with dtype/shape, attributes, stack) comes
 straight from the graph. The one-line statistics of each output need the tensor, so the app
-computes them in a worker and hands them in with `set_summary`; rows wait with "…".
+computes them in a worker and hands them in with `set_summary`; rows wait with "…". A
+foreign call's arguments (`Graph.arguments`: its inputs and parameters, other nodes'
+outputs) are listed the same way, each with its dtype, shape and statistics
+(`set_argument_summary`).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class NodeDetails(VerticalScroll):
         self.graph: Graph | None = None
         self.node: Node | None = None
         self._summaries: dict[int, OutputSummary] = {}
+        self._arg_summaries: dict[int, OutputSummary] = {}  # by `Graph.arguments` index
 
     def compose(self) -> ComposeResult:
         yield Static("Select a node in the tree (1) to see its details.", id="details-head")
@@ -71,6 +75,7 @@ class NodeDetails(VerticalScroll):
         self.node = node
         if not same:
             self._summaries = {}
+            self._arg_summaries = {}
         self._render_head()
         self._render_io()
         self._render_attrs()
@@ -95,6 +100,7 @@ class NodeDetails(VerticalScroll):
         self.graph = None
         self.node = None
         self._summaries = {}
+        self._arg_summaries = {}
         self.query_one("#details-head", Static).update("No node selected.")
         self.query_one("#io-list", OptionList).clear_options()
         self.query_one("#details-attrs", Static).update("")
@@ -106,6 +112,18 @@ class NodeDetails(VerticalScroll):
             return
         self._summaries[slot] = summary
         self._render_io()
+
+    def set_argument_summary(self, node_name: str, index: int, summary: OutputSummary) -> None:
+        """The statistics of the node's argument `index` (`Graph.arguments`)."""
+        if self.node is None or self.node.name != node_name:
+            return
+        self._arg_summaries[index] = summary
+        self._render_io()
+
+    def argument_text(self, index: int) -> str | None:
+        """The statistics line of the argument `index` (`Graph.arguments`), once read."""
+        found = self._arg_summaries.get(index)
+        return found.line if found else None
 
     def summary_text(self, slot: int) -> str | None:
         found = self._summaries.get(slot)
@@ -159,6 +177,7 @@ class NodeDetails(VerticalScroll):
             options.append(Option(Text("  (no tensor outputs)", style="dim"), disabled=True))
         for spec in node.outputs:
             options.append(Option(self._output_row(spec), id=f"out:{spec.slot}"))
+        options += self._argument_rows(graph, node)
         inputs, consumers = graph.inputs(node.name), graph.consumers(node.name)
         # MindSpore numbers ops per scope: fc1's and fc2's `MatMul-op0` may both be listed
         # (or be this node), so a name shared within the pane gets its scope tail
@@ -194,6 +213,42 @@ class NodeDetails(VerticalScroll):
             rows.append(Option(Text(f"  … {more} more", style="dim"), disabled=True))
         return rows
 
+    def _argument_rows(self, graph: Graph, node: Node) -> list[Option]:
+        """A foreign call's inputs and parameters (`Graph.arguments`), each with its dtype
+        and shape and its statistics at this step (Enter opens it, as an output's row)."""
+        args = graph.arguments(node.name)
+        if not args:
+            return []
+        rows = [Option(Text(f"arguments ({len(args)})", style="bold underline"), disabled=True)]
+        for index, (label, source, slot) in enumerate(args[:MAX_INPUT_ROWS]):
+            producer = graph.get(source)
+            spec = next((o for o in producer.outputs if o.slot == slot), None) if producer else None
+            row = Text(f"  {shown(label)} ", style="bold")
+            if spec is not None:
+                row.append(f"{dtype_label(spec.dtype):<8} ", style="green")
+                row.append(f"{shape_label(spec.shape):<16} ")
+            summary = self._arg_summaries.get(index)
+            if summary is None:
+                row.append("…", style="dim")
+            else:
+                row.append_text(self._summary_text(summary))
+            rows.append(Option(row, id=f"arg:{index}"))  # ids are unique: not `in:`
+        if len(args) > MAX_INPUT_ROWS:
+            more = len(args) - MAX_INPUT_ROWS
+            rows.append(Option(Text(f"  … {more} more", style="dim"), disabled=True))
+        return rows
+
+    @staticmethod
+    def _summary_text(summary: OutputSummary) -> Text:
+        # a summary may quote a file or an error sentence
+        line = Text(shown(summary.line), style="dim" if summary.missing else "")
+        line.highlight_regex(r"^\w+<[^>]*>", "green")
+        # summary_line() ends with `NaN:3 +Inf:1 -Inf:2` when there are any: colour them;
+        # dumped statistics say `NaN 3` (`NaN yes` where the dump knows presence only)
+        line.highlight_regex(r"NaN[: ](?:[1-9]\d*|yes)", "bold red")
+        line.highlight_regex(r"[+-]Inf[: ](?:[1-9]\d*|yes)", "bold yellow")
+        return line
+
     def _output_row(self, spec: TensorSpec) -> Text:
         row = Text(f"  :{spec.slot} ", style="bold")
         declared = f"{dtype_label(spec.dtype)}{shape_label(spec.shape)}"
@@ -210,13 +265,7 @@ class NodeDetails(VerticalScroll):
         if summary is None:
             row.append("…", style="dim")
             return row
-        # a summary may quote a file or an error sentence
-        line = Text(shown(summary.line), style="dim" if summary.missing else "")
-        line.highlight_regex(r"^\w+<[^>]*>", "green")
-        # summary_line() ends with `NaN:3 +Inf:1 -Inf:2` when there are any: colour them.
-        line.highlight_regex(r"NaN:\d+", "bold red")
-        line.highlight_regex(r"[+-]Inf:\d+", "bold yellow")
-        row.append_text(line)
+        row.append_text(self._summary_text(summary))
         return row
 
     def _render_attrs(self) -> None:
@@ -324,3 +373,9 @@ class NodeDetails(VerticalScroll):
             self.post_message(TensorRequested(self.graph.name, self.node.name, slot))
         elif option_id.startswith("in:"):
             self.post_message(NodeChosen(self.graph.name, option_id[3:]))
+        elif option_id.startswith("arg:"):
+            args = self.graph.arguments(self.node.name)
+            index = int(option_id[4:])
+            if index < len(args):
+                _label, source, slot = args[index]
+                self.post_message(TensorRequested(self.graph.name, source, slot))

@@ -12,6 +12,7 @@ import numpy as np
 from tuidebug.core.graph import Node
 from tuidebug.core.session import DebugSession
 from tuidebug.core.tensor import TensorRef, tensor_statistics
+from tuidebug.core.tensor_health import presence_only
 from tuidebug.tui.kit.session_text import is_user_error
 from tuidebug.tui.messages import OutputSummary
 
@@ -44,14 +45,19 @@ _SHOWN = (
     ("pos_zero_count", ">0"),
     ("l2norm", "L2 norm"),
 )
+_COUNTS = frozenset({"nan_count", "neg_inf_count", "pos_inf_count"})
 
 
 def statistics_text(stats: Mapping[str, float]) -> str:
     """The statistics a dump wrote for a tensor, on one line (only those it has)."""
     parts = []
+    flags = presence_only(stats)  # msprobe's counts say only whether there is any
     for key, label in _SHOWN:
         value = stats.get(key)
         if value is None:
+            continue
+        if flags and key in _COUNTS:
+            parts.append(f"{label} {'yes' if value else 'no'}")
             continue
         shown = (
             str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:.6g}"

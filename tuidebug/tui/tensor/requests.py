@@ -68,14 +68,20 @@ class TensorRequests:
 
     # -------------------------------------------------------------- summaries
     def fetch_summaries(self, graph: str, node: Node) -> None:
-        if node.outputs:
-            work = partial(self._summaries, graph, node, self._app.metadata.rank)
+        shown = self._details.graph
+        # a foreign call's arguments (inputs, parameters: other nodes' outputs), read here
+        # on the UI thread from the graph the details show
+        args = list(shown.arguments(node.name)) if shown is not None and shown.name == graph else []
+        if node.outputs or args:
+            work = partial(self._summaries, graph, node, self._app.metadata.rank, args)
             self._run(work, "summaries")
 
     def _run(self, work: Callable[[], None], group: str) -> None:
         self._app.run_worker(work, group=group, exit_on_error=False, exclusive=True, thread=True)
 
-    def _summaries(self, graph: str, node: Node, rank: int) -> None:
+    def _summaries(
+        self, graph: str, node: Node, rank: int, args: list[tuple[str, str, int]]
+    ) -> None:
         worker = get_current_worker()
         session = self._app.session
         for spec in node.outputs:
@@ -85,8 +91,18 @@ class TensorRequests:
             if worker.is_cancelled:
                 return
             self._post(SummaryRead(node.name, spec.slot, summary))
+        for index, (_label, source, slot) in enumerate(args):
+            if worker.is_cancelled:
+                return
+            summary = summarize(session, TensorRef(source, slot, None, rank, graph))
+            if worker.is_cancelled:
+                return
+            self._post(SummaryRead(node.name, slot, summary, argument=index))
 
     def summary_read(self, message: SummaryRead) -> None:
+        if message.argument is not None:
+            self._details.set_argument_summary(message.node, message.argument, message.summary)
+            return
         self._details.set_summary(message.node, message.slot, message.summary)
 
     # ---------------------------------------------------------------- tensors

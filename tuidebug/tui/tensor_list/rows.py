@@ -251,7 +251,8 @@ def format_numbers(
 ) -> list[tuple[str, str]]:
     """(cell, style) of the number columns `columns` shows, each padded to its width:
     blank until the health pass read the tensor (and for a missing or unreadable one), a
-    NaN or Inf count in its glyph's colour when not 0."""
+    NaN or Inf count in its glyph's colour when not 0 ("yes"/"no" where the dump knows
+    only whether there is any)."""
     cells: list[tuple[str, str]] = []
     counted = summary is not None and summary.counted
     for title, size in columns.numbers:
@@ -263,7 +264,9 @@ def format_numbers(
         else:
             count = (summary.nan if title == "NaN" else summary.inf) or 0
             style = HEALTH_GLYPHS[Health.NAN if title == "NaN" else Health.INF][2]
-            cells.append((count_label(count).rjust(size), style if count else "dim"))
+            # msprobe's counts are 0/1 flags from Max/Min: "yes", never a count of 1
+            label = ("yes" if count else "no") if summary.presence else count_label(count)
+            cells.append((label.rjust(size), style if count else "dim"))
     return cells
 
 
