@@ -279,9 +279,10 @@ def test_streamed_memory_is_one_chunk_not_the_file(
     record = json.dumps({"input_args": [_CLEAN] * 3, "output": [_CLEAN]}, indent=1)
     path = tmp_path / "dump.json"
     with path.open("w") as out:
-        out.write('{"task": "statistics", "data": {')
-        out.write(",\n".join(f'"Functional.x.{i}.forward": {record}' for i in range(20_000)))
-        out.write("}}")
+        # msprobe's own layout: indent 1
+        out.write('{\n "task": "statistics",\n "data": {\n  ')
+        out.write(",\n  ".join(f'"Functional.x.{i}.forward": {record}' for i in range(20_000)))
+        out.write("\n }\n}")
     assert path.stat().st_size > 8_000_000
     tracemalloc.start()
     try:
@@ -290,6 +291,28 @@ def test_streamed_memory_is_one_chunk_not_the_file(
     finally:
         tracemalloc.stop()
     assert count == 20_000 and peak < 2_000_000
+
+
+def test_bad_json_mid_file_is_said_where_it_is(tmp_path: Path) -> None:
+    # the sentence names the line and column json.loads names, though read in chunks
+    source = next((DATA / "v26_tensor_mix_inf/step0").glob("proc*")) / "dump.json"
+    lines = source.read_text().splitlines(keepends=True)
+    bad = next(i for i, line in enumerate(lines) if '"Max"' in line and i > len(lines) // 2)
+    lines[bad] = lines[bad].replace('"Max": ', '"Max": 1.5.', 1)
+    path = tmp_path / "dump.json"
+    path.write_text("".join(lines))
+    with pytest.raises(json.JSONDecodeError) as expected:
+        json.loads(path.read_text(), parse_constant=mj.no_constant)
+    with pytest.raises(MsprobeError) as got:
+        read_dump_json(path)
+    assert f"line {expected.value.lineno} column {expected.value.colno}" in str(got.value)
+    # and the calls before it were yielded, in order, by the stream
+    names = []
+    with pytest.raises(MsprobeError):
+        for name, _parsed, _record in scan_dump_json(path):
+            names.append(name)
+    every = [c.name for c in read_dump_json(source).calls]
+    assert names and names == every[: len(names)] and len(names) < len(every)
 
 
 _json = st.recursive(
