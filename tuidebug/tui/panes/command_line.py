@@ -199,7 +199,7 @@ class CommandLine(Vertical):
         border-subtitle-color: $text-muted;
     }
     CommandLine.-open { display: block; }
-    CommandLine:focus-within { border: round $accent; }
+    CommandLine.-focus { border: round $accent; }
     CommandLine #command-hint {
         height: auto;
         max-height: 4;
@@ -276,6 +276,18 @@ class CommandLine(Vertical):
         set_own_class(self, shown, "-open")
         for pane in self.screen.query("#watchpoints, #controls"):
             set_own_class(pane, shown, "-command-open")
+
+    # The lit border while the focus is inside: a class on the panel alone (own_class.py),
+    # as :focus-within would restyle its children on each move of the focus in or out.
+    def on_descendant_focus(self) -> None:
+        self._frame()
+
+    def on_descendant_blur(self) -> None:
+        self._frame()
+
+    def _frame(self) -> None:
+        focused = self.screen.focused
+        set_own_class(self, focused is not None and self._holds(focused), "-focus")
 
     def _holds(self, widget: Widget) -> bool:
         node: object = widget
