@@ -19,8 +19,10 @@
 Both apps are timed the same way, from `exec` to bytes on the terminal, so the ratio is what
 a user sees (bench_tui.py's "first frame" starts its clock after the imports, with the app
 built). Each figure is the median of `--repeat` fresh processes, as wall time and as CPU
-time (user + system, all threads: on a shared machine the steadier of the two); compare
-figures taken in the same run.
+time (user + system, all threads, read when the marker reaches the terminal: on a shared
+machine the steadier of the two); compare figures taken in the same run. The last lines
+give the offline first frame as a multiple of the minimal app's, wall and CPU, against the
+goal (`GOAL`: issue 28).
 
 Usage: python benchmarks/bench_cold_start.py [--repeat N] [--dump DUMP_ROOT]
 """
