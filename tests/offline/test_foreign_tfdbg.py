@@ -322,3 +322,34 @@ def test_value_references_fuzz(
             assert str(err) and "\n" not in str(err)
         else:
             assert isinstance(value, np.ndarray)
+
+
+@pytest.mark.parametrize("mode", ["full_tensor", "full_health"])
+def test_compare_two_tfdbg_runs_diverges_where_tensorflows_values_differ(
+    mode: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tuidebug compare` on two TensorFlow runs of one function (the target's variable
+    starts 0.1 off, tests/data/tfdbg/make_compare.py): pairs matched by graph, op, output
+    slot and derived step; the diverged ones are those whose values (FULL_TENSOR) or
+    NaN/Inf presence (FULL_HEALTH) differ in DebugDataReader's reading, the first one too."""
+    from tuidebug.compare.run import compare_dumps
+
+    folder = DATA / "compare"
+    want = json.loads((folder / "expected.json").read_text())[mode]
+    target, golden = folder / f"{mode}_target", folder / f"{mode}_golden"
+    result = compare_dumps(target, golden)
+    assert result.complete and result.summary["unmatched"] == 0
+    got = {(r.name, r.step) for r in result.rows if r.status == "diverged"}
+    name = "step/{op_name}:output.{output_slot}"
+    assert got == {(name.format(**r), r["call"]) for r in want["traces"] if r["differs"]}
+    assert len(result.rows) == len(want["traces"])
+    first, expected = result.first_divergence, want["first_difference"]
+    assert first is not None and (first.name, first.step) == (
+        name.format(**expected),
+        expected["call"],
+    )
+    assert cli_main(["compare", str(target), str(golden)]) == 1
+    out, err = capsys.readouterr()
+    assert "Steps are derived" in err and "incomplete" not in err
+    if mode == "full_health":
+        assert "NaN/±Inf counts only" in out + err

@@ -80,8 +80,9 @@ def compare_dumps(
     name it matches; `cosine`/`rtol`/`atol` replace the tolerance's defaults. Raises
     CompareError (one sentence) when the folders cannot be compared or nothing matches."""
     from tuidebug.compare.pairing import pair_mindspore, pair_msprobe
-    from tuidebug.offline.dump import DumpError, OfflineDump
+    from tuidebug.offline.dump import DumpError
     from tuidebug.offline.files.msprobe import MsprobeError, find_msprobe_root
+    from tuidebug.offline.foreign.dump import open_dump
 
     for path in (target, golden):
         if not os.path.isdir(path):
@@ -102,13 +103,30 @@ def compare_dumps(
                 "the same kind."
             )
         else:
-            t_dump, g_dump = OfflineDump(target), OfflineDump(golden)
+            # a foreign dump of another kind (tfdbg) through the dump model's seam: its
+            # graphs, steps, statistics and values answer as a MindSpore dump's do
+            t_dump, g_dump = open_dump(target), open_dump(golden)
+            kinds = {getattr(d, "kind", "MindSpore") for d in (t_dump, g_dump)}
+            if kinds == {"tfdbg"}:
+                notes.append(
+                    "tfdbg's health summaries (CURT/CONCISE/FULL_HEALTH) hold NaN/±Inf counts "
+                    "only: their tensors are compared on whether they hold NaN or Inf, and a "
+                    "pass says no more; FULL_TENSOR values are compared on every metric."
+                )
+            if len(kinds) > 1:
+                raise CompareError(
+                    f"the target is a {getattr(t_dump, 'kind', 'MindSpore')} dump and the "
+                    f"golden a {getattr(g_dump, 'kind', 'MindSpore')} one; compare two dumps "
+                    "of the same kind."
+                )
             pairs = pair_mindspore(
                 t_dump, g_dump, ranks=ranks, iterations=steps, node=node, problems=problems
             )
             # listed while pairing: files refused by discovery never become rows
-            problems.extend(f"target: {p}" for p in t_dump.problems)
-            problems.extend(f"golden: {p}" for p in g_dump.problems)
+            for side, dump in (("target", t_dump), ("golden", g_dump)):
+                said = getattr(dump, "notes", [])  # a foreign dump's: no data unread
+                notes.extend(f"{side}: {n}" for n in said)
+                problems.extend(f"{side}: {p}" for p in dump.problems if p not in said)
         report = compare_pairs(pairs, cosine=cosine, rtol=rtol, atol=atol)
     except (DumpError, MsprobeError) as err:
         raise CompareError(str(err)) from None

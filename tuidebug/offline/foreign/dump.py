@@ -278,6 +278,11 @@ class ForeignDump(OfflineDump):
     def kind(self) -> str:
         return self.source.kind
 
+    @property
+    def notes(self) -> list[str]:
+        """The source's sentences that say how it was read, not what it left unread."""
+        return list(self.source.notes)
+
     # ------------------------------------------------------------------ settings
     @property
     def ranks(self) -> list[int]:

@@ -122,6 +122,10 @@ class DumpSource(ABC):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(os.path.realpath(os.fspath(root)))
         self.problems: list[str] = []
+        # sentences on how the dump was read that are also in `problems` (the TUI shows
+        # them) but mean no data was left unread (tfdbg's derived steps): a compare says
+        # them as notes, not as an incomplete run
+        self.notes: list[str] = []
 
     # what the header shows: the device or framework, the tool's version, the net's name
     backend: str = ""

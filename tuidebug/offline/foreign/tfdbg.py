@@ -185,11 +185,13 @@ class TfdbgSource(DumpSource):
         if self._steps is None:
             self._steps = _Steps(self.dump)
             if self._steps.function_calls:
-                self.problems.append(
+                derived = (
                     f"Steps are derived (tfdbg records carry no step number): the "
                     f"{self._steps.function_calls} calls of the function called most; "
                     "a trace belongs to the call that returned next after it."
                 )
+                self.problems.append(derived)
+                self.notes.append(derived)
         return self._steps
 
     def iterations(self, rank: int) -> list[int]:
