@@ -20,7 +20,10 @@ from tuidebug.core.tensor import UnsupportedDataTypeError, dtype_label, numpy_dt
 __all__ = ["TensorEntry", "entries_of_graph", "entry_for"]
 
 
-@dataclass(frozen=True)
+# One per tensor of a step (10⁵ in a big one, built before the first frame of `L`): slots
+# and not frozen, because a frozen dataclass sets each field through object.__setattr__
+# (several times the cost of building it). Never mutated; unsafe_hash keeps it hashable.
+@dataclass(slots=True, unsafe_hash=True)
 class TensorEntry:
     """One output tensor of a step. `order` sorts entries in execution order (kernels in
     the order they ran, then parameters and constants); `nbytes` is None when the shape or

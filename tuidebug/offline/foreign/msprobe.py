@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 
 import numpy as np
@@ -95,6 +95,32 @@ def msprobe_stats(t: MsprobeTensor) -> dict[str, StatValue]:
     return stats
 
 
+class _Stats(Mapping[str, StatValue]):
+    """A record's `msprobe_stats`, made when first read: listing or opening a step of 10⁶
+    records reads none of them, so none is built before the first frame."""
+
+    __slots__ = ("_made", "_record")
+
+    def __init__(self, record: MsprobeTensor) -> None:
+        self._record = record
+        self._made: dict[str, StatValue] | None = None
+
+    def _stats(self) -> dict[str, StatValue]:
+        # two threads may both build it: the same answer, one kept
+        if self._made is None:
+            self._made = msprobe_stats(self._record)
+        return self._made
+
+    def __getitem__(self, key: str) -> StatValue:
+        return self._stats()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._stats())
+
+    def __len__(self) -> int:
+        return len(self._stats())
+
+
 @lru_cache(maxsize=256)  # a handful of dtypes, asked once per tensor of a big graph
 def data_type(text: str) -> int | None:
     """MindSpore's DataType number of an msprobe dtype (`torch.float32`, `Float32`)."""
@@ -131,9 +157,19 @@ def _signature(t: MsprobeTensor) -> tuple[object, ...] | None:
     return (t.dtype, t.shape, t.max, t.min, t.mean, t.norm)
 
 
+@lru_cache(maxsize=4096)  # frozen, so shared: a model's outputs repeat few (slot, dtype, shape)
+def _spec(slot: int, dtype: str, shape: tuple[int, ...] | None) -> TensorSpec:
+    return TensorSpec(slot, data_type(dtype), shape)
+
+
 def _describe(t: MsprobeTensor) -> str:
-    shape = "?" if t.shape is None else "[" + ", ".join(map(str, t.shape)) + "]"
-    return f"{t.dtype} {shape}"
+    return _description(t.dtype, t.shape)
+
+
+@lru_cache(maxsize=4096)  # a model's tensors share a few hundred (dtype, shape) pairs
+def _description(dtype: str, shape: tuple[int, ...] | None) -> str:
+    shown = "?" if shape is None else "[" + ", ".join(map(str, shape)) + "]"
+    return f"{dtype} {shown}"
 
 
 class _Built:
@@ -388,7 +424,7 @@ class MsprobeSource(DumpSource):
             candidate = os.path.join(data_dir, t.data_name)
             if t.data_name.endswith((".pt", ".npy")) and os.path.lexists(candidate):
                 path = candidate
-        return ForeignTensor(node, slot, t.name, t.dtype, t.shape, msprobe_stats(t), path)
+        return ForeignTensor(node, slot, t.name, t.dtype, t.shape, _Stats(t), path)
 
 
 def _ordered(
@@ -469,6 +505,7 @@ def _graph(
         attributes: dict[str, str] = {"msprobe name": call.name}
         outputs: list[TensorSpec] = []
         for t in call.tensors:
+            tname = t.name  # a property (an f-string): made once per tensor
             if t.role == "input":
                 sig = _signature(t)
                 src = producers.get(sig) if sig is not None else None
@@ -477,30 +514,30 @@ def _graph(
                     # outside): a data node of its own, so its values and statistics are
                     # reachable and the origin trace sees a NaN/Inf that came in with it.
                     # A constant: never watched (msprobe's rule never blames an input).
-                    src = (_unique(_label(t.name), taken), 0)
-                    params[t.name] = src[0]
+                    src = (_unique(_label(tname), taken), 0)
+                    params[tname] = src[0]
                     nodes.append(
                         Node(
                             src[0],
                             NodeKind.CONSTANT,
                             "Input",
                             scope=scope,
-                            outputs=[TensorSpec(0, data_type(t.dtype), t.shape)],
+                            outputs=[_spec(0, t.dtype, t.shape)],
                         )
                     )
                     if sig is not None:
                         producers.setdefault(sig, src)
                 attributes[f"input.{t.slot}"] = f"{_describe(t)} <- {src[0]}:{src[1]}"
-                aliases.setdefault(t.name, src)  # the input is that output
+                aliases.setdefault(tname, src)  # the input is that output
                 args.append((f"input.{t.slot}", src[0], src[1]))
                 if src[0] not in inputs:
                     inputs.append(src[0])
             elif t.role == "parameters":
                 # named without its scope (a parameter's scope is `Node.scope`), like `conv1.weight`
-                pname = _unique(_label(t.name), taken)
+                pname = _unique(_label(tname), taken)
                 attributes[f"parameter {t.slot}"] = _describe(t)
-                params[t.name] = pname
-                aliases[t.name] = (pname, 0)
+                params[tname] = pname
+                aliases[tname] = (pname, 0)
                 args.append((f"parameters.{t.slot}", pname, 0))
                 inputs.append(pname)
                 nodes.append(
@@ -509,14 +546,14 @@ def _graph(
                         NodeKind.PARAMETER,
                         "Parameter",
                         scope=scope,
-                        outputs=[TensorSpec(0, data_type(t.dtype), t.shape)],
+                        outputs=[_spec(0, t.dtype, t.shape)],
                     )
                 )
                 categories[pname] = _PARAMETER_CATEGORIES
             else:
                 slot = len(outputs)
-                outputs.append(TensorSpec(slot, data_type(t.dtype), t.shape))
-                aliases[t.name] = (name, slot)
+                outputs.append(_spec(slot, t.dtype, t.shape))
+                aliases[tname] = (name, slot)
                 sig = _signature(t)
                 if sig is not None:  # the first call making it: a module passes it on
                     producers.setdefault(sig, (name, slot))
