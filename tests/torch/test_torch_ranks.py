@@ -58,7 +58,7 @@ def wait_until(what: str, check: Callable[[], Any], timeout: float = RUN) -> Any
 class Ranks:
     """The worker processes of one job; killed at the end whatever happened."""
 
-    def __init__(self, tmp: Path, port: int, world: int = 2, **env: str) -> None:
+    def __init__(self, tmp: Path, port: int, *, world: int = 2, **env: str) -> None:
         self.out = tmp / "rank"
         master = free_port()
         self.procs = []
@@ -157,6 +157,24 @@ def test_fault_on_rank_1_stops_both_ranks_at_its_step(
     assert run.wait() == [0, 0]
     assert run.result(0)["terminated"] and run.result(1)["terminated"]
     assert run.result(0)["steps"] == run.result(1)["steps"] == 2
+
+
+def test_four_ranks_stop_together_at_rank_2s_fault(
+    job: JobSession, ranks: list[Ranks], tmp_path: Path
+) -> None:
+    """4 ranks (gradients all-reduced by hand: the same collectives as DDP without its
+    seconds of imports per process): +inf on rank 2 at step 2 stops all four at step 2."""
+    run = Ranks(tmp_path, job.port, world=4, TDB_FAULT="2:2", TDB_STEPS="6", TDB_DDP="0")
+    ranks.append(run)
+    wait_until("four ranks at their initial suspension", lambda: suspended(job), START)
+    assert job.metadata.ranks == (0, 1, 2, 3)
+    job.create_watchpoint("TO", {})
+    job.continue_()
+    wait_until("the stop at the hit", lambda: suspended(job) and job.hits)
+    assert {r: s.metadata.step for r, s in job.rank_sessions.items()} == dict.fromkeys(range(4), 2)
+    assert job.first_offending_rank() == 2
+    job.terminate()
+    assert run.wait() == [0, 0, 0, 0]
 
 
 def test_a_rank_dying_mid_step_is_named_and_nobody_is_held(
