@@ -353,3 +353,46 @@ def test_compare_two_tfdbg_runs_diverges_where_tensorflows_values_differ(
     assert "Steps are derived" in err and "incomplete" not in err
     if mode == "full_health":
         assert "NaN/±Inf counts only" in out + err
+
+
+def test_eager_full_tensor_values_steps_and_checks_equal_tensorflows() -> None:
+    """Eager ops' recorded values (FULL_TENSOR, tests/data/tfdbg/make_eager.py): each at its
+    derived step as DebugDataReader reads it; TO hits the non-finite ones, and a change
+    condition compares a step's Mul with the step before's."""
+    from tuidebug.api import (
+        DumpAnalyzer,
+        TensorChangeAboveThresholdCondition,
+        TensorOverflowCondition,
+        Watchpoint,
+    )
+
+    folder = DATA / "eager_full_tensor"
+    want = _expected("eager_full_tensor")
+    dump = open_dump(folder)
+    assert dump.iterations() == list(range(want["function_calls"]))
+    seen: dict[tuple[str, int], int] = {}
+    values: dict[tuple[str, int], np.ndarray] = {}
+    for row in want["eager_executions"]:
+        k = seen.get((row["op_type"], row["step"]), 0)
+        seen[(row["op_type"], row["step"])] = k + 1
+        node = f"eager/{row['op_type']}" + (f"_{k}" if k else "")
+        got = dump.value(0, "eager", node, 0, row["step"])
+        assert got is not None, row
+        np.testing.assert_array_equal(got.astype(np.float64), _array({"value": row["values"][0]}))
+        values[(node, row["step"])] = got.astype(np.float64)
+    analyzer = DumpAnalyzer(str(folder))
+    its = analyzer.get_iterations()
+    tensors = analyzer.select_tensors("eager/", iterations=its)
+    hits = analyzer.check_watchpoints([Watchpoint(tensors, TensorOverflowCondition())])
+    got_bad = sorted((h.tensor.node.name, h.tensor.iteration) for h in hits)
+    assert got_bad == sorted(k for k, v in values.items() if not np.isfinite(v).all())
+    mul = analyzer.select_tensors("eager/Mul", iterations=its)
+    change = TensorChangeAboveThresholdCondition(abs_mean_update_ratio_gt=0.6)
+    hits = analyzer.check_watchpoints([Watchpoint(mul, change)])
+    steps = sorted(h.tensor.iteration or 0 for h in hits if not h.error_code)
+
+    def ratio(step: int) -> float:  # MindSpore's abs_mean_update_ratio, epsilon 1e-9
+        now, before = values[("eager/Mul", step)], values[("eager/Mul", step - 1)]
+        return float(np.mean(np.abs(now - before)) / (np.mean(np.abs(before)) + 1e-9))
+
+    assert steps == [s for s in its[1:] if ratio(s) > 0.6] and steps
