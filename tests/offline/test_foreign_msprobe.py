@@ -510,3 +510,32 @@ def test_a_calls_arguments_carry_their_statistics_and_presence_flags(mlp: Path) 
     module = "Module.inp.Linear.forward.0/Module.inp.Linear.forward.0"
     params = open_dump(mlp / "tensor_mix_fp32").graph(0, "msprobe").arguments(module)
     assert ("parameters.weight", "Module.inp.Linear.forward.0.parameters.weight", 0) in params
+
+
+def test_all_ranks_name_the_rank_whose_call_began_the_inf() -> None:
+    """The two-rank dump: rank 0's first TO hit is the all_reduce carrying rank 1's Inf
+    (msprobe names no anomaly on rank 0); checked on every rank, the first NaN/Inf is rank
+    1's own call (msprobe's anomaly there), and the hit list's alert line names the rank."""
+    from tuidebug.core.hit_rules import nan_inf_summary
+    from tuidebug.tui.panes.hit_list import nan_inf_alert
+
+    root = DATA / "v26_dist2_stat_L1_inf_rank1"
+    answers = _msprobe_answers(root)
+    session = OfflineSession(root, all_ranks=True)
+    session.start()
+    session.create_watchpoint("TO", {})
+    last = session.metadata.max_step or 0
+    session.reset_step(last)
+    session.recheck()
+    ranks = {h.tensor.rank for h in session.hits}
+    assert ranks == {0, 1}
+    summary = nan_inf_summary(session.hits)
+    assert summary is not None and summary.ranks == 2
+    first = summary.first.tensor
+    assert first.rank == 1
+    assert first.node.rsplit("/", 1)[-1] == answers[(last - 1, 1)]  # msprobe's anomaly
+    line = nan_inf_alert(summary)
+    assert "on rank 1 — " in line and first.node.rsplit("/", 1)[-1] in line, line
+    # one rank's hits: no rank named (the header says which rank is shown)
+    one = nan_inf_summary([h for h in session.hits if h.tensor.rank == 1])
+    assert one is not None and "rank" not in nan_inf_alert(one)

@@ -129,6 +129,7 @@ class NanInfSummary:
     nan: int
     inf: int
     either: int
+    ranks: int = 1  # how many ranks those tensors are on (a check of every rank: several)
 
     @property
     def tensors(self) -> int:
@@ -139,7 +140,10 @@ def nan_inf_summary(hits: Iterable[WatchpointHit]) -> NanInfSummary | None:
     """The NaN/Inf tensors of these hits (None: no hit says NaN or ±Inf). The first is the
     one that ran first: the earliest step, then execution order (parameters come after
     every kernel: they are read, not computed, in a step), as TensorBoard Debugger V2's
-    alert names the first op with NaN/Inf — where the trouble began."""
+    alert names the first op with NaN/Inf — where the trouble began. Across ranks (a check
+    of every rank) execution positions are compared as one clock: every rank runs the same
+    program, so a collective that only carries another rank's Inf (an all_reduce) comes
+    after the call that made it there, and that rank's call is named."""
     kinds: dict[tuple[int, str, int | None, str, int], tuple[bool, bool]] = {}
     first: WatchpointHit | None = None
 
@@ -161,4 +165,5 @@ def nan_inf_summary(hits: Iterable[WatchpointHit]) -> NanInfSummary | None:
         return None
     nans = sum(1 for n, _ in kinds.values() if n)
     infs = sum(1 for n, i in kinds.values() if i and not n)
-    return NanInfSummary(first, nans, infs, len(kinds) - nans - infs)
+    ranks = len({key[0] for key in kinds})
+    return NanInfSummary(first, nans, infs, len(kinds) - nans - infs, ranks)

@@ -84,7 +84,8 @@ def hits_announcement(hits: Sequence[WatchpointHit], shown: int) -> tuple[str, b
 
 def nan_inf_alert(summary: NanInfSummary | None, label: str = "") -> str:
     """The alert line over the list: `first NaN/Inf: fc2-Dense/MatMul-op0 at step 4 — 12
-    NaN, 23 ±Inf tensors`; "" when no hit says NaN/Inf. `label` is the row's short name of
+    NaN, 23 ±Inf tensors` (`… at step 4 on rank 1 — …` when the tensors are on several
+    ranks); "" when no hit says NaN/Inf. `label` is the row's short name of
     the first tensor's node (default: its last path component)."""
     if summary is None:
         return ""
@@ -105,6 +106,8 @@ def nan_inf_alert(summary: NanInfSummary | None, label: str = "") -> str:
     ]
     noun = "tensor" if summary.tensors == 1 else "tensors"
     where = f" at {where}" if where else ""
+    if summary.ranks > 1:  # hits on several ranks: which rank's call began it
+        where += f" on rank {ref.rank}"
     slot = f":{ref.slot}" if ref.slot else ""  # most nodes have one output: short, fits 80×24
     return f"first NaN/Inf: {name}{slot}{where} — {', '.join(kinds)} {noun}"
 
