@@ -19,7 +19,7 @@ from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug._proto import debug_grpc_pb2_grpc as pb_grpc
 from tuidebug.core.rank_fields import MAX_WORLD, RankInfo, encode_rank_info, rank_info
-from tuidebug.core.session import SessionState
+from tuidebug.core.session import EventLog, Notice, SessionState
 from tuidebug.online.job import JobSession
 from tuidebug.online.server import ServerOptions
 
@@ -128,6 +128,35 @@ def test_a_hit_on_one_rank_halts_the_other(job: JobSession, graph: graph_pb.Grap
         held = [c.wait_future(1) for c in clients]
         wait_until(lambda: job.metadata.state is SessionState.WAITING, what="both halted")
         assert not any(f.done() for f in held)  # nobody got another step
+    finally:
+        for c in clients:
+            c.close()
+
+
+def test_a_rank_that_dies_releases_the_ranks_held_for_it(
+    job: JobSession, graph: graph_pb.GraphProto
+) -> None:
+    events = EventLog()
+    job.subscribe(events)
+    clients = joined(job, graph)
+    try:
+        futures = [c.wait_future(0) for c in clients]
+        wait_until(lambda: job.metadata.state is SessionState.WAITING)
+        job.continue_()
+        for f in futures:
+            assert f.result(TIMEOUT).WhichOneof("cmd") == "run_cmd"
+        held = clients[0].wait_future(1)  # rank 0 at the step end, rank 1 never comes
+        assert not _done_within(held, 0.5)
+        clients[1].close()  # rank 1 dies mid-step
+        reply = held.result(TIMEOUT)  # rank 0 runs on: not held for a dead rank
+        assert reply.WhichOneof("cmd") == "run_cmd"
+        wait_until(
+            lambda: any(
+                isinstance(e, Notice) and e.message.startswith("Rank 1 is gone")
+                for e in events.events
+            ),
+            what="the notice naming rank 1",
+        )
     finally:
         for c in clients:
             c.close()
