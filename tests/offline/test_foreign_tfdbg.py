@@ -396,3 +396,23 @@ def test_eager_full_tensor_values_steps_and_checks_equal_tensorflows() -> None:
         return float(np.mean(np.abs(now - before)) / (np.mean(np.abs(before)) + 1e-9))
 
     assert steps == [s for s in its[1:] if ratio(s) > 0.6] and steps
+
+
+def test_compare_of_unrecorded_values_is_skipped_and_curt_flags_compare() -> None:
+    """NO_TENSOR records nothing to compare: every pair is skipped (an incomplete compare,
+    never a pass); CURT_HEALTH's flag is compared as NaN/Inf presence, so against a run whose
+    counts agree nothing diverges, and against a finite run its non-finite outputs do."""
+    from tuidebug.compare.run import compare_dumps
+
+    nothing = compare_dumps(DATA / "no_tensor", DATA / "no_tensor")
+    assert not nothing.complete and nothing.summary["skipped"] == len(nothing.rows) > 0
+    same = compare_dumps(DATA / "curt_health", DATA / "full_health")
+    assert same.complete and same.summary["diverged"] == 0
+    finite = DATA / "compare" / "full_health_target"  # non-finite only from call 3 on
+    against = compare_dumps(DATA / "curt_health", finite)
+    want = _expected("curt_health")["graph_execution_traces"]
+    assert {
+        (r.name.split("/", 1)[1].split(":")[0], r.step)
+        for r in against.rows
+        if r.status == "diverged"
+    } == {(r["op_name"], r["call"]) for r in want if r["non_finite"] and r["call"] == 2}

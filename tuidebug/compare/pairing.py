@@ -292,6 +292,9 @@ def _stat_side(row: StatisticRow) -> Side:
 
     counts = [stats.get(k) for k in ("nan_count", "neg_inf_count", "pos_inf_count")]
     known = [c for c in counts if isinstance(c, int | float)]
+    flag = stats.get("non_finite_count")  # NaN and Inf together (tfdbg's CURT_HEALTH)
+    if not known and isinstance(flag, int | float):
+        known = [flag]
     return Side(
         dtype=row.data_type,
         shape=row.shape,

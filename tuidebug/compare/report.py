@@ -321,6 +321,14 @@ def _row(
         which = "target" if t.nonfinite else "golden"
         row.status, row.reason = "diverged", f"NaN or Inf in the {which} only"
         return row
+    if (
+        t.nonfinite is None
+        and g.nonfinite is None
+        and all(v is None for record in stats for v in record.values())
+    ):
+        # nothing recorded on either side (a tfdbg NO_TENSOR or SHAPE trace): no pass
+        row.status, row.reason = "skipped", "neither side recorded a value or a statistic"
+        return row
     return _stat_row(row, stats[0], stats[1], cosine, rtol, atol)
 
 
