@@ -26,7 +26,9 @@ slots of graph nodes. A `DumpSource` answers those questions for one foreign dum
 
 Values are read from files by extension (`.npy` through `files/npy.py`, `.pt` through
 `files/pt.py`): the checker's tasks carry a path, so a source whose values live in
-another container gives each tensor a file of its own or adds a reader in `check/task.py`.
+another container gives each tensor a file of its own or a reference path with a reader
+in `check/task.py` and `dump.read_value` (tfdbg: `files/tfdbg_values.py`, a record's
+tensor proto by offset).
 """
 
 from __future__ import annotations
