@@ -307,3 +307,21 @@ def test_nothing_checked_is_no_all_clear(
     assert cli.main(["check", str(tmp_path), "--watch", "TO"]) == 0
     assert cli.main(["check", str(tmp_path), "--watch", "TO", "--iteration", "5"]) == 2
     assert "nothing was checked" in capsys.readouterr().err
+
+
+def test_a_small_file_costs_its_size_not_its_limit(tmp_path: Path) -> None:
+    """read_regular asks for the file's size, not the limit: a 2-byte construct.json under
+    a 128 MiB limit once allocated 128 MiB for a moment (read(n) allocates n first)."""
+    import tracemalloc
+
+    from tuidebug.offline.files.regular_file import read_regular
+
+    small = tmp_path / "construct.json"
+    small.write_text("{}")
+    tracemalloc.start()
+    try:
+        assert read_regular(small, 1 << 30) == b"{}"
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20

@@ -69,7 +69,14 @@ def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> 
                     "this kind may have",
                     os.fspath(Path(path)),
                 )
-        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        if max_bytes is None:
+            data = handle.read()
+        else:
+            # read(n) allocates n bytes before reading: asking for the file's size, not the
+            # limit, keeps a 2-byte construct.json from costing its 128 MiB limit
+            data = handle.read(min(size, max_bytes) + 1)
+            if len(data) > size:  # it grew while being read: the rest, up to the limit
+                data += handle.read(max_bytes + 1 - len(data))
         if max_bytes is not None and len(data) > max_bytes:  # it grew while being read
             raise FileTooLargeError(
                 None, f"the file grew past {max_bytes:,} bytes while read", os.fspath(path)
