@@ -40,6 +40,7 @@ What the dump model sees:
 from __future__ import annotations
 
 import os
+from array import array
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -115,19 +116,27 @@ class _Steps:
 
     def __init__(self, dump: TfdbgDump) -> None:
         calls: dict[str, list[float]] = {}
-        eager_walls: list[float] = []
-        eager_places: list[tuple[int, int]] = []
-        # per eager op: its type, output count and stack (not its values: a FULL_TENSOR
-        # run's would all be in memory), until the nodes are named below
-        eager_ops: list[_EagerOp] = []
+        # per eager op with values, in arrays (a long eager run has millions): its wall
+        # time, record place, and its (type, output count, stack) as an index into `kinds`
+        # (few distinct ones; never its values: a FULL_TENSOR run's would all be in memory)
+        walls_e: array[float] = array("d")
+        offsets_e: array[int] = array("q")
+        lengths_e: array[int] = array("q")
+        kind_e: array[int] = array("i")
+        kinds: dict[_EagerOp, int] = {}
         for offset, length, proto, wall in dump.execution_records():
             if proto.graph_id:
                 calls.setdefault(proto.graph_id, []).append(wall)
             elif any(tp.ByteSize() for tp in proto.tensor_protos):  # an empty one: no value
-                eager_walls.append(wall)
-                eager_places.append((offset, length))
-                frames = tuple(proto.code_location.stack_frame_ids)
-                eager_ops.append(_EagerOp(proto.op_type, len(proto.tensor_protos), frames))
+                op = _EagerOp(
+                    proto.op_type,
+                    len(proto.tensor_protos),
+                    tuple(proto.code_location.stack_frame_ids),
+                )
+                walls_e.append(wall)
+                offsets_e.append(offset)
+                lengths_e.append(length)
+                kind_e.append(kinds.setdefault(op, len(kinds)))
         self.function_id = max(calls, key=lambda g: len(calls[g])) if calls else ""
         clock = calls[self.function_id] if calls else []
         self.function_calls = len(clock)
@@ -135,7 +144,7 @@ class _Steps:
         self.offsets, self.lengths, trace_walls = dump.trace_index()
         self.of_trace = np.searchsorted(walls, trace_walls, side="left")
         self.count = max(len(clock), int(self.of_trace.max()) + 1 if len(self.of_trace) else 0)
-        eager = np.searchsorted(walls, np.asarray(eager_walls, np.float64), side="left")
+        eager = np.searchsorted(walls, np.frombuffer(walls_e, np.float64), side="left")
         if self.count:  # after the last call (a training's end: metrics read): the last step
             eager = np.minimum(eager, self.count - 1)
         else:
@@ -143,16 +152,38 @@ class _Steps:
         # each eager op with values as a node of the eager graph, named by its type and
         # its place among the step's ops of that type (`eager/Mul`, `eager/Mul_1`…), so
         # the k-th Mul of a step is one node in every step (what change conditions need)
+        by_index = list(kinds)
         self.eager_nodes: dict[str, _EagerOp] = {}  # node name → its first execution
-        self.eager: dict[int, list[tuple[str, int, int]]] = {}  # step → (node, offset, len)
+        ids: dict[str, int] = {}
+        node_e: array[int] = array("i")
         seen: Counter[tuple[int, str]] = Counter()
-        for step, op, (offset, length) in zip(eager.tolist(), eager_ops, eager_places, strict=True):
+        for step, kind in zip(eager.tolist(), kind_e, strict=True):
+            op = by_index[kind]
             k = seen[(step, op.op_type)]
             seen[(step, op.op_type)] += 1
             # under `eager/`: a graph op may be named like an op type (`ReadVariableOp`)
             name = f"eager/{op.op_type}" + (f"_{k}" if k else "")
             self.eager_nodes.setdefault(name, op)
-            self.eager.setdefault(step, []).append((name, offset, length))
+            node_e.append(ids.setdefault(name, len(ids)))
+        self._names = list(ids)
+        # eager ops in file order, so by step (the walls grow): a step's are one slice
+        self._eager_step = np.asarray(eager, np.int64)
+        self._eager_node = np.frombuffer(node_e, np.int32).copy()
+        self._eager_offset = np.frombuffer(offsets_e, np.int64).copy()
+        self._eager_length = np.frombuffer(lengths_e, np.int64).copy()
+
+    def eager_of(self, step: int) -> list[tuple[str, int, int]]:
+        """The step's eager ops with values: (node, data offset, length) in run order."""
+        lo, hi = np.searchsorted(self._eager_step, [step, step + 1], side="left").tolist()
+        return [
+            (self._names[n], o, ln)
+            for n, o, ln in zip(
+                self._eager_node[lo:hi].tolist(),
+                self._eager_offset[lo:hi].tolist(),
+                self._eager_length[lo:hi].tolist(),
+                strict=True,
+            )
+        ]
 
 
 class TfdbgSource(DumpSource):
@@ -305,7 +336,7 @@ class TfdbgSource(DumpSource):
         if nodes is None:
             return step
         if graph == self._eager_graph:
-            self._read_eager(step, steps.eager.get(iteration, []), iteration)
+            self._read_eager(step, steps.eager_of(iteration), iteration)
             return step
         unreadable = 0
         chosen = np.nonzero(steps.of_trace == iteration)[0]
@@ -408,7 +439,7 @@ class TfdbgSource(DumpSource):
         for step in range(steps.count):
             if function and step < steps.function_calls:
                 runs.append(GraphRun(step, function, True, inside))
-            if self._eager_graph in graphs and step in steps.eager:
+            if self._eager_graph in graphs and steps.eager_of(step):
                 runs.append(GraphRun(step, self._eager_graph, True))
         return runs
 
