@@ -416,3 +416,13 @@ def test_compare_of_unrecorded_values_is_skipped_and_curt_flags_compare() -> Non
         for r in against.rows
         if r.status == "diverged"
     } == {(r["op_name"], r["call"]) for r in want if r["non_finite"] and r["call"] == 2}
+
+
+def test_full_tensor_values_of_a_dump_whose_folder_name_holds_the_mark(tmp_path: Path) -> None:
+    """A folder named like a value reference does not confuse where the record is."""
+    folder = tmp_path / "run#tfdbg@1:2:3"
+    shutil.copytree(DATA / "full_tensor", folder)
+    row = next(r for r in _tf_values() if r["op_name"] == "Log" and r["call"] == 2)
+    got = open_dump(folder).value(0, "step", "Log", 0, 2)
+    assert got is not None
+    np.testing.assert_array_equal(got.astype(np.float64), _array(row))

@@ -19,6 +19,7 @@ file and the record (`TensorFileError`), never an exception of another kind.
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Iterable
 from typing import BinaryIO
@@ -45,12 +46,17 @@ def value_ref(path: str, places: Iterable[tuple[int, int, int]]) -> str:
     return path + MARK + ",".join(f"{o}:{n}:{s}" for o, n, s in places)
 
 
+# a reference's tail: what `value_ref` writes, at the very end (a folder or host name of
+# the dump may hold the mark too, and an `.npy` path of another dump may, by chance)
+_TAIL = re.compile(r"\.(?:graph_execution_traces|execution)#tfdbg@\d+:\d+:\d+(?:,\d+:\d+:\d+)*\Z")
+
+
 def is_value_ref(path: str) -> bool:
-    return MARK in path
+    return MARK in path and _TAIL.search(path) is not None
 
 
 def _parse(ref: str) -> tuple[str, list[tuple[int, int, int]]]:
-    path, _, tail = ref.partition(MARK)
+    path, _, tail = ref.rpartition(MARK)
     try:
         places = [tuple(int(x) for x in p.split(":")) for p in tail.split(",")]
     except ValueError:

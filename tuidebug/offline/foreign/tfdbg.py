@@ -406,7 +406,7 @@ class TfdbgSource(DumpSource):
             stats = _merge(before.stats, stats)
             dtype, shape = before.dtype or dtype, before.shape or shape
             # the values of every run, concatenated (flat) when viewed or checked
-            path = f"{before.path},{path.partition(MARK)[2]}" if path and before.path else None
+            path = f"{before.path},{path.rpartition(MARK)[2]}" if path and before.path else None
             shape = None if path else shape
         step.tensors[(node, slot)] = ForeignTensor(
             node, slot, f"{node}:{slot}", dtype, shape, stats, path
