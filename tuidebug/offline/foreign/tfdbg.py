@@ -32,9 +32,12 @@ What the dump model sees:
 * eager ops (outside any tf.function) with recorded values are the graph `eager`: each a
   node named by its op type and its place among the step's ops of that type
   (`eager/Mul`, `eager/Mul_1`…, so the k-th Mul of every step is one node), in the step
-  that was running when it ran (after the last call: the last step), its outputs' statistics and FULL_TENSOR
-  values read from its `.execution` record like a trace's; checked like every graph, as
-  `tuidebug check` checks them.
+  that was running when it ran (after the last call: the last step), its outputs'
+  statistics and FULL_TENSOR values read from its `.execution` record like a trace's;
+  checked like every graph, as `tuidebug check` checks them;
+* the history (`h`, `graph_runs`): one row per derived step for the function's call, its
+  nested graphs as sub-graphs, and the eager graph where the step ran eager ops; the
+  source view's text (`source_text`): the whole file from `.source_files`.
 """
 
 from __future__ import annotations
