@@ -259,7 +259,10 @@ async def test_msprobe_pair_opens_in_the_compare_screen(msprobe_mlp: Path) -> No
         pane = await compared(pilot, 0)
         assert pane.outcome is not None
         report = pane.outcome.report
-        assert report.first is not None and highlighted(pane) is report.rows[report.first]
+        # bf16 autocast against fp32: judged by bf16's tolerance over the whole step, as
+        # `tuidebug compare` does, nothing diverges (per pair, fp32 rows looked diverged)
+        assert report.first is None and report.summary["diverged"] == 0
+        assert any("differ in precision" in note for note in report.notes)
         assert pane.status_text.startswith("step 0, rank 0: ")
         assert f"{report.summary['diverged']} diverged" in pane.status_text
         await pilot.press("S")

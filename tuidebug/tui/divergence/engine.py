@@ -150,7 +150,7 @@ def run_compare(
 ) -> Outcome:
     """Compare every tensor of `step` and `rank`, one pair at a time: `progress(done,
     total)` after each, and `stopped()` asked between two (True: return what is done)."""
-    from tuidebug.compare.report import CompareReport, compare_pairs
+    from tuidebug.compare.report import CompareReport, compare_pairs, judge_at_run_precision
 
     if step not in pair.steps:
         word = "step" if pair.kind == "msprobe" else "iteration"
@@ -166,12 +166,16 @@ def run_compare(
     total = len(pairs)
     for done, one in enumerate(pairs):
         if stopped():
+            judge_at_run_precision(report, None, None, None)
             return Outcome(step, rank, report, pairs[:done], stopped=True)
         part = compare_pairs([one])
         report.rows.extend(part.rows)
         if not part.tensor_mode:
             report.tensor_mode = False
         progress(done + 1, total)
+    # each pair alone cannot tell that the runs differ in precision (bf16 autocast against
+    # fp32): judged once over the whole step, as `tuidebug compare` does
+    judge_at_run_precision(report, None, None, None)
     return Outcome(step, rank, report, pairs)
 
 
