@@ -222,3 +222,25 @@ async def test_history_lists_the_derived_steps_with_their_function_and_hits() ->
         hits_of = {int(r[1]): r[-2] for r in function}
         assert hits_of[nan_step - 1].strip() and not hits_of[0].strip()
         assert "dumped folders" not in " ".join(" ".join(r) for r in rows)
+
+
+async def test_curt_health_continue_stops_at_tensorflows_first_non_finite_op() -> None:
+    """CURT_HEALTH's one flag decides TO in the TUI: `c` stops at the step and op
+    DebugDataReader names first, and no refusal is said for TO."""
+    from tests.tui.support import notices
+
+    dump = DUMP.parent / "curt_health"
+    first = json.loads((dump / "expected.json").read_text())["first_non_finite"]
+    session = OfflineSession(dump)
+    app = DebuggerApp(session, start_session=True, watch_specs=["TO"])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.loaded and session.watchpoints, what="the dump")
+        if isinstance(app.screen, ConfirmScreen):
+            await pilot.press("n")
+        await settled(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: bool(session.hits), what="hits")
+        await settled(pilot)
+        hit = session.hits[0]
+        assert (hit.tensor.node, hit.tensor.iteration) == (first["op_name"], first["call"])
+        assert not [n for n in notices(app) if "cannot be checked" in n]
