@@ -96,7 +96,7 @@ _STATS = ("Max", "Min", "Mean", "Norm")
 # ---------------------------------------------------------------------------------- names
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # one per call: not frozen (see MsprobeTensor)
 class CallName:
     """A dumped call's name, split: `prefix` (Functional, Torch, Tensor, Primitive, Module,
     Cell, …), `op` (`linear`, `matmul.MatMul`, `fc1.Linear`), `index` (the call count; None
@@ -217,7 +217,7 @@ class MsprobeCall:
             pending = next(values, None)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # one per non-tensor argument (see MsprobeTensor)
 class MsprobeValue:
     """A non-tensor argument or output: `{"type": "int", "value": 24}` or a `null` in a
     list. `kind` is msprobe's type word (`int`, `float`, `bool`, `str`…; `None` for null),
