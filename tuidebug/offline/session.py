@@ -69,13 +69,12 @@ from tuidebug.core.text import rank_ranges
 from tuidebug.core.watch_targets import watched_tensors
 from tuidebug.core.watchpoint_book import WatchpointChange
 from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
-from tuidebug.offline.check.checker import Checker, CheckReport, Watch
 from tuidebug.offline.dump import DumpError, OfflineDump
 from tuidebug.offline.files.bin_tensors import converted_fit
 from tuidebug.offline.files.npy import TensorFileError, peek_header
-from tuidebug.offline.foreign.dump import open_dump
 
 if TYPE_CHECKING:
+    from tuidebug.offline.check.checker import Checker, CheckReport
     from tuidebug.offline.check.cluster import ClusterProgress, ClusterRunner
     from tuidebug.offline.files.names import TensorFile
 
@@ -284,6 +283,10 @@ class OfflineSession(DebugSession):
             self.emit(Progress("Reading the dump folder", 0, 0))
             try:
                 # a MindSpore dump folder, or a foreign one (msprobe…): detected, no flag
+                # the dump's readers (foreign ones: tfdbg, msprobe, .pt) load here, after the
+                # first frame, not with this module (issue 28's cold start)
+                from tuidebug.offline.foreign.dump import open_dump
+
                 dump = open_dump(
                     self.dump_dir, mem_limit=self._mem_limit, graph_dir=self._graph_dir
                 )
@@ -300,6 +303,10 @@ class OfflineSession(DebugSession):
                 )
             if self._checker is not None:  # started again: the old workers are of no use
                 self._checker.close()
+            # the checker (and the tensor readers it brings) loads with the dump, after
+            # the first frame, not with this module (issue 28's cold start)
+            from tuidebug.offline.check.checker import Checker
+
             self._checker = Checker(dump, workers=self._workers, runner=self._runner)
             self._closed = False
             ranks = dump.ranks
@@ -654,6 +661,8 @@ class OfflineSession(DebugSession):
             self._flush_problems()
             self._partial_step = None
             return True
+        from tuidebug.offline.check.checker import Watch
+
         watches = []
         for wp in active:
             try:
