@@ -9,8 +9,9 @@ What the dump model sees:
   order, its output records its slots; a module's `parameters` are parameter nodes feeding
   the call (`Module.fc1.Linear.forward.0.parameters.weight`); a call's input records are
   edges from the call that produced the same tensor (same dtype, shape and statistics,
-  the last such output before it), and its attributes list each input and parameter with
-  its dtype and shape;
+  the last such output before it); its `arguments` (`Graph.arguments`: each input and
+  parameter as the (node, slot) holding it) are what the node details list with their
+  statistics, and its attributes give each parameter's dtype and shape;
 - scopes from `construct.json` (a module's calls under the module's own call, scopes named
   only there, like `optimizer`, as such); without it (level L1 writes `{}`) the calls are
   grouped by API family (`Functional/`, `Torch/`, `Tensor/`…). Backward calls and parameter
@@ -160,6 +161,11 @@ def _signature(t: MsprobeTensor) -> tuple[object, ...] | None:
 @lru_cache(maxsize=4096)  # frozen, so shared: a model's outputs repeat few (slot, dtype, shape)
 def _spec(slot: int, dtype: str, shape: tuple[int, ...] | None) -> TensorSpec:
     return TensorSpec(slot, data_type(dtype), shape)
+
+
+@lru_cache(maxsize=4096)  # `input.0`, `parameters.weight`: one string for every call's
+def _argument_label(role: str, slot: str) -> str:
+    return f"{role}.{slot}"
 
 
 def _describe(t: MsprobeTensor) -> str:
@@ -527,9 +533,10 @@ def _graph(
                     )
                     if sig is not None:
                         producers.setdefault(sig, src)
-                attributes[f"input.{t.slot}"] = f"{_describe(t)} <- {src[0]}:{src[1]}"
+                # no attribute text per input: the node details list the call's arguments
+                # (`Graph.arguments`) with dtype, shape and statistics, from this tuple
                 aliases.setdefault(tname, src)  # the input is that output
-                args.append((f"input.{t.slot}", src[0], src[1]))
+                args.append((_argument_label("input", t.slot), src[0], src[1]))
                 if src[0] not in inputs:
                     inputs.append(src[0])
             elif t.role == "parameters":
@@ -538,7 +545,7 @@ def _graph(
                 attributes[f"parameter {t.slot}"] = _describe(t)
                 params[tname] = pname
                 aliases[tname] = (pname, 0)
-                args.append((f"parameters.{t.slot}", pname, 0))
+                args.append((_argument_label("parameters", t.slot), pname, 0))
                 inputs.append(pname)
                 nodes.append(
                     Node(
