@@ -51,7 +51,7 @@ SOURCE_TABLE = "source"  # [source] roots = [...]: standing --source-root entrie
 MAX_KEYS_BYTES = 1024 * 1024
 EXAMPLE = '[keys]\nstep = "j"                        # "tuidebug." is implied\n'
 EXAMPLE += '"tuidebug.continue" = "ctrl+r,c"  # several keys, comma-separated\n'
-EXAMPLE += '\n[source]                          # the source view\'s standing --source-root\n'
+EXAMPLE += "\n[source]                          # the source view's standing --source-root\n"
 EXAMPLE += 'roots = ["/home/dev/ws=~/ws"]     # DIR, or PREFIX=DIR for another machine\'s paths\n'
 
 Keymap = dict[str, str]
