@@ -30,9 +30,7 @@ async def until(pilot: Any, predicate: Any, what: str) -> None:
 
 
 async def test_the_header_names_the_rank_of_the_job(dump_2_0: Path) -> None:
-    job = JobSession(
-        "127.0.0.1", 0, server_options=ServerOptions(max_workers=16), wait_slice=0.1
-    )
+    job = JobSession("127.0.0.1", 0, server_options=ServerOptions(max_workers=16), wait_slice=0.1)
     job.start()
     clients = joined(job, fixture_graph(dump_2_0))
     waits = [c.wait_future(0) for c in clients]  # kept: a dropped future cancels its call
