@@ -7,8 +7,16 @@
 No TUI: every training that connects (every rank of one job) gets the command line's
 watchpoints at its initial suspension and is continued; at the first stop with hits, that
 stop's hits are printed (`--json`: one JSON array, the objects of `tuidebug check --json`,
-whose `rank` and `step` say where), the training is terminated, and the exit status is 1.
-Every training ending with no hit is exit 0. A training that is lost without a goodbye (a
+whose `rank` and `step` say where, `micro_batch` the micro-batch of gradient accumulation
+when the training said it), the training is terminated, and the exit status is 1.
+Every training ending with no hit is exit 0.
+
+A *check error* is not a hit: a watchpoint that could not judge its tensor ("the previous
+step value cannot be found", a tensor too large) says nothing about NaN or a bad value, so a
+stop whose hits are all check errors is continued, and a run with only check errors ends
+with exit 0. They are kept (once per watchpoint and tensor, at their first step) and written
+after the hits, each with `"check_error": true` beside its `error_code`/`error_messages`
+(hits have `"check_error": false`); without `--json`, one line on stderr counts them. A training that is lost without a goodbye (a
 crashed rank) is one sentence on stderr and exit 1: the run did not end cleanly, and the
 sentinel cannot say it was healthy. No training within `--connect-timeout` is exit 2.
 """
@@ -31,6 +39,16 @@ if TYPE_CHECKING:
     from tuidebug.core.watchpoints import WatchpointHit
 
 TERMINATE_GRACE = 10.0  # seconds the training is given to take the exit command
+MAX_CHECK_ERRORS = 1000  # check errors kept (a huge graph's every tensor erring is bounded)
+# the error bits that are findings: the tensor holds NaN / ±Inf (MindSpore reports them as
+# error codes of conditions that could not evaluate their parameters on such a tensor)
+_FINDING_BITS = 1 | 2  # ErrorCode.NAN | ErrorCode.INF
+
+
+def is_check_error(hit: WatchpointHit) -> bool:
+    """A hit that only says its check could not be done (error code without NaN/Inf, no
+    parameter hit): not a finding about the training."""
+    return bool(hit.error_code) and not hit.error_code & _FINDING_BITS and not hit.hit_params
 
 
 class _Sentinel:
@@ -50,6 +68,22 @@ class _Sentinel:
         self.specs: dict[int, str] = {}  # watchpoint id -> the spec as the user wrote it
         self.armed = False  # this training has its watchpoints and was continued
         self.connected = False
+        # check errors seen so far, once per (rank, watchpoint, graph, node, slot)
+        self.book: dict[int, Any] = {}
+        self.check_errors: dict[tuple[int, int, str, str, int], WatchpointHit] = {}
+
+    def note_errors(self, hits: Sequence[WatchpointHit]) -> list[WatchpointHit]:
+        """Keep the check errors among `hits`; the findings, in their order."""
+        findings = []
+        for hit in hits:
+            if not is_check_error(hit):
+                findings.append(hit)
+                continue
+            ref = hit.tensor
+            key = (ref.rank, hit.watchpoint_id, ref.graph, ref.node, ref.slot)
+            if key not in self.check_errors and len(self.check_errors) < MAX_CHECK_ERRORS:
+                self.check_errors[key] = hit
+        return findings
 
     def arm(self) -> None:
         """The training's initial suspension: create the watchpoints and continue."""
@@ -75,32 +109,48 @@ class _Sentinel:
         self.armed = True
         self.session.continue_()
 
-    def report(self, hits: Sequence[WatchpointHit]) -> None:
-        from tuidebug.core.text import printable
+    def record(self, hit: WatchpointHit, check_error: bool) -> dict[str, Any]:
         from tuidebug.core.watchpoints import hit_record
 
-        book = {wp.id: wp for wp in self.session.watchpoints}
-        records = []
-        for hit in hits:
-            wp = book.get(hit.watchpoint_id)
-            spec = self.specs.get(hit.watchpoint_id) or (wp.spec if wp is not None else "")
-            records.append(hit_record(hit, spec, wp.params if wp is not None else {}))
+        wp = self.book.get(hit.watchpoint_id)
+        spec = self.specs.get(hit.watchpoint_id) or (wp.spec if wp is not None else "")
+        record = hit_record(hit, spec, wp.params if wp is not None else {})
+        record["micro_batch"] = hit.micro_batch
+        record["check_error"] = check_error
+        return record
+
+    def report(self, hits: Sequence[WatchpointHit]) -> None:
+        """Write the stop's findings `hits` (may be none) and the check errors kept."""
+        from tuidebug.core.text import printable
+
+        self.book = {wp.id: wp for wp in self.session.watchpoints}
+        records = [self.record(h, False) for h in hits]
+        errors = [self.record(h, True) for h in self.check_errors.values()]
         if self.as_json:
-            json.dump(records, self.out, indent=2)
+            json.dump(records + errors, self.out, indent=2)
             self.out.write("\n")
         else:
             for r in records:
+                micro = f" micro-batch {r['micro_batch']}" if r["micro_batch"] else ""
                 self.out.write(
-                    f"rank {r['rank']} step {r['step']} {printable(r['watchpoint'])} "
+                    f"rank {r['rank']} step {r['step']}{micro} {printable(r['watchpoint'])} "
                     f"{printable(r['node'])}:{r['slot']}\n"
                 )
         self.out.flush()
-        first = hits[0] if hits else None
-        if first is not None:
+        if errors:
+            first = next(iter(self.check_errors.values()))
             say(
-                f"tuidebug online: {len(hits)} hit(s) at step {first.step}, first on rank "
-                f"{first.tensor.rank} ({printable(first.tensor.node)}); the training was "
-                "terminated."
+                f"tuidebug online: {len(errors)} check error(s), not hits (first: "
+                f"{printable(first.condition.abbr)} on {printable(first.tensor.node)}: "
+                f"{printable(first.detail())})"
+                + ('; listed with "check_error": true.' if self.as_json else ".")
+            )
+        first_hit = hits[0] if hits else None
+        if first_hit is not None:
+            say(
+                f"tuidebug online: {len(hits)} hit(s) at step {first_hit.step}, first on rank "
+                f"{first_hit.tensor.rank} ({printable(first_hit.tensor.node)}); the training "
+                "was terminated."
             )
 
 
@@ -114,7 +164,7 @@ def run_sentinel(
     out: TextIO | None = None,
 ) -> int:
     """Drive `session` (started, no training yet) as the module docstring says."""
-    from tuidebug.core.session import SessionError, SessionState
+    from tuidebug.core.session import HitsArrived, SessionError, SessionState
 
     sentinel = _Sentinel(session, options, recommended, as_json, out or sys.stdout)
     events: queue.SimpleQueue[SessionEvent] = queue.SimpleQueue()
@@ -124,7 +174,9 @@ def run_sentinel(
     try:
         while True:
             with contextlib.suppress(queue.Empty):
-                events.get(timeout=0.2)
+                event = events.get(timeout=0.2)
+                if isinstance(event, HitsArrived):  # a run that did not stop keeps its errors
+                    sentinel.note_errors(event.hits)
             md = session.metadata
             state = md.state
             if state not in (SessionState.PENDING,):
@@ -150,12 +202,12 @@ def run_sentinel(
                     if not sentinel.armed:
                         sentinel.arm()
                         continue
-                    hits = list(session.hits)
+                    hits = sentinel.note_errors(list(session.hits))
                     if hits:
                         sentinel.report(hits)
                         session.terminate()
                         terminated_at = time.monotonic()
-                    else:  # stopped without a hit (a step count ran out): on
+                    else:  # no hit (a step count ran out) or check errors only: on
                         session.continue_()
                 except SessionError as err:
                     # the state moved under us (a rank left meanwhile): look again
@@ -166,7 +218,7 @@ def run_sentinel(
                 session.terminate()
                 return EXIT_USAGE
             if sentinel.armed and state in (SessionState.DONE, SessionState.DISCONNECTED):
-                return _ended(md, as_json, sentinel.out)
+                return _ended(md, sentinel)
     except KeyboardInterrupt:
         say("tuidebug online: interrupted; the training was not watched to its end.")
         return EXIT_USAGE
@@ -174,20 +226,16 @@ def run_sentinel(
         unsubscribe()
 
 
-def _ended(md: Any, as_json: bool, out: TextIO) -> int:
-    """The training ended with no hit: 0 after a goodbye, 1 when it was lost."""
+def _ended(md: Any, sentinel: _Sentinel) -> int:
+    """The training ended with no hit: 0 after a goodbye, 1 when it was lost. The check
+    errors kept are written (`--json`: the array holds them alone; `[]` without any)."""
     from tuidebug.core.session import Ending
     from tuidebug.core.text import printable
 
+    sentinel.report([])
     if md.ending is Ending.FINISHED:
-        if as_json:
-            out.write("[]\n")
-            out.flush()
         say("tuidebug online: the training finished with no hit.")
         return EXIT_OK
-    if as_json:
-        out.write("[]\n")
-        out.flush()
     say(
         f"tuidebug online: the training ended without finishing and without a hit "
         f"({printable(md.message or md.ending.value or 'connection lost')})."
