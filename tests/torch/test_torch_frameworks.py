@@ -149,6 +149,8 @@ def test_trainer_online_stops_at_the_module_and_terminate_ends_train(
     assert "/h-ModuleList/1-GPT2Block/mlp-GPT2MLP/c_fc-Conv1D/" in hit, hit
     assert session.metadata.step == 3  # the global step being run
     assert "micro-batch 1 of 2" in caplog.text
+    # on the wire too: the hit names its micro-batch (rank_fields.encode_micro_batch)
+    assert (session.hits[0].micro_batch, session.hits[0].micro_batches) == (1, 2)
     session.terminate()
     run.join()
     assert run.error is None  # train() returned: no Terminated through the Trainer

@@ -6,6 +6,10 @@ its SendMetadata: numbers that MindSpore's and MindInsight's schema do not have,
 protobuf reader of that schema keeps as unknown fields and otherwise ignores. A message
 without them (every MindSpore training) is a job of one rank.
 
+The same way, a hit (`WatchpointHit`) of a training with gradient accumulation carries the
+micro-batch it happened in and the number of micro-batches of its optimizer step (fields
+`MICRO_BATCH_FIELD`, `MICRO_BATCHES_FIELD`): `encode_micro_batch` / `micro_batch_of`.
+
 The fields come from the network: `rank_info` bounds them (a job name of at most
 `MAX_JOB_CHARS` characters, at most `MAX_WORLD` ranks, 0 <= rank < world size) and treats a
 message whose fields are malformed as one without them.
@@ -18,13 +22,25 @@ from typing import Any
 
 from google.protobuf import unknown_fields
 
-__all__ = ["MAX_JOB_CHARS", "MAX_WORLD", "RankInfo", "encode_rank_info", "rank_info"]
+__all__ = [
+    "MAX_JOB_CHARS",
+    "MAX_MICRO_BATCHES",
+    "MAX_WORLD",
+    "RankInfo",
+    "encode_micro_batch",
+    "encode_rank_info",
+    "micro_batch_of",
+    "rank_info",
+]
 
 RANK_FIELD = 101
 WORLD_FIELD = 102
 JOB_FIELD = 103
 MAX_WORLD = 65536
 MAX_JOB_CHARS = 200
+MICRO_BATCH_FIELD = 101  # of a WatchpointHit (its own numbering: another message)
+MICRO_BATCHES_FIELD = 102
+MAX_MICRO_BATCHES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -77,6 +93,36 @@ def rank_info(message: Any) -> RankInfo | None:
     if rank is None or world is None or not 1 <= world <= MAX_WORLD or not 0 <= rank < world:
         return None
     return RankInfo(rank, world, job)
+
+
+def encode_micro_batch(micro_batch: int, micro_batches: int | None) -> bytes:
+    """The micro-batch fields as protobuf wire bytes, to merge into a `WatchpointHit`;
+    `micro_batches` None or 0: the training does not say how many its step has."""
+    out = _varint(MICRO_BATCH_FIELD << 3) + _varint(max(0, micro_batch))
+    if micro_batches:
+        out += _varint(MICRO_BATCHES_FIELD << 3) + _varint(micro_batches)
+    return out
+
+
+def micro_batch_of(message: Any) -> tuple[int, int | None] | None:
+    """(micro-batch, micro-batches or None) of a parsed `WatchpointHit`; None when it has
+    none (MindSpore) or they do not make sense (0, more than `MAX_MICRO_BATCHES`, a
+    micro-batch past the count)."""
+    fields = unknown_fields.UnknownFieldSet(message)
+    micro = count = None
+    for i in range(len(fields)):
+        field = fields[i]
+        if field.wire_type != 0:
+            continue
+        if field.field_number == MICRO_BATCH_FIELD:
+            micro = int(field.data)
+        elif field.field_number == MICRO_BATCHES_FIELD:
+            count = int(field.data)
+    if micro is None or not 1 <= micro <= MAX_MICRO_BATCHES:
+        return None
+    if count is not None and not micro <= count <= MAX_MICRO_BATCHES:
+        count = None
+    return micro, count
 
 
 def _varint(value: int) -> bytes:

@@ -307,6 +307,11 @@ class WatchpointHit:
     # the step the user sees for this hit, set by the session (`DebugSession.step_of`);
     # None outside a session (`check`, the API), where hits name dump iterations
     step: int | None = None
+    # gradient accumulation: the micro-batch (1-based) of the optimizer step the hit happened
+    # in, and how many the step has (None: not said), as a tuidebug client sends them
+    # (`core.rank_fields.micro_batch_of`); None for MindSpore and dumps
+    micro_batch: int | None = None
+    micro_batches: int | None = None
 
     @classmethod
     def from_result(

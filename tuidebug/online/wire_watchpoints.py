@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from tuidebug._proto import debug_grpc_pb2 as pb
 from tuidebug.core.condition_catalogue import ParamResult
 from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.rank_fields import micro_batch_of
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watch_targets import watched_nodes
 from tuidebug.core.watchpoint_book import WatchpointBook
@@ -153,6 +154,7 @@ def hit_from_wire(
         )
         for p in hit.watch_condition.params
     )
+    micro = micro_batch_of(hit)  # a tuidebug client's gradient accumulation (else None)
     return WatchpointHit(
         watchpoint_id=wp.id,
         condition=wp.condition,
@@ -161,4 +163,6 @@ def hit_from_wire(
         params=params,
         order=order,
         step=step,  # a live training's hits name its step
+        micro_batch=micro[0] if micro else None,
+        micro_batches=micro[1] if micro else None,
     )

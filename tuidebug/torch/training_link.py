@@ -19,8 +19,10 @@ than the glue:
   with its values as backward produced them. When someone is looking (every tensor held)
   or the step is dumped, the gradients are copied there, so they are still viewable and
   dumped as computed once clipping has changed them in place.
-* **The micro-batch is named**: with gradient accumulation a hit is reported on stderr
-  with the micro-batch it happened in (the wire protocol has no field for it).
+* **The micro-batch is named**: with gradient accumulation each hit carries the micro-batch
+  it happened in (and the step's number of micro-batches when the framework says it) in
+  fields of its own that MindSpore's schema ignores (`core.rank_fields.encode_micro_batch`):
+  the TUI's hit list and the sentinel's JSON show it; it is also said on stderr.
 * **`Terminated` ends the training cleanly**: the callback asks the framework to stop
   (`control.should_training_stop`, `trainer.should_stop`) instead of raising through it.
 * **A model whose `forward` never runs** (a LightningModule whose `training_step` calls a
@@ -38,6 +40,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from tuidebug.core.rank_fields import encode_micro_batch
 from tuidebug.torch.capture import BackwardEnd, Held, eager, remove_handles
 from tuidebug.torch.debugger import Debugger, Terminated
 from tuidebug.torch.dump import StepSelection
@@ -59,7 +62,7 @@ class _LinkedDebugger(Debugger):
         def send_hits(hits: Sequence[Any]) -> bool:
             if self.link is not None:
                 self.link.note_hits(hits)
-            return bool(send(hits))
+            return bool(send(hits))  # the hits carry the micro-batch now (note_hits)
 
         client.send_hits = send_hits  # type: ignore[method-assign]
         return client
@@ -179,8 +182,15 @@ class TrainingLink:
 
     # ------------------------------------------------------------------ reporting
     def note_hits(self, hits: Sequence[Any]) -> None:
+        """Mark `hits` (wire messages about to be sent) with the running micro-batch and
+        say it on stderr; nothing with one micro-batch per step (the step says it all)."""
         if self.accumulation <= 1 and self.micro_batch <= 1:
-            return  # one micro-batch per step: the step says it all
+            return
+        extra = encode_micro_batch(
+            max(self.micro_batch, 1), self.accumulation if self.accumulation > 1 else None
+        )
+        for hit in hits:
+            hit.MergeFromString(extra)
         debugger = self.debugger
         step = debugger.step + 1 if debugger is not None else 0
         nodes = list(dict.fromkeys(h.tensor.node_name for h in hits))
