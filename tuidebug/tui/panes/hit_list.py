@@ -531,6 +531,8 @@ class HitList(Vertical):
         row.append(f":{ref.slot}")
         if hit.step is not None:
             row.append(f" {hit.step_label}", style="dim")
+        if hit.micro_batch is not None:  # gradient accumulation: which micro-batch
+            row.append(f" mb{hit.micro_batch}", style="dim")
         if multi_rank:
             row.append(f" r{ref.rank}", style="dim")
         if multi_graph and ref.graph:
@@ -586,6 +588,9 @@ class HitList(Vertical):
         ref = hit.tensor
         text, is_error = hit_detail(hit)
         where = hit.step_label
+        if hit.micro_batch is not None:
+            of = f" of {hit.micro_batches}" if hit.micro_batches else ""
+            where += f" · micro-batch {hit.micro_batch}{of}"
         if ref.graph:
             where += f" · {shown(ref.graph)}"
         where += f" · rank {ref.rank}"
