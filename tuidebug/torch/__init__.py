@@ -25,6 +25,7 @@ Modules:
 - `dump`: dump mode, one `rank_<global rank>` folder per process
 - `ranks`: this process's rank and job under torch.distributed; late attach
 - `wrappers`: the model and optimizer under torch.compile, accelerate and Lightning
+- `policy`: evaluation passes are not checked; a frozen debugger is given up
 - `training_link`: one `Debugger` driven by a framework's events (the callbacks' rules)
 - `callbacks_hf`: `TrainerCallback` for transformers' `Trainer`
 - `callbacks_lightning`: `LightningCallback` for Lightning

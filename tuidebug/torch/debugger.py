@@ -79,6 +79,7 @@ from tuidebug.torch.graph import (
     leaf_modules,
     trace_model,
 )
+from tuidebug.torch.policy import HEARTBEAT_GIVE_UP, check_options, is_eval_pass
 from tuidebug.torch.ranks import LateAttach, process_rank
 from tuidebug.torch.stats import to_numpy
 from tuidebug.torch.wrappers import unrecorded_message, unwrap_model, unwrap_optimizer
@@ -126,6 +127,8 @@ class DebuggerWarning(UserWarning):
 class Debugger:
     """One model attached to a debugger and/or a dump. Create with `attach` or `dump`."""
 
+    check_eval_passes = False  # True: evaluation passes are checked too (`policy.py`)
+
     def __init__(
         self,
         model: nn.Module,
@@ -145,14 +148,7 @@ class Debugger:
         wait: bool = True,
         step: int = 0,
     ) -> None:
-        if on_disconnect not in ("continue", "wait", "raise"):
-            raise ValueError(
-                f"on_disconnect must be continue, wait or raise, not {on_disconnect!r}."
-            )
-        if keep not in ("auto", "all", "watched"):
-            raise ValueError(f"keep must be auto, all or watched, not {keep!r}.")
-        if trace not in ("auto", "fx", "hooks"):
-            raise ValueError(f"trace must be auto, fx or hooks, not {trace!r}.")
+        check_options(on_disconnect, keep, trace)
         # the real module and optimizer under torch.compile / accelerate / Lightning wrappers
         self.model = unwrap_model(model)
         self.optimizer = unwrap_optimizer(optimizer)
@@ -214,6 +210,7 @@ class Debugger:
         # checks launched since the last check point, decided together there
         self._deferred: list[tuple[Selection, Launched]] = []
         self._backward_end = BackwardEnd(self._after_backward)
+        self._eval_pass = False  # the model's forward running is an evaluation pass
 
     # ============================================================== lifecycle
     def start(self) -> Debugger:
@@ -408,6 +405,7 @@ class Debugger:
             # a debugger that stopped answering is given up after one retry (~retry_delay),
             # not MindSpore's five with a growing back-off (~15 s of stalled training)
             max_failures=1,
+            heartbeat_give_up=HEARTBEAT_GIVE_UP,  # a frozen debugger: policy.py
         )
 
     def _open_session(self) -> str:
@@ -600,7 +598,9 @@ class Debugger:
             self._check_point()
 
     def _forward_done(self, module: nn.Module, args: Any, output: Any) -> None:
-        if self._online and not self._suspended:
+        if self._eval_pass:
+            self._eval_pass = False
+        elif self._online and not self._suspended:
             self._check_point()
 
     def _check_now(self, name: str) -> bool:
@@ -773,8 +773,9 @@ class Debugger:
 
     def _root_pre(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         self._counts.clear()  # call numbering restarts with every pass through the model
+        self._eval_pass = is_eval_pass(module, self.check_eval_passes)
         graph = self.graph
-        if graph is None:
+        if graph is None or self._eval_pass:
             return
         for i, arg in enumerate(args):
             if isinstance(arg, torch.Tensor):
@@ -798,6 +799,8 @@ class Debugger:
         counts = self._counts
 
         def hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+            if self._eval_pass:
+                return  # nothing of an evaluation pass is held or checked (policy.py)
             index = counts.get(qualname, 0)
             counts[qualname] = index + 1
             name = by_call.get((qualname, index))
