@@ -52,6 +52,7 @@ HEARTBEAT_MESSAGE = "Debugger is alive"
 MAX_WAIT_FAILURES = 5  # spec §2.5: more than this many failures in a row → Exit
 HEARTBEAT_MAX_FAILURES = 5
 HEARTBEAT_RETRY = 0.5
+HEARTBEAT_TIMEOUT = 10.0  # seconds one heartbeat may take (less with a shorter interval)
 
 _INIT = int(ConditionType.INIT)
 
@@ -199,12 +200,18 @@ class ProtocolClient:
         chunk_size: int = CHUNK_SIZE,
         interruptible: bool = True,
         extra_metadata: bytes = b"",
+        heartbeat_give_up: int = 0,
     ) -> None:
         """`extra_metadata`: protobuf wire bytes merged into every `Metadata` sent (the rank
         fields of `core.rank_fields`, which MindSpore's schema does not have).
         `retry_delay` scales MindSpore's back-off (n·1 s after the n-th failure).
         `reconnect=True` (not MindSpore behaviour) re-sends metadata and graphs when the
-        server answers WaitCMD with FAILED, so a restarted debugger picks the training up."""
+        server answers WaitCMD with FAILED, so a restarted debugger picks the training up.
+        `heartbeat_give_up=N` (not MindSpore behaviour, which waits on a frozen debugger
+        until TCP gives up): after N heartbeats in a row not answered within their timeout,
+        the debugger is given up as if its connection had closed: every call in flight
+        (a WaitCMD blocked on a debugger that froze without closing its connection) is
+        cancelled and `command_loop` returns None with `connection_lost`; 0: never."""
         self.target = target
         self.backend = backend
         self.ms_version = ms_version
@@ -224,6 +231,9 @@ class ProtocolClient:
         # training that suspends at every step end pays this round trip every step.
         self.interruptible = interruptible
         self.extra_metadata = extra_metadata
+        self.heartbeat_give_up = heartbeat_give_up
+        # set by the heartbeat thread when it gave the debugger up (see heartbeat_give_up)
+        self.gave_up = threading.Event()
 
         self.watchpoints: dict[int, ClientWatchpoint] = {}
         self.initial_suspension = True
@@ -346,6 +356,10 @@ class ProtocolClient:
         md = self._metadata(cur_step, cur_node)
         while not self._stop.is_set():
             reply = self._wait_cmd(md)
+            if self.gave_up.is_set():  # missed heartbeats: gone, as a closed connection
+                self.terminated = True
+                self.connection_lost = True
+                return None
             if reply is None or reply.status != pb.EventReply.OK:
                 if reply is not None and self.reconnect and not rehandshaken:
                     rehandshaken = True
@@ -404,11 +418,15 @@ class ProtocolClient:
     def _wait_cmd(self, md: pb.Metadata) -> pb.EventReply | None:
         """WaitCMD without a deadline (as MindSpore), interruptible by `stop()` unless the
         client was made with `interruptible=False`."""
+        if self.gave_up.is_set():  # its channel is closed
+            return None
         if not self.interruptible:
             try:
                 return self._stub.WaitCMD(md)
             except grpc.RpcError as exc:
                 log.info("WaitCMD failed: %s", _code(exc))
+                return None
+            except ValueError:  # the channel was closed under the call (given up)
                 return None
         future = self._stub.WaitCMD.future(md)
         while not self._stop.is_set():
@@ -654,23 +672,38 @@ class ProtocolClient:
         """Spec §2.10: every period; retry every 0.5 s on failure; give up after 5."""
         failures = 0
         beat = pb.Heartbeat(message=HEARTBEAT_MESSAGE, period=self.heartbeat_period)
+        timeout = min(HEARTBEAT_TIMEOUT, max(1.0, self.heartbeat_interval))
         while not self._hb_stop.is_set():
             try:
-                reply = self._stub.SendHeartbeat(beat, timeout=10.0)
+                reply = self._stub.SendHeartbeat(beat, timeout=timeout)
                 ok = reply.status == pb.EventReply.OK
-            except grpc.RpcError:
+            except (grpc.RpcError, ValueError):  # ValueError: the channel was closed
                 ok = False
             if ok:
                 failures = 0
                 delay = self.heartbeat_interval
             else:
                 failures += 1
+                if self.heartbeat_give_up and failures >= self.heartbeat_give_up:
+                    self._give_up(failures)
+                    return
                 if failures >= HEARTBEAT_MAX_FAILURES:
                     log.warning("heartbeat failed %d times: stopped", failures)
                     return
                 delay = HEARTBEAT_RETRY
             if self._hb_stop.wait(delay):
                 return
+
+    def _give_up(self, missed: int) -> None:
+        """The debugger missed `missed` heartbeats: cancel every call in flight by closing
+        the channel (a blocking WaitCMD cannot be cancelled otherwise); the command loop
+        then returns as for a lost connection and the adapter says so once."""
+        if self._hb_stop.is_set():
+            return  # closed or finished meanwhile: nothing is waiting
+        log.info("the debugger at %s missed %d heartbeats: given up", self.target, missed)
+        self.gave_up.set()
+        self.connection_lost = True
+        self._channel.close()
 
     # ----------------------------------------------------------------- helpers
     def _metadata(
@@ -690,7 +723,12 @@ class ProtocolClient:
         return md
 
     def _call(self, method: grpc.UnaryUnaryMultiCallable, request: object) -> pb.EventReply:
-        return method(request)
+        try:
+            return method(request)
+        except ValueError:  # the channel was closed: the debugger was given up
+            if self.gave_up.is_set():
+                raise _GaveUp() from None
+            raise
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -766,6 +804,16 @@ def _summary(array: np.ndarray | None) -> pb.TensorSummary:
         tensor_base=pb.TensorBase(data_type=data_type, shape=dims, data_size=flat.nbytes),
         statistics=stats,
     )
+
+
+class _GaveUp(grpc.RpcError):
+    """A call on the channel closed when the debugger missed its heartbeats."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "the debugger stopped answering its heartbeats"
 
 
 def _refusal(exc: grpc.RpcError) -> str:
