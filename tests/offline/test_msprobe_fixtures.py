@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from tuidebug import cli
 from tuidebug.offline.files import msprobe_json as mj
+from tuidebug.offline.files import msprobe_rule
 from tuidebug.offline.files.msprobe import (
     MsprobeError,
     find_msprobe_root,
@@ -28,6 +29,7 @@ from tuidebug.offline.files.msprobe import (
 )
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "msprobe"
+NAN, INF = math.nan, math.inf
 FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "msprobe_results").is_dir())
 # the fixtures whose steps hold statistics (the structure task records none)
 CHECKED = [f for f in FIXTURES if "structure" not in f]
@@ -41,9 +43,13 @@ def _check_json(
     return code, json.loads(captured.out) if captured.out.strip() else [], captured.err
 
 
-def _first_hits(hits: list[dict[str, object]]) -> dict[tuple[int, int], str]:
+def _first_hits(hits: list[dict[str, object]], anomaly: bool = False) -> dict[tuple[int, int], str]:
+    """(step, rank) → the call of the first hit there (`anomaly`: the first hit whose call
+    is an anomaly by msprobe's rule, as `check --json` flags it)."""
     first: dict[tuple[int, int], str] = {}
     for hit in hits:
+        if anomaly and hit["anomaly"] is not True:
+            continue
         first.setdefault((int(hit["iteration"]), int(hit["rank"])), str(hit["node"]))  # type: ignore[call-overload]
     return first
 
@@ -63,7 +69,7 @@ def _msprobe_answers(root: Path) -> dict[int, dict[int, str] | None]:
 
 
 def test_every_fixture_is_here() -> None:
-    assert len(FIXTURES) == 8, FIXTURES
+    assert len(FIXTURES) == 9, FIXTURES
     total = sum(p.stat().st_size for p in DATA.rglob("*") if p.is_file())
     assert total < 3_000_000  # small frozen samples, not a data set
 
@@ -75,12 +81,12 @@ def test_first_anomaly_equals_msprobe_overflow_check(
     root = DATA / name
     code, hits, err = _check_json(root, capsys)
     assert code == 1 and "warning" not in err, err
-    first = _first_hits(hits)
+    first = _first_hits(hits, anomaly=True)
     answers = _msprobe_answers(root)
-    assert sorted(answers) == [0, 1, 2]
+    assert sorted(answers) == list(range(len(answers))) and len(answers) >= 3
     for step, answer in answers.items():
         if answer is None:
-            # msprobe: "Cannot find any anomaly node"; tuidebug: no hit in that step at all
+            # msprobe: "Cannot find any anomaly node"; tuidebug: no anomaly in that step
             assert not [k for k in first if k[0] == step], (step, first)
         else:
             for rank, op_name in answer.items():
@@ -89,7 +95,64 @@ def test_first_anomaly_equals_msprobe_overflow_check(
     assert [h["iteration"] for h in hits] == sorted(int(h["iteration"]) for h in hits)  # type: ignore[call-overload]
 
 
-@pytest.mark.parametrize("name", CHECKED)
+def test_msprobe_rule_edges_first_anomaly(capsys: pytest.CaptureFixture[str]) -> None:
+    """The edges of msprobe's rule (v26_stat_mix_rule_edges, one per step; msprobe's
+    answers frozen beside it): an ignored name's Inf is no hit and is said; a NaN reaching
+    einsum inside its operand list blames einsum, not the linear that first read it; a NaN
+    weight blames its module, not the linear inside it that read it as an argument."""
+    code, hits, err = _check_json(DATA / "v26_stat_mix_rule_edges", capsys)
+    assert code == 1
+    assert "Torch.fill_.0.forward" in err and "msprobe's overflow_check rule ignores" in err
+    assert not [h for h in hits if "Torch.fill" in str(h["node"])]
+    assert _first_hits(hits, anomaly=True) == {
+        (2, 0): "Torch.einsum.0.forward",
+        (3, 0): "Module.inp.Linear.forward.0",
+    }
+    # the first NaN in execution order is elsewhere: the flag is what names msprobe's call
+    assert _first_hits(hits) == {
+        (2, 0): "Functional.linear.0.forward",
+        (3, 0): "Functional.linear.0.forward",
+    }
+    # the text output marks it
+    cli.main(["check", str(DATA / "v26_stat_mix_rule_edges"), "--watch", "TO"])
+    out = capsys.readouterr().out
+    marked = [line for line in out.splitlines() if "first anomaly" in line]
+    assert [line.split()[3] for line in marked] == [
+        "Torch.einsum.0.forward.output.0",
+        "Module.inp.Linear.forward.0.parameters.weight",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("record", "anomaly"),
+    [
+        ({"input_args": [{"Max": 1.0, "Min": 0.0}], "output": [{"Max": NAN, "Min": 0.0}]}, True),
+        # nested inputs and parameters are not read; nested outputs neither
+        ({"input_args": [[{"Max": NAN, "Min": 0.0}]], "output": [{"Max": INF, "Min": 0}]}, True),
+        ({"parameters": {"w": {"Max": NAN, "Min": 0.0}}, "output": [{"Max": NAN}]}, True),
+        ({"input_args": [], "output": [[{"Max": NAN, "Min": 0.0}]]}, False),
+        ({"input_kwargs": {"x": {"Max": -INF, "Min": 0}}, "output": [{"Max": NAN}]}, False),
+        ({"input": [{"Min": NAN}], "output": [{"Max": NAN}]}, False),  # backward
+        ({"weight": [{"Max": NAN, "Min": NAN}]}, False),  # parameters_grad: no output
+        ({"output": [{"type": "int", "value": 3}, {"Max": 3, "Min": 0}]}, False),
+        ({"output": [{"Max": "inf", "Min": 0.0}]}, True),  # msprobe compares str().lower()
+        ({"output": {"0": {"Max": NAN}}}, True),
+        ("not a record", False),
+    ],
+)
+def test_msprobe_rule_on_records(record: object, anomaly: bool) -> None:
+    assert msprobe_rule.is_anomaly("Functional.x.0.forward", record) is anomaly
+
+
+def test_msprobe_rule_ignores_empty_and_fill_by_name() -> None:
+    bad = {"output": [{"Max": NAN, "Min": NAN}]}
+    for name in ("Torch.empty.0.forward", "Torch.empty_like.1.backward", "Torch.fill_.0.forward"):
+        assert msprobe_rule.is_ignored(name) and not msprobe_rule.is_anomaly(name, bad)
+    for name in ("Tensor.fill_.0.forward", "Functional.empty.0.forward"):
+        assert msprobe_rule.is_anomaly(name, bad)
+
+
+@pytest.mark.parametrize("name", [c for c in CHECKED if "rule_edges" not in c])
 def test_norm_infinity_alone_is_no_false_alarm(name: str) -> None:
     # step 1 multiplies by 1e20: the Norm statistic overflows (float32/bf16) while Max/Min
     # stay finite; msprobe finds nothing there, and so must check (asserted above)

@@ -480,6 +480,14 @@ def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot)
         )
     for problem in [*root.problems, *report.problems, *report.refusals.values()]:
         _warn(problem)
+    if report.ignored:
+        # msprobe's rule never blames these (uninitialised memory, chosen fills): unwatched,
+        # and said, so their NaN/Inf does not pass unseen
+        say(
+            f"note: {len(report.ignored)} call(s) named Torch.empty*/Torch.fill* hold NaN/Inf "
+            "that msprobe's overflow_check rule ignores (uninitialised memory, fills such as "
+            f"-inf masks); no watchpoint watches them (the first: {report.ignored[0][:200]})."
+        )
     if not report.checked and not (root.problems or report.problems or report.refusals):
         # "0 hits" would read as "all clear" although nothing was looked at
         raise UsageError(
@@ -500,16 +508,26 @@ def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot)
                 hit.result.params,
             )
             record["tensor"] = hit.place.tensor  # msprobe's own name of the tensor
+            # its call is an anomaly by msprobe overflow_check's rule (the first of a step
+            # is the call msprobe names)
+            record["anomaly"] = hit.anomaly
             records.append(record)
         print(json.dumps(records, indent=1))
     else:
+        first: set[tuple[int | None, int]] = set()
         for hit in report.hits:
             option = watches[hit.watchpoint_id]
             detail = result_detail(option.condition, hit.result.error_code, hit.result.params)
             p = hit.place
+            mark = ""
+            if hit.anomaly and (p.iteration, p.rank) not in first:
+                first.add((p.iteration, p.rank))
+                mark = "  <- first anomaly (msprobe's rule)"
             # the tensor's name is the dump's own text: escaped before the terminal sees it
             print(
-                printable(f"step{p.iteration}  rank {p.rank}  {p.tensor}  {option.spec}  {detail}")
+                printable(
+                    f"step{p.iteration}  rank {p.rank}  {p.tensor}  {option.spec}  {detail}{mark}"
+                )
             )
         say(f"{len(report.hits)} hit(s) in {report.checked} msprobe tensor record(s).")
     if report.hits:

@@ -71,6 +71,16 @@ FIXTURES: dict[str, tuple[str, dict[str, object], list[str]]] = {
         {"task": "overflow_check", "level": "L1"},
         ["--fault", "inf"],
     ),
+    # (f) the edges of msprobe's own rule (`DataNode.is_anomaly`), one per step, statistics at
+    # mix: step 1 an Inf from `torch.fill_` (a name it ignores: Torch.empty*/Torch.fill*)
+    # read by the next call; step 2 a NaN in the batch that reaches `torch.einsum` (run every
+    # step) inside its operand list (only top-level records count: einsum is blamed); step 3 a NaN weight before the
+    # step (parameters are no inputs: the module is blamed, not the linear inside it)
+    "v26_stat_mix_rule_edges": (
+        MS26,
+        {"task": "statistics", "level": "mix"},
+        ["--edges", "--steps", "4"],
+    ),
     # (e) MindSpore 2.10 PyNative on CPU, msprobe 26.x's MindSpore side: .npy tensors, NaN at
     # step 2 (msprobe's Norm computed without mint.norm, which has no CPU kernel: see below)
     "ms_pynative_tensor_mix_nan": (
@@ -170,7 +180,12 @@ def train_mindspore(config_path: str, fault: str | None, steps: int) -> None:
         print(f"step {step} loss {loss}", flush=True)
 
 
-def train(config_path: str, fault: str | None, amp: bool, steps: int, world: int) -> None:
+def train(
+    config_path: str, fault: str | None, amp: bool, steps: int, world: int, edges: bool = False
+) -> None:
+    if edges:
+        _train_edges(config_path, steps)
+        return
     if world > 1:
         import torch.multiprocessing as mp
 
@@ -253,6 +268,64 @@ def _train_rank(
         dist.destroy_process_group()
 
 
+def _train_edges(config_path: str, steps: int) -> None:
+    """The same MLP, one edge of msprobe's rule per step (FIXTURES' `v26_stat_mix_rule_edges`)."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from msprobe.pytorch import PrecisionDebugger, seed_all
+
+    seed_all(seed=7, mode=False)
+
+    class Fault(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.edge = 0
+            self.eye = torch.eye(6) * 0.5
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if self.edge == 1:  # an ignored name makes an Inf the next call reads
+                buf = torch.fill_(torch.zeros_like(x), float("inf"))
+                x = torch.where(torch.isinf(buf), x, buf)
+            # every step (the graph is the first step's): x scaled, its operands a list
+            # (msprobe 26.2 dumps no torch.cat/stack on CPU; einsum's operand list it does);
+            # scales, not identities, so that no two calls' outputs have equal statistics
+            x = torch.einsum("bi,ij->bj", [x, self.eye])
+            return x * 3.0
+
+    class TinyMLP(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inp = nn.Linear(4, 6)
+            self.fault = Fault()
+            self.out = nn.Linear(6, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(torch.tanh(self.fault(self.inp(x))))
+
+    net = TinyMLP()
+    dbg = PrecisionDebugger(config_path=config_path)
+    xs = torch.randn(steps, 3, 4)
+    ys = torch.randint(0, 2, (steps, 3))
+    xs[2, 0, 0] = float("nan")
+    for step in range(steps):
+        net.fault.edge = step
+        if step == 3:
+            with torch.no_grad():
+                net.inp.weight[0, 0] = float("nan")
+        dbg.start(model=net)
+        loss = F.cross_entropy(net(xs[step]), ys[step])
+        loss.backward()
+        dbg.stop()
+        dbg.step()
+        with torch.no_grad():
+            for p in net.parameters():
+                if p.grad is not None and torch.isfinite(p.grad).all():
+                    p -= 0.01 * p.grad  # type: ignore[misc]
+                p.grad = None
+        print(f"step {step} loss {loss.item()}", flush=True)
+
+
 # ---------------------------------------------------------------- the driver
 
 
@@ -279,7 +352,7 @@ def _make(name: str) -> None:
             config[task] = {"overflow_nums": -1, "check_mode": "all"}
         cfg_path = Path(tmp) / "config.json"
         cfg_path.write_text(json.dumps(config))
-        steps = ["--steps", "3"] if "--steps" not in opts else []
+        steps = ["--steps", "3"] if "--steps" not in opts else []  # opts may say more
         cmd = [
             f"{venv}/bin/python",
             str(Path(__file__).resolve()),
@@ -386,6 +459,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--world", type=int, default=1)
     ap.add_argument("--mindspore", action="store_true")
+    ap.add_argument("--edges", action="store_true")
     ap.add_argument(
         "--answers-only", action="store_true", help="keep the dumps, redo msprobe's answers"
     )
@@ -394,7 +468,7 @@ def main() -> None:
         train_mindspore(args.train, args.fault, args.steps)
         return
     if args.train:
-        train(args.train, args.fault, args.amp, args.steps, args.world)
+        train(args.train, args.fault, args.amp, args.steps, args.world, args.edges)
         return
     for name in args.names or FIXTURES:
         if name not in FIXTURES:

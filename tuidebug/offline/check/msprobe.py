@@ -18,6 +18,14 @@ Which tensors a category watches: tensor conditions every output, parameter and 
 gradient of every call; weights the modules' `parameters`; gradients the `parameters_grad`
 records; activations the outputs of forward calls. Hits come in execution order (dump.json
 order) within a step, steps in order, ranks in order.
+
+msprobe's own first anomaly (`files.msprobe_rule`): each hit says whether its call is an
+anomaly by msprobe `overflow_check`'s rule (`MsprobeHit.anomaly`: top-level inputs finite,
+a top-level output NaN/±Inf), so the first such hit of a step is the call msprobe names
+even where NaN reached it first through a weight, a nested argument or the batch. Calls
+msprobe's rule ignores by name (`Torch.empty*`, `Torch.fill*`: uninitialised memory, chosen
+fills such as `-inf` masks) are watched by no watchpoint; those holding NaN/Inf are listed
+in `MsprobeReport.ignored`, for `check` to say.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from tuidebug.core.condition_catalogue import (
 )
 from tuidebug.core.graph import Category, Node
 from tuidebug.offline.check.statistic import Missing, condition_label, decide
+from tuidebug.offline.files import msprobe_rule
 from tuidebug.offline.files.msprobe import (
     MAX_DEPTH,
     MsprobeCall,
@@ -81,6 +90,8 @@ class MsprobeHit:
     watchpoint_id: int
     place: MsprobePlace
     result: CheckResult
+    # the call is an anomaly by msprobe overflow_check's rule (`files.msprobe_rule`)
+    anomaly: bool = False
 
 
 @dataclass
@@ -91,6 +102,9 @@ class MsprobeReport:
     # dump files that could not be read, one sentence each
     problems: list[str] = field(default_factory=list)
     checked: int = 0
+    # "step N rank R: CALL" of each call msprobe's rule ignores by name (Torch.empty*,
+    # Torch.fill*) that holds NaN/Inf: watched by no watchpoint, said by `check`
+    ignored: list[str] = field(default_factory=list)
 
 
 def _refusal(req: CheckRequest) -> str | None:
@@ -212,6 +226,13 @@ def _check_rank(
     for name, parsed, record in scan:
         if node_filter is not None and not node_filter.search(name):
             continue
+        if msprobe_rule.is_ignored(name):
+            # never a fault in msprobe's rule: not watched, and said when it holds NaN/Inf
+            if type(record) is dict and any(
+                msprobe_rule.record_overflows(v) for v in record.values()
+            ):
+                report.ignored.append(f"step {step_id} rank {rank}: {name}")
+            continue
         if (
             fast
             and type(record) is dict
@@ -227,7 +248,7 @@ def _check_rank(
         call = call_from_record(name, record, parsed)
         if call.too_deep:
             deep.append(name)
-        _check_call(report, live, call, rank, step_id)
+        _check_call(report, live, call, rank, step_id, msprobe_rule.is_anomaly(name, record))
     report.problems.extend(scan.problems)
     if deep:
         report.problems.append(too_deep_sentence(scan.label, len(deep), deep[0]))
@@ -256,6 +277,7 @@ def _check_call(
     call: MsprobeCall,
     rank: int,
     step_id: int,
+    anomaly: bool,
 ) -> None:
     for wp_id, req, category in live:
         if wp_id in report.refusals:
@@ -273,7 +295,7 @@ def _check_call(
                 break
             if outcome.reported:
                 place = MsprobePlace(rank, GRAPH, step_id, call.name, slot, tensor.name)
-                report.hits.append(MsprobeHit(wp_id, place, outcome))
+                report.hits.append(MsprobeHit(wp_id, place, outcome, anomaly))
 
 
 # ---------------------------------------------------------------------- on the values
@@ -335,11 +357,31 @@ def check_msprobe_values(
         checked = checker.check(plan, iterations)
     report.problems.extend(dict.fromkeys([*dump.problems, *checked.problems]))
     report.checked = checked.tensors_checked
+    anomalies: dict[tuple[int, int], set[str]] = {}
     for outcome in checked.outcomes:
         k = outcome.key
         node = dump.graph(k.rank, k.graph).node(k.node)
         record = dump.foreign_tensor(k.rank, k.graph, k.node, k.slot, k.iteration)
         tensor = record.name if record is not None else f"{node.dump_name}:{k.slot}"
         place = MsprobePlace(k.rank, k.graph, k.iteration, node.dump_name or k.node, k.slot, tensor)
-        report.hits.append(MsprobeHit(outcome.watchpoint_id, place, outcome.result))
+        if k.iteration is not None and (k.iteration, k.rank) not in anomalies:
+            anomalies[(k.iteration, k.rank)] = _anomalies(root, k.iteration, k.rank)
+        anomaly = place.node in anomalies.get((k.iteration or 0, k.rank), set())
+        report.hits.append(MsprobeHit(outcome.watchpoint_id, place, outcome.result, anomaly))
     return report
+
+
+def _anomalies(root: MsprobeRoot, step: int, rank: int) -> set[str]:
+    """The calls of one step and rank that msprobe's rule names (`files.msprobe_rule`),
+    one streamed read of its dump.json (asked only for a step and rank with hits)."""
+    folder = root.steps[step].ranks.get(rank) if step in root.steps else None
+    if folder is None:
+        return set()
+    try:
+        return {
+            name
+            for name, _parsed, record in scan_dump_json(folder / "dump.json")
+            if msprobe_rule.is_anomaly(name, record)
+        }
+    except MsprobeError:
+        return set()  # the checker said it already
