@@ -299,6 +299,34 @@ def test_fuzz_hostile_dump_json_never_raises(
     assert isinstance(dump.problems, list)
 
 
+def test_trace_names_msprobe_first_anomaly_on_rule_edges() -> None:
+    """v26_stat_mix_rule_edges (real msprobe 26.2 dump, its answers beside it): from the
+    step's last forward hit, the trace's first origin is msprobe overflow_check's call:
+    step 2 a batch NaN reaching einsum inside its operand list (einsum, not the linear that
+    read the batch; the batch is listed after it), step 3 a NaN weight (its module, not the
+    linear inside it that read the weight as an argument); step 1's Torch.fill_ Inf is
+    watched by no watchpoint (msprobe's rule ignores that name), so no hit there."""
+    root = DATA / "v26_stat_mix_rule_edges"
+    answers = _msprobe_answers(root)
+    assert answers == {(2, 0): "Torch.einsum.0.forward", (3, 0): "Module.inp.Linear.forward.0"}
+    session, _ = _session(root, "TO")
+    graph = session.graphs["msprobe"]
+    origins: dict[int, str | None] = {}
+    for step in range(1, (session.metadata.max_step or 0) + 1):
+        session.reset_step(step)
+        session.recheck()
+        forward = [h.tensor.node for h in session.hits if "forward" in h.tensor.node]
+        if not forward:
+            origins[step - 1] = None
+            continue
+        trace = trace_in_session(session, graph, forward[-1], iteration=step - 1)
+        origins[step - 1] = trace.origins[0].node.rsplit("/", 1)[-1]
+        assert trace.chain(trace.origins[0].node)[-1] == forward[-1]
+    assert origins == {0: None, 1: None, **{s: c for (s, _r), c in answers.items()}}
+    fill = next(n for n in graph if n.dump_name == "Torch.fill_.0.forward")
+    assert graph.categories(fill) == frozenset()
+
+
 def _frozen() -> list[str]:
     return sorted(p.name for p in DATA.iterdir() if p.is_dir()) if DATA.is_dir() else []
 
@@ -341,8 +369,9 @@ def test_the_trace_reads_msprobe_parameters_as_the_call_read_them(
     mlp: Path, tmp_path: Path
 ) -> None:
     """msprobe records a module's parameters when its forward reads them (MindSpore dumps
-    them after the update): a weight NaN at step 1's forward is the origin of the module's
-    NaN output there, not the module (the previous step's finite weight is not what it read)."""
+    them after the update): a weight NaN at step 1's forward is where the module's NaN
+    output came from (the previous step's finite weight is not what it read), and the trace
+    names the module, as msprobe overflow_check does (parameters are no inputs in its rule)."""
     root = tmp_path / "run"
     for step in ("step0", "step1"):
         shutil.copytree(mlp / "stat_mix_fp32" / step, root / step)
@@ -357,7 +386,9 @@ def test_the_trace_reads_msprobe_parameters_as_the_call_read_them(
     graph = session.graphs["msprobe"]
     start = "Module.hid.Linear.forward.0/Module.hid.Linear.forward.0"
     trace = trace_in_session(session, graph, start, iteration=1)
-    assert [o.node for o in trace.origins] == ["Module.hid.Linear.forward.0.parameters.weight"]
+    assert [o.node for o in trace.origins] == [start]
+    # the walk read the weight, this step's value (the one the module read)
+    assert trace.reached_from["Module.hid.Linear.forward.0.parameters.weight"] == start
 
 
 def test_hostile_value_files_are_one_sentence_each(

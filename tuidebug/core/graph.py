@@ -484,6 +484,20 @@ class Graph:
     def nodes_in(self, category: Category) -> list[Node]:
         return [n for n in self.nodes.values() if category in self._categories[n.name]]
 
+    # ------------------------------------------------------ a dump tool's own rule
+    # The origin trace (core.origins) asks these, so that on a foreign dump it names the
+    # node that tool's own NaN/Inf rule names (msprobe's overflow_check); a MindSpore graph
+    # keeps the defaults: every input is read and an origin is itself.
+    def unread_inputs(self, name: str) -> frozenset[int]:
+        """Positions in `name`'s `Node.inputs` that the dump tool's rule does not read
+        as a source of NaN/Inf (msprobe: records nested in a list argument)."""
+        return frozenset()
+
+    def blamed_for(self, name: str) -> str | None:
+        """The node the dump tool's rule names when the trace finds the NaN/Inf appearing
+        at `name` (msprobe: a parameter's module; None: its rule names none there)."""
+        return name
+
 
 def node_categories(node: Node) -> frozenset[Category]:
     """Spec §3.2, applied to the node's UI name (scope + name for parameters)."""

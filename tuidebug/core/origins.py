@@ -5,6 +5,10 @@ turns NaN or Inf too, so the node a watchpoint hits is rarely the culprit. `trac
 walks upstream from a node's non-finite outputs, breadth-first over the graph's data
 edges, following only the inputs that are themselves non-finite, and stops at the nodes
 whose inputs are all finite: there the NaN/Inf appeared (parameters with NaN count too).
+A foreign dump's graph may carry its tool's own rule (`Graph.unread_inputs`,
+`Graph.blamed_for`: msprobe's overflow_check reads no nested argument, blames a NaN
+weight's module and never a call it ignores or the batch), so the trace's first origin is
+the node that tool names; the ones it names none for (the batch) come after.
 
 The walk knows nothing about dumps or networks: it asks callbacks about a node's output
 slot, optionally about the value a node actually *read* on an input, and about the value a
@@ -223,12 +227,19 @@ def trace_origins(
             bad: list[str] = []
             missing = False
             seen_src: set[str] = set()
+            # inputs the dump tool's rule does not read (msprobe: nested in a list): a NaN
+            # there is followed to earlier origins but does not keep this one from being one
+            unread = graph.unread_inputs(name)
+            followed: list[str] = []
             for index, src in enumerate(graph.nodes[name].inputs):
                 producer = graph.nodes.get(src)
                 if producer is None or producer.op_type in ORDERING_OPS:
                     continue
                 verdict = edge_verdict(name, index, src)
-                if verdict is None:
+                if index in unread:
+                    if verdict:
+                        followed.append(src)
+                elif verdict is None:
                     missing = True
                 elif verdict and src not in seen_src:
                     seen_src.add(src)
@@ -238,12 +249,29 @@ def trace_origins(
                 unknown.append(name)
             if not bad:
                 origins.append(Origin(name, (), certain=not missing))
-            for src in bad:
+            for src in [*bad, *followed]:
                 if src not in reached:  # the cycle guard: each node is walked once
                     reached[src] = name
                     queue.append(src)
     except _Bound:
         truncated = True
+
+    # The node the dump tool's own rule names there (msprobe: a NaN weight's module, whose
+    # parameters are no inputs in its rule; none for a call it ignores); reached from
+    # where its stand-in was, so the chain still leads to the start.
+    named: list[Origin] = []
+    unnamed: set[str] = set()  # where the tool's rule names nothing: listed after the rest
+    for origin in origins:
+        blamed = graph.blamed_for(origin.node)
+        if blamed is None or blamed not in graph.nodes:
+            unnamed.add(origin.node)
+            blamed = origin.node
+        if blamed != origin.node:
+            reached.setdefault(blamed, reached.get(origin.node))
+            origin = Origin(blamed, (), origin.certain)
+        if all(o.node != blamed for o in named):
+            named.append(origin)
+    origins = named
 
     # Which output slots of each origin hold the NaN/Inf, for the user to open: often
     # known already; an origin seen only through its consumers' input dumps is asked now.
@@ -263,7 +291,9 @@ def trace_origins(
     origins = found
 
     position = {n: i for i, n in enumerate(graph.nodes)}
-    origins.sort(key=lambda o: (not o.certain, position.get(o.node, len(position))))
+    origins.sort(
+        key=lambda o: (not o.certain, o.node in unnamed, position.get(o.node, len(position)))
+    )
     unknown.sort(key=lambda n: position.get(n, len(position)))
     return OriginTrace(
         start,

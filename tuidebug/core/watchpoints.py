@@ -478,14 +478,16 @@ def resolve_targets(
     cond = get_condition(condition)
 
     def in_category(node: Node) -> bool:
-        if cond.target is Category.TENSOR:
-            return node.kind is not NodeKind.CONSTANT
+        # every non-constant node is a tensor's, unless its dump's rule says it watches
+        # nothing there (a foreign graph's empty categories: msprobe's Torch.empty*)
+        if cond.target is Category.TENSOR and node.kind is NodeKind.CONSTANT:
+            return False
         return cond.target in graph.categories(node)
 
     chosen: set[str] = set()
     if not targets:
         if cond.target is Category.TENSOR:
-            chosen = {n.name for n in graph if n.kind is not NodeKind.CONSTANT}
+            chosen = {n.name for n in graph if in_category(n)}
         else:
             chosen = {n.name for n in graph.nodes_in(cond.target)}
     for target in targets:

@@ -42,6 +42,7 @@ from tuidebug.core.tensor import (
     dtype_from_dump_name,
 )
 from tuidebug.core.tensor_health import PRESENCE_ONLY
+from tuidebug.offline.files import msprobe_rule
 from tuidebug.offline.files.msprobe import (
     MsprobeCall,
     MsprobeDump,
@@ -501,6 +502,15 @@ def _graph(
     taken: set[str] = set()
     # id of a stack.json frame list → (the list, kept alive so the id stays its; its frames)
     seen_frames: dict[int, tuple[list[str], list[StackFrame]]] = {}
+    # msprobe overflow_check's rule, for the origin trace (`files.msprobe_rule`): input
+    # positions it does not read (nested in a list) and the node it names for an origin
+    unread: dict[str, frozenset[int]] = {}
+    blamed: dict[str, str | None] = {}
+    # a module parameter's signature → the module's call: the calls inside it (written to
+    # dump.json before the module) read it as an argument, a data node here, which the
+    # trace blames on the module, as msprobe does (parameters are no inputs in its rule)
+    owners = _parameter_owners(calls)
+    owned: dict[str, str] = {}  # data node → the msprobe name of the module owning it
     for call in calls:
         scope = "/".join(_scopes(call, construct))
         name = _unique(f"{scope}/{_label(call.name)}" if scope else _label(call.name), taken)
@@ -510,6 +520,7 @@ def _graph(
         args: list[tuple[str, str, int]] = []
         attributes: dict[str, str] = {"msprobe name": call.name}
         outputs: list[TensorSpec] = []
+        read: set[str] = set()  # inputs with a top-level record (msprobe reads those)
         for t in call.tensors:
             tname = t.name  # a property (an f-string): made once per tensor
             if t.role == "input":
@@ -531,8 +542,15 @@ def _graph(
                             outputs=[_spec(0, t.dtype, t.shape)],
                         )
                     )
+                    # the batch, a label: msprobe's rule names no call for a NaN that
+                    # came in with it (a module's parameter: that module, below)
+                    blamed[src[0]] = None
                     if sig is not None:
                         producers.setdefault(sig, src)
+                        if sig in owners:
+                            owned[src[0]] = owners[sig]
+                if "." not in t.slot:
+                    read.add(src[0])
                 # no attribute text per input: the node details list the call's arguments
                 # (`Graph.arguments`) with dtype, shape and statistics, from this tuple
                 aliases.setdefault(tname, src)  # the input is that output
@@ -547,6 +565,8 @@ def _graph(
                 aliases[tname] = (pname, 0)
                 args.append((_argument_label("parameters", t.slot), pname, 0))
                 inputs.append(pname)
+                read.add(pname)
+                blamed[pname] = name  # a NaN weight: msprobe names its module
                 nodes.append(
                     Node(
                         pname,
@@ -566,10 +586,17 @@ def _graph(
                     producers.setdefault(sig, (name, slot))
         if args:
             arguments[name] = args
+        if len(read) < len(inputs):
+            unread[name] = frozenset(i for i, src in enumerate(inputs) if src not in read)
         direction = parsed.direction if parsed is not None else ""
         # gradients: the parameters' (`parameters_grad`), as `tuidebug check` on msprobe
         # watches them; a backward call's outputs are activations' gradients: tensor only
         categories[name] = _CALL_CATEGORIES.get(direction, _TENSOR_ONLY)
+        if msprobe_rule.is_ignored(call.name):
+            # uninitialised memory or a chosen fill: msprobe's rule never blames it, and no
+            # watchpoint watches it (`check` says so when it holds NaN/Inf)
+            categories[name] = frozenset()
+            blamed[name] = None
         frames = stacks.get(call.name)
         stack: list[StackFrame] = []
         if frames:
@@ -591,4 +618,22 @@ def _graph(
                 dump_name=call.name,
             )
         )
-    return _Built(ForeignGraph(GRAPH, nodes, categories, arguments), names, params, aliases)
+    for data, module in owned.items():
+        if module in names:
+            blamed[data] = names[module]
+    graph = ForeignGraph(GRAPH, nodes, categories, arguments, unread=unread, blamed=blamed)
+    return _Built(graph, names, params, aliases)
+
+
+def _parameter_owners(calls: list[MsprobeCall]) -> dict[tuple[object, ...], str]:
+    """A module parameter's signature → the msprobe name of the first module call with it."""
+    owners: dict[tuple[object, ...], str] = {}
+    for call in calls:
+        if call.parsed is None or not call.parsed.is_module:
+            continue
+        for t in call.tensors:
+            if t.role == "parameters":
+                sig = _signature(t)
+                if sig is not None:
+                    owners.setdefault(sig, call.name)
+    return owners

@@ -87,7 +87,10 @@ class ForeignGraph(Graph):
     name → its categories; nodes left out get the core's rule), because a foreign tool's
     names do not follow MindSpore's `Gradients/`, `.weight` and op-type conventions; and
     each call's arguments (`arguments`: node name → (label, producing node, slot)), which the
-    node details show with their statistics."""
+    node details show with their statistics; and where the tool's own NaN/Inf rule differs
+    from reading every input (`unread`: node → input positions it does not read; `blamed`:
+    node → the node it names for an origin found there, or None), which the origin trace
+    follows."""
 
     def __init__(
         self,
@@ -95,18 +98,35 @@ class ForeignGraph(Graph):
         nodes: Iterable[Node],
         categories: Mapping[str, frozenset[Category]] | None = None,
         arguments: Mapping[str, Sequence[tuple[str, str, int]]] | None = None,
+        unread: Mapping[str, frozenset[int]] | None = None,
+        blamed: Mapping[str, str | None] | None = None,
     ) -> None:
         super().__init__(name, nodes)
         self._given = dict(categories or {})
         # node → its arguments (`Graph.arguments`): (the tool's label, producer, slot)
         self._arguments = arguments or {}
+        # the tool's own NaN/Inf rule (`Graph.unread_inputs`, `Graph.blamed_for`)
+        self._unread = unread or {}
+        self._blamed = blamed or {}
 
     def arguments(self, name: str) -> Sequence[tuple[str, str, int]]:
         return self._arguments.get(name, ())
 
+    def unread_inputs(self, name: str) -> frozenset[int]:
+        return self._unread.get(name, frozenset())
+
+    def blamed_for(self, name: str) -> str | None:
+        return self._blamed.get(name, name)
+
     @cached_property
     def _categories(self) -> dict[str, frozenset[Category]]:
-        return {n.name: self._given.get(n.name) or node_categories(n) for n in self.nodes.values()}
+        # an empty set given is kept: the tool's rule watches nothing there (msprobe's
+        # Torch.empty*/Torch.fill*)
+        given = self._given
+        return {
+            n.name: g if (g := given.get(n.name)) is not None else node_categories(n)
+            for n in self.nodes.values()
+        }
 
 
 class DumpSource(ABC):
