@@ -16,11 +16,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual.app import App, ComposeResult
+from textual.widgets import OptionList, Static
 
 from tests.cli.test_cold_imports import offenders
 from tests.conftest import REPO
+from tests.tui.support import CONV, synthetic_graph, wait_until
+from tuidebug.core.condition_catalogue import ParamResult, get_condition
+from tuidebug.core.tensor import TensorRef
+from tuidebug.core.watchpoints import WatchpointHit
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.keys.keymap import _own_bindings, _tui_classes, active_keys, known_bindings
+from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.panes.stack_list import StackList
 
 TIMEOUT = 180  # seconds: a fresh interpreter loading the dump and drawing, on a busy machine
 
@@ -139,3 +147,45 @@ def test_app_keys_from_its_class_match_known_bindings(binding_id: str) -> None:
     assert active_keys(binding_id, {}, owner=DebuggerApp) == active_keys(binding_id, {})
     remapped = {binding_id: "ctrl+x"}
     assert active_keys(binding_id, remapped, owner=DebuggerApp) == ["ctrl+x"]
+
+
+class _Later(App[None]):
+    """An app that mounts a list after its first frame, as DebuggerApp mounts its hidden
+    Hits and Stack tabs (issue 28)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("first frame")
+
+
+def _hit(error: int = 0) -> WatchpointHit:
+    params = () if error else (ParamResult("max_gt", 1.0, False, True, 3.0),)
+    return WatchpointHit(1, get_condition("TL"), TensorRef(CONV, 0, 0, 0, "g"), error, params)
+
+
+async def test_lists_keep_what_is_set_before_they_mount() -> None:
+    """Hits, graphs and a node given to the Hits and Stack lists before they are mounted
+    are kept and shown once they are; the keys reaching them meanwhile do nothing."""
+    graph = synthetic_graph()
+    app = _Later()
+    async with app.run_test(size=(80, 24)) as pilot:
+        hits, stack = HitList(id="hits"), StackList(id="stack")
+        hits.set_context({graph.name: graph}, (0,))
+        hits.set_hits([_hit(), _hit(4)])
+        stack.set_graph(graph)  # indexes the source lines in a worker meanwhile
+        stack.set_node(graph.nodes[CONV])
+        assert not hits.built
+        assert (hits.hit_count, hits.shown_count) == (2, 2)
+        assert hits.alert_text == ""  # a TL hit, no NaN/Inf
+        hits.focus_filters()
+        stack.focus_search()
+        assert hits.clear_name_filter() is False and stack.clear_search() is False
+        await app.mount(hits, stack)
+        await pilot.pause()
+        assert hits.built
+        assert len(hits.tree_view.root.children) > 0
+        assert "2 hits" in str(hits.query_one("#hit-status", Static).content)
+        lines = stack.query_one("#stack-lines", OptionList)
+        await wait_until(pilot, lambda: stack.ready, what="the source lines indexed")
+        assert lines.option_count > 0
+        first = lines.get_option_at_index(0).prompt
+        assert "stack of" in str(first)

@@ -297,10 +297,9 @@ class DebuggerApp(App[int]):
             with Vertical(id="left"), self._tabs:
                 with TabPane("1 Tree", id="tree-tab"):
                     yield self._scope
-                with TabPane("2 Hits", id="hits-tab"):
-                    yield self._hits
-                with TabPane("3 Stack", id="stack-tab"):
-                    yield self._stack
+                # the hidden tabs' lists mount just after the first frame (`on_mount`)
+                yield TabPane("2 Hits", id="hits-tab")
+                yield TabPane("3 Stack", id="stack-tab")
             with Vertical(id="right"):
                 yield self._details
                 yield self._tensor
@@ -312,6 +311,10 @@ class DebuggerApp(App[int]):
         self._fit_layout(event.size.height)
         self.call_after_refresh(self._sizes.apply)  # the screen has its new size by then
 
+    def _mount_hidden_tabs(self) -> None:
+        self.query_one("#hits-tab", TabPane).mount(self._hits)
+        self.query_one("#stack-tab", TabPane).mount(self._stack)
+
     def _fit_layout(self, height: int) -> None:
         """A short terminal (80×24) cannot give every pane a readable height at once: there
         the focused pane of the right column and the watchpoint list take the rows the
@@ -320,6 +323,9 @@ class DebuggerApp(App[int]):
             self.screen_stack[0].set_class(height < SHORT_TERMINAL, "-short")
 
     def on_mount(self) -> None:
+        # building and styling the hidden Hits and Stack tabs costs a tenth of the start
+        # (issue 28): they follow the first frame; until then the lists keep what is set
+        self.call_after_refresh(self._mount_hidden_tabs)
         self._fit_layout(self.size.height)
         if self.has_class("-ascii"):
             write_ascii(self)

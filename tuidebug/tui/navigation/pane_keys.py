@@ -9,8 +9,10 @@ holds the panes it moves between; the app keeps the key actions and hands them o
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import Input, TabbedContent, TabPane
 
@@ -157,7 +159,10 @@ class Navigation:
                 return
             self._tensor.canvas.focus()
             return
-        self._app.query_one(selector).focus()
+        # the Hits and Stack lists mount just after the first frame: a key before then
+        # shows their tab, with nothing yet to focus
+        with contextlib.suppress(NoMatches):
+            self._app.query_one(selector).focus()
 
 
 __all__ = ["PANES", "FocusHistory", "Focusable", "Navigation"]

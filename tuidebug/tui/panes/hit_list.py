@@ -204,6 +204,10 @@ class HitList(Vertical):
         # step → (real hits, check errors, some hit says NaN/Inf) of every hit list shown
         # this session: the history (h) marks the steps (a session keeps only the last)
         self._per_step: dict[int, tuple[int, int, bool]] = {}
+        # the app mounts this list just after its first frame (issue 28's cold start): until
+        # its children are there, what is set is kept and shown on mount (`on_mount`)
+        self._built = False
+        self._set_before_mount = False
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="hit-filters"):
@@ -243,6 +247,18 @@ class HitList(Vertical):
         # the highlighted hit in full: a row is cut at the pane's edge, this line wraps
         yield Static("", id="hit-detail", markup=False)
 
+    def on_mount(self) -> None:
+        self._built = True
+        if self._set_before_mount:  # hits or graphs came before the list was mounted
+            self._show_alert(self._summary)
+            self._fill_filters()
+            self._rebuild()
+
+    @property
+    def built(self) -> bool:
+        """True once the list's children are mounted (`tree_view` can be asked)."""
+        return self._built
+
     # ---------------------------------------------------------------- public
     @property
     def hit_count(self) -> int:
@@ -256,8 +272,10 @@ class HitList(Vertical):
         self._graphs = dict(graphs)
         self._ranks = tuple(ranks)
         self.refresh_bindings()  # R is offered with several ranks only (check_action)
-        self._fill_filters()
-        self._rebuild()
+        self._set_before_mount = not self._built
+        if self._built:
+            self._fill_filters()
+            self._rebuild()
 
     def set_hits(self, hits: Sequence[WatchpointHit]) -> None:
         self._hits = list(hits)
@@ -270,8 +288,10 @@ class HitList(Vertical):
             self._per_step[step] = (len(found) - errors, errors, nan_inf_summary(found) is not None)
         self._summary = nan_inf_summary(self._hits)
         self._show_alert(self._summary)
-        self._fill_filters()
-        self._rebuild()
+        self._set_before_mount = not self._built
+        if self._built:
+            self._fill_filters()
+            self._rebuild()
 
     def hit_counts(self) -> dict[int, int]:
         counts: dict[int, int] = {}
@@ -293,10 +313,14 @@ class HitList(Vertical):
 
     def focus_filters(self) -> None:
         """/: the name filter (Tab goes on to the watchpoint, graph and rank selectors)."""
+        if not self._built:
+            return
         self.query_one("#hit-filter-text", Input).focus()
 
     def clear_name_filter(self) -> bool:
         """Esc in the name filter: empty it; True when there was something to clear."""
+        if not self._built:
+            return False
         box = self.query_one("#hit-filter-text", Input)
         had = bool(box.value)
         if had:
@@ -343,9 +367,12 @@ class HitList(Vertical):
             select.value = keep if any(v == keep for _, v in options) else ALL
 
     def _filtered(self) -> list[WatchpointHit]:
-        wp = self.query_one("#hit-filter-watchpoint", Select).value
-        graph = self.query_one("#hit-filter-graph", Select).value
-        rank = self.query_one("#hit-filter-rank", Select).value
+        if self._built:
+            wp = self.query_one("#hit-filter-watchpoint", Select).value
+            graph = self.query_one("#hit-filter-graph", Select).value
+            rank = self.query_one("#hit-filter-rank", Select).value
+        else:  # not mounted yet: the selectors' first value
+            wp = graph = rank = ALL
         found = []
         for hit in self._hits:
             if wp != ALL and str(hit.watchpoint_id) != wp:
@@ -499,11 +526,13 @@ class HitList(Vertical):
             tree.scroll_home(animate=False)
 
     def _show_alert(self, summary: NanInfSummary | None) -> None:
-        alert = self.query_one("#hit-alert", Static)
+        alert = self.query_one("#hit-alert", Static) if self._built else None
         label = ""
         if summary is not None:
             label = distinct_names(h.tensor.node for h in self._hits)[summary.first.tensor.node]
         self._alert = nan_inf_alert(summary, shown(label))
+        if alert is None:
+            return
         alert.set_class(bool(self._alert), "-shown")
         alert.update(self._alert)
 

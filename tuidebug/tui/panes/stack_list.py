@@ -124,12 +124,20 @@ class StackList(Vertical):
         self._by_key: dict[str, SourceLine] = {}
         self._needle = ""
         self._chosen: SourceLine | None = None
+        # the app mounts this list just after its first frame (issue 28's cold start): the
+        # graph and node set before then are shown on mount
+        self._built = False
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search source lines  (/)", compact=True, id="stack-search")
         yield OptionList(id="stack-lines", compact=True)
         yield Static("choose a source line to list the nodes created there", id="stack-nodes-title")
         yield OptionList(id="stack-nodes", compact=True)
+
+    def on_mount(self) -> None:
+        self._built = True
+        if self.graph is not None or self.node is not None:
+            self._refresh_lines()
 
     # ---------------------------------------------------------------- public
     def set_graph(self, graph: Graph | None) -> None:
@@ -138,7 +146,8 @@ class StackList(Vertical):
         self.graph = graph
         self.node = None
         self._chosen = None
-        self.query_one("#stack-nodes", OptionList).clear_options()
+        if self._built:
+            self.query_one("#stack-nodes", OptionList).clear_options()
         self._refresh_lines()
         if graph is not None and graph.name not in self._index:
             self._build_index(graph)
@@ -153,9 +162,13 @@ class StackList(Vertical):
         self._refresh_lines()
 
     def focus_search(self) -> None:
+        if not self._built:
+            return
         self.query_one("#stack-search", Input).focus()
 
     def clear_search(self) -> bool:
+        if not self._built:
+            return False
         search = self.query_one("#stack-search", Input)
         if not search.value:
             return False
@@ -182,6 +195,8 @@ class StackList(Vertical):
                 self._refresh_lines()
 
     def _refresh_lines(self) -> None:
+        if not self._built:  # shown on mount
+            return
         option_list = self.query_one("#stack-lines", OptionList)
         highlighted = option_list.highlighted
         option_list.clear_options()

@@ -113,7 +113,7 @@ class RunControls:
 
     def focused_hit(self) -> object:
         """The hit under the hit list's cursor while the list has focus, else None."""
-        if self._app.focused is not self._hits.tree_view:
+        if not self._hits.built or self._app.focused is not self._hits.tree_view:
             return None
         cursor = self._hits.tree_view.cursor_node
         return cursor.data if cursor is not None else None
