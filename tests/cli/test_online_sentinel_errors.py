@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tuidebug.cli.online_sentinel import is_check_error, run_sentinel
@@ -91,7 +91,7 @@ def test_check_errors_only_are_continued_and_exit_0() -> None:
 
 def test_a_real_hit_after_check_errors_is_exit_1_hits_first() -> None:
     no_prev = _hit(1, "WCL", "fc.weight", ErrorCode.NO_PREV, 1)
-    nan = _hit(2, "TO", "fc-Linear/Linear-op1", ErrorCode.NAN, 3)
+    nan = replace(_hit(2, "TO", "fc-Linear/Linear-op1", ErrorCode.NAN, 3), micro_batch=2)
     session = ScriptedSession([([no_prev], None), ([no_prev, nan], None)])
     code, records = _run(session, "WCL:abs_mean_update_ratio_gt=1", "TO")
     assert code == 1 and session.terminated
@@ -99,6 +99,7 @@ def test_a_real_hit_after_check_errors_is_exit_1_hits_first() -> None:
         ("fc-Linear/Linear-op1", False),
         ("fc.weight", True),  # once, though seen at two stops
     ]
+    assert records[0]["micro_batch"] == 2  # gradient accumulation: the hit's micro-batch
 
 
 def test_nan_inf_codes_and_parameter_hits_are_findings() -> None:

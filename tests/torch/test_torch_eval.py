@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -143,3 +144,70 @@ def test_no_grad_inside_a_training_forward_is_checked(session: OnlineSession) ->
     assert "backbone" in session.hits[0].tensor.node
     session.terminate()
     training.join()
+
+
+# ------------------------------------------------------------------ the frameworks' eval
+def test_trainer_evaluate_with_nan_does_not_stop_the_training(
+    session: OnlineSession, tmp_path: Path
+) -> None:
+    """`Trainer` evaluating every 2 steps on batches whose c_fc writes +inf in eval mode."""
+    transformers = pytest.importorskip("transformers")
+    import tuidebug.torch as tdb
+    from tests.torch.test_torch_frameworks import Thread, TokenData, tiny_gpt2
+
+    model = tiny_gpt2()
+    c_fc = model.transformer.h[1].mlp.c_fc
+    c_fc.register_forward_hook(lambda m, a, out: out if m.training else out * math.inf)
+    callback = tdb.TrainerCallback(port=session.port, retry_delay=0.02)
+    options = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=2,
+        per_device_eval_batch_size=2, report_to=[], use_cpu=True, save_strategy="no",
+        logging_strategy="no", disable_tqdm=True, max_steps=4, eval_strategy="steps",
+        eval_steps=2,
+    )  # fmt: skip
+    trainer = transformers.Trainer(
+        model=model, args=options, train_dataset=TokenData(), callbacks=[callback],
+        eval_dataset=torch.utils.data.Subset(TokenData(), range(4)),
+    )  # fmt: skip
+    seen: list[Any] = []
+    session.subscribe(lambda e: seen.extend(e.hits) if isinstance(e, HitsArrived) else None)
+    run = Thread(trainer.train)
+    wait_state(session, WAITING)
+    session.create_watchpoint("TO", {}, [])
+    session.continue_()
+    run.join()
+    assert run.error is None
+    assert trainer.state.global_step == 4
+    assert any("eval_loss" in entry for entry in trainer.state.log_history)  # it evaluated
+    assert seen == []
+
+
+def test_lightning_validation_and_sanity_check_are_not_checked(session: OnlineSession) -> None:
+    pytest.importorskip("lightning")
+    import tuidebug.torch as tdb
+    from tests.torch.test_torch_frameworks import Thread, Wrapped, loader, pl_trainer
+
+    class Validated(Wrapped):  # type: ignore[misc,valid-type]
+        validated = 0
+
+        def validation_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+            x, y = batch
+            type(self).validated += 1
+            return nn.functional.mse_loss(self.net(x * math.inf), y)
+
+    module = Validated()
+    callback = tdb.LightningCallback(port=session.port, retry_delay=0.02)
+    trainer = pl_trainer(
+        [callback], max_steps=4, val_check_interval=2, limit_val_batches=2,
+        num_sanity_val_steps=2,
+    )  # fmt: skip
+    seen: list[Any] = []
+    session.subscribe(lambda e: seen.extend(e.hits) if isinstance(e, HitsArrived) else None)
+    run = Thread(lambda: trainer.fit(module, loader(), loader()))
+    wait_state(session, WAITING)
+    session.create_watchpoint("TO", {}, [])
+    session.continue_()
+    run.join()
+    assert run.error is None
+    assert Validated.validated >= 4  # the sanity check and two validations ran
+    assert seen == []
