@@ -322,6 +322,13 @@ def test_trace_names_msprobe_first_anomaly_on_rule_edges() -> None:
         trace = trace_in_session(session, graph, forward[-1], iteration=step - 1)
         origins[step - 1] = trace.origins[0].node.rsplit("/", 1)[-1]
         assert trace.chain(trace.origins[0].node)[-1] == forward[-1]
+        # from every forward hit from msprobe's call on, modules included (a module's
+        # output is the call's inside it, followed there), the first origin is that call
+        answer = answers[(step - 1, 0)]
+        later = forward[[n.rsplit("/", 1)[-1] for n in forward].index(answer) :]
+        for start in later:
+            first = trace_in_session(session, graph, start, iteration=step - 1).origins[0]
+            assert first.node.rsplit("/", 1)[-1] == answer, (step - 1, start)
     assert origins == {0: None, 1: None, **{s: c for (s, _r), c in answers.items()}}
     fill = next(n for n in graph if n.dump_name == "Torch.fill_.0.forward")
     assert graph.categories(fill) == frozenset()

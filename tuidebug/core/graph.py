@@ -493,6 +493,12 @@ class Graph:
         as a source of NaN/Inf (msprobe: records nested in a list argument)."""
         return frozenset()
 
+    def passed_on(self, name: str) -> tuple[str, ...]:
+        """Nodes whose output `name` passes on as its own without reading it as an input
+        (msprobe: a module's output made by a call inside it, written before the module);
+        the trace follows a NaN/Inf there as it does an unread input."""
+        return ()
+
     def blamed_for(self, name: str) -> str | None:
         """The node the dump tool's rule names when the trace finds the NaN/Inf appearing
         at `name` (msprobe: a parameter's module; None: its rule names none there)."""

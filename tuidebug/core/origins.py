@@ -244,6 +244,9 @@ def trace_origins(
                 elif verdict and src not in seen_src:
                     seen_src.add(src)
                     bad.append(src)
+            for src in graph.passed_on(name):  # its output is theirs (msprobe's modules)
+                if src != name and src in graph.nodes and producer_verdict(src):
+                    followed.append(src)
             queue.popleft()  # only once its inputs are all read: a bound leaves it pending
             if missing:
                 unknown.append(name)

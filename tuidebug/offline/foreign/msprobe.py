@@ -506,6 +506,7 @@ def _graph(
     # positions it does not read (nested in a list) and the node it names for an origin
     unread: dict[str, frozenset[int]] = {}
     blamed: dict[str, str | None] = {}
+    passes: dict[str, list[str]] = {}  # a module → the calls whose output it passes on
     # a module parameter's signature → the module's call: the calls inside it (written to
     # dump.json before the module) read it as an argument, a data node here, which the
     # trace blames on the module, as msprobe does (parameters are no inputs in its rule)
@@ -583,7 +584,11 @@ def _graph(
                 aliases[tname] = (name, slot)
                 sig = _signature(t)
                 if sig is not None:  # the first call making it: a module passes it on
-                    producers.setdefault(sig, (name, slot))
+                    made = producers.setdefault(sig, (name, slot))[0]
+                    if made != name and parsed is not None and parsed.is_module:
+                        # for the trace: a NaN here began in the call inside (msprobe
+                        # names that call, written first, when its inputs were finite)
+                        passes.setdefault(name, []).append(made)
         if args:
             arguments[name] = args
         if len(read) < len(inputs):
@@ -621,7 +626,15 @@ def _graph(
     for data, module in owned.items():
         if module in names:
             blamed[data] = names[module]
-    graph = ForeignGraph(GRAPH, nodes, categories, arguments, unread=unread, blamed=blamed)
+    graph = ForeignGraph(
+        GRAPH,
+        nodes,
+        categories,
+        arguments,
+        unread=unread,
+        blamed=blamed,
+        passes={k: tuple(v) for k, v in passes.items()},
+    )
     return _Built(graph, names, params, aliases)
 
 

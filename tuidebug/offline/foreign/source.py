@@ -89,8 +89,8 @@ class ForeignGraph(Graph):
     each call's arguments (`arguments`: node name → (label, producing node, slot)), which the
     node details show with their statistics; and where the tool's own NaN/Inf rule differs
     from reading every input (`unread`: node → input positions it does not read; `blamed`:
-    node → the node it names for an origin found there, or None), which the origin trace
-    follows."""
+    node → the node it names for an origin found there, or None; `passes`: node → the nodes
+    whose output it passes on as its own), which the origin trace follows."""
 
     def __init__(
         self,
@@ -100,6 +100,7 @@ class ForeignGraph(Graph):
         arguments: Mapping[str, Sequence[tuple[str, str, int]]] | None = None,
         unread: Mapping[str, frozenset[int]] | None = None,
         blamed: Mapping[str, str | None] | None = None,
+        passes: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         super().__init__(name, nodes)
         self._given = dict(categories or {})
@@ -108,6 +109,7 @@ class ForeignGraph(Graph):
         # the tool's own NaN/Inf rule (`Graph.unread_inputs`, `Graph.blamed_for`)
         self._unread = unread or {}
         self._blamed = blamed or {}
+        self._passes = passes or {}
 
     def arguments(self, name: str) -> Sequence[tuple[str, str, int]]:
         return self._arguments.get(name, ())
@@ -117,6 +119,9 @@ class ForeignGraph(Graph):
 
     def blamed_for(self, name: str) -> str | None:
         return self._blamed.get(name, name)
+
+    def passed_on(self, name: str) -> tuple[str, ...]:
+        return self._passes.get(name, ())
 
     @cached_property
     def _categories(self) -> dict[str, frozenset[Category]]:
