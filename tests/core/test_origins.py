@@ -284,3 +284,57 @@ def test_the_trace_says_which_value_of_a_parameter_it_read(
     assert later.parameters_read["fc3.weight"] is True  # step 4's weights: step 3's dump
     first = trace_in_session(demo_session, g, DEMO_LOSS, iteration=0)
     assert not any(first.parameters_read.values())  # no earlier dump: after the update
+
+
+class _RuleGraph(Graph):
+    """A graph carrying a dump tool's own rule, as msprobe's ForeignGraph does."""
+
+    def __init__(
+        self,
+        nodes: Iterable[Node],
+        unread: Mapping[str, frozenset[int]],
+        blamed: Mapping[str, str | None],
+        passes: Mapping[str, tuple[str, ...]],
+    ) -> None:
+        super().__init__("g", nodes)
+        self._unread, self._blamed, self._passes = unread, blamed, passes
+
+    def unread_inputs(self, name: str) -> frozenset[int]:
+        return self._unread.get(name, frozenset())
+
+    def blamed_for(self, name: str) -> str | None:
+        return self._blamed.get(name, name)
+
+    def passed_on(self, name: str) -> tuple[str, ...]:
+        return self._passes.get(name, ())
+
+
+def test_a_tools_rule_names_its_own_origin() -> None:
+    # batch → lin (reads weight w, a module's parameter) → mod (passes lin's output on)
+    # → cat (reads lin nested in a list) → out
+    nodes = [
+        op("batch"),
+        op("w"),
+        op("lin", "batch", "w"),
+        op("mod", "batch"),
+        op("cat", "mod"),
+        op("out", "cat"),
+    ]
+    rule = _RuleGraph(
+        nodes,
+        unread={"cat": frozenset({0})},
+        blamed={"batch": None, "w": "mod"},
+        passes={"mod": ("lin",)},
+    )
+    # a NaN weight: lin read it, so mod (whose parameter it is) is named; cat's nested
+    # NaN does not keep it from being an origin, and is followed to mod
+    check, _ = values({"w", "lin", "mod", "cat", "out"})
+    assert names(trace_origins(rule, "out", check)) == ["mod", "cat"]
+    # a NaN batch: cat is named first, the batch (named by no rule) after it
+    check, _ = values({"batch", "lin", "mod", "cat", "out"})
+    trace = trace_origins(rule, "out", check)
+    assert names(trace) == ["cat", "batch"]
+    assert trace.chain("batch")[-1] == "out"
+    # without the rule: the batch alone, as on a MindSpore graph
+    plain = graph(*nodes)
+    assert names(trace_origins(plain, "out", check)) == ["batch"]
