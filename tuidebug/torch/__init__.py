@@ -16,7 +16,8 @@ Training frameworks: `tdb.TrainerCallback(port=…)` for transformers' `Trainer`
 imports its framework only when first used.
 
 Modules:
-- `debugger`: `Debugger`, `attach`, `dump`: the protocol client and the step's check points
+- `api`: `attach`, `dump`: a `Debugger` made and started with the user's options
+- `debugger`: `Debugger`: the protocol client and the step's check points
 - `capture`: what the hooks hold of a step (by reference, stale once changed in place)
 - `check_items`: how a held tensor or a parameter is checked (at once on CPU, else queued)
 - `deferred`: statistics queued on the device, read back once per check point
@@ -33,6 +34,7 @@ Modules:
 
 from __future__ import annotations
 
+from tuidebug.torch.api import attach, dump
 from tuidebug.torch.debugger import (
     BACKEND,
     Debugger,
@@ -40,8 +42,6 @@ from tuidebug.torch.debugger import (
     DebuggerWarning,
     OnDisconnect,
     Terminated,
-    attach,
-    dump,
 )
 from tuidebug.torch.graph import ModelGraph, TraceFailed, build_graph, graph_for
 
