@@ -417,3 +417,19 @@ def test_fuzz_stream_equals_json_loads(
             got = MsprobeError
         # NaN != NaN: compare the texts
         assert json.dumps(got, default=str) == json.dumps(expected, default=str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.text(max_size=30),
+    record=st.dictionaries(
+        st.sampled_from(["input_args", "input_kwargs", "input", "output", "parameters", "x"]),
+        _json,
+        max_size=5,
+    )
+    | _json,
+)
+def test_fuzz_msprobe_rule_never_raises(name: str, record: object) -> None:
+    # any JSON a hostile dump.json holds: a bool, never an exception
+    assert msprobe_rule.is_anomaly(name, record) in (True, False)
+    assert msprobe_rule.record_overflows(record) in (True, False)
