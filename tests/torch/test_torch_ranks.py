@@ -273,6 +273,28 @@ def test_sentinel_exit_codes(fault: bool, ranks: list[Ranks], tmp_path: Path) ->
             sentinel.communicate()
 
 
+def test_sentinel_recommended_on_a_healthy_job_exits_0(ranks: list[Ranks], tmp_path: Path) -> None:
+    """`--recommended --until-hit` on two healthy ranks: exit 0. A check error (a weight
+    change with no previous value yet) is not a hit: the JSON holds check errors only."""
+    port = free_port()
+    sentinel = _sentinel(port, "--recommended", "--until-hit", "--json", "--connect-timeout", "120")
+    try:
+        wait_until("the sentinel listening", lambda: _listening(port), START)
+        run = Ranks(tmp_path, port, TDB_STEPS="5", TDB_DDP="0", TDB_FAULT="")
+        ranks.append(run)
+        out, err = sentinel.communicate(timeout=START + RUN)
+        assert "Traceback" not in err
+        assert sentinel.returncode == 0, err
+        records = json.loads(out)
+        assert all(r["check_error"] for r in records), records
+        assert run.wait() == [0, 0]
+        assert run.result(0)["steps"] == 5
+    finally:
+        if sentinel.poll() is None:
+            sentinel.kill()
+            sentinel.communicate()
+
+
 def _listening(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.2):
