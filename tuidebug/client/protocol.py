@@ -335,6 +335,8 @@ class ProtocolClient:
             )
         except grpc.RpcError as exc:
             log.info("final SendMetadata failed: %s", _code(exc))
+        except ValueError:  # the channel was closed: the debugger was given up meanwhile
+            log.info("final SendMetadata skipped: the debugger was given up")
         self.close()
 
     def stop(self) -> None:
