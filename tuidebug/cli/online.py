@@ -47,7 +47,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "print its hits, terminate the training and exit 1 (0 when it ends with no hit)",
     )
     p.add_argument(
-        "--json", action="store_true", help="with --until-hit: print the hits as one JSON array"
+        "--json",
+        action="store_true",
+        help="with --until-hit: print the hits as one JSON array (then the check errors, which "
+        "are not hits, with check_error true)",
     )
     p.add_argument(
         "--connect-timeout",
