@@ -112,6 +112,8 @@ def test_first_to_hit_and_origin_equal_msprobe_overflow_check(mlp: Path) -> None
         ("v8_stat_mix_inf", 0),  # 8.x: parameters_grad written where the forward ran
         ("v8_overflow_check_task_inf", 0),  # 8.x's overflow_check task: its own dump
         ("v26_dist2_stat_L1_inf_rank1", 1),
+        # a collective first: msprobe's answer comes from its cross-rank pass
+        ("v26_dist2_stat_L1_inf_after_comm", 1),
     ],
 )
 def test_first_hit_per_step_equals_msprobe_on_frozen_dumps(run: str, rank: int) -> None:

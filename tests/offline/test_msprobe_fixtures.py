@@ -69,7 +69,7 @@ def _msprobe_answers(root: Path) -> dict[int, dict[int, str] | None]:
 
 
 def test_every_fixture_is_here() -> None:
-    assert len(FIXTURES) == 9, FIXTURES
+    assert len(FIXTURES) == 10, FIXTURES
     total = sum(p.stat().st_size for p in DATA.rglob("*") if p.is_file())
     assert total < 3_000_000  # small frozen samples, not a data set
 

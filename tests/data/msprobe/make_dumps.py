@@ -41,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 MS26 = "/tmp/msvenv"
 MS8 = "/tmp/ms8venv"
 MSMS = "/tmp/msmsvenv"
+COMM_FIRST = "MSPROBE_FIXTURE_COMM_FIRST"  # set by --comm-first for the spawned ranks
 
 # name: (venv, config, options of the training run)
 FIXTURES: dict[str, tuple[str, dict[str, object], list[str]]] = {
@@ -62,6 +63,13 @@ FIXTURES: dict[str, tuple[str, dict[str, object], list[str]]] = {
         MS26,
         {"task": "statistics", "level": "L1"},
         ["--fault", "inf", "--world", "2"],
+    ),
+    # (c') the same with a collective (all_reduce of ones) before the fault in every
+    # forward: msprobe's answer comes from its cross-rank pass, not its first one
+    "v26_dist2_stat_L1_inf_after_comm": (
+        MS26,
+        {"task": "statistics", "level": "L1"},
+        ["--fault", "inf", "--world", "2", "--comm-first"],
     ),
     # (d) 8.3.3: the older layout (folder `rank`, is_recompute, parameters_grad without index)
     "v8_stat_mix_inf": (MS8, {"task": "statistics", "level": "mix"}, ["--fault", "inf"]),
@@ -217,6 +225,12 @@ def _train_rank(
             self.mode: str | None = None
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if world > 1 and os.environ.get(COMM_FIRST):
+                # a collective before the fault: msprobe's first pass stops at it on every
+                # rank, and its cross-rank pass has to find rank 1's call
+                import torch.distributed as dist
+
+                dist.all_reduce(torch.ones(2))
             if self.mode == "nan":
                 return torch.sqrt(x) * self.gain
             return x * self.gain
@@ -460,6 +474,7 @@ def main() -> None:
     ap.add_argument("--world", type=int, default=1)
     ap.add_argument("--mindspore", action="store_true")
     ap.add_argument("--edges", action="store_true")
+    ap.add_argument("--comm-first", action="store_true")
     ap.add_argument(
         "--answers-only", action="store_true", help="keep the dumps, redo msprobe's answers"
     )
@@ -467,6 +482,8 @@ def main() -> None:
     if args.train and args.mindspore:
         train_mindspore(args.train, args.fault, args.steps)
         return
+    if args.comm_first:
+        os.environ[COMM_FIRST] = "1"
     if args.train:
         train(args.train, args.fault, args.amp, args.steps, args.world, args.edges)
         return
