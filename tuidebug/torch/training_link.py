@@ -183,11 +183,13 @@ class TrainingLink:
     # ------------------------------------------------------------------ reporting
     def note_hits(self, hits: Sequence[Any]) -> None:
         """Mark `hits` (wire messages about to be sent) with the running micro-batch and
-        say it on stderr; nothing with one micro-batch per step (the step says it all)."""
-        if self.accumulation <= 1 and self.micro_batch <= 1:
+        say it on stderr; nothing with one micro-batch per step (the step says it all), and
+        nothing at the step end or the initial suspension (no micro-batch is running: the
+        hit is of the step, e.g. a weight after the update)."""
+        if self.micro_batch == 0 or (self.accumulation <= 1 and self.micro_batch <= 1):
             return
         extra = encode_micro_batch(
-            max(self.micro_batch, 1), self.accumulation if self.accumulation > 1 else None
+            self.micro_batch, self.accumulation if self.accumulation > 1 else None
         )
         for hit in hits:
             hit.MergeFromString(extra)
@@ -199,7 +201,7 @@ class TrainingLink:
         log.warning(
             "tuidebug: watchpoint hit at step %d, micro-batch %d%s: %s",
             step,
-            max(self.micro_batch, 1),
+            self.micro_batch,
             of,
             shown,
         )
