@@ -123,6 +123,20 @@ def test_msprobe_rule_edges_first_anomaly(capsys: pytest.CaptureFixture[str]) ->
     ]
 
 
+def test_values_path_flags_msprobe_first_anomaly_too(capsys: pytest.CaptureFixture[str]) -> None:
+    # a watchpoint the statistics cannot decide sends a tensor dump to its values (the
+    # checker's path): its hits carry the same flag, from one rescan of a step with hits
+    root = DATA / "v26_tensor_mix_inf"
+    code = cli.main(
+        ["check", str(root), "--watch", "TO", "--watch", "TZ:zero_percentage_ge=90", "--json"]
+    )
+    hits = json.loads(capsys.readouterr().out)
+    assert code == 1 and any(h["watchpoint"].startswith("TZ") for h in hits)
+    answers = _msprobe_answers(root)
+    assert answers[2] == {0: "Tensor.__mul__.0.forward"}
+    assert _first_hits(hits, anomaly=True) == {(2, 0): "Tensor.__mul__.0.forward"}
+
+
 @pytest.mark.parametrize(
     ("record", "anomaly"),
     [
