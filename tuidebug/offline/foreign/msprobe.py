@@ -21,7 +21,12 @@ What the dump model sees:
 - statistics: Max, Min, Mean, Norm as `StatisticRow` keys, the NaN/Inf counts from Max and
   Min only (`msprobe_stats`: msprobe's `overflow_check` rule; Norm overflows in the
   tensor's own dtype long before a value does), so TO/WO/GE never alarm on Norm alone;
-- values: `dump_tensor_data/<data_name>` (`.pt` or `.npy`) when the task was `tensor`.
+- values: `dump_tensor_data/<data_name>` (`.pt` or `.npy`) when the task was `tensor`;
+- msprobe overflow_check's own rule (`files.msprobe_rule`) for the origin trace: inputs
+  nested in a list are unread (`Graph.unread_inputs`), a NaN weight is blamed on its module
+  and the batch on no call (`Graph.blamed_for`), a module's output made by a call inside
+  it is followed there (`Graph.passed_on`); `Torch.empty*`/`Torch.fill*` calls have no
+  watchpoint category.
 """
 
 from __future__ import annotations
