@@ -319,6 +319,7 @@ def test_wildcard_host_warning_says_whether_ipv6_listens_too(
     """gRPC binds 0.0.0.0 as one dual-stack [::] socket where the machine has IPv6 (seen
     in /proc/net/tcp6), so the warning must not suggest only IPv4 is exposed. No public
     address is bound here: the start is refused right after the warning."""
+    from tuidebug.online.job import JobSession
     from tuidebug.online.server import ServerStartError
     from tuidebug.online.session import OnlineSession
 
@@ -326,6 +327,8 @@ def test_wildcard_host_warning_says_whether_ipv6_listens_too(
         raise ServerStartError("Port 50051 on 0.0.0.0 is already in use; choose another.")
 
     monkeypatch.setattr(OnlineSession, "start", refuse)
+    # `tuidebug online` serves a JobSession (every rank of one job)
+    monkeypatch.setattr(JobSession, "start", refuse)
     monkeypatch.setattr(listen_address, "has_ipv6", lambda: ipv6)
     assert cli.main(["online", "--host", "0.0.0.0"]) == 2
     warning = capsys.readouterr().err.splitlines()[0]
@@ -340,6 +343,7 @@ def test_wildcard_host_warning_says_whether_ipv6_listens_too(
 def test_named_host_warning_names_that_address(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from tuidebug.online.job import JobSession
     from tuidebug.online.server import ServerStartError
     from tuidebug.online.session import OnlineSession
 
@@ -347,6 +351,8 @@ def test_named_host_warning_names_that_address(
         raise ServerStartError("Cannot listen on fe80::1: it is not an address of this machine.")
 
     monkeypatch.setattr(OnlineSession, "start", refuse)
+    # `tuidebug online` serves a JobSession (every rank of one job)
+    monkeypatch.setattr(JobSession, "start", refuse)
     assert cli.main(["online", "--host", "fe80::1", "--port", "6000"]) == 2
     warning = capsys.readouterr().err.splitlines()[0]
     assert "anyone who can reach [fe80::1]:6000 can control" in warning

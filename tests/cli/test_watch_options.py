@@ -170,12 +170,15 @@ def test_demo_passes_the_watchpoints(opened: list[dict[str, Any]], tmp_path: Pat
 def test_online_bad_spec_ends_before_listening(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    from tuidebug.online.job import JobSession
     from tuidebug.online.session import OnlineSession
 
     def never(self: OnlineSession) -> None:
         raise AssertionError("the server must not start")
 
     monkeypatch.setattr(OnlineSession, "start", never)
+    # `tuidebug online` serves a JobSession (every rank of one job)
+    monkeypatch.setattr(JobSession, "start", never)
     assert cli.main(["online", "--port", "0", "--watch", "GV:abs_mean_lt=-1"]) == 2
     assert "abs_mean_lt" in one_sentence(capsys.readouterr().err, "online")
     assert cli.main(["online", "--port", "0", "--watch-file", str(tmp_path / "x")]) == 2

@@ -239,6 +239,8 @@ def test_cli_bad_strict_version(
         raise AssertionError("the server must not start")
 
     monkeypatch.setattr(OnlineSession, "start", never)
+    # `tuidebug online` serves a JobSession (every rank of one job)
+    monkeypatch.setattr(JobSession, "start", never)
     assert cli.main(["online", "--port", "0", "--strict-version", value]) == EXIT_USAGE
     captured = capsys.readouterr()
     lines = [line for line in captured.err.splitlines() if line.strip()]
