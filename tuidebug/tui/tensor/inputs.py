@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
-from textual.widgets import Input
+from textual.widget import Widget
+from textual.widgets import Input, Label, Static
 
 
 class PaneBox(Input):
@@ -68,4 +69,44 @@ class ToleranceInput(PaneBox):
     ]
 
 
-__all__ = ["FindInput", "GotoInput", "PaneBox", "SliceInput", "ToleranceInput"]
+def bar_children(
+    close_slice: Callable[[], None], close_tolerance: Callable[[], None], *, narrow: bool
+) -> list[Widget]:
+    """What the tensor pane's bar (#tv-bar) holds: the slice and tolerance boxes with their
+    labels, and the compare mode's name (the tolerance's label is short in a narrow pane)."""
+    return [
+        Label("slice", id="tv-slice-label"),
+        SliceInput(close_slice, placeholder="[0, :, :]", id="tv-slice"),
+        Label("tol" if narrow else "tolerance", id="tv-tolerance-label"),
+        ToleranceInput(close_tolerance, "0", placeholder="0–1", id="tv-tolerance"),
+        Static("", id="tv-mode", markup=False),
+    ]
+
+
+def key_boxes(close_goto: Callable[[], None], close_find: Callable[[], None]) -> list[Widget]:
+    """The boxes a key opens under the bar: go to an element (i) and find (f)."""
+    return [
+        GotoInput(
+            close_goto,
+            placeholder="go to element: row, col (or a full index)",
+            id="tv-goto",
+            compact=True,
+        ),
+        FindInput(
+            close_find,
+            placeholder="find: nan, inf, +inf, -inf, nonfinite, zero, > 1e3, [-1, 1] …",
+            id="tv-find",
+            compact=True,
+        ),
+    ]
+
+
+__all__ = [
+    "FindInput",
+    "GotoInput",
+    "PaneBox",
+    "SliceInput",
+    "ToleranceInput",
+    "bar_children",
+    "key_boxes",
+]

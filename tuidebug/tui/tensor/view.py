@@ -59,7 +59,7 @@ from tuidebug.tui.tensor.find_box import FindHooks, TensorFinder
 from tuidebug.tui.tensor.format import SliceGeometry, full_value, is_exact
 from tuidebug.tui.tensor.grid import grid_data, viewable
 from tuidebug.tui.tensor.hit_note import HitNote
-from tuidebug.tui.tensor.inputs import FindInput, GotoInput, SliceInput, ToleranceInput
+from tuidebug.tui.tensor.inputs import bar_children, key_boxes
 from tuidebug.tui.tensor.jobs import (
     CompareDone,
     HeatmapRefined,
@@ -182,6 +182,7 @@ class TensorView(Vertical):
         self._generation = 0  # bumps on every show(); stale worker results are dropped
         self._token = 0  # bumps on every new GridData
         self._children_ready = False
+        self._built = False  # the children a tensor needs are mounted (`_build`)
         # find (f, ], [): the box, the highlight, the search worker (see tensor_finder)
         self._finder = TensorFinder(
             self,
@@ -200,33 +201,23 @@ class TensorView(Vertical):
 
     # ----------------------------------------------------------------- composition
     def compose(self) -> ComposeResult:
-        yield self._hit_note
-        yield Static("", id="tv-title", markup=False)
-        with Horizontal(id="tv-bar"):
-            yield Label("slice", id="tv-slice-label")
-            yield SliceInput(self._close_slice, placeholder="[0, :, :]", id="tv-slice")
-            yield Label("tolerance", id="tv-tolerance-label")
-            yield ToleranceInput(self._close_tolerance, "0", placeholder="0–1", id="tv-tolerance")
-            yield Static("", id="tv-mode", markup=False)
-        yield Static("", id="tv-error", markup=False)
-        yield GotoInput(
-            self.close_goto,
-            placeholder="go to element: row, col (or a full index)",
-            id="tv-goto",
-            compact=True,
-        )
-        yield FindInput(
-            self.close_find,
-            placeholder="find: nan, inf, +inf, -inf, nonfinite, zero, > 1e3, [-1, 1] …",
-            id="tv-find",
-            compact=True,
-        )
+        yield self._hit_note  # the empty state; what it hides is mounted later (`_build`)
         yield Static("", id="tv-message", markup=False)
-        yield TensorTable(id="tv-table")
-        yield TensorHeatmap(id="tv-heatmap")
-        yield Static("", id="tv-legend")
-        yield Static("", id="tv-status", markup=False)
-        yield self._statistics
+
+    def _build(self) -> None:
+        """Mount what the empty state hides, around the message (not in the first frame:
+        issue 28). `mount` registers them at once: they can be queried on return."""
+        if self._built or not self.is_attached:
+            return
+        self._built = True
+        message, bar = self.query_one("#tv-message"), Horizontal(id="tv-bar")
+        title, error = (Static("", id=f"tv-{name}", markup=False) for name in ("title", "error"))
+        self.mount(title, bar, error, *key_boxes(self.close_goto, self.close_find), before=message)
+        narrow = bool(self.size.width) and self.size.width < NARROW_WIDTH
+        bar.mount(*bar_children(self._close_slice, self._close_tolerance, narrow=narrow))
+        surfaces = TensorTable(id="tv-table"), TensorHeatmap(id="tv-heatmap")
+        legend, status = Static("", id="tv-legend"), Static("", id="tv-status", markup=False)
+        self.mount(*surfaces, legend, status, self._statistics, after=message)
 
     def on_mount(self) -> None:
         # `is_mounted` only turns true after this handler. The CSS already draws the empty
@@ -236,13 +227,17 @@ class TensorView(Vertical):
         self.call_after_refresh(self._refresh_all)
 
     def on_resize(self) -> None:
-        if self._ready:
+        if self._children_ready or self.is_mounted:
             with contextlib.suppress(NoMatches):
                 self._fit_layout()
 
     def _fit_layout(self) -> None:
         """Fit the pane's rows to its size: see SHORT_HEIGHT, COMPACT_HEIGHT, NARROW_WIDTH."""
         height, width = self.size.height, self.size.width
+        if not self._built:  # the children `_build` mounts take the classes' rules then
+            set_own_class(self, bool(height) and height < SHORT_HEIGHT, "-short")
+            set_own_class(self, bool(height) and height < COMPACT_HEIGHT, "-compact")
+            return
         # each restyles the pane and the one child it styles (DEFAULT_CSS), not all ~20: the
         # pane resizes on each `:` and Esc of the command line (kit/own_class.py)
         table, stats = self.query_one("#tv-table"), self.query_one("#tv-stats")
@@ -276,8 +271,8 @@ class TensorView(Vertical):
 
     @property
     def _ready(self) -> bool:
-        """The child widgets can be queried (from the Mount handler on)."""
-        return self._children_ready or self.is_mounted
+        """The child widgets can be queried (from the Mount handler on, once built)."""
+        return self._built and (self._children_ready or self.is_mounted)
 
     @property
     def table(self) -> TensorTable:
@@ -345,6 +340,7 @@ class TensorView(Vertical):
             self.show_error(f"Tensors of type {dtype_label(array.dtype)} cannot be shown.")
             return
         self._state = "tensor"
+        self._build()
         self._message = note
         self._array = array
         self._compare.open(array, previous)
@@ -414,7 +410,7 @@ class TensorView(Vertical):
 
     # ------------------------------------------------------------------ rendering
     def _refresh_all(self) -> None:
-        if not self._ready:
+        if not (self._children_ready or self.is_mounted):
             return
         try:
             self._refresh_widgets()
@@ -423,13 +419,17 @@ class TensorView(Vertical):
 
     def _refresh_widgets(self) -> None:
         has_tensor = self._state == "tensor"
-        self.query_one("#tv-title").display = self._state != "empty"
+        if self._state != "empty":
+            self._build()
         self._hit_note.show_note(visible=has_tensor, short=self._short)
         message = self.query_one("#tv-message", Static)
         message.display = not has_tensor
         message.set_class(self._state == "error", "-error")
         # the title names a node of the graph, the message may quote a file or an error
         message.update(shown_lines(self._message))
+        if not self._built:  # the empty state: the message is all there is
+            return
+        self.query_one("#tv-title").display = self._state != "empty"
         self.query_one("#tv-bar").display = has_tensor and (not self._short or self._bar_editing())
         compare_ok = has_tensor and not self._compare.problem
         self.query_one("#tv-tolerance-label").display = compare_ok
@@ -514,6 +514,8 @@ class TensorView(Vertical):
     @property
     def error_text(self) -> str:
         """The inline error sentence shown under the slice box ("" when none)."""
+        if not self._ready:
+            return ""
         error = self.query_one("#tv-error", Static)
         return str(error.content) if error.display else ""
 
