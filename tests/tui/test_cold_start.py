@@ -15,13 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from textual.app import App, ComposeResult
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 
 from tests.cli.test_cold_imports import offenders
 from tests.conftest import REPO
-from tests.tui.support import CONV, synthetic_graph, wait_until
+from tests.tui.support import CONV, synthetic_graph, tensor_shown, wait_until
 from tuidebug.core.condition_catalogue import ParamResult, get_condition
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import WatchpointHit
@@ -29,6 +30,7 @@ from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.keys.keymap import _own_bindings, _tui_classes, active_keys, known_bindings
 from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.panes.stack_list import StackList
+from tuidebug.tui.tensor.view import TensorView
 
 TIMEOUT = 180  # seconds: a fresh interpreter loading the dump and drawing, on a busy machine
 
@@ -189,3 +191,37 @@ async def test_lists_keep_what_is_set_before_they_mount() -> None:
         assert lines.option_count > 0
         first = lines.get_option_at_index(0).prompt
         assert "stack of" in str(first)
+
+
+class _ViewApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield TensorView()
+
+
+async def test_tensor_view_builds_what_a_tensor_needs_when_one_is_shown() -> None:
+    """The first frame's tensor view holds the note and the message alone; the first
+    tensor mounts the rest (title, slice bar, boxes, table, heatmap, …) in their order."""
+    app = _ViewApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.query_one(TensorView)
+        await pilot.pause()
+        assert [child.id for child in view.children] == ["tv-hit", "tv-message"]
+        assert view.error_text == ""
+        view.show("fc1.weight:0", np.arange(12, dtype=np.float32).reshape(3, 4))
+        await tensor_shown(pilot, view)
+        assert [child.id for child in view.children] == [
+            "tv-hit",
+            "tv-title",
+            "tv-bar",
+            "tv-error",
+            "tv-goto",
+            "tv-find",
+            "tv-message",
+            "tv-table",
+            "tv-heatmap",
+            "tv-legend",
+            "tv-status",
+            "tv-stats",
+        ]
+        assert view.table.display and view.query_one("#tv-bar").display
+        assert view.query_one("#tv-slice", Input).value == "[:, :]"
