@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tuidebug import cli
+from tuidebug.core.origins import trace_in_session
 from tuidebug.offline.files import msprobe_json as mj
 from tuidebug.offline.files import msprobe_rule
 from tuidebug.offline.files.msprobe import (
@@ -27,6 +28,7 @@ from tuidebug.offline.files.msprobe import (
     read_dump_json,
     scan_dump_json,
 )
+from tuidebug.offline.session import OfflineSession
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "msprobe"
 NAN, INF = math.nan, math.inf
@@ -93,6 +95,45 @@ def test_first_anomaly_equals_msprobe_overflow_check(
                 assert first[(step, rank)] == op_name, (step, rank)
     # hits come in execution order within a step: the first named above is the first
     assert [h["iteration"] for h in hits] == sorted(int(h["iteration"]) for h in hits)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("name", CHECKED)
+def test_trace_from_the_steps_hits_names_msprobe_first_anomaly(name: str) -> None:
+    """For every step where msprobe overflow_check names an anomaly, the origin trace (`o`)
+    from each forward-pass hit from msprobe's call on names that call first. The trace walks
+    the step's own data flow (`DebugSession.step_inputs`): the graph's edges come from step
+    0, where the fault multiplies by 1.0 (its output matches its input's statistics) and
+    v26_stat_mix_bf16_nan's `Torch.sqrt` does not run, so they cut step 2's culprit off.
+    The graph itself (node list, scopes, edges) stays as opened, whatever step is traced."""
+    root = DATA / name
+    for step, answer in _msprobe_answers(root).items():
+        for rank, op_name in (answer or {}).items():
+            session = OfflineSession(root, rank=rank)
+            session.start()
+            session.create_watchpoint("TO", {})
+            graph = session.graphs["msprobe"]
+            before = [(n.name, n.scope, tuple(n.inputs)) for n in graph]
+            session.reset_step(step + 1)
+            session.recheck()
+            # the forward pass: the hits before the first backward call's (the gradients'
+            # all-reduce, msprobe's cross-rank pass and later anomalies are another walk)
+            forward: list[str] = []
+            for hit in session.hits:
+                call = graph.node(hit.tensor.node).dump_name
+                if not call:
+                    continue  # a parameter, the batch: no call, so no trace from there
+                if "forward" not in call:
+                    break
+                forward.append(hit.tensor.node)
+            calls = [graph.node(n).dump_name for n in forward]
+            assert op_name in calls, (name, step, rank, calls)
+            for start in forward[calls.index(op_name) :]:
+                trace = trace_in_session(session, graph, start, iteration=step, rank=rank)
+                first = trace.origins[0].node
+                assert graph.node(first).dump_name == op_name, (name, step, rank, start)
+                assert trace.chain(first)[-1] == start
+            assert [(n.name, n.scope, tuple(n.inputs)) for n in graph] == before
+            assert session.graphs["msprobe"] is graph
 
 
 def test_msprobe_rule_edges_first_anomaly(capsys: pytest.CaptureFixture[str]) -> None:

@@ -148,6 +148,20 @@ class TensorSpec:
     shape: tuple[int, ...] | None = None
 
 
+@dataclass(frozen=True)
+class StepInputs:
+    """A node's data edges at one step, where that step's own records say they differ from
+    the graph's (msprobe links a call's input to the earlier output with the same
+    statistics; a fault that changes a step's values changes which output that is). The
+    graph stays as built (the scope tree and node list never change between steps); the
+    origin trace walks these instead (`DebugSession.step_inputs`). `inputs`, `unread` and
+    `passes` mean what `Node.inputs`, `Graph.unread_inputs` and `Graph.passed_on` do."""
+
+    inputs: tuple[str, ...]
+    unread: frozenset[int] = frozenset()
+    passes: tuple[str, ...] = ()
+
+
 @dataclass
 class Node:
     """A graph node. `name` is unique in its graph: the kernel full name for operators,

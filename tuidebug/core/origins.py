@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tuidebug.core.graph import Graph, NodeKind
+from tuidebug.core.graph import Graph, NodeKind, StepInputs
 from tuidebug.core.tensor import (
     BFLOAT16,
     TensorRef,
@@ -136,6 +136,7 @@ def trace_origins(
     max_tensors: int = DEFAULT_MAX_TENSORS,
     cancelled: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
+    step_inputs: Mapping[str, StepInputs] | None = None,
 ) -> OriginTrace:
     """Walk upstream from `start`'s non-finite outputs to where the NaN/Inf appeared.
 
@@ -150,6 +151,9 @@ def trace_origins(
     `cancelled()` is asked before each question (raises `TraceCancelled`), `progress(n)`
     after each one. Origins come in graph order (parameters, then operators as the graph
     lists them), so the result does not depend on the order the walk met them.
+    `step_inputs` (node → its edges at the traced step, where they differ from the graph's:
+    `DebugSession.step_inputs`) replaces those nodes' inputs, unread positions and passed-on
+    nodes; their input dumps are not asked (`input_nonfinite` indexes the graph's inputs).
     """
     node = graph.node(start)
     start = node.name
@@ -190,8 +194,8 @@ def trace_origins(
             return True
         return None if any(a is None for a in answers) else False
 
-    def edge_verdict(consumer: str, index: int, src: str) -> bool | None:
-        if input_nonfinite is not None and graph.nodes[src].kind is not NodeKind.PARAMETER:
+    def edge_verdict(consumer: str, index: int, src: str, own: bool) -> bool | None:
+        if own and input_nonfinite is not None and graph.nodes[src].kind is not NodeKind.PARAMETER:
             seen = ask(input_nonfinite, inputs, (consumer, index))
             if seen is not None:
                 return seen
@@ -229,13 +233,19 @@ def trace_origins(
             seen_src: set[str] = set()
             # inputs the dump tool's rule does not read (msprobe: nested in a list): a NaN
             # there is followed to earlier origins but does not keep this one from being one
-            unread = graph.unread_inputs(name)
+            at_step = step_inputs.get(name) if step_inputs else None
+            if at_step is None:
+                unread = graph.unread_inputs(name)
+                sources: Sequence[str] = graph.nodes[name].inputs
+                passed: Sequence[str] = graph.passed_on(name)
+            else:  # the step's own data flow (msprobe: its statistics matched step by step)
+                unread, sources, passed = at_step.unread, at_step.inputs, at_step.passes
             followed: list[str] = []
-            for index, src in enumerate(graph.nodes[name].inputs):
+            for index, src in enumerate(sources):
                 producer = graph.nodes.get(src)
                 if producer is None or producer.op_type in ORDERING_OPS:
                     continue
-                verdict = edge_verdict(name, index, src)
+                verdict = edge_verdict(name, index, src, at_step is None)
                 if index in unread:
                     if verdict:
                         followed.append(src)
@@ -244,7 +254,7 @@ def trace_origins(
                 elif verdict and src not in seen_src:
                     seen_src.add(src)
                     bad.append(src)
-            for src in graph.passed_on(name):  # its output is theirs (msprobe's modules)
+            for src in passed:  # its output is theirs (msprobe's modules)
                 if src != name and src in graph.nodes and producer_verdict(src):
                     followed.append(src)
             queue.popleft()  # only once its inputs are all read: a bound leaves it pending
@@ -453,6 +463,12 @@ def trace_in_session(
     nonfinite, input_nonfinite, parameter_nonfinite = session_checks(
         session, graph, iteration=iteration, rank=rank, cancelled=stop, parameters_read=read
     )
+    from tuidebug.core.session import SessionError
+
+    try:  # the step's own data edges (msprobe): without them, the graph's
+        at_step = session.step_inputs(graph.name, iteration, rank)
+    except (SessionError, OSError, ValueError):
+        at_step = {}
     try:
         trace = trace_origins(
             graph,
@@ -463,6 +479,7 @@ def trace_in_session(
             max_tensors=max_tensors,
             cancelled=cancelled,
             progress=progress,
+            step_inputs=at_step,
         )
     except SearchCancelled:
         # find_match's own cancellation, raised inside a callback, means the same thing

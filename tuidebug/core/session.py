@@ -22,7 +22,7 @@ from tuidebug.core.watchpoint_book import WatchpointBook, WatchpointChange
 if TYPE_CHECKING:
     import numpy as np
 
-    from tuidebug.core.graph import Graph
+    from tuidebug.core.graph import Graph, StepInputs
     from tuidebug.core.tensor import TensorRef
     from tuidebug.core.tensor_listing import TensorEntry
     from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
@@ -323,6 +323,15 @@ class DebugSession(ABC):
         none. What the tensor view shows for a statistic-only dump, whose values were not
         dumped. Blocking, like `tensor`. Default: None (a live session dumps nothing)."""
         return None
+
+    def step_inputs(
+        self, graph: str, iteration: int | None = None, rank: int | None = None
+    ) -> Mapping[str, StepInputs]:
+        """Node → its data edges at `iteration` (the current step's when None) where that
+        step's own records say they differ from the graph's (an msprobe dump links inputs
+        to outputs by their statistics, step by step); the origin trace walks these.
+        Blocking, like `tensor`. Default: none differ."""
+        return {}
 
     # ---------------------------------------------------------- lifecycle
     @abstractmethod

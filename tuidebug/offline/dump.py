@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.graph import Graph, Node, NodeKind, StepInputs
 from tuidebug.core.graph_pb import GraphFileError, GraphTooLargeError
 from tuidebug.core.graph_run import GraphRun
 from tuidebug.offline.files.bin_tensors import BinTensorFile, raw_sentence, read_bin_file
@@ -132,6 +132,11 @@ class OfflineDump:
         """(graph, node, slot) of a tensor named by its dump tool's own name (foreign dumps:
         `foreign/source.py` `aliases`); MindSpore dumps name tensors by node and slot."""
         return None
+
+    def step_inputs(self, rank: int, graph: str, iteration: int) -> dict[str, StepInputs]:
+        """Node → its data edges at `iteration` where they differ from the graph's
+        (`DebugSession.step_inputs`); a MindSpore graph's edges are the same every step."""
+        return {}
 
     def rank_layout(self, rank: int) -> RankLayout:
         try:

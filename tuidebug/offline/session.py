@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tuidebug.core.graph import Graph, NodeKind
+from tuidebug.core.graph import Graph, NodeKind, StepInputs
 from tuidebug.core.hit_rules import hit_from_outcome, stops_run
 from tuidebug.core.session import (
     Capabilities,
@@ -843,6 +843,22 @@ class OfflineSession(DebugSession):
             for k, v in row.stats.items()
             if isinstance(v, int | float) and not isinstance(v, bool)
         }
+
+    def step_inputs(
+        self, graph: str, iteration: int | None = None, rank: int | None = None
+    ) -> Mapping[str, StepInputs]:
+        dump = self.dump
+        rank = rank if rank is not None and rank in dump.ranks else self._rank
+        it = self._metadata.step - 1 if iteration is None else iteration
+        if it < 0:
+            return {}
+        try:
+            found = dump.step_inputs(rank, graph, it)
+        except (KeyError, DumpError):
+            return {}
+        finally:
+            self._flush_problems()
+        return found
 
     def tensor_alias(self, name: str) -> tuple[str, str, int] | None:
         if self._dump is None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.graph import Graph, Node, NodeKind, StepInputs
 from tuidebug.core.graph_run import GraphRun
 from tuidebug.offline.dump import OfflineDump
 from tuidebug.offline.files.msprobe import find_msprobe_root
@@ -370,6 +370,20 @@ class ForeignDump(OfflineDump):
             while len(self._steps) > KEPT_STEPS:
                 self._steps.popitem(last=False)
             return found
+
+    def step_inputs(self, rank: int, graph: str, iteration: int) -> dict[str, StepInputs]:
+        """The step's own data edges (`DumpSource.step_inputs`), made on first use and kept
+        with the step's tensors (so among the last `KEPT_STEPS` steps, like them)."""
+        step = self.step(rank, graph, iteration)
+        found = step.inputs
+        if found is None:
+            if iteration not in self.source.iterations(rank):
+                found = {}
+            else:
+                with self._lock:  # the source's one-step reading cache is not shared
+                    found = self.source.step_inputs(rank, graph, iteration)
+            step.inputs = found
+        return found
 
     def iterations(self, rank: int | None = None, graph: str | None = None) -> list[int]:
         if rank is not None:

@@ -39,7 +39,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from tuidebug.core.graph import Category, Graph, Node, NodeKind, StackFrame, TensorSpec
+from tuidebug.core.graph import (
+    Category,
+    Graph,
+    Node,
+    NodeKind,
+    StackFrame,
+    StepInputs,
+    TensorSpec,
+)
 from tuidebug.core.tensor import (
     BFLOAT16,
     UnsupportedDataTypeError,
@@ -158,10 +166,17 @@ def _label(name: str) -> str:
 
 def _signature(t: MsprobeTensor) -> tuple[object, ...] | None:
     """What identifies a tensor between calls: dtype, shape and its four statistics; None
-    when they cannot tell it from others (no statistics, or a constant tensor)."""
-    if t.max is None or t.min is None or t.max == t.min or t.shape is None:
+    when they cannot tell it from others (no statistics, or a constant tensor). NaN is
+    written as a word: NaN ≠ NaN (and hashes by identity), so a NaN tensor would otherwise
+    match no call's output, not even the one that made it."""
+    high, low = t.max, t.min
+    if high is None or low is None or high == low or t.shape is None:
         return None
-    return (t.dtype, t.shape, t.max, t.min, t.mean, t.norm)
+    return (t.dtype, t.shape, _word(high), _word(low), _word(t.mean), _word(t.norm))
+
+
+def _word(value: float | None) -> object:
+    return "NaN" if value != value else value  # NaN ≠ NaN
 
 
 @lru_cache(maxsize=4096)  # frozen, so shared: a model's outputs repeat few (slot, dtype, shape)
@@ -388,6 +403,23 @@ class MsprobeSource(DumpSource):
                 self.problems.append(str(err))
 
     # ------------------------------------------------------------------ a step
+    def step_inputs(self, rank: int, graph: str, iteration: int) -> dict[str, StepInputs]:
+        """The step's own data flow: each call's inputs linked by this step's statistics
+        (the graph's come from the first step's, where a fault may multiply by 1.0 and a
+        call that begins a NaN later may not run yet). The step's dump.json is read again
+        (once per step and trace: the dump keeps the answer with the step); only the calls
+        whose edges differ are kept."""
+        built = self._build(rank)
+        if built is None or graph != GRAPH:
+            return {}
+        try:
+            dump = self._dump(rank, iteration)
+        except MsprobeError:
+            return {}  # said when the step was read
+        finally:
+            self._last = None  # not kept twice: the step's tensors hold its records
+        return _step_edges(built, dump.calls)
+
     def read_step(self, rank: int, graph: str, iteration: int) -> ForeignStep:
         built = self._build(rank)
         step = ForeignStep()
@@ -641,6 +673,76 @@ def _graph(
         passes={k: tuple(v) for k, v in passes.items()},
     )
     return _Built(graph, names, params, aliases)
+
+
+def _step_edges(built: _Built, calls: list[MsprobeCall]) -> dict[str, StepInputs]:
+    """`MsprobeSource.step_inputs` on a step's calls: an input is the latest output before
+    it with the same signature (none: the graph's edge for that tensor name, a data node or
+    a call), kept where that differs from the graph's edges. The latest, not the graph
+    builder's first: once a NaN spreads, every NaN tensor of a shape has the same statistics,
+    and the one written last before the call is the one data flow makes likeliest (a
+    module's output is the latest before it, made by a call inside it: `passes`).
+    A NaN/Inf input that matches no output exactly is matched without its dtype, Mean and
+    Norm: an undumped cast (autocast's bfloat16 → float32 before a loss) keeps NaN and ±Inf
+    and shape, and the trace must not stop at a data node there."""
+    graph = built.graph
+    producers: dict[tuple[object, ...], str] = {}
+    cast: dict[tuple[object, ...], str] = {}  # (shape, Max, Min) of a NaN/Inf output → call
+    out: dict[str, StepInputs] = {}
+    for call in calls:
+        node = built.nodes.get(call.name)
+        if node is None:
+            continue  # a call the graph lacks: the step's blocker says so
+        inputs: list[str] = []
+        read: set[str] = set()
+        passes: list[str] = []
+        module = call.parsed is not None and call.parsed.is_module
+        for t in call.tensors:
+            sig = _signature(t)
+            if t.role == "input":
+                src = producers.get(sig) if sig is not None else None
+                if (src is None or src == node) and _nonfinite(t):
+                    src = cast.get((t.shape, _word(t.max), _word(t.min)))
+                if src is None or src == node:
+                    data = built.params.get(t.name)  # the batch, a label: its data node
+                    known = data or built.aliases.get(t.name, (None,))[0]
+                    if known is None:
+                        continue
+                    src = known
+                    if data is not None and sig is not None:
+                        producers[sig] = data  # as the graph builder does
+                if "." not in t.slot:
+                    read.add(src)
+                if src not in inputs:
+                    inputs.append(src)
+            elif t.role == "parameters":
+                pname = built.params.get(t.name)
+                if pname is not None:
+                    inputs.append(pname)
+                    read.add(pname)
+            elif sig is not None:
+                made = producers.get(sig)
+                if made is not None and made != node and module:
+                    passes.append(made)  # the call inside the module that made it
+                producers[sig] = node
+                if _nonfinite(t):
+                    cast[(t.shape, _word(t.max), _word(t.min))] = node
+        unread = frozenset(i for i, src in enumerate(inputs) if src not in read)
+        was = graph.nodes.get(node)
+        if was is None:
+            continue
+        if (
+            tuple(inputs) != tuple(was.inputs)
+            or unread != graph.unread_inputs(node)
+            or tuple(passes) != graph.passed_on(node)
+        ):
+            out[node] = StepInputs(tuple(inputs), unread, tuple(passes))
+    return out
+
+
+def _nonfinite(t: MsprobeTensor) -> bool:
+    """Whether the record's Max or Min is NaN or ±Inf (msprobe's rule's test)."""
+    return any(v is not None and (v != v or v in (math.inf, -math.inf)) for v in (t.max, t.min))
 
 
 def _parameter_owners(calls: list[MsprobeCall]) -> dict[tuple[object, ...], str]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from tuidebug.core.graph import Category, Graph, Node, node_categories
+from tuidebug.core.graph import Category, Graph, Node, StepInputs, node_categories
 from tuidebug.core.graph_run import GraphRun
 
 __all__ = ["DumpSource", "ForeignGraph", "ForeignStep", "ForeignTensor", "StatValue"]
@@ -77,6 +77,9 @@ class ForeignStep:
 
     tensors: dict[tuple[str, int], ForeignTensor] = field(default_factory=dict)
     blockers: list[str] = field(default_factory=list)
+    # node → its data edges at this step where they differ from the graph's
+    # (`DumpSource.step_inputs`): made when the origin trace first asks, kept with the step
+    inputs: dict[str, StepInputs] | None = None
 
     def by_name(self) -> dict[str, ForeignTensor]:
         return {t.name: t for t in self.tensors.values()}
@@ -186,6 +189,13 @@ class DumpSource(ABC):
         """The dump's own copy of a source file a stack names (tfdbg's `.source_files`), as
         lines, or None when it holds none: the source view shows it with no local file."""
         return None
+
+    def step_inputs(self, rank: int, graph: str, iteration: int) -> dict[str, StepInputs]:
+        """Node → its data edges at `iteration` where that step's records say they differ
+        from the graph's (msprobe: inputs matched to outputs by their statistics). Blocking
+        (it may read the step's files again); the dump keeps it with the step. Default: the
+        graph's edges hold at every step."""
+        return {}
 
     def aliases(self, rank: int) -> Mapping[str, tuple[str, int]]:
         """The tool's own tensor names (`Functional.linear.0.forward.output.0`) → the (node,
