@@ -26,7 +26,11 @@ What the dump model sees:
   nested in a list are unread (`Graph.unread_inputs`), a NaN weight is blamed on its module
   and the batch on no call (`Graph.blamed_for`), a module's output made by a call inside
   it is followed there (`Graph.passed_on`); `Torch.empty*`/`Torch.fill*` calls have no
-  watchpoint category.
+  watchpoint category;
+- the step's own data flow for the origin trace (`MsprobeSource.step_inputs`): the graph's
+  edges come from the first step's statistics, where a fault may multiply by 1.0 or a call
+  not run yet, so the trace re-links the traced step's inputs by that step's statistics
+  (read again once per step, kept with the step's tensors); the graph never changes.
 """
 
 from __future__ import annotations
