@@ -33,6 +33,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
   read bounded and safely with protobuf alone (no TensorFlow).
 - `tfdbg_values`: A tfdbg dump's recorded tensor values (FULL_TENSOR) read by offset from
   its own records, named by a reference path.
+- `tfdbg_wire`: A clean health-summary trace told from its serialized bytes, without
+  protobuf (the fast path of `check --watch TO`).
 - `statistic_csv`: `statistic.csv` (spec §5.3): both column layouts, columns mapped by
   header name.
 """

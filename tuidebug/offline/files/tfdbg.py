@@ -249,16 +249,17 @@ def _records(
                 try:
                     event = parse(data)
                 except (DecodeError, RecursionError, ValueError) as err:
-                    log.problem(
-                        f"{path}: the record at byte {pos:,} is no DebugEvent "
-                        f"({err or 'undecodable'}); it is skipped."
-                    )
+                    log.problem(_undecodable(path, pos, err))
                 else:
                     yield event
         pos = end
         if pos - at > buf_len:  # skipped past the buffer: read on from there
             handle.seek(pos)
             buf, buf_len, at = b"", 0, pos
+
+
+def _undecodable(path: str, pos: int, err: Exception) -> str:
+    return f"{path}: the record at byte {pos:,} is no DebugEvent ({err or 'undecodable'}); it is skipped."
 
 
 def _cut_short(path: str, pos: int) -> str:
@@ -766,6 +767,30 @@ class TfdbgDump:
         per record (the check's loop, which runs a million times, reads what it needs);
         one that is no trace has no `graph_execution_trace` field."""
         return self._events("graph_execution_traces")
+
+    def trace_records(self) -> Iterator[tuple[int, int, bytes]]:
+        """(data offset, length, data) per `.graph_execution_traces` record, CRC checked,
+        not decoded: the check's loop tells most traces from their bytes
+        (`tfdbg_wire`) and decodes the rest, saying why one cannot be with
+        `undecodable_trace`."""
+        path = self.path("graph_execution_traces")
+        try:
+            handle = open_regular(path)
+        except FileNotFoundError:
+            self._log.problem(
+                f"{path} is missing, so the dump's graph_execution_traces are unknown."
+            )
+            return
+        except OSError as err:
+            self._log.problem(f"{path} cannot be read: {err}.")
+            return
+        with handle:
+            yield from _records(handle, path, self._log)
+
+    def undecodable_trace(self, offset: int, err: Exception) -> None:
+        """The sentence for a `trace_records` record at data `offset` that is no
+        DebugEvent, as every reader of the dump says it."""
+        self._log.problem(_undecodable(self.path("graph_execution_traces"), offset - 12, err))
 
     def execution_records(self) -> Iterator[tuple[int, int, pb.Execution, float]]:
         """(data offset, length, execution, wall time) per `.execution` record, streamed:
