@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.dump_names import DEMO_FIRST_INF, DEMO_LOSS
-from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
+from tuidebug.core.graph import Graph, Node, NodeKind, StepInputs, TensorSpec
 from tuidebug.core.origins import (
     TraceCancelled,
     has_nonfinite,
@@ -86,6 +86,28 @@ def test_two_independent_origins_come_in_graph_order() -> None:
     check, _ = values({"a1", "a2", "sum"})
     trace = trace_origins(g, "sum", check)
     assert names(trace) == ["a2", "a1"]  # graph order, not the order the walk met them
+
+
+def test_step_inputs_replace_a_nodes_edges_for_the_traced_step_only() -> None:
+    """A foreign dump whose edges are matched by statistics (msprobe) may link a call at the
+    traced step to another producer than the graph says: `step_inputs` walks that instead,
+    its unread positions and passed-on nodes included; the graph is left as it was."""
+    g = graph(op("x"), op("fault", "x"), op("sqrt", "x"), op("tanh", "fault"), op("out", "tanh"))
+
+    def check(node: str, slot: int) -> bool | None:
+        return node in {"sqrt", "tanh", "out"}
+
+    assert names(trace_origins(g, "out", check)) == ["tanh"]  # the graph's edge: cut off
+    at_step = {"tanh": StepInputs(("sqrt",))}
+    trace = trace_origins(g, "out", check, step_inputs=at_step)
+    assert names(trace) == ["sqrt"] and trace.chain("sqrt") == ["sqrt", "tanh", "out"]
+    assert g.nodes["tanh"].inputs == ["fault"]
+    # an unread input at the step is followed but does not keep the node from being one
+    unread = {"tanh": StepInputs(("sqrt",), frozenset({0}))}
+    assert names(trace_origins(g, "out", check, step_inputs=unread)) == ["sqrt", "tanh"]
+    # a passed-on node at the step is followed too
+    passes = {"tanh": StepInputs(("x",), passes=("sqrt",))}
+    assert names(trace_origins(g, "out", check, step_inputs=passes)) == ["sqrt", "tanh"]
 
 
 def test_a_parameter_with_nan_is_an_origin() -> None:

@@ -161,6 +161,37 @@ def test_only_the_steps_in_view_are_kept(mlp: Path) -> None:
     assert len(dump._steps) <= KEPT_STEPS
 
 
+def test_the_steps_own_data_flow_is_kept_with_the_step_and_dropped_with_it() -> None:
+    """The origin trace's per-step edges (v26_stat_mix_bf16_nan: `Torch.sqrt` runs at step
+    2 only, so the graph, from step 0, leaves it no consumer): at step 2 the NaN reaches
+    tanh from sqrt; they are made on the trace's first question, kept with the step's
+    tensors and dropped with them (memory bounded by the steps in view, not the run)."""
+    dump = open_dump(DATA / "v26_stat_mix_bf16_nan")
+    assert isinstance(dump, ForeignDump)
+    graph = dump.graph(0, "msprobe")
+    tanh = next(n for n in graph if n.dump_name == "Torch.tanh.0.forward")
+    sqrt = next(n for n in graph if n.dump_name == "Torch.sqrt.0.forward")
+    assert sqrt.name not in tanh.inputs  # the graph's edge, from step 0
+    mul = next(n for n in graph if n.dump_name == "Tensor.__mul__.0.forward")
+    module = next(n for n in graph if n.dump_name == "Module.fault.Fault.forward.0")
+    at_step = dump.step_inputs(0, "msprobe", 2)
+    # tanh read the module's output, made by the mul inside it, which read sqrt's
+    assert at_step[tanh.name].inputs == (module.name,)
+    assert at_step[module.name].passes == (mul.name,)
+    assert at_step[mul.name].inputs == (sqrt.name,)
+    assert dump.step_inputs(0, "msprobe", 2) is at_step  # kept with the step
+    assert sqrt.name not in tanh.inputs and dump.graph(0, "msprobe") is graph
+    edges = open_dump(DATA / "v26_stat_mix_rule_edges")
+    assert isinstance(edges, ForeignDump)
+    first = edges.step_inputs(0, "msprobe", 2)
+    for it in (3, 0, 1):
+        edges.index(0, "msprobe").statistics_for(it)
+    assert len(edges._steps) <= KEPT_STEPS and (0, "msprobe", 2) not in edges._steps
+    again = edges.step_inputs(0, "msprobe", 2)
+    assert again == first and again is not first  # read again, not kept past its step
+    assert edges.step_inputs(0, "msprobe", 99) == {}  # no such step: the graph's edges
+
+
 def test_exec_addresses_tensors_by_msprobe_names(
     mlp: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
