@@ -75,7 +75,6 @@ from tuidebug.offline.files.tfdbg import (
     MODE_NAMES,
     HealthCounts,
     TfdbgDump,
-    TfdbgExecution,
     categories,
     health_counts,
     tensor_values,
@@ -294,6 +293,7 @@ class _Pass:
         self.previous: dict[tuple[str, str, int], np.ndarray] = {}
         self.needs_previous = any(r.condition in CHANGE_CONDITIONS for _w, r, _c in self.live)
         self.ops: dict[tuple[str, str], _Op] = {}
+        self.eager: dict[str, tuple[frozenset[Category], bool]] = {}  # op type → its facts
 
     # -------------------------------------------------------------- per mode, once
     def for_mode(self, mode: int) -> list[tuple[int, CheckRequest, Category]]:
@@ -445,38 +445,35 @@ class _Pass:
         if graph_id:
             self.calls[graph_id] = self.calls.get(graph_id, 0) + 1
             return  # a function call: its ops' outputs are its graph's traces
-        if not len(proto.tensor_protos):
+        protos = proto.tensor_protos
+        if not len(protos):
             return
-        e = TfdbgExecution(
-            index,
-            proto.op_type,
-            "",
-            wall_time,
-            proto.tensor_debug_mode,
-            tuple(proto.tensor_protos),
-            tuple(proto.input_tensor_ids),
-            tuple(proto.output_tensor_ids),
-        )
-        mode = e.tensor_debug_mode
+        mode = proto.tensor_debug_mode
         if mode not in _DECIDES_NON_FINITE:
             self.for_mode(mode)
             return
-        watched = self.node_filter is None or bool(self.node_filter.search(e.op_type))
-        cats = categories(e.op_type, e.op_type)
-        for slot, tp in enumerate(e.tensor_protos):
-            checked = self.report.checked
-            bad, counts, results = self.output(mode, tp, ("", e.op_type, slot), cats, watched)
-            self.report.eager_checked += self.report.checked - checked
-            if bad and self.report.origin is None:
-                inputs = tuple(f"tensor {t}" for t in e.input_tensor_ids)
-                self.report.origin = TfdbgOrigin(
-                    e.index, e.op_type, e.op_type, slot, "", None, True, inputs
-                )
+        # an eager op's facts by its type, looked up once (a long run has many thousands
+        # of eager ops of a few types); nothing else is made per execution
+        op_type = proto.op_type
+        found = self.eager.get(op_type)
+        if found is None:
+            watched = self.node_filter is None or bool(self.node_filter.search(op_type))
+            found = (categories(op_type, op_type), watched)
+            if len(self.eager) >= _MAX_CACHED_OPS:
+                self.eager.clear()
+            self.eager[op_type] = found
+        cats, watched = found
+        report = self.report
+        for slot, tp in enumerate(protos):
+            checked = report.checked
+            bad, counts, results = self.output(mode, tp, ("", op_type, slot), cats, watched)
+            report.eager_checked += report.checked - checked
+            if bad and report.origin is None:
+                inputs = tuple(f"tensor {t}" for t in proto.input_tensor_ids)
+                report.origin = TfdbgOrigin(index, op_type, op_type, slot, "", None, True, inputs)
             for wp_id, result in results:
                 self.emit(
-                    TfdbgHit(
-                        wp_id, e.index, e.op_type, e.op_type, slot, "", None, counts, result, True
-                    )
+                    TfdbgHit(wp_id, index, op_type, op_type, slot, "", None, counts, result, True)
                 )
 
 
