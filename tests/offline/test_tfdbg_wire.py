@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import struct
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REPO
 from tuidebug._proto import tfdbg_event_pb2 as pb
 from tuidebug.offline.check.tfdbg import _FAST, _WIRE
-from tuidebug.offline.files.tfdbg import CONCISE, CURT, FULL_HEALTH, read_records
+from tuidebug.offline.files.tfdbg import CONCISE, CURT, FULL_HEALTH, TfdbgDump, read_records
 from tuidebug.offline.files.tfdbg_wire import clean_health_trace
 
 DATA = REPO / "tests" / "data" / "tfdbg"
@@ -135,3 +136,27 @@ def test_recognises_tensorflows_own_clean_traces() -> None:
         assert clean, mode
         assert all(_agrees(d) for d in clean), mode
         assert not any(_agrees(d) for d in records if not _decoded_clean(d)), mode
+
+
+def test_check_answers_the_same_with_and_without_the_shortcut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real Keras `fit` dump (clean traces and NaN ones interleaved, eager ops between):
+    the same hits at the same trace indices and steps, the same counts and origin, when
+    every trace is decoded by protobuf."""
+    from tuidebug.core.watchpoints import Watchpoint, parse_watch_spec
+    from tuidebug.offline.check import tfdbg as check
+
+    condition, params = parse_watch_spec("TO")
+    watch = [(Watchpoint(0, condition, params).request(), condition.target)]
+
+    def answer() -> tuple[object, ...]:
+        dump = TfdbgDump(DATA / "keras_fit")
+        r = check.check_tfdbg(dump, watch)
+        hits = [(h.index, h.op_name, h.output_slot, h.step, h.counts, h.eager) for h in r.hits]
+        return hits, r.checked, r.eager_checked, r.step_count, r.origin, dump.problems
+
+    fast = answer()
+    monkeypatch.setattr(check, "_WIRE", {})
+    assert answer() == fast
+    assert fast[0] and fast[4] is not None  # it has hits and an origin to agree on

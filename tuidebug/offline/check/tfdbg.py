@@ -79,7 +79,7 @@ from tuidebug.offline.files.tfdbg import (
     health_counts,
     tensor_values,
 )
-from tuidebug.offline.files.tfdbg_wire import WireLayout, clean_health_trace, wire_layout
+from tuidebug.offline.files.tfdbg_wire import WireLayout, wire_layout
 
 __all__ = [
     "MODE_NAMES",
@@ -498,14 +498,13 @@ def check_tfdbg(
     report = run.report
     skipped = 0  # events of the traces file that are no trace: not counted as traces
     clean = 0  # traces the fast path found clean, added to `report.checked` at the end
-    wire = run.wire
+    # the commonest trace, clean, told from its bytes where it is read (`tfdbg_wire`:
+    # the answer decoding would give, at less than half the cost), only counted
+    wire_clean = [0]
     parse = pb.DebugEvent.FromString
-    for at_event, (offset, _length, data) in enumerate(dump.trace_records()):
-        # the commonest case first, from the record's bytes (`tfdbg_wire`: the answer
-        # decoding would give, at less than half the cost)
-        if clean_health_trace(data, wire):
-            clean += 1
-            continue
+    at_event = -1
+    for offset, _length, data in dump.trace_records(run.wire, wire_clean):
+        at_event += 1
         try:
             event = parse(data)
         except (DecodeError, RecursionError, ValueError) as err:
@@ -528,7 +527,7 @@ def check_tfdbg(
         if not mode and not event.HasField("graph_execution_trace"):
             skipped += 1  # another event in the traces file: no trace
             continue
-        index = at_event - skipped
+        index = at_event + wire_clean[0] - skipped
         # a call's record is written when it returns: the calls (and eager ops) before
         # this trace, for its step (and the order of hits and the origin)
         wall_time = event.wall_time
@@ -539,7 +538,7 @@ def check_tfdbg(
     while pending is not None:
         run.execution(at, pending, pending_wall)
         at, (pending, pending_wall) = next(executions, (-1, (None, inf)))
-    report.checked += clean
+    report.checked += clean + wire_clean[0]
     report.step_count = max(run.calls.values(), default=0)
     if not report.modes and run.live:
         for wp_id, req, _c in run.live:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import struct
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -41,6 +41,7 @@ from google.protobuf.message import DecodeError
 from tuidebug._proto import tfdbg_event_pb2 as pb
 from tuidebug.core.graph import ACTIVATION_TYPES, Category
 from tuidebug.offline.files.regular_file import open_regular
+from tuidebug.offline.files.tfdbg_wire import WireLayout, clean_health_trace
 
 __all__ = [
     "CONCISE",
@@ -174,11 +175,16 @@ def _records(
     *,
     read_data: bool = True,
     parse: Callable[[bytes], Any] | None = None,
+    clean: Mapping[int, WireLayout] | None = None,
+    tally: list[int] | None = None,
 ) -> Iterator[Any]:
     """(offset of the data, its length, the data or b"" when not `read_data`) per record,
     or with `parse` what it makes of the data (a DebugEvent: the parse is done here, not
     in a generator of its own around this one, which cost a tenth of the loop; data it
     cannot parse is one problem, skipped).
+    With `clean` (graph execution traces, for the check), a record `clean_health_trace`
+    finds clean under those layouts is only counted, in `tally[0]`: here, not in the
+    caller's loop, as the commonest record of a long run costs least.
     The data's CRC is checked when it is read; see the module docstring for the rest.
     Small records are cut from 1 MiB reads (a read call per record cost as much as the
     CRCs); one larger than that is read on its own. This loop runs once per record of a
@@ -187,6 +193,7 @@ def _records(
     unpack = _HEADER.unpack_from
     footer = _FOOTER.unpack_from
     crc = crc32c
+    clean_trace = clean_health_trace
     read = handle.read
     buf = b""
     buf_len = 0
@@ -243,6 +250,8 @@ def _records(
                     f"{path}: the record at byte {pos:,} is corrupt (its "
                     "CRC does not match); it is skipped."
                 )
+            elif clean and clean_trace(data, clean):  # (empty until a mode is known)
+                tally[0] += 1  # type: ignore[index]
             elif parse is None:
                 yield start, length, data
             else:
@@ -768,11 +777,13 @@ class TfdbgDump:
         one that is no trace has no `graph_execution_trace` field."""
         return self._events("graph_execution_traces")
 
-    def trace_records(self) -> Iterator[tuple[int, int, bytes]]:
+    def trace_records(
+        self, clean: Mapping[int, WireLayout], tally: list[int]
+    ) -> Iterator[tuple[int, int, bytes]]:
         """(data offset, length, data) per `.graph_execution_traces` record, CRC checked,
-        not decoded: the check's loop tells most traces from their bytes
-        (`tfdbg_wire`) and decodes the rest, saying why one cannot be with
-        `undecodable_trace`."""
+        not decoded, but those `tfdbg_wire.clean_health_trace` finds clean under `clean`
+        (a dict the caller may fill as it goes), which are only counted in `tally[0]`.
+        The check decodes the rest, saying why one cannot be with `undecodable_trace`."""
         path = self.path("graph_execution_traces")
         try:
             handle = open_regular(path)
@@ -785,7 +796,7 @@ class TfdbgDump:
             self._log.problem(f"{path} cannot be read: {err}.")
             return
         with handle:
-            yield from _records(handle, path, self._log)
+            yield from _records(handle, path, self._log, clean=clean, tally=tally)
 
     def undecodable_trace(self, offset: int, err: Exception) -> None:
         """The sentence for a `trace_records` record at data `offset` that is no
