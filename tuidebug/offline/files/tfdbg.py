@@ -194,6 +194,7 @@ def _records(
     footer = _FOOTER.unpack_from
     crc = crc32c
     clean_trace = clean_health_trace
+    seen: dict[bytes, Any] = {}  # the layouts clean_health_trace walked, for the next ones
     read = handle.read
     buf = b""
     buf_len = 0
@@ -250,7 +251,7 @@ def _records(
                     f"{path}: the record at byte {pos:,} is corrupt (its "
                     "CRC does not match); it is skipped."
                 )
-            elif clean and clean_trace(data, clean):  # (empty until a mode is known)
+            elif clean and clean_trace(data, clean, seen):  # (empty until a mode is known)
                 tally[0] += 1  # type: ignore[index]
             elif parse is None:
                 yield start, length, data

@@ -18,7 +18,9 @@ record. Anything else — another field, another order, a longer name, a summary
 float64 — answers False and the caller decodes the record with protobuf as before: this is
 only ever a shortcut to the answer protobuf gives (tests/offline/test_tfdbg_wire.py fuzzes
 that against `DebugEvent.FromString`). The bytes are untrusted: every index is inside the
-record or raises IndexError, which answers False.
+record or raises IndexError, which answers False. A pass remembers the layouts it walked
+(`seen`): a record whose bytes around its summary are those of one walked is laid out
+the same, and only its NaN/Inf slots are read (about 0.7 µs a trace rather than 1.2).
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ __all__ = ["WireLayout", "clean_health_trace", "wire_layout"]
 # tensor content, the content's size, and where its NaN/Inf count slots are in it
 WireLayout = tuple[bytes, int, int, int]
 _ZEROS = bytes(64)
+# a walked record's layout (`clean_health_trace`'s `seen`): the bytes from its summary to
+# its end, the NaN/Inf slots' place in the summary, what follows the summary, its mode
+_Seen = tuple[int, int, int, bytes, int]
+_MAX_SEEN = 65_536  # layouts remembered (a real run has one per op output it traces)
+# the last walked record's bytes from its summary on: where the next is looked up (one
+# number, the same for every trace of a mode on a device, so a guess that is nearly always
+# right; a wrong one only misses)
+_LAST_TOTAL = [0]
 
 
 def wire_layout(mode: int, slots: int, nan_inf: range) -> WireLayout:
@@ -41,11 +51,32 @@ def wire_layout(mode: int, slots: int, nan_inf: range) -> WireLayout:
     return head, size, 8 * nan_inf.start, 8 * nan_inf.stop
 
 
-def clean_health_trace(data: bytes, layouts: Mapping[int, WireLayout]) -> bool:
+def clean_health_trace(
+    data: bytes, layouts: Mapping[int, WireLayout], seen: dict[bytes, _Seen] | None = None
+) -> bool:
     """True when `data` is a DebugEvent holding a graph execution trace laid out as
     TensorFlow writes it (module docstring) whose mode is in `layouts` and whose summary's
     NaN/Inf count slots are all +0.0: a trace with no NaN/Inf. False says nothing: decode
-    the record. Kept to few steps: it runs once per trace."""
+    the record. Kept to few steps: it runs once per trace.
+
+    `seen` (one dict per pass, bounded) remembers the records already walked by their
+    bytes from the trace's tag to the summary (its op, slot, mode and layout; only the
+    wall time before and the values after change from one step to the next) and by what
+    follows the summary: a record whose bytes there are the same as one walked is laid
+    out the same, so only its NaN/Inf slots are read."""
+    end = len(data)
+    total = _LAST_TOTAL[0]  # read once: another thread's pass may set it meanwhile
+    c = end - total
+    if seen is not None and c > 9:
+        hit = seen.get(data[9:c])
+        if (
+            hit is not None
+            and data[0] == 0x09
+            and hit[0] == total
+            and hit[4] in layouts
+            and data[end - len(hit[3]) :] == hit[3]
+        ):
+            return data[c + hit[1] : c + hit[2]] == _ZEROS[: hit[2] - hit[1]]
     try:
         size = data[10]  # the trace's length: a one- or two-byte varint
         if size < 0x80:
@@ -56,7 +87,6 @@ def clean_health_trace(data: bytes, layouts: Mapping[int, WireLayout]) -> bool:
                 return False
             size = (size & 0x7F) | high << 7
             p = 12
-        end = len(data)
         if data[0] != 0x09 or data[9] != 0x52 or p + size != end or data[p] != 0x0A:
             return False
         q = p + 2 + data[p + 1]  # past tfdbg_context_id
@@ -68,7 +98,8 @@ def clean_health_trace(data: bytes, layouts: Mapping[int, WireLayout]) -> bool:
             if data[r + 1] & 0x80:
                 return False
             r += 2
-        layout = layouts.get(data[r + 1])
+        mode = data[r + 1]
+        layout = layouts.get(mode)
         if layout is None or data[r : r + 14] != layout[0]:
             return False
         c = r + 14
@@ -79,6 +110,12 @@ def clean_health_trace(data: bytes, layouts: Mapping[int, WireLayout]) -> bool:
             tail = data[e:]
             if tail[0] != 0x32 or tail[1] + 2 != end - e or not tail.isascii():
                 return False
-        return data[c + layout[2] : c + layout[3]] == _ZEROS[: layout[3] - layout[2]]
     except IndexError:
         return False
+    if seen is not None:
+        if len(seen) >= _MAX_SEEN:
+            seen.clear()
+        total = end - c
+        _LAST_TOTAL[0] = total
+        seen[data[9:c]] = (total, layout[2], layout[3], data[e:], mode)
+    return data[c + layout[2] : c + layout[3]] == _ZEROS[: layout[3] - layout[2]]
