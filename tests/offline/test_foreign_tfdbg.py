@@ -5,6 +5,7 @@ own dumps and DebugDataReader's answers), and hypothesis fuzz of the source."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import struct
 from pathlib import Path
@@ -426,3 +427,20 @@ def test_full_tensor_values_of_a_dump_whose_folder_name_holds_the_mark(tmp_path:
     got = open_dump(folder).value(0, "step", "Log", 0, 2)
     assert got is not None
     np.testing.assert_array_equal(got.astype(np.float64), _array(row))
+
+
+def test_full_tensor_listing_has_dtype_shape_and_size() -> None:
+    """`lt` on FULL_TENSOR: each value's dtype, shape and size from its record's tensor
+    proto (no value read), as TensorFlow recorded them."""
+    session = OfflineSession(DATA / "full_tensor")
+    session.start()
+    entries = session.tensor_entries(0)
+    assert entries
+    for e in entries:
+        assert e.dtype and e.shape is not None, e
+        assert e.nbytes == math.prod(e.shape) * np.dtype(e.dtype).itemsize
+    by_node = {e.node: e for e in entries}
+    assert (by_node["MatMul/ReadVariableOp"].dtype, by_node["MatMul/ReadVariableOp"].shape) == (
+        "float32",
+        (2, 1),
+    )

@@ -146,6 +146,10 @@ def _with_file_shape(entry: TensorEntry, f: TensorFile) -> TensorEntry:
     still reads no value."""
     fit = converted_fit(f)
     if fit is None:
+        # a value with no file of its own (a tfdbg record's): what its tool recorded
+        recorded = getattr(f, "recorded_fit", None)
+        fit = recorded() if recorded is not None else None
+    if fit is None:
         header = peek_header(f.fspath)
         fit = None if header is None else (header.dtype, header.shape)
     if fit is None:

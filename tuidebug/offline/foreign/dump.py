@@ -19,6 +19,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -60,10 +61,32 @@ _HEADERS = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedFile(TensorFile):
+    """A value that is no file of its own (a tfdbg record's tensor proto) with the dtype
+    and shape its tool recorded: the listing's dtype and size (`lt`), as a `.npy` file's
+    header gives them, without reading the value."""
+
+    recorded_dtype: str = ""
+    recorded_shape: tuple[int, ...] | None = None
+
+    def recorded_fit(self) -> tuple[np.dtype, tuple[int, ...]] | None:
+        if self.recorded_shape is None or not self.recorded_dtype:
+            return None
+        try:
+            return np.dtype(self.recorded_dtype), self.recorded_shape
+        except TypeError:  # a name numpy has no dtype for (bfloat16): no size
+            return None
+
+
 def _file(t: ForeignTensor) -> TensorFile | None:
     if t.path is None:
         return None
     folder, name = os.path.split(t.path)
+    if is_value_ref(t.path):
+        return RecordedFile(
+            folder, name, "", t.node, "", "", 0, "output", t.slot, "", None, t.dtype, t.shape
+        )
     return TensorFile(folder, name, "", t.node, "", "", 0, "output", t.slot, "", None)
 
 
