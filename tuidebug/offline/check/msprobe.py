@@ -19,10 +19,13 @@ gradient of every call; weights the modules' `parameters`; gradients the `parame
 records; activations the outputs of forward calls. Hits come in execution order (dump.json
 order) within a step, steps in order, ranks in order.
 
-msprobe's own first anomaly (`files.msprobe_rule`): each hit says whether its call is an
-anomaly by msprobe `overflow_check`'s rule (`MsprobeHit.anomaly`: top-level inputs finite,
-a top-level output NaN/±Inf), so the first such hit of a step is the call msprobe names
-even where NaN reached it first through a weight, a nested argument or the batch. Calls
+msprobe's own first anomaly (`files.msprobe_rule`): each hit says whether its call is the
+one msprobe `overflow_check` names on its step and rank (`MsprobeHit.anomaly`: top-level
+inputs finite, a top-level output NaN/±Inf, and msprobe's cross-rank pass blames it, not
+the rank where the NaN/Inf began before a collective carried it here), so the first such
+hit of a step and rank is msprobe's answer even where NaN reached it first through a
+weight, a nested argument or the batch. Every rank of a step is read for that pass, those
+the rank filter leaves out included (read, not checked). Calls
 msprobe's rule ignores by name (`Torch.empty*`, `Torch.fill*`: uninitialised memory, chosen
 fills such as `-inf` masks) are watched by no watchpoint; those holding NaN/Inf are listed
 in `MsprobeReport.ignored`, for `check` to say.
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tuidebug.core.condition_catalogue import (
     CHANGE_CONDITIONS,
@@ -90,7 +93,8 @@ class MsprobeHit:
     watchpoint_id: int
     place: MsprobePlace
     result: CheckResult
-    # the call is an anomaly by msprobe overflow_check's rule (`files.msprobe_rule`)
+    # the call is the one msprobe overflow_check names on its step and rank
+    # (`files.msprobe_rule.first_anomalies`)
     anomaly: bool = False
 
 
@@ -160,18 +164,34 @@ def check_msprobe(
     for step_id, step in root.steps.items():
         if steps is not None and not steps(step_id):
             continue
+        if not live:
+            continue
+        start = len(report.hits)
+        trails: list[msprobe_rule.RankTrail] = []
         for rank, folder in sorted(step.ranks.items()):
-            if ranks is not None and not ranks(rank):
-                continue
-            if not live:
-                continue
+            trail = msprobe_rule.RankTrail(rank)
+            trails.append(trail)
             try:
-                _check_rank(
-                    report, live, scan_dump_json(folder / "dump.json"), rank, step_id, node_filter
-                )
+                scan = scan_dump_json(folder / "dump.json")
+                if ranks is not None and not ranks(rank):
+                    for name, _parsed, record in scan:  # msprobe's cross-rank pass only
+                        trail.add(name, record)
+                    continue
+                _check_rank(report, live, scan, trail, step_id, node_filter)
             except MsprobeError as err:
-                report.problems.append(str(err))
+                if ranks is None or ranks(rank):
+                    report.problems.append(str(err))
+        _mark_named(report.hits, start, msprobe_rule.first_anomalies(trails))
     return report
+
+
+def _mark_named(hits: list[MsprobeHit], start: int, named: dict[int, str]) -> None:
+    """Set `anomaly` on `hits[start:]` (one step): the call msprobe names on its rank."""
+    for i in range(start, len(hits)):
+        hit = hits[i]
+        anomaly = named.get(hit.place.rank) == hit.place.node
+        if anomaly != hit.anomaly:
+            hits[i] = replace(hit, anomaly=anomaly)
 
 
 # conditions whose outcome on a tensor with no NaN/Inf is "not reported" when they read no
@@ -216,17 +236,21 @@ def _check_rank(
     report: MsprobeReport,
     live: list[tuple[int, CheckRequest, Category]],
     scan: MsprobeScan,
-    rank: int,
+    trail: msprobe_rule.RankTrail,
     step_id: int,
     node_filter: re.Pattern[str] | None,
 ) -> None:
-    """Check one rank's dump.json of one step, streamed a call at a time."""
+    """Check one rank's dump.json of one step, streamed a call at a time, feeding `trail`
+    every call (msprobe's cross-rank pass reads calls the filter leaves out too)."""
+    rank = trail.rank
     fast = all(_overflow_only(req) for _, req, _ in live)
     deep: list[str] = []
     for name, parsed, record in scan:
         if node_filter is not None and not node_filter.search(name):
+            trail.add(name, record)
             continue
         if msprobe_rule.is_ignored(name):
+            trail.add(name, record, False)
             # never a fault in msprobe's rule: not watched, and said when it holds NaN/Inf
             if type(record) is dict and any(
                 msprobe_rule.record_overflows(v) for v in record.values()
@@ -241,6 +265,7 @@ def _check_rank(
             params = _finite(record.get("parameters"))
             outputs = _finite(record.get("output")) if params >= 0 else -1
             if outputs >= 0:
+                trail.add(name, record, False)  # finite outputs: never an anomaly
                 forward = parsed is not None and parsed.direction == "forward"
                 for _, _, category in live:
                     report.checked += _fast_count(category, params, outputs, forward)
@@ -248,7 +273,11 @@ def _check_rank(
         call = call_from_record(name, record, parsed)
         if call.too_deep:
             deep.append(name)
-        _check_call(report, live, call, rank, step_id, msprobe_rule.is_anomaly(name, record))
+        anomaly = msprobe_rule.is_anomaly(name, record)
+        trail.add(name, record, anomaly)
+        # `anomaly` here is msprobe's per-call rule; `_mark_named` narrows it to the call
+        # msprobe's cross-rank pass names once every rank of the step is read
+        _check_call(report, live, call, rank, step_id, anomaly)
     report.problems.extend(scan.problems)
     if deep:
         report.problems.append(too_deep_sentence(scan.label, len(deep), deep[0]))
@@ -357,31 +386,30 @@ def check_msprobe_values(
         checked = checker.check(plan, iterations)
     report.problems.extend(dict.fromkeys([*dump.problems, *checked.problems]))
     report.checked = checked.tensors_checked
-    anomalies: dict[tuple[int, int], set[str]] = {}
+    named: dict[int, dict[int, str]] = {}
     for outcome in checked.outcomes:
         k = outcome.key
         node = dump.graph(k.rank, k.graph).node(k.node)
         record = dump.foreign_tensor(k.rank, k.graph, k.node, k.slot, k.iteration)
         tensor = record.name if record is not None else f"{node.dump_name}:{k.slot}"
         place = MsprobePlace(k.rank, k.graph, k.iteration, node.dump_name or k.node, k.slot, tensor)
-        if k.iteration is not None and (k.iteration, k.rank) not in anomalies:
-            anomalies[(k.iteration, k.rank)] = _anomalies(root, k.iteration, k.rank)
-        anomaly = place.node in anomalies.get((k.iteration or 0, k.rank), set())
+        if k.iteration is not None and k.iteration not in named:
+            named[k.iteration] = _named(root, k.iteration)
+        anomaly = named.get(k.iteration or 0, {}).get(k.rank) == place.node
         report.hits.append(MsprobeHit(outcome.watchpoint_id, place, outcome.result, anomaly))
     return report
 
 
-def _anomalies(root: MsprobeRoot, step: int, rank: int) -> set[str]:
-    """The calls of one step and rank that msprobe's rule names (`files.msprobe_rule`),
-    one streamed read of its dump.json (asked only for a step and rank with hits)."""
-    folder = root.steps[step].ranks.get(rank) if step in root.steps else None
-    if folder is None:
-        return set()
-    try:
-        return {
-            name
-            for name, _parsed, record in scan_dump_json(folder / "dump.json")
-            if msprobe_rule.is_anomaly(name, record)
-        }
-    except MsprobeError:
-        return set()  # the checker said it already
+def _named(root: MsprobeRoot, step: int) -> dict[int, str]:
+    """The call msprobe names on each rank of one step (`files.msprobe_rule`), one
+    streamed read of each rank's dump.json (asked only for a step with hits)."""
+    trails: list[msprobe_rule.RankTrail] = []
+    for rank, folder in sorted(root.steps[step].ranks.items() if step in root.steps else []):
+        trail = msprobe_rule.RankTrail(rank)
+        trails.append(trail)
+        try:
+            for name, _parsed, record in scan_dump_json(folder / "dump.json"):
+                trail.add(name, record)
+        except MsprobeError:
+            pass  # the checker said it already; the other ranks still decide
+    return msprobe_rule.first_anomalies(trails)

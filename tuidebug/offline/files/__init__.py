@@ -19,7 +19,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `msprobe_json`: msprobe's `dump.json` read as a stream of calls in chunks (memory one
   record, speed the stdlib's C scanner), never as one document.
 - `msprobe_rule`: msprobe `overflow_check`'s own anomaly rule on one raw `dump.json`
-  record (ignored names, top-level inputs and outputs only, parameters not inputs).
+  record (ignored names, top-level inputs and outputs only, parameters not inputs), and
+  its cross-rank pass naming the rank where a NaN/Inf carried by a collective began.
 - `names`: The grammar of MindSpore dump file names (spec §5.1, §5.2).
 - `names_24`: The names MindSpore 2.4+ gives a kernel's dump files (spec §5.2a).
 - `npy`: Reading one dump tensor file safely: header first, then a read-only memory map.
