@@ -444,3 +444,29 @@ def test_full_tensor_listing_has_dtype_shape_and_size() -> None:
         "float32",
         (2, 1),
     )
+
+
+def test_curt_health_flag_is_the_listings_health() -> None:
+    """`L` on CURT_HEALTH: its one flag is health F (NaN or ±Inf, not told apart) exactly
+    on TensorFlow's non-finite outputs, and a clean flag says no NaN and no Inf."""
+    from tuidebug.core.tensor import TensorRef
+    from tuidebug.core.tensor_health import Health, summary_from_statistics
+
+    session = OfflineSession(DATA / "curt_health")
+    session.start()
+    try:
+        health: dict[tuple[str, int], set[Health]] = {}
+        for iteration in session.dump.iterations(0):
+            for entry in session.tensor_entries(iteration):
+                ref = TensorRef(entry.node, entry.slot, iteration, 0, entry.graph)
+                stats = session.dumped_statistics(ref)
+                summary = summary_from_statistics(stats) if stats else None
+                if summary is not None:
+                    health.setdefault((entry.node, iteration), set()).add(summary.health)
+                    if summary.health is Health.NORMAL:
+                        assert (summary.nan, summary.inf, summary.presence) == (0, 0, True)
+    finally:
+        session.close()
+    flagged = {key for key, found in health.items() if Health.NONFINITE in found}
+    assert flagged == set(_non_finite_by_step("curt_health")) and flagged
+    assert set().union(*health.values()) == {Health.NONFINITE, Health.NORMAL}

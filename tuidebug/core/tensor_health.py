@@ -48,6 +48,8 @@ class Health(str, Enum):
 
     NAN = "nan"
     INF = "inf"
+    # NaN or ±Inf, the dump not saying which (TensorFlow's CURT_HEALTH keeps one flag)
+    NONFINITE = "nonfinite"
     ZERO = "zero"  # every element is 0 (False for bool tensors)
     NORMAL = "normal"
     EMPTY = "empty"  # no elements at all: neither zero nor normal
@@ -57,7 +59,7 @@ class Health(str, Enum):
     @property
     def is_problem(self) -> bool:
         """NaN, Inf or all zero: what "unhealthy only" keeps."""
-        return self in (Health.NAN, Health.INF, Health.ZERO)
+        return self in (Health.NAN, Health.INF, Health.NONFINITE, Health.ZERO)
 
 
 class HealthCancelled(Exception):
@@ -188,6 +190,18 @@ def _complex_summary(
     return TensorSummary(Health.NORMAL if nonzero else Health.ZERO, nan=0, inf=0)
 
 
+def _from_non_finite_flag(stats: Mapping[str, float]) -> TensorSummary | None:
+    """A dump that keeps only whether any element is NaN or ±Inf (`non_finite_count`,
+    TensorFlow's CURT_HEALTH): none is "no" in both columns; some is NONFINITE, its
+    columns blank, since claiming either NaN or Inf would be a guess."""
+    flag = stats.get("non_finite_count")
+    if flag is None:
+        return None
+    if flag:
+        return TensorSummary(Health.NONFINITE)
+    return TensorSummary(Health.NORMAL, nan=0, inf=0, presence=True)
+
+
 def summary_from_statistics(stats: Mapping[str, float]) -> TensorSummary | None:
     """A tensor whose values were not dumped, known by the statistics a dump wrote for it
     (a statistic.csv row, an msprobe record, as `DebugSession.dumped_statistics` gives
@@ -197,7 +211,7 @@ def summary_from_statistics(stats: Mapping[str, float]) -> TensorSummary | None:
     nan = stats.get("nan_count")
     pos, neg = stats.get("pos_inf_count"), stats.get("neg_inf_count")
     if nan is None or pos is None or neg is None:
-        return None
+        return _from_non_finite_flag(stats)
     inf = int(pos) + int(neg)
     low, high = stats.get("min"), stats.get("max")
     low = low if low is not None and math.isfinite(low) else None

@@ -44,6 +44,7 @@ __all__ = [
 HEALTH_GLYPHS: dict[Health | None, tuple[str, str, str]] = {
     Health.NAN: ("N", "N", "bold red"),
     Health.INF: ("I", "I", "bold magenta"),
+    Health.NONFINITE: ("F", "F", "bold red"),  # NaN or Inf, the dump not saying which
     Health.ZERO: ("0", "0", "bold yellow"),
     Health.NORMAL: ("·", ".", "green"),
     Health.EMPTY: ("∅", "e", "dim"),

@@ -312,7 +312,7 @@ class TensorListScreen(Screen[None]):
   {tensors.sort}               sort: execution order, size (largest first), op type
   {tensors.close}             close (1–6 close it and go to that pane)
 The app's run keys work here (n steps): the list follows the step.
-Health: N NaN, I ±Inf, 0 all zero, · normal, - no value, ! unreadable, ? not read yet
+Health: N NaN, I ±Inf, F NaN or ±Inf (not told apart), 0 all zero, · normal, - no value, ! unreadable, ? not read yet
 Beside it: min and max of the finite values, NaN and Inf counts"""
 
     DEFAULT_CSS = """
