@@ -310,7 +310,7 @@ def _rec(bad_in: bool, bad_out: bool, **kwargs: object) -> dict[str, object]:
     }
 
 
-def _trail(rank: int, calls: list[tuple[str, dict[str, object]]]) -> msprobe_rule.RankTrail:
+def _trail(rank: int, calls: list[tuple[str, object]]) -> msprobe_rule.RankTrail:
     trail = msprobe_rule.RankTrail(rank)
     for name, record in calls:
         trail.add(name, record)
@@ -556,3 +556,35 @@ def test_fuzz_msprobe_rule_never_raises(name: str, record: object) -> None:
     # any JSON a hostile dump.json holds: a bool, never an exception
     assert msprobe_rule.is_anomaly(name, record) in (True, False)
     assert msprobe_rule.record_overflows(record) in (True, False)
+
+
+_COMM_NAMES = st.sampled_from(
+    ["Distributed.all_reduce.0.forward", "Distributed.broadcast.1.forward", "Distributed.send"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ranks=st.lists(
+        st.lists(
+            st.tuples(
+                _COMM_NAMES | st.text(max_size=12),
+                st.dictionaries(
+                    st.sampled_from(["input_args", "input_kwargs", "output", "src", "dst"]),
+                    _json,
+                    max_size=4,
+                )
+                | _json,
+            ),
+            max_size=6,
+        ),
+        max_size=3,
+    )
+)
+def test_fuzz_cross_rank_pass_never_raises(ranks: list[list[tuple[str, object]]]) -> None:
+    # hostile records on communication calls (src/dst of any type, lists of anything):
+    # each rank is named at most one call it made, never an exception
+    trails = [_trail(rank, calls) for rank, calls in enumerate(ranks)]
+    named = msprobe_rule.first_anomalies(trails)
+    for rank, name in named.items():
+        assert name in [n for n, _ in ranks[rank]]
