@@ -508,8 +508,8 @@ def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot)
                 hit.result.params,
             )
             record["tensor"] = hit.place.tensor  # msprobe's own name of the tensor
-            # its call is an anomaly by msprobe overflow_check's rule (the first of a step
-            # is the call msprobe names)
+            # its call is the anomaly msprobe overflow_check names on its step and rank
+            # (its cross-rank pass included: a collective's NaN/Inf on the rank it began)
             record["anomaly"] = hit.anomaly
             records.append(record)
         print(json.dumps(records, indent=1))
