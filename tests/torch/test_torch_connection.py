@@ -90,7 +90,15 @@ def test_losing_the_debugger_costs_one_retry_not_fifteen_seconds() -> None:
         assert len(stamps) >= lost + 20, "the training did not go on without its debugger"
         gaps = [b - a for a, b in zip(stamps[lost - 2 :], stamps[lost - 1 :], strict=False)]
         assert max(gaps) < 8.0, f"the training stalled {max(gaps):.1f} s"
-        assert training.debugger is not None and not training.debugger.connected
+        # the training notices the loss at its next call to the debugger, which 20 fast
+        # steps may not have reached yet: the loss is judged by the stall above, and the
+        # flag only has to follow within a heartbeat or two
+        debugger = training.debugger
+        assert debugger is not None
+        settle = time.monotonic() + 90
+        while debugger.connected and time.monotonic() < settle:
+            time.sleep(0.05)
+        assert not debugger.connected
     finally:
         training.stop.set()
         training.join(60)
