@@ -241,7 +241,11 @@ def test_source_view(
     async def run_before(pilot: Any) -> None:
         await ready(pilot)
         await finish(pilot)
-        await open_frame(pilot, "Conv2D-op0", 120)
+        screen = await open_frame(pilot, "Conv2D-op0", 120)
+        # Pygments colours the file in a worker after the first paint: on a loaded machine
+        # the picture could be taken before them
+        code = screen.code
+        await wait_until(pilot, lambda: code.coloured is not None, what="syntax colours")
         await finish(pilot)
 
     shoot(snap_compare, app, size, run_before)
