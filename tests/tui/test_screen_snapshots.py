@@ -246,6 +246,13 @@ def test_source_view(
         # the picture could be taken before them
         code = screen.code
         await wait_until(pilot, lambda: code.coloured is not None, what="syntax colours")
+
+        def centred() -> bool:
+            height = code.scrollable_content_region.height
+            return round(code.scroll_y) == max(0, code.cursor - height // 2)
+
+        # centred after the layout's final height, which a loaded machine can reach late
+        await wait_until(pilot, centred, what="the stack's line centred")
         await finish(pilot)
 
     shoot(snap_compare, app, size, run_before)

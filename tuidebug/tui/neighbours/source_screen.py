@@ -141,6 +141,7 @@ class SourceCode(StyledScrollView, can_focus=True):
         self.cursor = 0  # row (index into `lines`)
         self.target: int | None = None  # the row of the stack's line
         self._gutter = 0
+        self._moved = False  # the user moved the cursor: a resize no longer re-centres
 
     # ------------------------------------------------------------------- data
     def set_lines(self, lines: list[SourceLine], target_line: int | None) -> None:
@@ -159,6 +160,7 @@ class SourceCode(StyledScrollView, can_focus=True):
         self.virtual_size = Size(self._gutter + width, len(lines))
         self.target = self.row_of(target_line) if target_line is not None else None
         self.cursor = self.target if self.target is not None else 0
+        self._moved = False
         self.refresh()
         self.call_after_refresh(self.centre_cursor)
         self.post_message(self.CursorMoved())
@@ -185,6 +187,12 @@ class SourceCode(StyledScrollView, can_focus=True):
         height = self.scrollable_content_region.height
         self.scroll_to(y=max(0, self.cursor - height // 2), animate=False, immediate=True)
 
+    def on_resize(self, _event: events.Resize) -> None:
+        # the first centring can run before the layout's final height (the note above
+        # wraps, the terminal is resized): keep the stack's line centred until the user moves
+        if not self._moved:
+            self.call_after_refresh(self.centre_cursor)
+
     def set_cursor(self, row: int) -> None:
         if not self.lines:
             return
@@ -192,6 +200,7 @@ class SourceCode(StyledScrollView, can_focus=True):
         if row == self.cursor:
             return
         self.cursor = row
+        self._moved = True
         height = self.scrollable_content_region.height
         top = round(self.scroll_y)
         if row < top:
