@@ -69,13 +69,15 @@ from tuidebug.core.text import rank_ranges
 from tuidebug.core.watch_targets import watched_tensors
 from tuidebug.core.watchpoint_book import WatchpointChange
 from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
-from tuidebug.offline.dump import DumpError, OfflineDump
-from tuidebug.offline.files.bin_tensors import converted_fit
-from tuidebug.offline.files.npy import TensorFileError, peek_header
+from tuidebug.offline.layout.errors import DumpError
 
 if TYPE_CHECKING:
     from tuidebug.offline.check.checker import Checker, CheckReport
     from tuidebug.offline.check.cluster import ClusterProgress, ClusterRunner
+
+    # the dump's readers (protobuf, the graph parser, the tensor files) load where they
+    # are used, after the TUI's first frame, not with this module (issue 28's cold start)
+    from tuidebug.offline.dump import OfflineDump
     from tuidebug.offline.files.names import TensorFile
 
 __all__ = ["OfflineSession"]
@@ -144,6 +146,9 @@ def _with_file_shape(entry: TensorEntry, f: TensorFile) -> TensorEntry:
     tuple the graph parser cannot split per slot, and scalars often declare no shape. The
     header is a few hundred bytes, cached per header form (`peek_header`); the listing
     still reads no value."""
+    from tuidebug.offline.files.bin_tensors import converted_fit
+    from tuidebug.offline.files.npy import peek_header
+
     fit = converted_fit(f)
     if fit is None:
         # a value with no file of its own (a tfdbg record's): what its tool recorded
@@ -752,6 +757,8 @@ class OfflineSession(DebugSession):
             iteration = prev
         if node.kind is not NodeKind.CONSTANT and iteration < 0:
             return None
+        from tuidebug.offline.files.npy import TensorFileError
+
         try:
             return dump.value(rank, graph.name, node.name, ref.slot, iteration, ref.is_output)
         except TensorFileError as err:
@@ -786,6 +793,8 @@ class OfflineSession(DebugSession):
         rank, graph, node, iteration = self._trip_place(ref)
         if iteration < 0:
             return None
+        from tuidebug.offline.files.npy import TensorFileError
+
         try:
             return self.dump.value(rank, graph, node, ref.slot, iteration, ref.is_output, trip)
         except TensorFileError as err:

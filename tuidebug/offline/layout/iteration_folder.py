@@ -16,8 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tuidebug.offline.files.bin import BinBudgetError
-from tuidebug.offline.files.bin_tensors import bin_tensor_files
 from tuidebug.offline.files.listing import MAX_NAMED_PER_FOLDER, Entry, Scanner, reason
 from tuidebug.offline.files.names import (
     MAPPING_CSV,
@@ -28,7 +26,6 @@ from tuidebug.offline.files.names import (
     parse_tensor_file_name,
     show_name,
 )
-from tuidebug.offline.files.npy import TensorFileError
 from tuidebug.offline.files.regular_file import FileTooLargeError, NotRegularFileError, read_regular
 
 # A mapping.csv row is one short name and one file name (< 300 bytes): 64 MiB is > 200,000
@@ -107,7 +104,13 @@ def list_iteration_folder(
         if real is not None and kind is FileKind.UNKNOWN:
             kind = classify_file_name(real)  # a number standing for a long .bin name
         if kind is FileKind.ASYNC_BIN:
-            # one tensor per input and output, from the header (read once, here)
+            # one tensor per input and output, from the header (read once, here); the
+            # readers (numpy, protobuf) load with the first such file, not with the layout
+            # (`tuidebug offline` lists the dump before its first frame: issue 28)
+            from tuidebug.offline.files.bin import BinBudgetError
+            from tuidebug.offline.files.bin_tensors import bin_tensor_files
+            from tuidebug.offline.files.npy import TensorFileError
+
             try:
                 files.extend(bin_tensor_files(directory, name, real or name, bins))
             except BinBudgetError:
