@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import ml_dtypes
@@ -15,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tuidebug.core import kernels
+from tuidebug.core import c_kernel, kernels
 from tuidebug.core import scan_engine as C
 from tuidebug.core.condition_catalogue import (
     CONDITIONS,
@@ -783,14 +786,40 @@ def _every_threshold() -> list[CheckRequest]:
     return reqs
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test on the numpy engine and on the compiled kernel (any tensor size)."""
-    compiled = request.param == "compiled"
-    monkeypatch.setattr(C, "KERNEL_MIN_ELEMENTS", 0 if compiled else 1 << 62)
-    if compiled:
-        assert kernels.load() is not None, "numba is a dependency: the kernel must load"
-    return str(request.param)
+KERNELS = ["numba", "c"]
+
+
+@contextlib.contextmanager
+def kernel_in_use(kind: str) -> Iterator[None]:
+    """Make `kind` ("numba" or "c") the process's kernel for the block: both are checked
+    against the numpy engine (the C one is built into the user cache if need be)."""
+    if kind == "c" and c_kernel.compiler() is None:
+        pytest.skip("no C compiler on this machine: the C kernel cannot be built")
+    saved = os.environ.get("TUIDEBUG_KERNEL")
+    os.environ["TUIDEBUG_KERNEL"] = kind
+    kernels.forget()
+    try:
+        assert kernels.load() is not None, f"the {kind} kernel must load"
+        assert kernels.kind() == kind
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TUIDEBUG_KERNEL", None)
+        else:
+            os.environ["TUIDEBUG_KERNEL"] = saved
+        kernels.forget()
+
+
+@pytest.fixture(params=["numpy", *KERNELS])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run a test on the numpy engine and on each compiled kernel (any tensor size)."""
+    kind = str(request.param)
+    monkeypatch.setattr(C, "KERNEL_MIN_ELEMENTS", 1 << 62 if kind == "numpy" else 0)
+    if kind == "numpy":
+        yield kind
+        return
+    with kernel_in_use(kind):
+        yield kind
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int32", "int64", "bool"])
@@ -1016,10 +1045,10 @@ def requests(draw: st.DrawFn) -> CheckRequest:
     reqs=st.lists(requests(), min_size=1, max_size=4),
     prev_mode=st.sampled_from(["none", "same", "perturbed", "other_size", "nan"]),
     chunk=st.integers(1, 17),
-    compiled=st.booleans(),
+    kernel=st.sampled_from(["numpy", *KERNELS]),
 )
 def test_engine_matches_reference(
-    x: np.ndarray, reqs: list[CheckRequest], prev_mode: str, chunk: int, compiled: bool
+    x: np.ndarray, reqs: list[CheckRequest], prev_mode: str, chunk: int, kernel: str
 ) -> None:
     prev: np.ndarray | None
     if prev_mode == "none":
@@ -1033,11 +1062,10 @@ def test_engine_matches_reference(
     else:
         prev = np.full(x.shape, np.nan)
     saved = C.KERNEL_MIN_ELEMENTS
-    C.KERNEL_MIN_ELEMENTS = 0 if compiled else 1 << 62  # the compiled kernel or numpy
-    if compiled:
-        assert kernels.load() is not None  # loaded: every dtype is warmed when first met
+    C.KERNEL_MIN_ELEMENTS = 1 << 62 if kernel == "numpy" else 0  # numpy or that kernel
     try:
-        got = evaluate(x, reqs, prev, chunk_elements=chunk)
+        with contextlib.nullcontext() if kernel == "numpy" else kernel_in_use(kernel):
+            got = evaluate(x, reqs, prev, chunk_elements=chunk)
     finally:
         C.KERNEL_MIN_ELEMENTS = saved
     # float64 sums are exact only to rounding relative to the data's magnitude, so a sum
@@ -1172,11 +1200,18 @@ def test_change_watchpoints_match_mindinsight(fixtures_dir: Path, index: int) ->
                     assert phit(res, p["name"])
 
 
+@pytest.mark.parametrize("kind", KERNELS)
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "uint8"])
-def test_compiled_kernel_matches_numpy_engine(monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
+def test_compiled_kernel_matches_numpy_engine(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, kind: str
+) -> None:
     """Large tensors take the compiled kernel; its results equal the numpy engine's (sums
     to rounding), with several threads, unchanged stretches and a previous tensor."""
-    assert kernels.load() is not None, "numba is a dependency: the kernel must load"
+    with kernel_in_use(kind):
+        _compiled_matches_numpy(monkeypatch, dtype)
+
+
+def _compiled_matches_numpy(monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
     rng = np.random.default_rng(11)
     n = C.KERNEL_MIN_ELEMENTS + 12_345
     raw = rng.standard_normal(n) * 2
@@ -1235,8 +1270,16 @@ def test_the_kernel_loads_only_for_enough_float64_work() -> None:
     assert out.stdout.split() == ["False", "True"]
 
 
-def test_compiled_kernel_errors_and_extrema_past_nan(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("kind", KERNELS)
+def test_compiled_kernel_errors_and_extrema_past_nan(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
     monkeypatch.setattr(C, "KERNEL_MIN_ELEMENTS", 0)
+    with kernel_in_use(kind):
+        _errors_and_extrema_past_nan()
+
+
+def _errors_and_extrema_past_nan() -> None:
     x = np.arange(-50_000, 50_000, dtype=np.float32)
     x[70_000] = np.nan
     # HAS_NAN with a parameter reads the statistics past the NaN: max over non-NaN values

@@ -73,6 +73,7 @@ def _run(env_extra: dict[str, str], *args: str) -> dict[str, object]:
         if k not in ("TUIDEBUG_KERNEL", "NUMBA_CACHE_DIR", cache_folder.CACHE_ENV_VAR)
     }
     env["NUMBA_DISABLE_JIT"] = "0"
+    env["TUIDEBUG_KERNEL"] = "numba"  # numba's cache is what these tests are about
     env.update(env_extra)
     proc = subprocess.run(
         [sys.executable, "-c", _RUN_KERNEL, *args],

@@ -1,4 +1,5 @@
-"""tuidebug's per-user cache folder, where numba keeps the compiled scan kernel.
+"""tuidebug's per-user cache folder, where the compiled scan kernels are kept (numba's cache,
+the C kernel's library).
 
 Never inside the package: files written into `site-packages/tuidebug/` outlive `pip uninstall`,
 and the leftover folder then shadows an editable install of tuidebug. Its own module so the
@@ -37,17 +38,18 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path | None:
         return None
 
 
-def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
-    """The folder for compiled-kernel caches (`cache_root()/numba`), created if needed, or
-    None when it cannot be used: then the kernel is compiled in every process.
+def cache_dir(environ: Mapping[str, str] | None = None, *, sub: str = "numba") -> Path | None:
+    """The folder for compiled-kernel caches (`cache_root()/numba` for numba's, `/c` for the
+    C kernel's library), created if needed, or None when it cannot be used: then numba
+    compiles in every process and the C kernel is not built.
 
-    numba's cache files are pickles that it loads, so a folder other users can write to
-    would let them run code in ours: it must be a directory we own, writable by no one
-    else (a folder created here is 0700)."""
+    numba's cache files are pickles that it loads and the C kernel is a library we load, so
+    a folder other users can write to would let them run code in ours: it must be a
+    directory we own, writable by no one else (a folder created here is 0700)."""
     root = cache_root(environ)
     if root is None:
         return None
-    path = root / "numba"
+    path = root / sub
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = path.stat()

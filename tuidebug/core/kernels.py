@@ -1,16 +1,21 @@
-"""Loading the condition engine's compiled scan kernel (`_scan_kernel.unit`, numba).
+"""Loading the condition engine's compiled scan kernel: C (`c_kernel`, built once per user
+with the system compiler) or numba's (`_scan_kernel.unit`).
 
 For tensors of `scan_engine.KERNEL_MIN_ELEMENTS` or more, `scan_engine._Scan` hands each
 unit of elements to one call of the kernel instead of its numpy stages: one read of the
 data instead of a dozen numpy passes, without the GIL, so threads scale. The results are
 the numpy engine's to rounding (sums are added in another order inside a sub-block).
 
-numba is imported only when there is enough work to earn it back: importing it and loading
-the cached kernel's specialisation for a dtype takes ~0.3 s, more than a whole check of a
-1 GB dump. The scan engine uses the kernel only once it is loaded *and* warm for the tensor's
-dtype (`ready`); whoever has the work calls `warm_up` (the offline checker, through
-`scan_engine.prepare_kernel`), in the calling thread or in the background, and the numpy
-stages (which agree to rounding) do the work until then. `TUIDEBUG_KERNEL=numpy` (or numba missing) keeps every tensor on numpy.
+The C kernel loads in a millisecond once its library is built; until then (the first
+check of a new install, the library building in the background) or without a C compiler,
+numba's: importing numba and loading the cached kernel's specialisation for a dtype takes
+~0.5 s, more than a whole check of a 1 GB dump, so it is loaded only when there is enough
+work to earn it back. The scan engine uses the kernel only once it is loaded *and* warm for
+the tensor's dtype (`ready`); whoever has the work calls `warm_up` (the offline checker,
+through `scan_engine.prepare_kernel`), in the calling thread or in the background, and the
+numpy stages (which agree to rounding) do the work until then. `TUIDEBUG_KERNEL=numpy`
+keeps every tensor on numpy; `=numba` and `=c` choose one kernel (`=c` builds the library
+now if need be).
 
 The compiled kernel is cached on disk in a per-user folder (`cache_folder.cache_dir`), never
 inside the package: files written into `site-packages/tuidebug/` outlive `pip uninstall`, and the
@@ -56,6 +61,19 @@ def disabled() -> bool:
 def ready(dtype: np.dtype) -> Callable[..., None] | None:
     """The kernel if it is loaded and warm for `dtype`, else None (never loads it)."""
     return None if disabled() else _READY.get(dtype)
+
+
+def cheap() -> bool:
+    """Loading the kernel costs milliseconds: it is loaded, or the C library is built."""
+    if disabled():
+        return False
+    if "kernel" in _STATE:
+        return _STATE["kernel"] is not None
+    if os.environ.get("TUIDEBUG_KERNEL", "").strip().lower() == "numba":
+        return False
+    from tuidebug.core import c_kernel
+
+    return c_kernel.built() is not None
 
 
 def loaded() -> bool:
@@ -131,8 +149,50 @@ def load() -> Callable[..., None] | None:
 
 
 def _build() -> Callable[..., None] | None:
+    """The C kernel when its library is built (or, with `TUIDEBUG_KERNEL=c` or without
+    numba, can be built now); else numba's, while the C library is built in the background
+    for the next processes; None when neither can run."""
+    choice = os.environ.get("TUIDEBUG_KERNEL", "").strip().lower()
+    if choice != "numba":
+        from tuidebug.core import c_kernel
+
+        path = c_kernel.built()
+        if path is None and (choice == "c" or not _numba_importable()):
+            path = c_kernel.build()
+        if path is not None:
+            kernel = c_kernel.load(path)
+            if kernel is not None:
+                _STATE["kind"] = "c"
+                return kernel
+        if choice == "c":
+            return None
+        if c_kernel.compiler() is not None:
+            c_kernel.build_in_background()
     try:
         from tuidebug.core import _scan_kernel
     except ImportError:
         return None  # numba missing (or broken): the numpy engine does the work
+    _STATE["kind"] = "numba"
     return _scan_kernel.unit
+
+
+def _numba_importable() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
+
+
+def forget() -> None:
+    """Unload the kernel, so that the next `load` chooses again (`TUIDEBUG_KERNEL`): the
+    tests run each kernel in one process."""
+    with _LOCK:
+        _STATE.clear()
+        _READY.clear()
+        _WARMING.clear()
+
+
+def kind() -> str:
+    """Which kernel does the work: "c", "numba", or "numpy" (none loaded, or turned off)."""
+    if disabled() or _STATE.get("kernel") is None:
+        return "numpy"
+    return str(_STATE.get("kind", "numpy"))

@@ -11,10 +11,11 @@ untouched.
 The pass runs over cache-sized blocks of the flattened tensor (C order), so its extra memory
 is a few small float64 buffers whatever the tensor size (a memory-mapped `.npy` is read once,
 block by block), and it computes only the statistics the requests read. Tensors of
-`KERNEL_MIN_ELEMENTS` or more are scanned by the numba kernel of `_scan_kernel.py` (one
-GIL-free call per unit of elements, see `kernels.py`); smaller ones, and every tensor when
-numba is missing or `TUIDEBUG_KERNEL=numpy`, by the numpy stages below. The two agree to
-rounding, and the tests hold both to the same reference.
+`KERNEL_MIN_ELEMENTS` or more are scanned by a compiled kernel (one GIL-free call per unit
+of elements, see `kernels.py`): the C one of `_scan_kernel.c` once built, else numba's of
+`_scan_kernel.py`; smaller ones, and every tensor when neither can run or
+`TUIDEBUG_KERNEL=numpy`, by the numpy stages below. They agree to rounding, and the tests
+hold all three to the same reference.
 
 Where the result cannot differ from MindSpore's it takes cheaper routes: min/max, zero and
 range counts on the raw dtype when that is exact (float32 bounds rounded inwards, integer
@@ -112,10 +113,11 @@ THREADS = min(2, _cores())
 # Tensors of at least KERNEL_MIN_ELEMENTS get the float64 stage from the compiled kernel
 # (`kernels.py`) once it is loaded; smaller ones do not earn back loading it.
 KERNEL_MIN_ELEMENTS = 1 << 18
-# Loading the kernel costs ~0.3 s and saves ~0.25 s per GB of float64-stage work (sums)
-# over the numpy stages: `prepare_kernel` loads it in the calling thread for a check with at
-# least KERNEL_WAIT_BYTES of such work, in the background from KERNEL_PRELOAD_BYTES (the
-# next checks of a session get it), and not at all below.
+# The C kernel, once built, loads in milliseconds. Loading numba's costs ~0.5 s and saves
+# ~0.6 s per GB of float64-stage work (sums) over the numpy stages: `prepare_kernel` loads
+# it in the calling thread for a check with at least KERNEL_WAIT_BYTES of such work, in the
+# background from KERNEL_PRELOAD_BYTES (the next checks of a session get it), and not at
+# all below.
 KERNEL_WAIT_BYTES = 512 << 20
 # Tensors of at most SMALL_ELEMENTS whose requests read only NaN/Inf skip the scan.
 SMALL_ELEMENTS = 1 << 12
@@ -553,9 +555,14 @@ def needs_float64_stage(requests: Sequence[CheckRequest], has_prev: bool) -> boo
 
 def prepare_kernel(float64_bytes: int) -> None:
     """Load the compiled kernel for a check with `float64_bytes` of float64-stage work on
-    tensors of `KERNEL_MIN_ELEMENTS` or more: now, in the background, or not at all (see
-    KERNEL_WAIT_BYTES). float32 is warmed ahead; other dtypes a few ms each when met."""
-    if float64_bytes >= KERNEL_PRELOAD_BYTES and kernels.ready(_F32) is None:
+    tensors of `KERNEL_MIN_ELEMENTS` or more: the C kernel now (it loads in milliseconds);
+    numba's now, in the background, or not at all (see KERNEL_WAIT_BYTES). float32 is
+    warmed ahead; other dtypes a few ms each when met."""
+    if float64_bytes <= 0 or kernels.ready(_F32) is not None:
+        return
+    if kernels.cheap():  # the C library is built: milliseconds, whatever the work
+        kernels.warm_up([_F32], _warm_kernel, wait=True)
+    elif float64_bytes >= KERNEL_PRELOAD_BYTES:
         kernels.warm_up([_F32], _warm_kernel, wait=float64_bytes >= KERNEL_WAIT_BYTES)
 
 
@@ -563,7 +570,7 @@ def _warm_kernel(kernel: Callable[..., None], dtype: np.dtype) -> None:
     """One compiled call on a tiny unit of `dtype`, with the argument types every real call
     of that dtype has (they depend on the dtype only): it loads numba's specialisation."""
     x = np.zeros(8, dtype)
-    scan = _Scan(x, None, _plan((_WARM_REQUEST,), False), CHUNK_ELEMENTS)
+    scan = _Scan(x, None, _plan((_WARM_REQUEST,), False), CHUNK_ELEMENTS, find_kernel=False)
     scan.kernel = kernel
     scan._compiled_unit(_Partial(0), _scratch(), 0, x.size)
 
@@ -577,7 +584,15 @@ class _Scan:
     The threads of a scan share only the flags set below, each of which changes one way
     (False -> True, or True -> False for `use_prev` and the all-close verdicts)."""
 
-    def __init__(self, x: np.ndarray, prev: np.ndarray | None, plan: _Plan, chunk: int) -> None:
+    def __init__(
+        self,
+        x: np.ndarray,
+        prev: np.ndarray | None,
+        plan: _Plan,
+        chunk: int,
+        *,
+        find_kernel: bool = True,
+    ) -> None:
         self.plan = plan
         # sub-blocks tile blocks and units exactly, so that the float64 stage sees the same
         # sub-blocks whichever thread ran a block's raw stage, and on whichever block size
@@ -614,7 +629,8 @@ class _Scan:
         self.counting = plan.zeros or bool(plan.ranges)
         self.kernel = None
         if (
-            self.n >= KERNEL_MIN_ELEMENTS
+            find_kernel  # not while warming it (`_warm_kernel`): that would wait on itself
+            and self.n >= KERNEL_MIN_ELEMENTS
             and (plan.needs_params or self.is_float)  # else there is nothing to scan for
             and self.dtype in kernels.KERNEL_DTYPES
             # else p converts on its own (self.prev is set only when prev is)
