@@ -18,18 +18,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 from textual.app import App, ComposeResult
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Button, Input, OptionList, Select, Static
 
 from tests.cli.test_cold_imports import offenders
 from tests.conftest import REPO
 from tests.tui.support import CONV, synthetic_graph, tensor_shown, wait_until
 from tuidebug.core.condition_catalogue import ParamResult, get_condition
+from tuidebug.core.session import Capabilities
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import WatchpointHit
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.keys.keymap import _own_bindings, _tui_classes, active_keys, known_bindings
 from tuidebug.tui.panes.hit_list import HitList
+from tuidebug.tui.panes.scope_tree import ALL_TYPES, ScopeTree
 from tuidebug.tui.panes.stack_list import StackList
+from tuidebug.tui.run.actions import BAR_ACTIONS
+from tuidebug.tui.run.control_bar import ControlBar
 from tuidebug.tui.tensor.view import TensorView
 
 TIMEOUT = 180  # seconds: a fresh interpreter loading the dump and drawing, on a busy machine
@@ -114,6 +118,50 @@ def test_the_startup_imports_load_no_heavy_package(tmp_path: Path) -> None:
     loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
     assert "tuidebug.tui.app" in loaded
     assert offenders(loaded, HEAVY) == []
+
+
+# the dump's readers: the load after the first frame needs them, the start does not (the
+# layout lists the folders, the session module is built): protobuf and the graph parser,
+# the .npy and .bin readers, the dump model
+DUMP_READERS = (
+    "google.protobuf",
+    "tuidebug._proto",
+    "tuidebug.core.graph_pb",
+    "tuidebug.offline.dump",
+    "tuidebug.offline.files.bin",
+    "tuidebug.offline.files.bin_tensors",
+    "tuidebug.offline.files.npy",
+    "tuidebug.offline.layout.tensor_index",
+)
+
+START_PATH = """
+import json, sys
+from tuidebug.cli.launch import check_dump_dir
+from tuidebug.offline.session import OfflineSession
+import tuidebug.tui.app
+assert check_dump_dir(sys.argv[1]) is None
+OfflineSession(sys.argv[1])
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_start_path_loads_no_dump_reader(dump_2_10: Path, tmp_path: Path) -> None:
+    """`tuidebug offline` checks the dump folder and builds its session before the first
+    frame: neither may load the readers the load uses after it (issue 28), nor may the
+    app's modules."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", START_PATH, str(dump_2_10)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    assert "tuidebug.offline.layout.root" in loaded  # the folder was listed
+    assert offenders(loaded, DUMP_READERS) == []
 
 
 def test_first_frame_loads_no_screen_opened_later(dump_2_10: Path, tmp_path: Path) -> None:
@@ -225,3 +273,83 @@ async def test_tensor_view_builds_what_a_tensor_needs_when_one_is_shown() -> Non
         ]
         assert view.table.display and view.query_one("#tv-bar").display
         assert view.query_one("#tv-slice", Input).value == "[:, :]"
+
+
+class _TreeApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ScopeTree(id="scope")
+
+
+def _filters_of(scope: ScopeTree) -> list[str]:
+    return [child.id or "" for child in scope.children]
+
+
+async def test_scope_filters_mount_after_the_first_frame_holding_what_was_set() -> None:
+    """The graph and type selectors and the name box, hidden while there is no graph,
+    are not in the first frame (issue 28); mounted later they show the graphs, the graph
+    and the type filter set before, and keep working."""
+    graph, other = synthetic_graph(), synthetic_graph("kernel_graph_1", scopes=2)
+    app = _TreeApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        scope = app.query_one(ScopeTree)
+        await pilot.pause()
+        # no graph: mounted after the first frame, hidden, nothing to clear
+        assert _filters_of(scope)[:3] == ["tree-filters", "name-filter", "filter-status"]
+        assert not scope.query_one("#tree-filters").display
+        assert scope.clear_filter() is False
+        scope.set_graphs({graph.name: graph, other.name: other}, current=other.name)
+        await pilot.pause()
+        graph_select = scope.query_one("#graph-select", Select)
+        assert graph_select.value == other.name
+        assert scope.query_one("#tree-filters").display
+        assert scope.graph is other and len(scope.tree_view.root.children) > 0
+
+
+async def test_scope_filters_built_with_graphs_set_before_they_mount(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Graphs given before the filters mount (an online session's, in the app's on_mount)
+    mount them at once, built holding the graphs; the type filter lists the graph's node
+    types, and what is changed before the selectors compose is not lost."""
+    graph = synthetic_graph()
+    app = _Later()
+    async with app.run_test(size=(80, 24)) as pilot:
+        scope = ScopeTree(id="scope")
+        # the first frame's refresh has not come yet: the filters wait for it
+        monkeypatch.setattr(scope, "call_after_refresh", lambda *args, **kwargs: True)
+        await app.mount(scope)
+        assert not scope._filters_mounted
+        scope.set_graphs({graph.name: graph})
+        assert scope._filters_mounted  # at once: the graphs ask for them
+        scope.query_one("#name-filter", Input).value = "conv"
+        await pilot.pause()
+        types = scope.query_one("#type-filter", Select)
+        assert scope.query_one("#graph-select", Select).value == graph.name
+        assert types.value == ALL_TYPES
+        assert any(value == "Conv2D" for _, value in types._options)
+        assert scope.clear_filter() is True
+
+
+async def test_control_bar_builds_a_button_only_once_the_session_offers_it() -> None:
+    """The first frame builds the buttons the session can use (issue 28); one it offers
+    later (an online client with a GPU: next node) is mounted in its place, with the key
+    and the state asked for meanwhile, and one it stops offering is hidden as before."""
+    offline = Capabilities(can_reset_step=True)
+    app = _Later()
+    async with app.run_test(size=(160, 24)) as pilot:
+        bar = ControlBar(capabilities=offline)
+        await app.mount(bar)
+        offered = [a.id for a in BAR_ACTIONS if a.offered(offline)]
+        assert [b.id for b in bar.query(Button)] == [f"control-{i}" for i in offered]
+        assert "step_node" not in offered
+        bar.set_keys(lambda action: f"<{action}>")
+        bar.update_enabled(lambda action: action != "step_node")
+        bar.set_capabilities(Capabilities(can_step_node=True))
+        await pilot.pause()
+        ids = [b.id for b in bar.query(Button)]
+        assert ids == [
+            f"control-{a.id}" for a in BAR_ACTIONS if a.id in offered or a.id == "step_node"
+        ]
+        node = bar.query_one("#control-step_node", Button)
+        assert node.display and node.disabled and str(node.label).startswith("<step_node>")
+        assert not bar.query_one("#control-reset_step", Button).display  # no longer offered

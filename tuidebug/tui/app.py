@@ -249,7 +249,7 @@ class DebuggerApp(App[int]):
         self._tensor.border_title = "5 Tensor"
         self._watchpoints = WatchpointList(id="watchpoints")
         self._watchpoints.border_title = "6 Watchpoints"
-        self._controls = ControlBar(id="controls")
+        self._controls = ControlBar(id="controls", capabilities=self.session.capabilities)
         self._tabs = TabbedContent(id="left-tabs", initial="tree-tab")
         self._nav = Navigation(
             self,

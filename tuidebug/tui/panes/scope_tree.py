@@ -230,18 +230,13 @@ class ScopeTree(Vertical):
         # of a tree collapsed to its top level.
         self._unfiltered: tuple[str, list[str], TreeEntry | None] | None = None
         self._showing_filter = False
+        # The graph and type selectors and the name box, hidden until a graph arrives, are
+        # a third of the widgets of the first frame: they mount just after it
+        # (`_mount_filters`: issue 28), built from what the pane holds by then.
+        self._filters_mounted = False
+        self._selects: dict[str, Select[str]] = {}  # by id: queried before the row composes
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="tree-filters"):
-            yield Select[str]([], prompt="graph", allow_blank=True, compact=True, id="graph-select")
-            yield Select[str](
-                [("all node types", ALL_TYPES)],
-                value=ALL_TYPES,
-                allow_blank=False,
-                compact=True,
-                id="type-filter",
-            )
-        yield Input(placeholder="filter by name  (/)", compact=True, id="name-filter")
         yield Static("", id="filter-status")
         tree = GraphTree(id="scope-tree")
         tree.loader = self._load
@@ -251,6 +246,35 @@ class ScopeTree(Vertical):
     def on_mount(self) -> None:
         with contextlib.suppress(NoMatches):  # a child not mounted yet: the app calls again
             self._show_empty_state()
+        self.call_after_refresh(self._mount_filters)
+
+    def _mount_filters(self) -> None:
+        """Mount the selectors and the name box above the tree, holding the graphs, the
+        shown graph and the type filter set so far (the `Changed` each posts on mount
+        names what is already shown: the handlers ignore it)."""
+        if self._filters_mounted or not self.is_attached:
+            return
+        self._filters_mounted = True
+        graph_select = Select[str](
+            self._graph_options(),
+            prompt="graph",
+            allow_blank=True,
+            value=self.graph.name if self.graph is not None else Select.NULL,
+            compact=True,
+            id="graph-select",
+        )
+        type_select = Select[str](
+            self._type_options(self.graph),
+            value=self._filter_type,
+            allow_blank=False,
+            compact=True,
+            id="type-filter",
+        )
+        self._selects = {"#graph-select": graph_select, "#type-filter": type_select}
+        row = Horizontal(graph_select, type_select, id="tree-filters")
+        name_box = Input(placeholder="filter by name  (/)", compact=True, id="name-filter")
+        row.display = name_box.display = bool(self.graphs)
+        self.mount(row, name_box, before="#filter-status")
 
     def set_empty_message(self, text: str) -> None:
         """What the pane says while there is no graph (waiting for a training, loading)."""
@@ -263,8 +287,9 @@ class ScopeTree(Vertical):
         message.update(shown_lines(self._empty_message))
         message.display = empty
         # the tree keeps its place (and focus) but shows nothing until a graph arrives
-        self.query_one("#tree-filters").display = not empty
-        self.query_one("#name-filter").display = not empty
+        if self._filters_mounted:
+            self.query_one("#tree-filters").display = not empty
+            self.query_one("#name-filter").display = not empty
         self.tree_view.styles.height = "1fr" if not empty else 1
 
     # ---------------------------------------------------------------- public
@@ -275,11 +300,11 @@ class ScopeTree(Vertical):
     def set_graphs(self, graphs: Mapping[str, Graph], current: str | None = None) -> None:
         """Offer these graphs; keep showing the current one when it is still there."""
         self.graphs = dict(sorted(graphs.items(), key=lambda kv: (kv[1].graph_id, kv[0])))
-        select = self.query_one("#graph-select", Select)
-        with select.prevent(Select.Changed):
-            select.set_options(
-                (plain(f"{name} ({len(graph)} nodes)"), name) for name, graph in self.graphs.items()
-            )
+        if self._filters_mounted:
+            options = self._graph_options()
+            self._change_select("#graph-select", lambda select: select.set_options(options))
+        elif self.graphs:
+            self._mount_filters()  # the graphs came before the first frame was drawn
         self._show_empty_state()
         if not self.graphs:
             self.graph = None
@@ -289,23 +314,34 @@ class ScopeTree(Vertical):
         name = keep if keep in self.graphs else next(iter(self.graphs))
         self.show_graph(name)
 
+    def _graph_options(self) -> list[tuple[str | Text, str]]:
+        return [
+            (plain(f"{name} ({len(graph)} nodes)"), name) for name, graph in self.graphs.items()
+        ]
+
     def show_graph(self, name: str) -> None:
         graph = self.graphs.get(name)
         if graph is None:
             return
         self.graph = graph
-        select = self.query_one("#graph-select", Select)
-        if select.value != name:
-            with select.prevent(Select.Changed):
-                select.value = name
+        if self._filters_mounted:
+
+            def pick(select: Select[str]) -> None:
+                if select.value != name:
+                    select.value = name
+
+            self._change_select("#graph-select", pick)
         self._fill_type_filter(graph)
         self._rebuild()
 
     def focus_filter(self) -> None:
-        self.query_one("#name-filter", Input).focus()
+        if self._filters_mounted:  # else no graph yet: nothing to filter
+            self.query_one("#name-filter", Input).focus()
 
     def action_type_filter(self) -> None:
         """t: the node type filter, opened (its list takes ↑ ↓, Enter picks, Esc closes)."""
+        if not self._filters_mounted:
+            return
         select = self.query_one("#type-filter", Select)
         if not select.display or not self.graphs:
             return
@@ -314,6 +350,8 @@ class ScopeTree(Vertical):
 
     def clear_filter(self) -> bool:
         """Drop the name and type filters; True when there was something to clear."""
+        if not self._filters_mounted:
+            return False  # nothing typed or picked yet
         name_input = self.query_one("#name-filter", Input)
         type_select = self.query_one("#type-filter", Select)
         had = bool(name_input.value) or type_select.value != ALL_TYPES
@@ -366,21 +404,47 @@ class ScopeTree(Vertical):
         return bool(self._name_match) or self._filter_type != ALL_TYPES
 
     def _fill_type_filter(self, graph: Graph) -> None:
+        options = self._type_options(graph)
+        keep = self._filter_type if any(v == self._filter_type for _, v in options) else ALL_TYPES
+        if self._filters_mounted:
+
+            def refill(select: Select[str]) -> None:
+                select.set_options(options)
+                select.value = keep
+
+            self._change_select("#type-filter", refill)
+        self._filter_type = keep
+
+    def _change_select(self, selector: str, change: Callable[[Select[str]], None]) -> None:
+        """Apply `change` to a selector, without its `Changed`: now, or once it has composed
+        its option list (one mounted moments ago is registered but not composed yet, and
+        its options cannot be set before; it was built from the pane's state, and its
+        own queue runs the change right after its mount)."""
+        select = self._selects[selector]
+
+        def apply() -> None:
+            with select.prevent(Select.Changed):
+                change(select)
+
+        if select.is_mounted:
+            apply()
+        else:
+            select.call_later(apply)
+
+    @staticmethod
+    def _type_options(graph: Graph | None) -> list[tuple[str | Text, str]]:
+        options: list[tuple[str | Text, str]] = [("all node types", ALL_TYPES)]
+        if graph is None:
+            return options
         counts: dict[str, int] = {}
         for node in graph:
             counts[node.op_type] = counts.get(node.op_type, 0) + 1
-        options: list[tuple[str | Text, str]] = [("all node types", ALL_TYPES)]
         for cat in (Category.WEIGHT, Category.GRADIENT, Category.ACTIVATION, Category.PARAMETER):
             n = len(graph.nodes_in(cat))
             if n:
                 options.append((f"{cat.value}s ({n})", CATEGORY_PREFIX + cat.value))
         options += [(plain(f"{t} ({n})"), t) for t, n in sorted(counts.items())]
-        select = self.query_one("#type-filter", Select)
-        keep = self._filter_type if any(v == self._filter_type for _, v in options) else ALL_TYPES
-        with select.prevent(Select.Changed):
-            select.set_options(options)
-            select.value = keep
-        self._filter_type = keep
+        return options
 
     def _rebuild(self) -> None:
         tree = self.tree_view
@@ -580,7 +644,10 @@ class ScopeTree(Vertical):
     def _type_filter(self, event: Select.Changed) -> None:
         event.stop()
         value = event.value
-        self._filter_type = value if isinstance(value, str) else ALL_TYPES
+        chosen = value if isinstance(value, str) else ALL_TYPES
+        if chosen == self._filter_type:
+            return  # the selector mounted showing the filter (`_mount_filters`)
+        self._filter_type = chosen
         self._rebuild()
 
     @on(Select.Changed, "#graph-select")

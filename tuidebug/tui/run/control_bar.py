@@ -17,7 +17,7 @@ from textual.widgets import Button, Static
 
 from tuidebug.core.session import Capabilities
 from tuidebug.tui.messages import ControlRequested
-from tuidebug.tui.run.actions import BAR_ACTIONS, BY_ID
+from tuidebug.tui.run.actions import BAR_ACTIONS, BY_ID, RunAction
 
 
 class ControlBar(Horizontal):
@@ -30,32 +30,61 @@ class ControlBar(Horizontal):
         padding: 0 1; }
     """
 
-    _buttons: dict[str, Button]
     _status: Static
 
+    def __init__(self, *, capabilities: Capabilities | None = None, id: str | None = None) -> None:
+        """`capabilities`: the session's, when known: the buttons it can never use are not
+        built for the first frame (a button costs as much as a pane to build and style:
+        issue 28); `set_capabilities` mounts them if the session later offers them."""
+        super().__init__(id=id)
+        self._caps = capabilities
+        self._buttons: dict[str, Button] = {}
+        # the latest labels and states asked for, which a button mounted later takes too
+        self._key_for: Callable[[str], str] | None = None
+        self._is_enabled: Callable[[str], bool] | None = None
+
     def compose(self) -> ComposeResult:
-        self._buttons = {}
         for action in BAR_ACTIONS:
-            button = Button(action.bar or "", id=f"control-{action.id}", compact=True)
-            self._buttons[action.id] = button
-            yield button
+            if self._caps is None or action.offered(self._caps):
+                yield self._new_button(action)
         self._status = Static("", id="control-status")
         yield self._status
 
+    def _new_button(self, action: RunAction) -> Button:
+        label = action.bar or ""
+        if self._key_for is not None:
+            label = f"{self._key_for(action.id)} {action.bar}"
+        disabled = self._is_enabled is not None and not self._is_enabled(action.id)
+        button = Button(label, id=f"control-{action.id}", compact=True, disabled=disabled)
+        self._buttons[action.id] = button
+        return button
+
     def set_keys(self, key_for: Callable[[str], str]) -> None:
         """Label each button with the key that runs its action now (`key_for(action)`)."""
+        self._key_for = key_for
         for action in BAR_ACTIONS:
-            self._buttons[action.id].label = f"{key_for(action.id)} {action.bar}"
+            if action.id in self._buttons:
+                self._buttons[action.id].label = f"{key_for(action.id)} {action.bar}"
 
     def update_enabled(self, is_enabled: Callable[[str], bool]) -> None:
+        self._is_enabled = is_enabled
         for action_id, button in self._buttons.items():
             button.disabled = not is_enabled(action_id)
 
     def set_capabilities(self, caps: Capabilities) -> None:
         """Hide buttons that can never work in this session rather than grey them forever:
-        pause/terminate offline, node stepping off GPU, go-to-step and history online."""
-        for action in BAR_ACTIONS:
-            self._buttons[action.id].display = action.offered(caps)
+        pause/terminate offline, node stepping off GPU, go-to-step and history online. One
+        not built yet (`__init__`) is mounted in its place when the session offers it."""
+        self._caps = caps
+        for index, action in enumerate(BAR_ACTIONS):
+            offered = action.offered(caps)
+            button = self._buttons.get(action.id)
+            if button is not None:
+                button.display = offered
+            elif offered and self.is_attached:
+                later = (self._buttons.get(a.id) for a in BAR_ACTIONS[index + 1 :])
+                before = next((b for b in later if b is not None), self._status)
+                self.mount(self._new_button(action), before=before)
 
     def set_status(self, text: str) -> None:
         self._status.update(text)
