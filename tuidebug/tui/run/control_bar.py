@@ -54,7 +54,10 @@ class ControlBar(Horizontal):
         label = action.bar or ""
         if self._key_for is not None:
             label = f"{self._key_for(action.id)} {action.bar}"
-        disabled = self._is_enabled is not None and not self._is_enabled(action.id)
+        # greyed until `update_enabled` says it can run (the app asks before its first
+        # frame, when most cannot: the dump is being read): a button changing its state
+        # is styled again, one born in it is not
+        disabled = self._is_enabled is None or not self._is_enabled(action.id)
         button = Button(label, id=f"control-{action.id}", compact=True, disabled=disabled)
         self._buttons[action.id] = button
         return button
