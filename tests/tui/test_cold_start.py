@@ -9,6 +9,7 @@ from the app's class (`active_keys(..., owner=)`), which must give the same answ
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -23,12 +24,15 @@ from textual.widgets import Button, Input, OptionList, Select, Static
 from tests.cli.test_cold_imports import offenders
 from tests.conftest import REPO
 from tests.tui.support import CONV, synthetic_graph, tensor_shown, wait_until
+from tuidebug.cli import main
 from tuidebug.core.condition_catalogue import ParamResult, get_condition
 from tuidebug.core.session import Capabilities
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import WatchpointHit
+from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.keys.keymap import _own_bindings, _tui_classes, active_keys, known_bindings
+from tuidebug.tui.kit import start_gc
 from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.panes.scope_tree import ALL_TYPES, ScopeTree
 from tuidebug.tui.panes.stack_list import StackList
@@ -353,3 +357,46 @@ async def test_control_bar_builds_a_button_only_once_the_session_offers_it() -> 
         node = bar.query_one("#control-step_node", Button)
         assert node.display and node.disabled and str(node.label).startswith("<step_node>")
         assert not bar.query_one("#control-reset_step", Button).display  # no longer offered
+
+
+def test_offline_pauses_the_collector_until_the_app_and_resumes_it_on_refusal(
+    monkeypatch: pytest.MonkeyPatch, dump_2_0: Path, tmp_path: Path
+) -> None:
+    """`tuidebug offline` runs its imports and the app's start with the garbage collector
+    off (issue 28): the app gets it off and resumes it; a refusal or an error leaves it on,
+    and a collector the caller had turned off stays off."""
+    seen: list[bool] = []
+
+    def fake_run_app(session: object, **_options: object) -> int:
+        seen.append(gc.isenabled())
+        return 0
+
+    monkeypatch.setattr("tuidebug.tui.app.run_app", fake_run_app)
+    monkeypatch.setattr("tuidebug.cli.launch.on_terminal", lambda: True)
+    assert gc.isenabled()
+    assert main(["offline", str(dump_2_0)]) == 0
+    assert seen == [False] and gc.isenabled()
+    assert main(["offline", str(tmp_path / "missing")]) == 2
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert main(["offline", str(dump_2_0)]) == 0
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+async def test_the_app_resumes_the_collector_once_its_first_frame_is_drawn(
+    dump_2_10: Path,
+) -> None:
+    session = OfflineSession(dump_2_10)
+    app = DebuggerApp(session)
+    start_gc.pause()
+    try:
+        assert not gc.isenabled()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, gc.isenabled, what="the collector back on")
+    finally:
+        start_gc.resume()
+        gc.enable()
+        session.close()

@@ -168,7 +168,44 @@ def open_offline(
     cluster, connected here so that one that cannot be reached is refused before the TUI.
     `all_ranks`: check every rank at each step (None: only with a cluster).
     `against` (`--against GOLDEN`): compare with that dump in the divergence tab; two
-    msprobe dumps (no graph to show) open in the compare screen alone."""
+    msprobe dumps (no graph to show) open in the compare screen alone.
+
+    The garbage collector is paused from here to the app's first frame (`start_gc`: a
+    tenth of the start, issue 28); the app resumes it once that is drawn, and the `finally`
+    here when no app got that far (a refusal, an error, the compare screen)."""
+    from tuidebug.tui.kit import start_gc  # no Textual there
+
+    start_gc.pause()
+    try:
+        return _open_offline(
+            dump,
+            rank,
+            command=command,
+            watch_specs=watch_specs,
+            recommended=recommended,
+            graph_dir=graph_dir,
+            cluster=cluster,
+            all_ranks=all_ranks,
+            against=against,
+        )
+    finally:
+        start_gc.resume()
+
+
+def _open_offline(
+    dump: str | Path,
+    rank: int | None,
+    *,
+    command: str,
+    watch_specs: Sequence[str],
+    recommended: bool,
+    graph_dir: str | None,
+    cluster: str | None,
+    all_ranks: bool | None,
+    against: str | None,
+) -> int:
+    from tuidebug.tui.kit import start_gc
+
     if rank is not None and rank < 0:
         return _fail(command, f"--rank must be 0 or more, not {rank}.")
     if against is not None:
@@ -178,6 +215,7 @@ def open_offline(
         from tuidebug.offline.files.msprobe import is_msprobe_root
 
         if is_msprobe_root(Path(dump).expanduser()):
+            start_gc.resume()  # not the debugger's first frame to wait for
             return _open_compare_only(command, str(dump), against)
     problem = check_dump_dir(str(dump), graph_dir) or terminal_problem()
     if problem:
@@ -197,6 +235,7 @@ def open_offline(
             )
         if sys.stderr is not None and sys.stderr.isatty():
             say(connecting_to(cluster))
+        start_gc.resume()  # a cluster to connect to takes seconds, not a tenth
         try:
             runner = open_runner(cluster)
         except ClusterError as exc:

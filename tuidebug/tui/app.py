@@ -62,7 +62,7 @@ from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui.keys.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
 from tuidebug.tui.keys.keymap import Keymap, active_keys, apply_user_keys
-from tuidebug.tui.kit import colormap, prompts
+from tuidebug.tui.kit import colormap, prompts, start_gc
 from tuidebug.tui.kit.ascii_glyphs import write_ascii
 from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.kit.notice_burst import NoticeBurst
@@ -312,6 +312,7 @@ class DebuggerApp(App[int]):
         self.call_after_refresh(self._sizes.apply)  # the screen has its new size by then
 
     def _mount_hidden_tabs(self) -> None:
+        start_gc.resume()  # the first frame is drawn (the CLI paused it: cli/launch.py)
         self.query_one("#hits-tab", TabPane).mount(self._hits)
         self.query_one("#stack-tab", TabPane).mount(self._stack)
 

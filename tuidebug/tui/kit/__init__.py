@@ -28,6 +28,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
   there is a graph to show (`no_graph_text`), the one toast for a burst of the session's
   notices (`burst_toast`), and which errors are meant for the user as they are
   (`is_user_error`: one sentence, shown without a "… failed:" in front).
+- `start_gc`: The garbage collector, paused while the TUI starts: the CLI pauses it before
+  its imports, the app resumes it once its first frame is drawn.
 - `styled_scroll_view`: `StyledScrollView`: a ScrollView that draws its own lines with its
   component styles.
 - `terminal_caps`: What the terminal can show, read from the environment: its colour depth
