@@ -324,3 +324,32 @@ def test_multi_graphs_reach_the_session() -> None:
     finally:
         client.close()
         session.close()
+
+
+def test_close_does_not_wait_for_a_channel_that_never_closes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call interrupted by Ctrl+C can leave gRPC's `Channel.close()` waiting for it
+    forever (seen under load: `tuidebug simulate` then never exited); `close` gives the
+    channel CLOSE_TIMEOUT seconds and leaves the rest to the process's exit."""
+    import time
+
+    from tuidebug.client import protocol
+
+    client = protocol.ProtocolClient("127.0.0.1:9", heartbeat=False)
+    real_channel = client._channel
+    stuck = threading.Event()
+
+    class StuckChannel:
+        def close(self) -> None:
+            stuck.wait()  # what the interrupted call's channel did
+
+    monkeypatch.setattr(protocol, "CLOSE_TIMEOUT", 0.2)
+    client._channel = StuckChannel()  # type: ignore[assignment]
+    try:
+        started = time.monotonic()
+        client.close()
+        assert time.monotonic() - started < 5.0
+    finally:
+        stuck.set()
+        real_channel.close()

@@ -46,6 +46,10 @@ from tuidebug.core.text import printable
 
 log = logging.getLogger("tuidebug.client")
 GOODBYE_TIMEOUT = 3.0  # seconds the end-of-training SendMetadata may take
+# seconds `close` waits for gRPC's channel to close: a call that Ctrl+C interrupted can
+# leave `Channel.close()` waiting forever for it (seen on a loaded machine), and the exit
+# must not wait with it
+CLOSE_TIMEOUT = 2.0
 
 CHUNK_SIZE = 3 * 1024 * 1024  # MindSpore's g_chunk_size (spec §8)
 HEARTBEAT_MESSAGE = "Debugger is alive"
@@ -346,7 +350,13 @@ class ProtocolClient:
     def close(self) -> None:
         self._stop.set()
         self._stop_heartbeat()
-        self._channel.close()
+        closer = threading.Thread(
+            target=self._channel.close, name="tuidebug-channel-close", daemon=True
+        )
+        closer.start()
+        closer.join(CLOSE_TIMEOUT)
+        if closer.is_alive():
+            log.info("the gRPC channel did not close within %g s: left to the exit", CLOSE_TIMEOUT)
 
     # ------------------------------------------------------------ command loop
     def command_loop(
