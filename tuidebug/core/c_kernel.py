@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -79,12 +80,19 @@ def library_path(cc: str | None = None) -> Path | None:
     folder = cache_folder.cache_dir(sub="c")
     if cc is None or folder is None:
         return None
+    return folder / f"scan-{_stamp(SOURCE, cc)}.so"
+
+
+@functools.cache
+def _stamp(source: Path, cc: str) -> str:
+    """The hash naming the library: read once per process (the online client asks for
+    each large tensor until a kernel is loaded)."""
     stamp = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), cc.encode(), " ".join(FLAGS).encode()):
+    for part in (source.read_bytes(), cc.encode(), " ".join(FLAGS).encode()):
         stamp.update(part)
         stamp.update(b"\0")
     stamp.update(f"{sys.platform} {platform.machine()} {_cpu()}".encode())
-    return folder / f"scan-{stamp.hexdigest()[:20]}.so"
+    return stamp.hexdigest()[:20]
 
 
 def _cpu() -> str:

@@ -54,8 +54,13 @@ _READY: dict[np.dtype, Callable[..., None]] = {}  # warm for these dtypes
 _WARMING: set[np.dtype] = set()  # started (or done, or failed) for these dtypes
 
 
+def _choice() -> str:
+    """`TUIDEBUG_KERNEL`, normalised: "" (the default), "numpy"/"off"/"0", "numba" or "c"."""
+    return os.environ.get("TUIDEBUG_KERNEL", "").strip().lower()
+
+
 def disabled() -> bool:
-    return os.environ.get("TUIDEBUG_KERNEL", "").strip().lower() in ("numpy", "off", "0")
+    return _choice() in ("numpy", "off", "0")
 
 
 def ready(dtype: np.dtype) -> Callable[..., None] | None:
@@ -69,7 +74,7 @@ def cheap() -> bool:
         return False
     if "kernel" in _STATE:
         return _STATE["kernel"] is not None
-    if os.environ.get("TUIDEBUG_KERNEL", "").strip().lower() == "numba":
+    if _choice() == "numba":
         return False
     from tuidebug.core import c_kernel
 
@@ -152,7 +157,7 @@ def _build() -> Callable[..., None] | None:
     """The C kernel when its library is built (or, with `TUIDEBUG_KERNEL=c` or without
     numba, can be built now); else numba's, while the C library is built in the background
     for the next processes; None when neither can run."""
-    choice = os.environ.get("TUIDEBUG_KERNEL", "").strip().lower()
+    choice = _choice()
     if choice != "numba":
         from tuidebug.core import c_kernel
 
