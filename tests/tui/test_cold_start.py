@@ -149,13 +149,12 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
-def test_the_start_path_loads_no_dump_reader(dump_2_10: Path, tmp_path: Path) -> None:
-    """`tuidebug offline` checks the dump folder and builds its session before the first
-    frame: neither may load the readers the load uses after it (issue 28), nor may the
-    app's modules."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path)}
+def modules_loaded_by(script: str, dump: Path, config: Path) -> set[str]:
+    """The modules `script` (run on `dump` in a fresh process, no keys file) reports loaded."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(config)}
+    env.pop("TUIDEBUG_KEYS", None)  # no keys file: the parser need not load
     result = subprocess.run(
-        [sys.executable, "-c", START_PATH, str(dump_2_10)],
+        [sys.executable, "-c", script, str(dump)],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -163,24 +162,20 @@ def test_the_start_path_loads_no_dump_reader(dump_2_10: Path, tmp_path: Path) ->
         env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    return set(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def test_the_start_path_loads_no_dump_reader(dump_2_10: Path, tmp_path: Path) -> None:
+    """`tuidebug offline` checks the dump folder and builds its session before the first
+    frame: neither may load the readers the load uses after it (issue 28), nor may the
+    app's modules."""
+    loaded = modules_loaded_by(START_PATH, dump_2_10, tmp_path)
     assert "tuidebug.offline.layout.root" in loaded  # the folder was listed
     assert offenders(loaded, DUMP_READERS) == []
 
 
 def test_first_frame_loads_no_screen_opened_later(dump_2_10: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path)}
-    env.pop("TUIDEBUG_KEYS", None)  # no keys file: the parser need not load
-    result = subprocess.run(
-        [sys.executable, "-c", FIRST_FRAME, str(dump_2_10)],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        cwd=REPO,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    loaded = modules_loaded_by(FIRST_FRAME, dump_2_10, tmp_path)
     assert "tuidebug.tui.tensor.view" in loaded  # the frame was built
     assert offenders(loaded, NOT_AT_FIRST_FRAME) == []
 
