@@ -7,15 +7,20 @@ that float64 temporaries stay bounded whatever the tensor size (DESIGN.md, perfo
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
-import ml_dtypes
-import numpy as np
-from numpy.typing import DTypeLike
+# numpy and ml_dtypes load on first use, not at import: with ctypes they cost ~75 ms of
+# `tuidebug offline`'s start, and nothing before the first frame computes (issue 28)
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import DTypeLike
+
+    BFLOAT16: np.dtype  # built on first use by the module's __getattr__ below
 
 
 @dataclass(frozen=True, order=True)
@@ -72,33 +77,26 @@ DT_TYPE = 39
 # be misread as ours. Only tuidebug's own clients ever send it.
 DT_BFLOAT16_TUIDEBUG = 1045
 
-BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
-
-_DT_TO_NUMPY: dict[int, np.dtype] = {
-    DT_BOOL: np.dtype(np.bool_),
-    DT_INT8: np.dtype(np.int8),
-    DT_INT16: np.dtype(np.int16),
-    DT_INT32: np.dtype(np.int32),
-    DT_INT64: np.dtype(np.int64),
-    DT_UINT8: np.dtype(np.uint8),
-    DT_UINT16: np.dtype(np.uint16),
-    DT_UINT32: np.dtype(np.uint32),
-    DT_UINT64: np.dtype(np.uint64),
-    DT_FLOAT16: np.dtype(np.float16),
-    DT_FLOAT32: np.dtype(np.float32),
-    DT_FLOAT64: np.dtype(np.float64),
-    DT_BFLOAT16_TUIDEBUG: BFLOAT16,
+# the numpy type name of each numeric `DataType` number; the dtypes themselves are built on
+# first use (`_tables`). dtype_label's answer for a number is its entry here.
+_DT_TO_NUMPY_NAME: dict[int, str] = {
+    DT_BOOL: "bool",
+    DT_INT8: "int8",
+    DT_INT16: "int16",
+    DT_INT32: "int32",
+    DT_INT64: "int64",
+    DT_UINT8: "uint8",
+    DT_UINT16: "uint16",
+    DT_UINT32: "uint32",
+    DT_UINT64: "uint64",
+    DT_FLOAT16: "float16",
+    DT_FLOAT32: "float32",
+    DT_FLOAT64: "float64",
+    DT_BFLOAT16_TUIDEBUG: "bfloat16",
     # spec §3.5: MindSpore reads the "base" types as int32 / float32
-    DT_BASE_INT: np.dtype(np.int32),
-    DT_BASE_UINT: np.dtype(np.uint32),
-    DT_BASE_FLOAT: np.dtype(np.float32),
-}
-
-# the reverse direction only uses the concrete numbers (never the DT_BASE_* aliases)
-_NUMPY_TO_DT: dict[np.dtype, int] = {
-    dt: num
-    for num, dt in _DT_TO_NUMPY.items()
-    if num not in (DT_BASE_INT, DT_BASE_UINT, DT_BASE_FLOAT)
+    DT_BASE_INT: "int32",
+    DT_BASE_UINT: "uint32",
+    DT_BASE_FLOAT: "float32",
 }
 
 _DT_NAMES: dict[int, str] = {
@@ -152,27 +150,80 @@ _DT_NAMES: dict[int, str] = {
 
 # spec §5.1: the `.{dtype}` component of 2.4+ dump file names is MindSpore's TypeId name of
 # the *original* type (bfloat16 / int4 / uint1 data are stored as float32 / int8 / uint8).
-_DUMP_NAMES: dict[str, np.dtype] = {
-    "Bool": np.dtype(np.bool_),
-    "Int8": np.dtype(np.int8),
-    "Int16": np.dtype(np.int16),
-    "Int32": np.dtype(np.int32),
-    "Int64": np.dtype(np.int64),
-    "UInt8": np.dtype(np.uint8),
-    "UInt16": np.dtype(np.uint16),
-    "UInt32": np.dtype(np.uint32),
-    "UInt64": np.dtype(np.uint64),
-    "Float16": np.dtype(np.float16),
-    "Float32": np.dtype(np.float32),
-    "Float64": np.dtype(np.float64),
-    "BFloat16": BFLOAT16,
-    "Int4": np.dtype(np.int8),
-    "UInt1": np.dtype(np.uint8),
+_DUMP_NAMES: dict[str, str] = {
+    "Bool": "bool",
+    "Int8": "int8",
+    "Int16": "int16",
+    "Int32": "int32",
+    "Int64": "int64",
+    "UInt8": "uint8",
+    "UInt16": "uint16",
+    "UInt32": "uint32",
+    "UInt64": "uint64",
+    "Float16": "float16",
+    "Float32": "float32",
+    "Float64": "float64",
+    "BFloat16": "bfloat16",
+    "Int4": "int8",
+    "UInt1": "uint8",
 }
-_DUMP_NAMES_LOWER = {k.lower(): v for k, v in _DUMP_NAMES.items()}
-_NUMPY_TO_DUMP_NAME: dict[np.dtype, str] = {
-    dt: name for name, dt in _DUMP_NAMES.items() if name not in ("Int4", "UInt1")
-}
+
+
+@dataclass(frozen=True)
+class _DtypeTables:
+    """The tables above as numpy dtypes, built once by `_tables`."""
+
+    bfloat16: np.dtype
+    dt_to_numpy: dict[int, np.dtype]
+    # the reverse direction only uses the concrete numbers (never the DT_BASE_* aliases)
+    numpy_to_dt: dict[np.dtype, int]
+    dump_names: dict[str, np.dtype]
+    dump_names_lower: dict[str, np.dtype]
+    numpy_to_dump_name: dict[np.dtype, str]
+
+
+@functools.cache
+def _tables() -> _DtypeTables:
+    import ml_dtypes
+    import numpy as np
+
+    bfloat16 = np.dtype(ml_dtypes.bfloat16)
+
+    def dtype(name: str) -> np.dtype:
+        return bfloat16 if name == "bfloat16" else np.dtype(name)
+
+    dt_to_numpy = {num: dtype(name) for num, name in _DT_TO_NUMPY_NAME.items()}
+    dump_names = {key: dtype(name) for key, name in _DUMP_NAMES.items()}
+    return _DtypeTables(
+        bfloat16=bfloat16,
+        dt_to_numpy=dt_to_numpy,
+        numpy_to_dt={
+            dt: num
+            for num, dt in dt_to_numpy.items()
+            if num not in (DT_BASE_INT, DT_BASE_UINT, DT_BASE_FLOAT)
+        },
+        dump_names=dump_names,
+        dump_names_lower={k.lower(): v for k, v in dump_names.items()},
+        numpy_to_dump_name={
+            dt: name for name, dt in dump_names.items() if name not in ("Int4", "UInt1")
+        },
+    )
+
+
+def bfloat16_dtype() -> np.dtype:
+    """ml_dtypes' bfloat16 as a numpy dtype (`BFLOAT16`), for modules that must not load
+    numpy at import."""
+    return _tables().bfloat16
+
+
+if not TYPE_CHECKING:  # hidden from mypy, which would type every unknown name `object`
+
+    def __getattr__(name: str) -> object:
+        """`BFLOAT16`, built on first use: importing it loads numpy and ml_dtypes."""
+        if name == "BFLOAT16":
+            return _tables().bfloat16
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # spec §5.2 step 5: the `descr` codes of `.npy` headers the offline engine understands
 SUPPORTED_DESCR_CODES = frozenset(
@@ -190,7 +241,7 @@ def numpy_dtype(data_type: int) -> np.dtype:
 
     Raises `UnsupportedDataTypeError` for non-numeric or unknown numbers."""
     try:
-        return _DT_TO_NUMPY[data_type]
+        return _tables().dt_to_numpy[data_type]
     except KeyError:
         raise UnsupportedDataTypeError(
             f"Tensors of type {data_type_name(data_type)} cannot be shown or checked."
@@ -198,14 +249,16 @@ def numpy_dtype(data_type: int) -> np.dtype:
 
 
 def is_numeric_data_type(data_type: int) -> bool:
-    return data_type in _DT_TO_NUMPY
+    return data_type in _DT_TO_NUMPY_NAME
 
 
 def data_type_of(dtype: np.dtype | type | str) -> int:
     """The `DataType` number of a numpy dtype (bfloat16 → our private number)."""
+    import numpy as np
+
     dt = np.dtype(dtype)
     try:
-        return _NUMPY_TO_DT[dt.newbyteorder("=") if dt.byteorder not in "=|" else dt]
+        return _tables().numpy_to_dt[dt.newbyteorder("=") if dt.byteorder not in "=|" else dt]
     except KeyError:
         raise UnsupportedDataTypeError(
             f"Tensors of numpy type {dtype_label(dt)} have no MindSpore DataType."
@@ -216,16 +269,19 @@ def dtype_from_dump_name(name: str) -> np.dtype | None:
     """The original dtype named by a 2.4+ dump file name component (`Float32`, `BFloat16`,
     `Int64`, `Bool`…), or None when the name is not a numeric type we know.
     Note `BFloat16`/`Int4`/`UInt1` files *store* float32/int8/uint8 (see `storage_dtype`)."""
-    return _DUMP_NAMES.get(name) or _DUMP_NAMES_LOWER.get(name.lower())
+    tables = _tables()
+    return tables.dump_names.get(name) or tables.dump_names_lower.get(name.lower())
 
 
 def dump_name_of(dtype: np.dtype | type | str) -> str:
     """The 2.4+ dump file name component for a dtype (`float32` → `Float32`)."""
+    import numpy as np
+
     dt = np.dtype(dtype)
     if dt.byteorder not in "=|":
         dt = dt.newbyteorder("=")
     try:
-        return _NUMPY_TO_DUMP_NAME[dt]
+        return _tables().numpy_to_dump_name[dt]
     except KeyError:
         raise UnsupportedDataTypeError(
             f"Tensors of numpy type {dtype_label(dt)} cannot be written to a dump."
@@ -235,8 +291,10 @@ def dump_name_of(dtype: np.dtype | type | str) -> str:
 def storage_dtype(dtype: np.dtype | type | str) -> np.dtype:
     """What MindSpore 2.4+ writes to the `.npy` for a tensor of `dtype`: bfloat16 becomes
     float32 (numpy has no native bfloat16 `descr`), everything else is kept."""
+    import numpy as np
+
     dt = np.dtype(dtype)
-    return np.dtype(np.float32) if dt == BFLOAT16 else dt
+    return np.dtype(np.float32) if dt == _tables().bfloat16 else dt
 
 
 def dtype_from_descr(descr: str) -> np.dtype:
@@ -244,19 +302,20 @@ def dtype_from_descr(descr: str) -> np.dtype:
     code = descr.lstrip("<>|=")
     if code not in SUPPORTED_DESCR_CODES:
         raise UnsupportedDataTypeError(f"The npy data type {descr!r} is not supported.")
+    import numpy as np
+
     return np.dtype(descr)
 
 
 def dtype_label(dtype: DTypeLike | int) -> str:
     """A short lower-case name for the UI: `float32`, `bfloat16`, `bool`; a DataType number
-    is decoded first (`11` → `float32`, `13` → `DT_STRING`)."""
+    is decoded first (`11` → `float32`, `13` → `DT_STRING`: no numpy needed for a number)."""
     if isinstance(dtype, int) and not isinstance(dtype, bool):
-        if dtype not in _DT_TO_NUMPY:
-            return data_type_name(dtype)
-        dt = np.dtype(_DT_TO_NUMPY[dtype])
-    else:
-        dt = np.dtype(cast("DTypeLike", dtype))  # what is left once DataType numbers are out
-    if dt == BFLOAT16:
+        return _DT_TO_NUMPY_NAME.get(dtype) or data_type_name(dtype)
+    import numpy as np
+
+    dt = np.dtype(cast("DTypeLike", dtype))  # what is left once DataType numbers are out
+    if dt == _tables().bfloat16:
         return "bfloat16"
     if dt == np.bool_:
         return "bool"
@@ -264,7 +323,7 @@ def dtype_label(dtype: DTypeLike | int) -> str:
 
 
 def _is_float(dt: np.dtype) -> bool:
-    return dt.kind == "f" or dt == BFLOAT16
+    return dt.kind == "f" or dt == _tables().bfloat16
 
 
 # ========================================================================== slices
@@ -402,6 +461,8 @@ def iter_chunks(
     one row of the first axis is larger). Contiguous arrays (memory maps of dump files) are
     sliced without copying; others are copied one block of rows at a time. `by_rows=True`
     always cuts at row-block boundaries, so two arrays of one shape yield aligned pieces."""
+    import numpy as np
+
     if array.ndim == 0:
         yield array.reshape(1)
         return
@@ -420,7 +481,9 @@ def iter_chunks(
 
 def _as_computable(chunk: np.ndarray) -> np.ndarray:
     """bfloat16 and float16 go through float32 so every ufunc is available and fast."""
-    if chunk.dtype == BFLOAT16 or chunk.dtype == np.float16:
+    import numpy as np
+
+    if chunk.dtype == _tables().bfloat16 or chunk.dtype == np.float16:
         return chunk.astype(np.float32)
     return chunk
 
@@ -508,6 +571,8 @@ class _Accumulator:
 
     def add_numbers(self, values: np.ndarray) -> None:
         """`values` are finite numbers (any real dtype)."""
+        import numpy as np
+
         n = int(values.size)
         if n == 0:
             return
@@ -530,8 +595,10 @@ class _Accumulator:
 
 def tensor_statistics(array: np.ndarray, chunk: int = CHUNK_ELEMENTS) -> TensorStatistics:
     """Statistics of a whole tensor in one chunked pass (memory stays O(chunk))."""
+    import numpy as np
+
     dt = array.dtype
-    if not (dt.kind in "biufc" or dt == BFLOAT16):
+    if not (dt.kind in "biufc" or dt == _tables().bfloat16):
         raise UnsupportedDataTypeError(
             f"Statistics of {dtype_label(dt)} tensors are not supported."
         )
@@ -605,6 +672,8 @@ def _finite_magnitudes(piece: np.ndarray) -> tuple[np.ndarray, int, int]:
     """(float64 |z| of the finite elements, #elements with a NaN part, #other elements with
     an infinite part) of a 1-D complex piece. The parts are widened before hypot, so the
     magnitude of finite complex64 parts never overflows."""
+    import numpy as np
+
     re, im = piece.real, piece.imag
     finite = np.isfinite(re) & np.isfinite(im)
     nan = inf = 0
@@ -641,6 +710,8 @@ def histogram(
     the finite elements, as `tensor_statistics` takes them). The range is `value_range`, else
     the min/max from `stats` (pass them to save a pass), else computed here. Values outside
     an explicit range are not counted. A tensor with no finite value gives zero bins."""
+    import numpy as np
+
     if bins < 1:
         raise ValueError("A histogram needs at least one bin.")
     if value_range is None:
@@ -695,6 +766,8 @@ class Comparison:
 def _diff_dtype(dt: np.dtype) -> np.dtype:
     """A signed type wide enough for the difference: unsigned and bool would wrap, float16
     and bfloat16 would overflow early; 32/64-bit integers need float64 to stay exact-ish."""
+    import numpy as np
+
     if dt == np.float64 or (dt.kind in "iu" and dt.itemsize >= 4):
         return np.dtype(np.float64)
     return np.dtype(np.float32)
@@ -711,6 +784,8 @@ def compare(
 
     boundary = tolerance × max(|min diff|, |max diff|) over the *finite* differences (one
     ±Inf would otherwise make the boundary infinite and blank the whole diff)."""
+    import numpy as np
+
     if not (0.0 <= tolerance <= 1.0) or math.isnan(tolerance):
         raise CompareError(f"The tolerance must be between 0 and 1, not {tolerance}.")
     if current.shape != previous.shape:
@@ -724,7 +799,7 @@ def compare(
             f"{dtype_label(previous.dtype)}, so they cannot be compared."
         )
     dt = current.dtype
-    if not (dt.kind in "biuf" or dt == BFLOAT16):
+    if not (dt.kind in "biuf" or dt == _tables().bfloat16):
         raise CompareError(f"Tensors of type {dtype_label(dt)} cannot be compared.")
     out_dt = _diff_dtype(dt)
     diff = np.empty(current.shape, dtype=out_dt)
@@ -771,7 +846,9 @@ def write_npy(handle: BinaryIO, array: np.ndarray) -> None:
     bfloat16 has no `.npy` type code (numpy would write an opaque `|V2`), so it is stored
     as float32 like MindSpore's own dumps do, converted one chunk at a time.
     """
-    if array.dtype != BFLOAT16:
+    import numpy as np
+
+    if array.dtype != _tables().bfloat16:
         # np.save streams non-contiguous views through a small buffer, never a full copy.
         np.save(handle, array, allow_pickle=False)
         return

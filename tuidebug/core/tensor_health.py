@@ -16,10 +16,12 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
-import numpy as np
+from tuidebug.core.tensor import CHUNK_ELEMENTS, bfloat16_dtype, iter_chunks
 
-from tuidebug.core.tensor import BFLOAT16, CHUNK_ELEMENTS, iter_chunks
+if TYPE_CHECKING:
+    import numpy as np  # imported where a tensor is read: not at the start (issue 28)
 
 __all__ = [
     "PRESENCE_ONLY",
@@ -74,18 +76,21 @@ def tensor_health(
 ) -> Health:
     """The health of a whole tensor in one chunked pass; `cancelled` is asked between
     chunks, so a huge tensor does not hold up a cancelled worker."""
+    import numpy as np
+
     dt = array.dtype
-    if not (dt.kind in "biufc" or dt == BFLOAT16):
+    bfloat16 = bfloat16_dtype()
+    if not (dt.kind in "biufc" or dt == bfloat16):
         return Health.UNREADABLE
     if array.size == 0:
         return Health.EMPTY
-    floating = dt.kind in "fc" or dt == BFLOAT16
+    floating = dt.kind in "fc" or dt == bfloat16
     inf = False
     nonzero = False
     for piece in iter_chunks(array, chunk):
         if cancelled is not None and cancelled():
             raise HealthCancelled
-        if dt == BFLOAT16 or dt == np.float16:
+        if dt == bfloat16 or dt == np.float16:
             piece = piece.astype(np.float32)  # every ufunc exists for float32, and is fast
         if floating and not np.isfinite(piece).all():
             if np.isnan(piece).any():
@@ -127,13 +132,16 @@ def tensor_summary(
 ) -> TensorSummary:
     """Health, min/max of the finite values, NaN and Inf counts in one chunked pass (no
     early exit: the counts need every chunk); `cancelled` is asked between chunks."""
+    import numpy as np
+
     dt = array.dtype
-    if not (dt.kind in "biufc" or dt == BFLOAT16):
+    bfloat16 = bfloat16_dtype()
+    if not (dt.kind in "biufc" or dt == bfloat16):
         return TensorSummary(Health.UNREADABLE)
     if array.size == 0:
         return TensorSummary(Health.EMPTY, nan=0, inf=0)
     # decided once: a step may hold 10⁵ small tensors, where per-chunk Python is the cost
-    widen = dt == BFLOAT16 or dt == np.float16
+    widen = dt == bfloat16 or dt == np.float16
     floating = dt.kind == "f" or widen
     if dt.kind == "c":
         return _complex_summary(array, chunk, cancelled)
@@ -173,6 +181,8 @@ def _complex_summary(
     array: np.ndarray, chunk: int, cancelled: Callable[[], bool] | None
 ) -> TensorSummary:
     """A complex tensor has no order, so no min/max: the counts, and `any` for all-zero."""
+    import numpy as np
+
     nan = inf = 0
     nonzero = False
     for piece in iter_chunks(array, chunk):

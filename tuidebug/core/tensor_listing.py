@@ -12,8 +12,6 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
-
 from tuidebug.core.graph import Graph, Node, NodeKind, TensorSpec
 from tuidebug.core.tensor import UnsupportedDataTypeError, dtype_label, numpy_dtype
 
@@ -64,7 +62,7 @@ def _dtype_info(data_type: int) -> tuple[str, int | None]:
         np_dtype = numpy_dtype(data_type)
     except (UnsupportedDataTypeError, KeyError, ValueError):
         return dtype_label(data_type), None
-    return dtype_label(np_dtype), np.dtype(np_dtype).itemsize
+    return dtype_label(np_dtype), np_dtype.itemsize
 
 
 def entry_for(

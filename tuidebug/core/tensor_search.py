@@ -19,11 +19,12 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
+from tuidebug.core.tensor import bfloat16_dtype
 
-from tuidebug.core.tensor import BFLOAT16
+if TYPE_CHECKING:
+    import numpy as np  # imported where a tensor is searched: not at the start (issue 28)
 
 DEFAULT_CHUNK = 1 << 20  # elements per chunk: 1 MiB of bool mask, a few MiB of values
 
@@ -68,6 +69,8 @@ class SearchSpec:
 
     def matcher(self, dtype: np.dtype) -> Matcher:
         """This spec compiled for arrays of `dtype`."""
+        import numpy as np
+
         return Matcher(self, np.dtype(dtype))
 
 
@@ -139,12 +142,14 @@ def parse_search(text: str) -> SearchSpec:
 
 # ==================================================================== the matcher
 def _is_float(dtype: np.dtype) -> bool:
-    return dtype.kind == "f" or dtype == BFLOAT16
+    return dtype.kind == "f" or dtype == bfloat16_dtype()
 
 
 def _nearest(value: Number, kind: type[np.floating]) -> np.floating:
     """`value` rounded to `kind`; at most one ulp off (an int may be rounded twice), which
     the callers' single correction step absorbs."""
+    import numpy as np
+
     try:
         with np.errstate(over="ignore"):
             return kind(value)
@@ -154,6 +159,8 @@ def _nearest(value: Number, kind: type[np.floating]) -> np.floating:
 
 def _floor_to(value: Number, kind: type[np.floating]) -> np.floating:
     """The largest value of type `kind` that is ≤ `value` (±inf stay ±inf)."""
+    import numpy as np
+
     rounded = _nearest(value, kind)
     # float vs int and float vs float comparisons are exact in Python.
     if float(rounded) > value:
@@ -163,13 +170,16 @@ def _floor_to(value: Number, kind: type[np.floating]) -> np.floating:
 
 def _ceil_to(value: Number, kind: type[np.floating]) -> np.floating:
     """The smallest value of type `kind` that is ≥ `value`."""
+    import numpy as np
+
     rounded = _nearest(value, kind)
     if float(rounded) < value:
         rounded = np.nextafter(rounded, kind(np.inf))
     return rounded
 
 
-Test = tuple[np.ufunc, object]  # (comparison ufunc, right-hand scalar)
+if TYPE_CHECKING:
+    Test = tuple[np.ufunc, object]  # (comparison ufunc, right-hand scalar)
 
 
 class Matcher:
@@ -180,6 +190,8 @@ class Matcher:
     """
 
     def __init__(self, spec: SearchSpec, dtype: np.dtype) -> None:
+        import numpy as np
+
         self.spec = spec
         self.dtype = dtype
         self.constant: bool | None = None
@@ -204,6 +216,8 @@ class Matcher:
 
     # ------------------------------------------------------------------ compiling
     def _compile_integer(self, lowest: int, highest: int) -> None:
+        import numpy as np
+
         spec = self.spec
         if spec.special is not None:
             self.constant = False  # integers are never NaN or infinite
@@ -245,6 +259,8 @@ class Matcher:
             self._tests.append((np.less_equal, kind(hi)))
 
     def _compile_float(self, kind: type[np.floating]) -> None:
+        import numpy as np
+
         spec = self.spec
         if spec.special is not None:
             self._special = spec.special
@@ -280,6 +296,8 @@ class Matcher:
     # --------------------------------------------------------------------- matching
     def mask(self, values: np.ndarray) -> np.ndarray:
         """Which elements of `values` (any shape, of this matcher's dtype) match."""
+        import numpy as np
+
         if self.constant is not None:
             return np.full(values.shape, self.constant, dtype=bool)
         if self._compute is not None:
@@ -319,6 +337,8 @@ def _read(array: np.ndarray, start: int, stop: int) -> np.ndarray:
     Contiguous arrays give a view; strided views (a slice like `[0, ::2, :]`) are copied
     one row at a time, so the memory used is O(stop − start) whatever the array size.
     """
+    import numpy as np
+
     if array.ndim <= 1 or array.flags.c_contiguous:
         return array.reshape(-1)[start:stop]
     row = array.size // array.shape[0]
@@ -435,6 +455,8 @@ class MatchCount:
 
     def rank(self, index: int) -> int | None:
         """1-based rank of match `index` among the kept positions (None if not kept)."""
+        import numpy as np
+
         if self.positions is None:
             return None
         at = int(np.searchsorted(self.positions, index))
@@ -456,6 +478,8 @@ def count_matches(
     """Count the matches among flat indices [0, stop) (default: the whole array) in one
     chunked pass, keeping their positions when there are at most `keep` of them (so that
     "match k of n" and further jumps need no more passes)."""
+    import numpy as np
+
     size = int(array.size)
     stop = size if stop is None else min(max(int(stop), 0), size)
     matcher = _as_matcher(array, spec)

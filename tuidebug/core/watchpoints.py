@@ -11,11 +11,10 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tuidebug.core.condition_catalogue import (
     CheckRequest,
@@ -32,6 +31,9 @@ from tuidebug.core.condition_catalogue import (
 from tuidebug.core.error_codes import error_messages
 from tuidebug.core.graph import Category, Graph, Node, NodeKind
 from tuidebug.core.tensor import TensorRef
+
+if TYPE_CHECKING:
+    import numpy as np  # the checks load it (scan_engine); the start does not (issue 28)
 
 __all__ = [
     "RecommendedWatchpoint",
@@ -68,15 +70,23 @@ def _format_actual(value: float) -> str:
 
 
 # ------------------------------------------------------------------------------ validation
+def _is_bool(value: object) -> bool:
+    """A bool, or numpy's bool_ (a value read from an array). numpy is asked only when it is
+    loaded: no numpy value exists before, and a watchpoint built at the start must not load
+    it (issue 28)."""
+    numpy = sys.modules.get("numpy")
+    return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
+
+
 def _coerce(spec: ParamSpec, value: object) -> float:
     if spec.is_bool:
-        if isinstance(value, (bool, np.bool_)):
+        if _is_bool(value):
             return 1.0 if value else 0.0
         # validated params come back as floats (the wire form): accept them again
         if isinstance(value, numbers.Real) and value in (0, 1):
             return float(value)
         raise WatchpointError(f"Parameter {spec.name} must be true or false, got {value!r}.")
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if _is_bool(value) or not isinstance(value, numbers.Real):
         raise WatchpointError(f"Parameter {spec.name} must be a number, got {value!r}.")
     try:
         return float(value)

@@ -45,8 +45,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from tuidebug.core.graph import Graph, NodeKind, StepInputs
 from tuidebug.core.hit_rules import hit_from_outcome, stops_run
 from tuidebug.core.session import (
@@ -72,6 +70,8 @@ from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
 from tuidebug.offline.layout.errors import DumpError
 
 if TYPE_CHECKING:
+    import numpy as np  # the tensor readers load it, after the first frame (issue 28)
+
     from tuidebug.offline.check.checker import Checker, CheckReport
     from tuidebug.offline.check.cluster import ClusterProgress, ClusterRunner
 
