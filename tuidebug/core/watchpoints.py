@@ -518,7 +518,8 @@ def resolve_targets(
 # recommended tensor checks leave them out too, by that scope or by the names optimizers
 # give them (MindSpore's Momentum `moments.*`, Adagrad `accum.*`, Adam `adam_m`/`adam_v`
 # and `moment1`/`moment2`, PyTorch's `exp_avg`/`exp_avg_sq`, `global_step`, `beta1_power`).
-_OPTIMIZER_STATE = re.compile(
+# `re` compiles (and caches) it at the first use, not at the TUI's start (issue 28).
+_OPTIMIZER_STATE = (
     r"^(?:moments?|moment[12]|accum|adam_[mv]|mean_grad|mean_square|exp_avg(?:_sq)?)[._]"
     r"|[._](?:moments?|moment[12]|accum|adam_[mv]|exp_avg(?:_sq)?)$"
     r"|^(?:global_step|beta[12]_power)$"
@@ -531,7 +532,7 @@ def is_optimizer_state(node: Node) -> bool:
         return False
     full = node.ui_name.lower()
     leaf = full.rsplit("/", 1)[-1]
-    return "optimizer-" in full or _OPTIMIZER_STATE.search(leaf) is not None
+    return "optimizer-" in full or re.search(_OPTIMIZER_STATE, leaf) is not None
 
 
 @dataclass(frozen=True)
