@@ -34,20 +34,21 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuidebug.core.graph_run import GraphRun
 from tuidebug.offline.files.execution_order import OrderFileError, read_execution_order
 from tuidebug.offline.files.listing import MAX_NAMED_PER_FOLDER, Entry, Scanner
 from tuidebug.offline.files.metadata import DumpSettings, read_settings
 from tuidebug.offline.files.names import TensorFile
-from tuidebug.offline.files.statistic_csv import (
-    StatisticCsvError,
-    StatisticTable,
-    read_statistic_csv,
-)
 from tuidebug.offline.layout.errors import DumpError
 from tuidebug.offline.layout.graph_history import load_history
 from tuidebug.offline.layout.iteration_folder import IterationListing, list_iteration_folder
+
+if TYPE_CHECKING:
+    # read by `statistics`, when a check or a listing asks: the start, which checks that
+    # the folder is a dump, does not load it (issue 28's cold start)
+    from tuidebug.offline.files.statistic_csv import StatisticTable
 
 __all__ = [
     "DumpError",
@@ -418,6 +419,8 @@ class RankLayout:
     def statistics(self, graph_id: int, iteration: int) -> StatisticTable | None:
         """The iteration's statistic.csv, read on first use; None when absent or unreadable
         (the reason is added to `problems`)."""
+        from tuidebug.offline.files.statistic_csv import StatisticCsvError, read_statistic_csv
+
         key = (graph_id, iteration)
         if key not in self._statistics:
             listing = self.listing(graph_id, iteration)
