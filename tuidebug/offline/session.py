@@ -62,7 +62,6 @@ from tuidebug.core.session import (
     SessionState,
 )
 from tuidebug.core.tensor import TensorRef, dtype_label
-from tuidebug.core.tensor_listing import TensorEntry, entry_for
 from tuidebug.core.text import rank_ranges
 from tuidebug.core.watch_targets import watched_tensors
 from tuidebug.core.watchpoint_book import WatchpointChange
@@ -72,6 +71,8 @@ from tuidebug.offline.layout.errors import DumpError
 if TYPE_CHECKING:
     import numpy as np  # the tensor readers load it, after the first frame (issue 28)
 
+    # loaded by `tensor_entries` (the listing `L` shows), not at the start
+    from tuidebug.core.tensor_listing import TensorEntry
     from tuidebug.offline.check.checker import Checker, CheckReport
     from tuidebug.offline.check.cluster import ClusterProgress, ClusterRunner
 
@@ -806,6 +807,8 @@ class OfflineSession(DebugSession):
         """The output tensors whose files the iteration's folders hold (constants
         included), in execution order: graph by graph in the order they run, each graph's
         kernels in its execution-order file's order."""
+        from tuidebug.core.tensor_listing import entry_for
+
         dump = self.dump
         rank = self._rank
         it = self._metadata.step - 1 if iteration is None else iteration
