@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -225,21 +226,39 @@ async def test_tui_failed_start_replaces_the_reading_line(tmp_path: Path) -> Non
 
 
 # ------------------------------------------------------------------ simulate and Ctrl+C
+# what read_until read past the line it wanted, for the next call on the same process
+_unread: weakref.WeakKeyDictionary[subprocess.Popen[str], bytes] = weakref.WeakKeyDictionary()
+
+
 def read_until(proc: subprocess.Popen[str], fragment: str, timeout: float) -> str:
-    """stdout of `proc` up to the line holding `fragment` (fail after `timeout` s)."""
+    """stdout of `proc` up to the line holding `fragment` (fail after `timeout` s).
+
+    Reads the pipe's fd itself: `select` sees only the fd, not what `proc.stdout`'s text
+    buffer already holds, so `readline()` could swallow two lines written together (the
+    server's "loading" and "GraphsLoaded", under load) and the wait then missed the second.
+    """
     assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    pending = _unread.pop(proc, b"")
     seen = ""
     deadline = time.monotonic() + timeout
-    while fragment not in seen:
+    while True:
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            seen += line.decode("utf-8", "replace") + "\n"
+            if fragment in seen:
+                _unread[proc] = pending
+                return seen
         left = deadline - time.monotonic()
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, left))
+        ready, _, _ = select.select([fd], [], [], max(0.0, left))
         if not ready:
+            _unread[proc] = pending
             pytest.fail(f"no {fragment!r} within {timeout} s; stdout so far: {seen!r}")
-        line = proc.stdout.readline()
-        if not line:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            seen += pending.decode("utf-8", "replace")
             pytest.fail(f"stdout ended before {fragment!r}: {seen!r} (exit {proc.poll()})")
-        seen += line
-    return seen
+        pending += chunk
 
 
 def interrupt(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -251,6 +270,8 @@ def interrupt(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
         proc.kill()
         proc.communicate()
         pytest.fail("simulate did not stop on Ctrl+C")
+    # what read_until had read past its line is stdout too (communicate reads the fd only)
+    out = _unread.pop(proc, b"").decode("utf-8", "replace") + out
     return proc.returncode, out, err
 
 
@@ -262,6 +283,35 @@ def spawn(*args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_read_until_sees_lines_written_together() -> None:
+    """Two lines in one write reach the reader in one read: the second must still be
+    found (the CI flake of the interrupted-replay test: "no 'GraphsLoaded' within 60 s"
+    while the server had printed it right after "loading step 0")."""
+    script = (
+        "import sys, time\n"
+        "sys.stdout.write('first\\nsecond\\nthird')\n"
+        "sys.stdout.flush()\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # Ctrl+C's traceback
+        text=True,
+    )
+    try:
+        assert read_until(proc, "first", 30) == "first\n"
+        assert read_until(proc, "second", 5) == "second\n"
+        proc.send_signal(signal.SIGINT)
+        _code, out, _err = interrupt(proc)
+        assert out == "third"  # nothing read past the wanted line is lost
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 @pytest.mark.timeout(120)
