@@ -5,6 +5,10 @@ negative = a special value); the renderer turns pairs of codes into one half-blo
 Styles are cached per code pair because a screen only ever uses a few thousand pairs, and
 building rich `Style` objects is the slow part of drawing a frame.
 
+numpy is imported by the functions that compute, and the palettes are built when a tensor
+is first drawn: the app's start sets the terminal's depth here (`draw_for`) before its
+first frame, which shows no tensor and must not wait for numpy (issue 28).
+
 NaN, +Inf and −Inf get fixed colours *and* fixed glyphs: the glyph keeps them readable
 when the terminal maps truecolor down to 256 or 16 colours and the hues collapse.
 """
@@ -15,11 +19,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich.color import Color, ColorSystem
 from rich.style import Style
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from tuidebug.tui.kit.terminal_caps import TerminalCaps
 
 # Codes below 0 are not palette entries.
@@ -67,6 +72,8 @@ def special_counts(values: np.ndarray) -> tuple[int, int, int]:
     """(NaN, +Inf, −Inf) counts of a bounded array (a sample or a small slice)."""
     if values.dtype.kind in "iub":
         return 0, 0, 0
+    import numpy as np
+
     data = np.asarray(values).astype(np.float64, copy=False)  # bfloat16 and float16 too
     return (
         int(np.count_nonzero(np.isnan(data))),
@@ -77,6 +84,8 @@ def special_counts(values: np.ndarray) -> tuple[int, int, int]:
 
 def _ramp(anchors: list[tuple[int, int, int]], size: int = 256) -> np.ndarray:
     """A (size, 3) uint8 palette linearly interpolated between evenly spaced anchors."""
+    import numpy as np
+
     anchor_array = np.asarray(anchors, dtype=np.float64)
     positions = np.linspace(0.0, 1.0, len(anchors))
     samples = np.linspace(0.0, 1.0, size)
@@ -85,20 +94,36 @@ def _ramp(anchors: list[tuple[int, int, int]], size: int = 256) -> np.ndarray:
 
 
 # ColorBrewer RdBu (reversed so negative = blue): symmetric around a near-white centre.
-DIVERGING = _ramp(
-    [
-        (5, 48, 97),
-        (33, 102, 172),
-        (146, 197, 222),
-        (247, 247, 247),
-        (244, 165, 130),
-        (178, 24, 43),
-        (103, 0, 31),
-    ]
-)
+_DIVERGING_ANCHORS = [
+    (5, 48, 97),
+    (33, 102, 172),
+    (146, 197, 222),
+    (247, 247, 247),
+    (244, 165, 130),
+    (178, 24, 43),
+    (103, 0, 31),
+]
 # ColorBrewer Blues (dark → light): monotone lightness for one-signed data.
-SEQUENTIAL = _ramp([(8, 29, 88), (33, 113, 181), (107, 174, 214), (198, 219, 239), (247, 251, 255)])
-_PALETTES = {"diverging": DIVERGING, "sequential": SEQUENTIAL}
+_SEQUENTIAL_ANCHORS = [
+    (8, 29, 88),
+    (33, 113, 181),
+    (107, 174, 214),
+    (198, 219, 239),
+    (247, 251, 255),
+]
+
+
+@lru_cache(maxsize=1)
+def _truecolor_palettes() -> dict[str, np.ndarray]:
+    """The two palettes in truecolor, built once, when first drawn."""
+    return {"diverging": _ramp(_DIVERGING_ANCHORS), "sequential": _ramp(_SEQUENTIAL_ANCHORS)}
+
+
+def __getattr__(name: str) -> np.ndarray:
+    """`DIVERGING` and `SEQUENTIAL`: the truecolor palettes, built on first use."""
+    if name in ("DIVERGING", "SEQUENTIAL"):
+        return _truecolor_palettes()[name.lower()]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -120,7 +145,7 @@ class ColorScale:
 
     @property
     def palette(self) -> np.ndarray:
-        return _PALETTES[self.palette_name]
+        return _palettes()[self.palette_name]
 
     @property
     def extent(self) -> tuple[float, float]:
@@ -132,6 +157,8 @@ class ColorScale:
 
     def codes(self, values: np.ndarray) -> np.ndarray:
         """Palette codes (int16) for any real array; NaN/±Inf get the special codes."""
+        import numpy as np
+
         data = np.asarray(values)
         if data.dtype == np.bool_:
             data = data.astype(np.float32)
@@ -173,7 +200,7 @@ def _rgb(rgb: tuple[int, int, int]) -> Color:
 def code_rgb(palette_name: str, code: int) -> tuple[int, int, int] | None:
     """The colour one code stands for (None for empty cells)."""
     if code >= 0:
-        r, g, b = _PALETTES[palette_name][code]
+        r, g, b = _palettes()[palette_name][code]
         return int(r), int(g), int(b)
     special = _SPECIAL_BY_CODE.get(code)
     return special.bg if special is not None else None
@@ -214,7 +241,21 @@ def half_block_cell(
 # Set by `use_terminal` (issue 15, the app helper): the palettes above stay the truecolor
 # ones; a terminal with fewer colours gets ramps of colours it really has.
 _ascii_cells = False
-_TRUECOLOR_PALETTES = dict(_PALETTES)
+_colors = "truecolor"
+# the palettes drawn, for `_colors`: built on first use (`_palettes`), dropped by
+# `use_terminal`; replaced whole, never updated in place (workers draw too)
+_drawn: dict[str, np.ndarray] | None = None
+
+
+def _palettes() -> dict[str, np.ndarray]:
+    """The palettes of the terminal's colour depth (`use_terminal`), built on first use."""
+    global _drawn
+    drawn = _drawn
+    if drawn is None:
+        drawn = _drawn = palettes_for(_colors)
+    return drawn
+
+
 # 16 colours: stepped ramps of ANSI colours that keep their number when Rich maps them
 # down, away from the special values' yellow, green and magenta.
 _ANSI_DIVERGING = (4, 6, 15, 3, 1)  # navy, teal, white, olive, maroon
@@ -224,6 +265,8 @@ _ANSI_SEQUENTIAL = (4, 6, 14, 7, 15)  # navy, teal, cyan, silver, white
 def _snapped_256(palette: np.ndarray) -> np.ndarray:
     """Each entry as the xterm-256 colour Rich would draw for it: the ramp the terminal
     shows, so the legend and the cells agree with what is on screen."""
+    import numpy as np
+
     out = np.empty_like(palette)
     for i, (r, g, b) in enumerate(palette):
         colour = Color.from_rgb(int(r), int(g), int(b)).downgrade(ColorSystem.EIGHT_BIT)
@@ -232,6 +275,8 @@ def _snapped_256(palette: np.ndarray) -> np.ndarray:
 
 
 def _stepped_16(numbers: tuple[int, ...], size: int = 256) -> np.ndarray:
+    import numpy as np
+
     rgbs = [tuple(Color.from_ansi(n).get_truecolor()) for n in numbers]
     steps = np.minimum(np.arange(size) * len(rgbs) // size, len(rgbs) - 1)
     return np.asarray([rgbs[k] for k in steps], dtype=np.uint8)
@@ -240,20 +285,22 @@ def _stepped_16(numbers: tuple[int, ...], size: int = 256) -> np.ndarray:
 def palettes_for(colors: str) -> dict[str, np.ndarray]:
     """The heatmap palettes for a colour depth ("truecolor", "256" or "16")."""
     if colors == "256":
-        return {name: _snapped_256(p) for name, p in _TRUECOLOR_PALETTES.items()}
+        return {name: _snapped_256(p) for name, p in _truecolor_palettes().items()}
     if colors == "16":
         return {
             "diverging": _stepped_16(_ANSI_DIVERGING),
             "sequential": _stepped_16(_ANSI_SEQUENTIAL),
         }
-    return dict(_TRUECOLOR_PALETTES)
+    return dict(_truecolor_palettes())
 
 
 def use_terminal(colors: str = "truecolor", unicode: bool = True) -> None:
     """Draw the heatmap for this terminal: its colour depth's palettes, and blank cells
-    instead of half blocks where the locale is not UTF-8. Called once at start."""
-    global _ascii_cells
-    _PALETTES.update(palettes_for(colors))
+    instead of half blocks where the locale is not UTF-8. Called once at start, before
+    numpy is loaded: the palettes follow when first drawn (`_palettes`)."""
+    global _ascii_cells, _colors, _drawn
+    _colors = colors
+    _drawn = None
     _ascii_cells = not unicode
     half_block_cell.cache_clear()
 
@@ -265,9 +312,11 @@ def special_style(special: SpecialValue) -> Style:
 
 def gradient(palette_name: str, width: int) -> list[Style]:
     """`width` background styles sampling the palette left (low) to right (high)."""
-    palette = _PALETTES[palette_name]
     if width <= 0:
         return []
+    import numpy as np
+
+    palette = _palettes()[palette_name]
     picks = np.rint(np.linspace(0, len(palette) - 1, width)).astype(int)
     return [Style(bgcolor=_rgb(tuple(int(c) for c in palette[i]))) for i in picks]
 

@@ -20,8 +20,10 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `inputs`: The tensor pane's one-line boxes: the slice (e) and tolerance (t) boxes of its
   bar, and those that open on a key: go to an element (i) and find (f).
 - `jobs`: The tensor view's background work and the messages it answers with.
-- `modes`: What the tensor view compares the tensor shown with, and which of the three it
-  shows.
+- `layout`: The tensor pane's frame: its CSS, its help, what it says before a tensor, and
+  the children a tensor needs, mounted (with their modules) when the first one comes.
+- `modes`: What the tensor view compares the tensor shown with, which of the three it
+  shows, and why a reference cannot be compared.
 - `reads`: Reading a tensor or a node output's one-line summary from the session, for the
   App's workers: plain functions (no widgets), so what the tensor view and the node details
   are told in each case (no value, step 0, an unreadable file) is tested without Pilot.

@@ -5,21 +5,68 @@ current → diff → previous); `R` and `D` replace that reference by the same t
 another rank or by any tensor the user names (the flows that ask which are
 tensor_compare.py's). `CompareState` holds the reference, its name, the mode, the
 tolerance and the comparison once a worker has computed it, and answers what the view
-shows and how its lines name it. No Textual here: the view runs the workers and draws.
+shows and how its lines name it, and says why a reference cannot be compared. No Textual
+and no numpy here (the view builds its state before its first frame, which must not wait
+for numpy: issue 28): the view runs the workers and draws.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
+from tuidebug.core.tensor import dtype_label
 
-from tuidebug.core.tensor import Comparison, TensorStatistics
-from tuidebug.tui.tensor.text import PREVIOUS_STEP, compare_problem, mode_label, reference_name
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tuidebug.core.tensor import Comparison, TensorStatistics
 
 Mode = Literal["current", "previous", "diff"]
 MODES: tuple[Mode, ...] = ("current", "diff", "previous")
+
+PREVIOUS_STEP = "the previous step"
+
+
+def compare_problem(
+    array: np.ndarray, previous: np.ndarray | None, label: str = PREVIOUS_STEP
+) -> str:
+    """Why `array` cannot be compared with `previous`, which is `label` ("" when it can)."""
+    if previous is None:
+        if label == PREVIOUS_STEP:
+            return "There is no previous step to compare with."
+        return f"{_capital(label)} has no value to compare with."
+    if previous.shape != array.shape:
+        return (
+            f"{_capital(label)} has shape {tuple(previous.shape)}, not "
+            f"{tuple(array.shape)}, so it cannot be compared."
+        )
+    if previous.dtype != array.dtype:
+        return (
+            f"{_capital(label)} is {dtype_label(previous.dtype)}, not "
+            f"{dtype_label(array.dtype)}, so it cannot be compared."
+        )
+    return ""
+
+
+def _capital(label: str) -> str:
+    """A label opening a sentence: `the previous step`, `rank 1` capitalized; a tensor's
+    name (`fc3.bias:0 @ step 3`) kept as the graph writes it."""
+    if label.split(" ", 1)[0] in ("the", "rank"):
+        return label[:1].upper() + label[1:]
+    return label
+
+
+def reference_name(label: str) -> str:
+    """What the status line and statistics call the tensor compared with."""
+    return "previous" if label == PREVIOUS_STEP else label
+
+
+def mode_label(mode: str, label: str) -> str:
+    """The slice bar's mode: `current`, `diff`, `previous`; `diff vs rank 1`, `rank 1`."""
+    if label == PREVIOUS_STEP or mode == "current":
+        return mode
+    return f"diff vs {label}" if mode == "diff" else label
 
 
 def parse_tolerance(text: str) -> float:
@@ -149,4 +196,13 @@ class CompareState:
         return self.reference_name if self.mode == "previous" else self.mode
 
 
-__all__ = ["MODES", "CompareState", "Mode", "parse_tolerance"]
+__all__ = [
+    "MODES",
+    "PREVIOUS_STEP",
+    "CompareState",
+    "Mode",
+    "compare_problem",
+    "mode_label",
+    "parse_tolerance",
+    "reference_name",
+]

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from tuidebug.core.graph import Node
 from tuidebug.core.session import DebugSession
@@ -15,6 +14,9 @@ from tuidebug.core.tensor import TensorRef, tensor_statistics
 from tuidebug.core.tensor_health import presence_only
 from tuidebug.tui.kit.session_text import is_user_error
 from tuidebug.tui.messages import OutputSummary
+
+if TYPE_CHECKING:  # the app's start imports this module, and needs no numpy
+    import numpy as np
 
 
 @dataclass(frozen=True)

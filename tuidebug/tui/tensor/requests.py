@@ -27,7 +27,6 @@ from tuidebug.tui.tensor.reads import (
     summarize,
     trip_count,
 )
-from tuidebug.tui.tensor.text import hit_context
 
 if TYPE_CHECKING:
     from tuidebug.core.graph import Node
@@ -140,7 +139,11 @@ class TensorRequests:
         want_previous = capabilities.can_compare_previous and (
             node.is_parameter or not capabilities.live
         )
-        context = hit_context(hit) if hit is not None else ""
+        context = ""
+        if hit is not None:  # its module loads numpy, which the app's start does without
+            from tuidebug.tui.tensor.text import hit_context
+
+            context = hit_context(hit)
         self._latest += 1
         work = partial(self._read, self._latest, node, ref, title, want_previous, context, trip)
         self._run(work, "tensor")

@@ -4,18 +4,22 @@ The current tensor's statistics and histogram come from a worker after the first
 (`tensor_jobs.statistics_job`), a comparison's from the compare worker; until then the
 panel says what it waits for. `StatisticsPanel` keeps the whole tensor's numbers (the
 view reads them to widen the number format and order the heatmap's non-finite kinds) and
-words them for the mode shown (`tensor_text.statistics_lines`).
+words them for the mode shown (`tensor_text.statistics_lines`). The view makes the panel
+before its first frame, which shows no tensor: what words the numbers loads with them.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.widgets import Static
 
-from tuidebug.core.tensor import Histogram, TensorStatistics
 from tuidebug.tui.kit.labels import shown
-from tuidebug.tui.tensor.jobs import StatisticsDone
-from tuidebug.tui.tensor.modes import CompareState
-from tuidebug.tui.tensor.text import statistics_lines
+
+if TYPE_CHECKING:
+    from tuidebug.core.tensor import Histogram, TensorStatistics
+    from tuidebug.tui.tensor.jobs import StatisticsDone
+    from tuidebug.tui.tensor.modes import CompareState
 
 
 class StatisticsPanel(Static):
@@ -58,6 +62,8 @@ class StatisticsPanel(Static):
             busy = compare.needs_comparison
             self.update("statistics  computing…" if not busy else "statistics  (after compare)")
         else:
+            from tuidebug.tui.tensor.text import statistics_lines
+
             hist = self.histogram if compare.mode == "current" else None
             self.update(statistics_lines(compare.shown_name, stats, hist, compact=compact))
 

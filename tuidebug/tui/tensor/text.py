@@ -1,6 +1,6 @@
 """The tensor view's lines of text, built from plain values: the title, the heatmap legend,
-the status line under the grid, the statistics panel, and the sentences for a go-to that
-misses or a previous step that cannot be compared.
+the status line under the grid, the statistics panel, and the sentence for a go-to that
+misses (the sentences naming what a tensor is compared with are `modes`').
 
 Nothing here touches a widget or reads more of a tensor than the one element under the
 cursor, so each line is tested without a running app.
@@ -28,50 +28,6 @@ from tuidebug.tui.tensor.format import (
 
 class GotoError(ValueError):
     """A go-to text that names no cell of the slice; the message is one sentence."""
-
-
-PREVIOUS_STEP = "the previous step"
-
-
-def compare_problem(
-    array: np.ndarray, previous: np.ndarray | None, label: str = PREVIOUS_STEP
-) -> str:
-    """Why `array` cannot be compared with `previous`, which is `label` ("" when it can)."""
-    if previous is None:
-        if label == PREVIOUS_STEP:
-            return "There is no previous step to compare with."
-        return f"{_capital(label)} has no value to compare with."
-    if previous.shape != array.shape:
-        return (
-            f"{_capital(label)} has shape {tuple(previous.shape)}, not "
-            f"{tuple(array.shape)}, so it cannot be compared."
-        )
-    if previous.dtype != array.dtype:
-        return (
-            f"{_capital(label)} is {dtype_label(previous.dtype)}, not "
-            f"{dtype_label(array.dtype)}, so it cannot be compared."
-        )
-    return ""
-
-
-def _capital(label: str) -> str:
-    """A label opening a sentence: `the previous step`, `rank 1` capitalized; a tensor's
-    name (`fc3.bias:0 @ step 3`) kept as the graph writes it."""
-    if label.split(" ", 1)[0] in ("the", "rank"):
-        return label[:1].upper() + label[1:]
-    return label
-
-
-def reference_name(label: str) -> str:
-    """What the status line and statistics call the tensor compared with."""
-    return "previous" if label == PREVIOUS_STEP else label
-
-
-def mode_label(mode: str, label: str) -> str:
-    """The slice bar's mode: `current`, `diff`, `previous`; `diff vs rank 1`, `rank 1`."""
-    if label == PREVIOUS_STEP or mode == "current":
-        return mode
-    return f"diff vs {label}" if mode == "diff" else label
 
 
 def title_line(
@@ -228,27 +184,3 @@ def goto_cell(geometry: SliceGeometry, text: str) -> tuple[int, int]:
         f"Give {sliced} numbers for the slice or {len(geometry.shape)} for the tensor, "
         f"not {len(numbers)}."
     )
-
-
-# the tensor view's help (help_screen.context_help); {binding id}: its key as bound now
-VIEW_HELP = """\
-The tensor pane shows one slice of the selected tensor (numpy syntax, e.g. [0, :, 1:10]).
-Only the cells on screen are read, so tensors of any size open at once.
-
-  arrows, j k  move the cursor (PageUp/PageDown, Home/End: rows; Shift+Home/End: columns)
-  click  select a cell
-  {tensor.edit_slice}  edit the slice (Enter applies and returns to the grid; Esc gives up)
-  {tensor.heatmap}  table ⇄ heatmap (map) (▀ two rows per line; ? NaN, + +Inf, - −Inf)
-  {tensor.zoom_in} / {tensor.zoom_out}  heatmap zoom in / out (out stops at the whole slice)
-  {tensor.goto}  go to an element (index): "row, col" of the slice or a full tensor index
-  {tensor.find}  find nan, inf, nonfinite, zero, > 1e3, [-1, 1]… and highlight matches
-  {tensor.find_next} / {tensor.find_prev}  next / previous match (wraps around); Esc ends the search
-  {tensor.compare}  current → diff → previous step (or the tensor compared with)
-  {tensor.trip_prev} / {tensor.trip_next}  earlier / later loop trip: a control-flow loop dumps one file per trip
-  {tensor.compare_rank}  compare with the same tensor on another rank (multi-rank dumps)
-  {tensor.compare_tensor}  compare with another tensor of the same shape (node:slot[@iteration])
-  {tensor.tolerance}  compare tolerance t ∈ [0, 1]: |diff| ≤ t × max|diff| shows as 0
-  {tensor.copy}  copy the value under the cursor (OSC 52 clipboard)
-  {tensor.save_slice} / {tensor.save_tensor}  save the slice / the whole tensor as .npy (asks where, offers a name)
-
-Statistics are over the whole tensor (min/max/mean over finite values)."""

@@ -16,7 +16,12 @@ rank or tensor are the app's, `tensor_compare`), the grid made of a slice in
 `tensor_grid`, the hit above the tensor in `tensor_hit_note`, the statistics under it in
 `tensor_statistics_panel`, find's state and wording in `tensor_find` and its box,
 highlight and worker in `tensor_finder`, the input boxes in `tensor_inputs`, the lines of
-text in `tensor_text`.
+text in `tensor_text`, the CSS, help and the children a tensor needs in `layout`.
+
+The app's first frame shows the view empty, before any dump is read: the modules that draw
+and compute (numpy's users: canvas, grid, jobs, find, format, text) are imported by the
+methods that need them, when a first tensor comes, and the workers' messages are handled
+by name (`_on_statistics_done`…), so none of them loads with this module (issue 28).
 """
 
 from __future__ import annotations
@@ -25,21 +30,19 @@ import contextlib
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, cast
 
-import numpy as np
 from textual import on
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Input, Label, Static
 from typing_extensions import Self
 
 from tuidebug.core.tensor import (
-    Comparison,
     Index,
     SliceError,
     default_slice,
@@ -47,57 +50,46 @@ from tuidebug.core.tensor import (
     format_slice,
     parse_slice,
 )
-from tuidebug.core.tensor_search import SearchSpec
 from tuidebug.tui.kit.labels import shown, shown_lines
 from tuidebug.tui.kit.own_class import set_own_class
 from tuidebug.tui.kit.prompts import save_tensor_prompt
-from tuidebug.tui.tensor.canvas import TensorCanvas, TensorHeatmap, TensorTable
 from tuidebug.tui.tensor.files import file_stem as make_file_stem
 from tuidebug.tui.tensor.files import save_file_name, short_name_of
-from tuidebug.tui.tensor.find import SearchKey
-from tuidebug.tui.tensor.find_box import FindHooks, TensorFinder
-from tuidebug.tui.tensor.format import SliceGeometry, full_value, is_exact
-from tuidebug.tui.tensor.grid import grid_data, viewable
 from tuidebug.tui.tensor.hit_note import HitNote
-from tuidebug.tui.tensor.inputs import bar_children, key_boxes
-from tuidebug.tui.tensor.jobs import (
-    CompareDone,
-    HeatmapRefined,
-    ReferenceRead,
-    Saved,
-    SearchReported,
-    StatisticsDone,
-    compare_job,
-    reference_job,
-    refine_job,
-    save_job,
-    statistics_job,
-    worker_cancelled,
-)
-from tuidebug.tui.tensor.modes import CompareState, Mode, parse_tolerance
-from tuidebug.tui.tensor.statistics_panel import StatisticsPanel
-from tuidebug.tui.tensor.text import (
+from tuidebug.tui.tensor.layout import (
+    COMPACT_HEIGHT,
+    EMPTY_MESSAGE,
+    NARROW_WIDTH,
+    SHORT_HEIGHT,
+    VIEW_CSS,
     VIEW_HELP,
-    GotoError,
-    compare_problem,
-    goto_cell,
-    legend,
-    status_line,
-    title_line,
+    mount_body,
 )
+from tuidebug.tui.tensor.modes import CompareState, compare_problem, parse_tolerance
+from tuidebug.tui.tensor.statistics_panel import StatisticsPanel
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tuidebug.core.tensor import Comparison
+    from tuidebug.core.tensor_search import SearchSpec
+    from tuidebug.tui.tensor.canvas import TensorCanvas, TensorHeatmap, TensorTable
+    from tuidebug.tui.tensor.find import SearchKey
+    from tuidebug.tui.tensor.find_box import TensorFinder
+    from tuidebug.tui.tensor.format import SliceGeometry
+    from tuidebug.tui.tensor.jobs import (
+        CompareDone,
+        HeatmapRefined,
+        ReferenceRead,
+        Saved,
+        SearchReported,
+        StatisticsDone,
+    )
+    from tuidebug.tui.tensor.modes import Mode
 
 # Block-extreme heatmaps read the whole slice; above this the heatmap stays strided
 # (the legend says so) rather than streaming hundreds of MB for one picture.
 REFINE_LIMIT = 32 << 20
-COMPACT_HEIGHT = 16  # below this many rows the statistics shrink to their summary line
-# Below this many rows (the pane of an 80×24 window) the numbers need every row: the
-# statistics go, the slice bar shows only while it is being edited (the title names the
-# slice and the mode) and the table drops its horizontal scrollbar (the status says col x/N).
-SHORT_HEIGHT = 10
-NARROW_WIDTH = 64  # below this many columns the bar's labels shorten
-EMPTY_MESSAGE = (
-    "No tensor selected.\nEnter on a node output (4) or on a hit (2) opens its tensor here."
-)
 
 
 class TensorView(Vertical):
@@ -108,36 +100,7 @@ class TensorView(Vertical):
     CONTEXT_TITLE = "Tensor view"
     CONTEXT_HELP = VIEW_HELP
 
-    DEFAULT_CSS = """
-    TensorView {
-        height: 1fr;
-        width: 1fr;
-    }
-    /* The empty state before the first refresh: only the message is shown. */
-    TensorView > #tv-title, TensorView > #tv-bar, TensorView > #tv-error,
-    TensorView > #tv-table, TensorView > #tv-heatmap, TensorView > #tv-legend,
-    TensorView > #tv-status, TensorView > #tv-stats { display: none; }
-    TensorView #tv-title { height: 1; text-style: bold; }
-    TensorView #tv-bar { height: 1; }
-    TensorView #tv-bar Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
-    TensorView #tv-slice { width: 1fr; min-width: 10; }
-    TensorView #tv-tolerance-label { padding: 0 1; }
-    TensorView #tv-tolerance { width: 8; }
-    TensorView #tv-mode { width: auto; padding: 0 0 0 1; color: $accent; }
-    TensorView.-short #tv-table { scrollbar-size-horizontal: 0; }
-    TensorView.-compact #tv-stats { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
-    TensorView #tv-error { height: auto; color: $error; }
-    TensorView #tv-goto, TensorView #tv-find { height: 1; display: none; }
-    TensorView #tv-message {
-        height: 1fr; content-align: center middle; text-align: center; color: $text-muted;
-    }
-    TensorView #tv-message.-error { color: $error; }
-    TensorView #tv-legend { height: 1; }
-    TensorView #tv-status { height: 1; background: $panel; }
-    TensorView #tv-stats {
-        height: auto; max-height: 4; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis;
-    }
-    """
+    DEFAULT_CSS = VIEW_CSS  # layout.py
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("m", "toggle_heatmap", "Heatmap", id="tensor.heatmap"),
@@ -183,21 +146,7 @@ class TensorView(Vertical):
         self._token = 0  # bumps on every new GridData
         self._children_ready = False
         self._built = False  # the children a tensor needs are mounted (`_build`)
-        # find (f, ], [): the box, the highlight, the search worker (see tensor_finder)
-        self._finder = TensorFinder(
-            self,
-            FindHooks(
-                ready=lambda: self._ready,
-                generation=lambda: self._generation,
-                key=self._search_key,
-                cursor=self._find_start,
-                check=self._check_search,
-                land=self._land,
-                update_status=self._update_status,
-                run_job=self._run_job,
-                post_result=self._post_result,
-            ),
-        )
+        self._made_finder: TensorFinder | None = None  # `_finder`, once made
 
     # ----------------------------------------------------------------- composition
     def compose(self) -> ComposeResult:
@@ -205,19 +154,48 @@ class TensorView(Vertical):
         yield Static("", id="tv-message", markup=False)
 
     def _build(self) -> None:
-        """Mount what the empty state hides, around the message (not in the first frame:
-        issue 28). `mount` registers them at once: they can be queried on return."""
+        """Mount what the empty state hides, around the message (not in the first frame,
+        nor their modules: issue 28). They can be queried on return."""
         if self._built or not self.is_attached:
             return
         self._built = True
-        message, bar = self.query_one("#tv-message"), Horizontal(id="tv-bar")
-        title, error = (Static("", id=f"tv-{name}", markup=False) for name in ("title", "error"))
-        self.mount(title, bar, error, *key_boxes(self.close_goto, self.close_find), before=message)
-        narrow = bool(self.size.width) and self.size.width < NARROW_WIDTH
-        bar.mount(*bar_children(self._close_slice, self._close_tolerance, narrow=narrow))
-        surfaces = TensorTable(id="tv-table"), TensorHeatmap(id="tv-heatmap")
-        legend, status = Static("", id="tv-legend"), Static("", id="tv-status", markup=False)
-        self.mount(*surfaces, legend, status, self._statistics, after=message)
+        mount_body(
+            self,
+            self._statistics,
+            close_slice=self._close_slice,
+            close_tolerance=self._close_tolerance,
+            close_goto=self.close_goto,
+            close_find=self.close_find,
+        )
+
+    @property
+    def _finder(self) -> TensorFinder:
+        """find (f, ], [): the box, the highlight, the search worker (find_box.py), made on
+        first use (its modules load numpy, which the first frame does without)."""
+        if self._made_finder is None:
+            from tuidebug.tui.tensor.find_box import FindHooks, TensorFinder
+
+            self._made_finder = TensorFinder(
+                self,
+                FindHooks(
+                    ready=lambda: self._ready,
+                    generation=lambda: self._generation,
+                    key=self._search_key,
+                    cursor=self._find_start,
+                    check=self._check_search,
+                    land=self._land,
+                    update_status=self._update_status,
+                    run_job=self._run_job,
+                    post_result=self._post_result,
+                ),
+            )
+        return self._made_finder
+
+    def _end_find(self) -> None:
+        """Another tensor (or none) is shown: the search ends (nothing to end before the
+        first `f`)."""
+        if self._made_finder is not None:
+            self._made_finder.end()
 
     def on_mount(self) -> None:
         # `is_mounted` only turns true after this handler. The CSS already draws the empty
@@ -276,11 +254,11 @@ class TensorView(Vertical):
 
     @property
     def table(self) -> TensorTable:
-        return self.query_one("#tv-table", TensorTable)
+        return cast("TensorTable", self.query_one("#tv-table"))
 
     @property
     def heatmap(self) -> TensorHeatmap:
-        return self.query_one("#tv-heatmap", TensorHeatmap)
+        return cast("TensorHeatmap", self.query_one("#tv-heatmap"))
 
     @property
     def canvas(self) -> TensorCanvas:
@@ -330,12 +308,14 @@ class TensorView(Vertical):
         self._compare.clear()
         self._statistics.reset()
         self._geometry = None
-        self._finder.end()
+        self._end_find()
         if array is None:
             self._state = "empty"
             self._message = note or "No value to show."
             self._refresh_all()
             return
+        from tuidebug.tui.tensor.grid import viewable
+
         if not viewable(array.dtype):
             self.show_error(f"Tensors of type {dtype_label(array.dtype)} cannot be shown.")
             return
@@ -358,7 +338,7 @@ class TensorView(Vertical):
     def show_loading(self, title: str) -> None:
         """Say that `title` is being fetched (the previous tensor is released)."""
         self._generation += 1
-        self._finder.end()
+        self._end_find()
         self._title = title
         self._array = None
         self._compare.release()
@@ -370,7 +350,7 @@ class TensorView(Vertical):
     def show_error(self, sentence: str) -> None:
         """Replace the tensor by one error sentence (e.g. the tensor could not be read)."""
         self._generation += 1
-        self._finder.end()
+        self._end_find()
         self._array = None
         self._compare.release()
         self._hit_note.note = ""
@@ -394,8 +374,11 @@ class TensorView(Vertical):
             self._refresh_all()
             return
         self._token += 1
-        if self._finder.state.running != self._search_key():
-            self._finder.cancel()  # it reads what is no longer shown
+        finder = self._made_finder
+        if finder is not None and finder.state.running != self._search_key():
+            finder.cancel()  # it reads what is no longer shown
+        from tuidebug.tui.tensor.grid import grid_data
+
         stats = self._compare.displayed_stats(self._statistics.stats)
         data = grid_data(array, self._index, stats, self._token)
         if cursor is None:
@@ -454,6 +437,8 @@ class TensorView(Vertical):
         if self._array is None:
             title.update(shown(self._title))
             return
+        from tuidebug.tui.tensor.text import title_line
+
         mode_text = self._compare.bracketed
         # a short pane hides the bar: its mode goes into the title
         title.update(
@@ -475,6 +460,8 @@ class TensorView(Vertical):
         if data is None or not self._heatmap:
             shown_legend.update("")
         else:
+            from tuidebug.tui.tensor.text import legend
+
             shown_legend.update(legend(data.scale, heatmap.zoom.label, heatmap.method))
 
     def _update_status(self) -> None:
@@ -486,6 +473,8 @@ class TensorView(Vertical):
         elif geometry is None or self._array is None:
             status.update("")
         else:
+            from tuidebug.tui.tensor.text import status_line
+
             canvas = self.canvas
             status.update(
                 status_line(
@@ -571,11 +560,14 @@ class TensorView(Vertical):
         array = self._array
         if array is None or not self._ready or generation != self._generation:
             return
+        from tuidebug.tui.tensor.jobs import statistics_job
+
         self._run_job(partial(statistics_job, generation, array), "tensor-statistics")
         self._update_stats()
 
-    @on(StatisticsDone)
-    def _statistics_done(self, message: StatisticsDone) -> None:
+    # The workers' messages are handled by name (`_on_<message>`), not `@on`: no class of
+    # jobs.py or canvas.py, nor numpy, is needed before the first tensor.
+    def _on_statistics_done(self, message: StatisticsDone) -> None:
         if message.generation != self._generation:
             return
         if not self._statistics.take(message):
@@ -583,6 +575,8 @@ class TensorView(Vertical):
             return
         if self._compare.mode == "current" and self._geometry is not None:
             view = self._geometry.view(self._array) if self._array is not None else None
+            from tuidebug.tui.tensor.format import is_exact
+
             if view is not None and not is_exact(view):
                 # widen the column format to the exact whole-tensor range, and let the
                 # heatmap's rarest non-finite kind follow the whole tensor's counts
@@ -595,13 +589,14 @@ class TensorView(Vertical):
         if self._array is None or compare.previous is None or compare.problem:
             return
         compare.comparison = None
+        from tuidebug.tui.tensor.jobs import compare_job
+
         job = partial(
             compare_job, self._generation, self._array, compare.previous, compare.tolerance
         )
         self._run_job(job, "tensor-compare")
 
-    @on(CompareDone)
-    def _compare_done(self, message: CompareDone) -> None:
+    def _on_compare_done(self, message: CompareDone) -> None:
         if message.generation != self._generation:
             return
         if message.result is None:
@@ -623,23 +618,22 @@ class TensorView(Vertical):
             return
         if heatmap.factor <= 1 or data.view.size > REFINE_LIMIT:
             return
+        from tuidebug.tui.tensor.jobs import refine_job, worker_cancelled
+
         job = partial(refine_job, self._generation, data, heatmap.factor, worker_cancelled)
         self._run_job(job, "tensor-heatmap")
 
-    @on(HeatmapRefined)
-    def _heatmap_refined(self, message: HeatmapRefined) -> None:
+    def _on_heatmap_refined(self, message: HeatmapRefined) -> None:
         if message.generation == self._generation:
             self.heatmap.set_image(message.image, message.factor, message.token)
             self._update_legend()
 
-    @on(TensorHeatmap.ZoomChanged)
-    def _zoom_changed(self, event: TensorHeatmap.ZoomChanged) -> None:
+    def _on_tensor_heatmap_zoom_changed(self, event: TensorHeatmap.ZoomChanged) -> None:
         event.stop()
         self._update_legend()
         self._start_refine()
 
-    @on(TensorCanvas.CursorMoved)
-    def _cursor_moved(self, event: TensorCanvas.CursorMoved) -> None:
+    def _on_tensor_canvas_cursor_moved(self, event: TensorCanvas.CursorMoved) -> None:
         event.stop()
         other = self.table if event.canvas is self.heatmap else self.heatmap
         other.set_cursor(event.row, event.col, notify=False)
@@ -719,6 +713,8 @@ class TensorView(Vertical):
         geometry = self._geometry
         if geometry is None:
             return False
+        from tuidebug.tui.tensor.text import GotoError, goto_cell
+
         try:
             cell = goto_cell(geometry, text)
         except GotoError as exc:
@@ -736,7 +732,7 @@ class TensorView(Vertical):
     @property
     def search(self) -> SearchSpec | None:
         """The active search (None when nothing is being looked for)."""
-        return self._finder.state.spec
+        return self._finder.state.spec if self._made_finder is not None else None
 
     def _search_key(self) -> SearchKey:
         """What search results are about: the spec and the tensor, slice and mode shown.
@@ -793,7 +789,7 @@ class TensorView(Vertical):
         self._finder.find_next(direction)
 
     def action_clear_find(self) -> None:
-        if self._finder.state.spec is None:
+        if self.search is None:
             raise SkipAction  # Esc then means the App's "back"
         self._finder.clear()
 
@@ -801,8 +797,7 @@ class TensorView(Vertical):
         """End the search: no highlight, no match note."""
         self._finder.clear()
 
-    @on(SearchReported)
-    def _search_reported(self, message: SearchReported) -> None:
+    def _on_search_reported(self, message: SearchReported) -> None:
         self._finder.reported(message)
 
     # ------------------------------------------------------------------ actions
@@ -872,10 +867,11 @@ class TensorView(Vertical):
         if not self._require_tensor():
             return
         self._set_error("")
+        from tuidebug.tui.tensor.jobs import reference_job
+
         self._run_job(partial(reference_job, self._generation, label, read), "tensor-reference")
 
-    @on(ReferenceRead)
-    def _reference_read(self, message: ReferenceRead) -> None:
+    def _on_reference_read(self, message: ReferenceRead) -> None:
         array = self._array
         if message.generation != self._generation or array is None:
             return
@@ -919,6 +915,8 @@ class TensorView(Vertical):
             return
         canvas = self.canvas
         index = geometry.tensor_index(canvas.cursor_row, canvas.cursor_col)
+        from tuidebug.tui.tensor.format import full_value
+
         text = full_value(displayed[index])
         self.app.copy_to_clipboard(text)
         self.notify(f"Copied {format_slice(index)} = {text}", timeout=3)
@@ -939,11 +937,12 @@ class TensorView(Vertical):
 
         def save(path: str | None) -> None:
             if path:
+                from tuidebug.tui.tensor.jobs import save_job
+
                 job = partial(save_job, target, what.removeprefix("the "), Path(path))
                 self._run_job(job, "tensor-save", exclusive=False)
 
         self.app.push_screen(save_tensor_prompt(what, default), save)
 
-    @on(Saved)
-    def _saved(self, message: Saved) -> None:
+    def _on_saved(self, message: Saved) -> None:
         self.notify(message.sentence, severity=message.severity, timeout=6)
