@@ -193,9 +193,12 @@ def test_offline_on_a_real_dump_still_opens(
     monkeypatch: pytest.MonkeyPatch, small_dump: Path
 ) -> None:
     opened: list[object] = []
-    monkeypatch.setattr(
-        "tuidebug.tui.app.run_app", lambda session, **_kw: opened.append(session) or 0
-    )
+
+    def run_app(session: object, **_kw: object) -> int:
+        opened.append(session)
+        return 0
+
+    monkeypatch.setattr("tuidebug.tui.app.run_app", run_app)
     monkeypatch.setattr(launch, "on_terminal", lambda: True)
     assert cli.main(["offline", str(small_dump)]) == 0 and len(opened) == 1
 
