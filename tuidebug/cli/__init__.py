@@ -5,7 +5,9 @@ One module per subcommand, each with `NAME`, `HELP`, `add_arguments(parser)` and
 into an exit status (cli/common.py holds the statuses and the shared helpers,
 cli/watch_options.py the options every session command takes). A subcommand module imports
 only the standard library at the top: the session, the checker or Textual load when that
-command runs, so `tuidebug --help` and `tuidebug check` stay light.
+command runs, so `tuidebug --help` and `tuidebug check` stay light. A command line that
+starts with a subcommand's name imports that one alone (`tuidebug offline` is a TUI start,
+which the other seven would slow: issue 28).
 
 Every user mistake ends in one sentence on stderr and exit status 2; tracebacks are for bugs.
 """
@@ -13,20 +15,12 @@ Every user mistake ends in one sentence on stderr and exit status 2; tracebacks 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from tuidebug.cli import (
-    check,
-    compare,
-    demo,
-    exec_commands,
-    keys,
-    offline,
-    online,
-    simulate,
-)
 from tuidebug.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -36,11 +30,29 @@ from tuidebug.cli.common import (
     silence_stdout,
 )
 
-# in the order `tuidebug --help` lists them
-SUBCOMMANDS = (offline, online, check, compare, exec_commands, demo, keys, simulate)
+# each subcommand's NAME → its module, in the order `tuidebug --help` lists them (a test
+# keeps the names in step with the modules' NAME)
+SUBCOMMANDS = {
+    "offline": "offline",
+    "online": "online",
+    "check": "check",
+    "compare": "compare",
+    "exec": "exec_commands",
+    "demo": "demo",
+    "keys": "keys",
+    "simulate": "simulate",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def subcommand(name: str) -> ModuleType:
+    """The module of the subcommand called `name` (a key of SUBCOMMANDS)."""
+    return importlib.import_module(f"{__name__}.{SUBCOMMANDS[name]}")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line's parser; with `only`, a subcommand's name, a parser that knows
+    that subcommand alone and imports no other (what `main` builds for `tuidebug NAME …`:
+    the same answers for every command line that starts with NAME)."""
     from tuidebug import __version__
 
     parser = argparse.ArgumentParser(
@@ -49,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tuidebug {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in SUBCOMMANDS:
+    names = [only] if only is not None and only in SUBCOMMANDS else list(SUBCOMMANDS)
+    for name in names:
+        command = subcommand(name)
         p = sub.add_parser(command.NAME, help=command.HELP)
         command.add_arguments(p)
         p.set_defaults(run=command.run)
@@ -67,13 +81,16 @@ def _open_missing_streams() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _open_missing_streams()
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    # all the words after a subcommand's name go to its own parser, so the others need not
+    # be known; a top-level option or an unknown word first gets the whole parser
+    parser = build_parser(only=words[0] if words else None)
+    args, extra = parser.parse_known_args(words)
     # `tuidebug exec DUMP --iteration 2 'lt'`: argparse gives the positional list its (empty)
     # share before the option and leaves the words after it over; they are more commands
     if (
         extra
-        and getattr(args, "command", None) == exec_commands.NAME
+        and getattr(args, "command", None) == "exec"
         and not any(word.startswith("-") and word != "-" for word in extra)
     ):
         args.commands, extra = [*args.commands, *extra], []
