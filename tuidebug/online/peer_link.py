@@ -9,6 +9,11 @@ The kernel knows at once: the server's side of the TCP connection leaves ESTABLI
 the peer closes it. On Linux the connection table is `/proc/net/tcp` and `/proc/net/tcp6`,
 and a gRPC peer ("ipv4:127.0.0.1:54321", "ipv6:[::1]:54321") names its row. Elsewhere, or
 for a peer that is not TCP, the answer is "unknown" and the heartbeats decide as before.
+
+One read of the table is not a snapshot: the kernel hands it out a page (~27 rows) per
+read() and resumes by position, so a row can be skipped when sockets come and go between
+two reads on a busy host. A missing row is therefore read a second time before the
+connection is called closed: one read that missed a live row does not end the session.
 """
 
 from __future__ import annotations
@@ -101,8 +106,9 @@ class ConnectionWatch:
         self._stop: threading.Event | None = None
 
     def gone(self, peer: str) -> bool:
-        """Whether `peer`'s connection is known to be closed (unknown is not gone)."""
-        return bool(peer) and self._probe(peer) is False
+        """Whether `peer`'s connection is known to be closed (unknown is not gone): two
+        reads agree, since one read of the table may skip a live row (module docstring)."""
+        return bool(peer) and self._probe(peer) is False and self._probe(peer) is False
 
     def follow(self, peer: str) -> None:
         """Watch `peer` from now on (instead of whoever was watched); "" watches nobody."""
@@ -126,7 +132,7 @@ class ConnectionWatch:
 
     def _watch(self, stop: threading.Event, peer: str) -> None:
         while not stop.wait(self.interval):
-            if self._probe(peer) is not False:  # the probe runs outside the lock: no stall
+            if not self.gone(peer):  # the probe runs outside the lock: no stall
                 continue
             with self._cond:
                 if stop.is_set():
