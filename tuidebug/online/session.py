@@ -42,7 +42,7 @@ import numpy as np
 
 from tuidebug._proto import debug_graph_pb2 as graph_pb
 from tuidebug._proto import debug_grpc_pb2 as pb
-from tuidebug.core.graph import Graph, Node, NodeKind
+from tuidebug.core.graph import Graph, NodeKind
 from tuidebug.core.hit_rules import stops_run
 from tuidebug.core.session import (
     Capabilities,
@@ -76,7 +76,7 @@ from tuidebug.online.views import (
     tensor_request,
     wire_statistics,
 )
-from tuidebug.online.wire_watchpoints import SetCommands, hit_from_wire
+from tuidebug.online.wire_watchpoints import SetCommands, find_node
 
 if TYPE_CHECKING:
     from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
@@ -353,7 +353,7 @@ class OnlineSession(DebugSession):
             self._require_waiting("step to a node")
             name = ""
             if target is not None:
-                node = self._find_node(target)
+                node = find_node(self._graphs, target)
                 if node is None or node.kind is not NodeKind.OPERATOR:
                     raise SessionError(f"{target} is not a kernel of the graph.")
                 name = node.name
@@ -418,7 +418,7 @@ class OnlineSession(DebugSession):
 
     def _tensor_request(self, ref: TensorRef, previous: bool) -> graph_pb.TensorProto | None:
         with self._lock:
-            node = self._find_node(ref.node, ref.graph)
+            node = find_node(self._graphs, ref.node, ref.graph)
             step = self._meta.step
         return tensor_request(ref, previous, node, step)
 
@@ -720,7 +720,11 @@ class OnlineSession(DebugSession):
             self._published_once = True
         if self._received_hits:
             received, self._received_hits = self._received_hits, []
-            self._hits.extend(self._convert_hits(received))
+            self._hits.extend(
+                self._set_commands.hits(
+                    received, self.watchpoint_book, self._graphs, self._meta.step, len(self._hits)
+                )
+            )
             self._post(HitsArrived(tuple(self._hits), md.cur_step))
         elif new_step:
             self._post(HitsArrived((), md.cur_step))
@@ -817,43 +821,6 @@ class OnlineSession(DebugSession):
                     )
             self._received_hits.extend(hits)  # published at the next WaitCMD (new step first)
             self._cond.notify_all()
-
-    def _convert_hits(self, received: list[pb.WatchpointHit]) -> list[WatchpointHit]:
-        out: list[WatchpointHit] = []
-        base = len(self._hits)
-        for hit in received:
-            wp = self.watchpoint_book.find(hit.id)
-            if wp is None:
-                log.info("hit of unknown watchpoint %d skipped", hit.id)
-                continue
-            node = self._find_node(hit.tensor.node_name, wp.graph_name or "")
-            if node is None:
-                log.info("hit on unknown node %s skipped", hit.tensor.node_name)
-                continue
-            if not self._set_commands.watches(wp.id, node):
-                continue  # we watched everything because the node list was too long
-            out.append(hit_from_wire(hit, wp, node, self._meta.step, base + len(out)))
-        return out
-
-    def _find_node(self, name: str, graph_name: str = "") -> Node | None:
-        """A node by full name or UI name; a scoped parameter name also matches by its last
-        path component (spec §2.7), as MindSpore reports the watch-node name we sent."""
-        graphs = list(self._graphs.values())
-        if graph_name and graph_name in self._graphs:
-            graphs.sort(key=lambda g: g.name != graph_name)
-        for graph in graphs:
-            node = graph.get(name)
-            if node is None and name.startswith(graph.name + "/"):
-                node = graph.get(name[len(graph.name) + 1 :])
-            if node is not None:
-                return node
-        if "/" in name:
-            short = name.rsplit("/", 1)[1]
-            for graph in graphs:
-                node = graph.nodes.get(short)
-                if node is not None and node.kind is not NodeKind.OPERATOR:
-                    return node
-        return None
 
     def _watchpoint_batch(self) -> list[pb.EventReply]:
         """Spec §2.7: the pending SetCMDs, sent right before a run or recheck."""

@@ -22,7 +22,14 @@ from tuidebug.core.watch_targets import watched_nodes
 from tuidebug.core.watchpoint_book import WatchpointBook
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 
-__all__ = ["MAX_SETCMD_BYTES", "SetCommands", "WireWatch", "hit_from_wire", "set_cmd"]
+__all__ = [
+    "MAX_SETCMD_BYTES",
+    "SetCommands",
+    "WireWatch",
+    "find_node",
+    "hit_from_wire",
+    "set_cmd",
+]
 
 log = logging.getLogger("tuidebug.online")
 
@@ -129,11 +136,59 @@ class SetCommands:
         self._dirty.clear()
         return replies
 
+    def hits(
+        self,
+        received: list[pb.WatchpointHit],
+        book: WatchpointBook,
+        graphs: Mapping[str, Graph],
+        step: int,
+        base: int,
+    ) -> list[WatchpointHit]:
+        """The training's hits at `step` as ours, numbered from `base`: a hit of a
+        watchpoint or on a node we do not know is skipped (logged), and so is one a `*`
+        watch reported on a node outside its real node list."""
+        out: list[WatchpointHit] = []
+        for hit in received:
+            wp = book.find(hit.id)
+            if wp is None:
+                log.info("hit of unknown watchpoint %d skipped", hit.id)
+                continue
+            node = find_node(graphs, hit.tensor.node_name, wp.graph_name or "")
+            if node is None:
+                log.info("hit on unknown node %s skipped", hit.tensor.node_name)
+                continue
+            if not self.watches(wp.id, node):
+                continue  # we watched everything because the node list was too long
+            out.append(hit_from_wire(hit, wp, node, step, base + len(out)))
+        return out
+
     def watches(self, watchpoint_id: int, node: Node) -> bool:
         """Whether a hit of this watchpoint on `node` is one it asked for (a `*` watch
         reports every node; only those of its node list count)."""
         wire = self._on_client.get(watchpoint_id)
         return wire is None or not wire.star or node.name in wire.names
+
+
+def find_node(graphs: Mapping[str, Graph], name: str, graph_name: str = "") -> Node | None:
+    """A node by full name or UI name (in `graph_name` first); a scoped parameter name also
+    matches by its last path component (spec §2.7), as MindSpore reports the watch-node name
+    we sent."""
+    ordered = list(graphs.values())
+    if graph_name and graph_name in graphs:
+        ordered.sort(key=lambda g: g.name != graph_name)
+    for graph in ordered:
+        node = graph.get(name)
+        if node is None and name.startswith(graph.name + "/"):
+            node = graph.get(name[len(graph.name) + 1 :])
+        if node is not None:
+            return node
+    if "/" in name:
+        short = name.rsplit("/", 1)[1]
+        for graph in ordered:
+            node = graph.nodes.get(short)
+            if node is not None and node.kind is not NodeKind.OPERATOR:
+                return node
+    return None
 
 
 def hit_from_wire(
