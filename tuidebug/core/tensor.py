@@ -169,45 +169,38 @@ _DUMP_NAMES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
 class _DtypeTables:
-    """The tables above as numpy dtypes, built once by `_tables`."""
+    """The tables above as numpy dtypes (a plain class: a dataclass's creation would cost
+    the start what the lazy tables save)."""
 
-    bfloat16: np.dtype
-    dt_to_numpy: dict[int, np.dtype]
-    # the reverse direction only uses the concrete numbers (never the DT_BASE_* aliases)
-    numpy_to_dt: dict[np.dtype, int]
-    dump_names: dict[str, np.dtype]
-    dump_names_lower: dict[str, np.dtype]
-    numpy_to_dump_name: dict[np.dtype, str]
+    def __init__(self) -> None:
+        import ml_dtypes
+        import numpy as np
+
+        bfloat16 = np.dtype(ml_dtypes.bfloat16)
+
+        def dtype(name: str) -> np.dtype:
+            return bfloat16 if name == "bfloat16" else np.dtype(name)
+
+        self.bfloat16 = bfloat16
+        self.dt_to_numpy = {num: dtype(name) for num, name in _DT_TO_NUMPY_NAME.items()}
+        # the reverse direction only uses the concrete numbers (never the DT_BASE_* aliases)
+        self.numpy_to_dt = {
+            dt: num
+            for num, dt in self.dt_to_numpy.items()
+            if num not in (DT_BASE_INT, DT_BASE_UINT, DT_BASE_FLOAT)
+        }
+        self.dump_names = {key: dtype(name) for key, name in _DUMP_NAMES.items()}
+        self.dump_names_lower = {k.lower(): v for k, v in self.dump_names.items()}
+        self.numpy_to_dump_name = {
+            dt: name for name, dt in self.dump_names.items() if name not in ("Int4", "UInt1")
+        }
 
 
 @functools.cache
 def _tables() -> _DtypeTables:
-    import ml_dtypes
-    import numpy as np
-
-    bfloat16 = np.dtype(ml_dtypes.bfloat16)
-
-    def dtype(name: str) -> np.dtype:
-        return bfloat16 if name == "bfloat16" else np.dtype(name)
-
-    dt_to_numpy = {num: dtype(name) for num, name in _DT_TO_NUMPY_NAME.items()}
-    dump_names = {key: dtype(name) for key, name in _DUMP_NAMES.items()}
-    return _DtypeTables(
-        bfloat16=bfloat16,
-        dt_to_numpy=dt_to_numpy,
-        numpy_to_dt={
-            dt: num
-            for num, dt in dt_to_numpy.items()
-            if num not in (DT_BASE_INT, DT_BASE_UINT, DT_BASE_FLOAT)
-        },
-        dump_names=dump_names,
-        dump_names_lower={k.lower(): v for k, v in dump_names.items()},
-        numpy_to_dump_name={
-            dt: name for name, dt in dump_names.items() if name not in ("Int4", "UInt1")
-        },
-    )
+    """The dtype tables, built at their first use (numpy and ml_dtypes load then)."""
+    return _DtypeTables()
 
 
 def bfloat16_dtype() -> np.dtype:
