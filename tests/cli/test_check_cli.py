@@ -736,3 +736,25 @@ def test_bad_ranks_are_one_sentence(capsys, tmp_path: Path, rank: str, said: str
     code, out, err = check(capsys, str(tmp_path / "dump"), "--watch", "TO", "--rank", rank)
     assert code == 2 and out == ""
     assert sentences(err, "check") == [f"tuidebug check: {said}"]
+
+
+# ------------------------------------------------------------------ the foreign half
+FOREIGN = "tuidebug.cli.check_foreign"
+
+
+def test_the_foreign_half_loads_only_for_a_foreign_dump(dump_2_10: Path) -> None:
+    """cli/check_foreign.py (msprobe, tfdbg) stays out of a MindSpore check's start."""
+    from tests.cli.test_cold_imports import loaded_after
+
+    data = Path(__file__).parents[1] / "data"
+    for dump, loads in [
+        (dump_2_10, False),
+        (data / "msprobe" / "v8_stat_mix_inf", True),
+        (data / "tfdbg" / "full_health", True),
+    ]:
+        loaded = loaded_after(
+            "from tuidebug.cli import main\n"
+            f"rc = main(['check', {str(dump)!r}, '--watch', 'TO', '--json'])\n"
+            "assert rc in (0, 1), rc"
+        )
+        assert (FOREIGN in loaded) is loads, dump

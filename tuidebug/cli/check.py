@@ -14,6 +14,10 @@ Output: a table (default) or ONE JSON array of hits (`--json`) on stdout; warnin
 dump on stderr, one sentence each; a progress bar on stderr only when it is a terminal.
 Exit status: 0 = no hit, 1 = hits, 2 = usage or data error (including tensors that could not
 be read, when nothing hit).
+
+This module is the MindSpore (and tuidebug.torch) dump's check and the options every check
+shares; an msprobe or TensorFlow Debugger V2 dump, found by its files, is checked by
+cli/check_foreign.py, imported only then.
 """
 
 from __future__ import annotations
@@ -48,7 +52,6 @@ if TYPE_CHECKING:
     from tuidebug.core.graph import Node
     from tuidebug.offline.check.checker import CheckOutcome, CheckReport, Watch
     from tuidebug.offline.dump import OfflineDump
-    from tuidebug.offline.files.msprobe import MsprobeRoot
 
 
 # The conditions a --watch SPEC may name (spec §3.1); a test keeps this in step with the
@@ -232,10 +235,13 @@ def _condition_notes(watches: Sequence[WatchOption], backend: str) -> list[str]:
 
 @dataclass(frozen=True)
 class _Options:
-    """The command line's watches and node filter, validated before the dump is read."""
+    """The command line's watches, node filter and the ranges --iteration and --rank give
+    (foreign dumps take them as ranges), validated before the dump is read."""
 
     watches: list[WatchOption]
     node_filter: re.Pattern[str] | None
+    iterations: IterationRanges | None
+    ranks: IterationRanges
 
 
 @dataclass(frozen=True)
@@ -255,9 +261,17 @@ def run(args: argparse.Namespace) -> int:
     # an msprobe dump (issue 29) is found by its files, no flag needed
     msprobe = find_msprobe_root(args.dump) if isinstance(args.dump, str) else None
     if msprobe is not None:
-        return _run_msprobe(args, options, msprobe)
+        from tuidebug.cli import check_foreign
+
+        return check_foreign.run_msprobe(
+            args, msprobe, options.watches, options.node_filter, options.iterations, options.ranks
+        )
     if isinstance(args.dump, str) and _is_tfdbg(args.dump):  # issue 32, no flag needed
-        return _run_tfdbg(args, options)
+        from tuidebug.cli import check_foreign
+
+        return check_foreign.run_tfdbg(
+            args, options.watches, options.node_filter, options.iterations
+        )
     dump = _open(args)
     scope = _select(args, dump)
     watches, plan = _plan_check(args, dump, scope, options)
@@ -277,11 +291,10 @@ def _options(args: argparse.Namespace) -> _Options:
         )
     watches = parse_watch_arguments(args)
     node_filter = _node_filter(args.node) if args.node is not None else None
-    if args.iteration is not None:
-        parse_iteration_ranges(args.iteration)  # syntax errors before the dump is read
-    for text in args.rank or ():
-        parse_iteration_ranges(text, "rank")
-    return _Options(watches, node_filter)
+    # syntax errors before the dump is read
+    iterations = parse_iteration_ranges(args.iteration) if args.iteration is not None else None
+    ranks = [r for text in args.rank or () for r in parse_iteration_ranges(text, "rank")]
+    return _Options(watches, node_filter, iterations, ranks)
 
 
 def _node_filter(text: str) -> re.Pattern[str]:
@@ -328,9 +341,8 @@ def _usable_ranks(args: argparse.Namespace, dump: OfflineDump) -> tuple[list[int
     for problem in early:
         _warn(problem)
     if not usable:
-        which = f"rank_{ranks[0]}" if len(ranks) == 1 else f"ranks {_ranges(list(ranks))}"
         raise UsageError(
-            f"{which} ha{'s' if len(ranks) == 1 else 've'} no readable graph, so nothing can be checked."
+            f"{_rank_text(ranks)} ha{'s' if len(ranks) == 1 else 've'} no readable graph, so nothing can be checked."
         )
     for rank in ranks:
         if rank not in usable:
@@ -439,104 +451,6 @@ def _report(
     return EXIT_OK
 
 
-def _run_msprobe(args: argparse.Namespace, options: _Options, root: MsprobeRoot) -> int:
-    """`check` on an msprobe dump: decided from its statistics (`offline.check.msprobe`);
-    a tensor dump's watchpoints the statistics cannot decide, on the values."""
-    from tuidebug.core.text import printable
-    from tuidebug.core.watchpoints import result_detail, result_record
-    from tuidebug.offline.check.msprobe import (
-        check_msprobe,
-        check_msprobe_values,
-        has_tensor_files,
-    )
-
-    for flag, given in (("--graph", args.graph), ("--cluster", args.cluster)):
-        if given:
-            raise UsageError(f"{flag} does not apply to an msprobe dump; give it without {flag}.")
-    if args.recommended:
-        raise UsageError("--recommended is not available for msprobe dumps yet; give --watch.")
-    iterations = parse_iteration_ranges(args.iteration) if args.iteration else None
-    rank_ranges = [r for t in args.rank or () for r in parse_iteration_ranges(t, "rank")]
-    steps = (lambda i: any(a <= i <= b for a, b in iterations)) if iterations else None
-    ranks = (lambda r: any(a <= r <= b for a, b in rank_ranges)) if rank_ranges else None
-    report = check_msprobe(
-        root,
-        [(o.watchpoint.request(), o.condition.target) for o in options.watches],
-        steps=steps,
-        ranks=ranks,
-        node_filter=options.node_filter,
-    )
-    if report.refusals and has_tensor_files(root, steps):
-        # task tensor: what the statistics cannot decide is checked on the values (the
-        # foreign-dump seam and the checker, as the TUI and the API check it), every watch
-        report = check_msprobe_values(
-            root,
-            [(o.condition, o.watchpoint.request()) for o in options.watches],
-            steps=steps,
-            ranks=ranks,
-            node_filter=options.node_filter,
-            mem_limit=args.mem_limit << 20 if args.mem_limit is not None else None,
-            workers=args.workers,
-        )
-    for problem in [*root.problems, *report.problems, *report.refusals.values()]:
-        _warn(problem)
-    if report.ignored:
-        # msprobe's rule never blames these (uninitialised memory, chosen fills): unwatched,
-        # and said, so their NaN/Inf does not pass unseen
-        say(
-            f"note: {len(report.ignored)} call(s) named Torch.empty*/Torch.fill* hold NaN/Inf "
-            "that msprobe's overflow_check rule ignores (uninitialised memory, fills such as "
-            f"-inf masks); no watchpoint watches them (the first: {report.ignored[0][:200]})."
-        )
-    if not report.checked and not (root.problems or report.problems or report.refusals):
-        # "0 hits" would read as "all clear" although nothing was looked at
-        raise UsageError(
-            "no msprobe tensor record is in the steps, ranks and nodes selected, so nothing "
-            "was checked."
-        )
-    watches = options.watches
-    if args.json:
-        records = []
-        for hit in report.hits:
-            option = watches[hit.watchpoint_id]
-            record = result_record(
-                option.spec,
-                option.params,
-                option.condition,
-                hit.place,
-                hit.result.error_code,
-                hit.result.params,
-            )
-            record["tensor"] = hit.place.tensor  # msprobe's own name of the tensor
-            # its call is the anomaly msprobe overflow_check names on its step and rank
-            # (its cross-rank pass included: a collective's NaN/Inf on the rank it began)
-            record["anomaly"] = hit.anomaly
-            records.append(record)
-        print(json.dumps(records, indent=1))
-    else:
-        first: set[tuple[int | None, int]] = set()
-        for hit in report.hits:
-            option = watches[hit.watchpoint_id]
-            detail = result_detail(option.condition, hit.result.error_code, hit.result.params)
-            p = hit.place
-            mark = ""
-            if hit.anomaly and (p.iteration, p.rank) not in first:
-                first.add((p.iteration, p.rank))
-                mark = "  <- first anomaly (msprobe's rule)"
-            # the tensor's name is the dump's own text: escaped before the terminal sees it
-            print(
-                printable(
-                    f"step{p.iteration}  rank {p.rank}  {p.tensor}  {option.spec}  {detail}{mark}"
-                )
-            )
-        say(f"{len(report.hits)} hit(s) in {report.checked} msprobe tensor record(s).")
-    if report.hits:
-        return EXIT_HITS
-    # folders left unread while finding the dump (root.problems) count as data skipped
-    incomplete = root.problems or report.problems or report.refusals
-    return EXIT_USAGE if incomplete else EXIT_OK
-
-
 def _is_tfdbg(folder: str) -> bool:
     from tuidebug.offline.files.tfdbg import TfdbgError, find_tfdbg_prefix
 
@@ -544,119 +458,6 @@ def _is_tfdbg(folder: str) -> bool:
         return find_tfdbg_prefix(folder) is not None
     except TfdbgError as err:
         raise UsageError(str(err)) from None
-
-
-def _run_tfdbg(args: argparse.Namespace, options: _Options) -> int:
-    """`check` on a TensorFlow Debugger V2 dump (`offline.check.tfdbg`): what the recorded
-    mode decides, hits in execution order with a derived step, written as found (a large
-    dump's first hit shows at once; memory does not grow with the hits), then the origin."""
-    from tuidebug.core.error_codes import error_messages
-    from tuidebug.core.text import printable
-    from tuidebug.core.watchpoints import result_detail
-    from tuidebug.offline.check.tfdbg import TfdbgHit, check_tfdbg
-    from tuidebug.offline.files.tfdbg import TfdbgDump, TfdbgError
-
-    for flag, given in (
-        ("--graph", args.graph),
-        ("--cluster", args.cluster),
-        ("--rank", args.rank),
-    ):
-        if given:
-            raise UsageError(f"{flag} does not apply to a tfdbg dump yet; give it without {flag}.")
-    if args.recommended:
-        raise UsageError("--recommended is not available for tfdbg dumps yet; give --watch.")
-    # --iteration: the derived steps (eager ops and pipeline ops have none: left out)
-    ranges = parse_iteration_ranges(args.iteration) if args.iteration else None
-    steps = (lambda i: any(a <= i <= b for a, b in ranges)) if ranges else None
-    try:
-        dump = TfdbgDump(args.dump)
-    except TfdbgError as err:
-        raise UsageError(str(err)) from None
-    watches = options.watches
-    first = [True]
-
-    def write(hit: TfdbgHit) -> None:
-        option = watches[hit.watchpoint_id]
-        if args.json:
-            record: dict[str, object] = {
-                "watch": option.spec,
-                "condition": option.condition.name,
-                "op": hit.op_name,
-                "op_type": hit.op_type,
-                "output_slot": hit.output_slot,
-                "graph": hit.graph,
-                "step": hit.step,
-                "eager": hit.eager,
-                ("execution_index" if hit.eager else "trace_index"): hit.index,
-                "error_code": hit.result.error_code,
-                "error_messages": error_messages(hit.result.error_code),
-                "params": [
-                    {"name": p.name, "value": p.value, "actual": p.actual, "hit": p.hit}
-                    for p in hit.result.params
-                    if not p.disabled and p.name in option.params
-                ],
-            }
-            if hit.counts is not None:
-                record["nan"], record["neg_inf"], record["pos_inf"] = hit.counts
-            # one object a line, the array streamed: valid JSON however many hits there are
-            print(("[\n" if first[0] else ",\n") + json.dumps(record), end="")
-        else:
-            detail = result_detail(option.condition, hit.result.error_code, hit.result.params)
-            if hit.counts is not None and any(hit.counts):
-                detail += f"  NaN {hit.counts[0]}, -Inf {hit.counts[1]}, +Inf {hit.counts[2]}"
-            where = (
-                f"eager #{hit.index}"
-                if hit.eager
-                else f"{'step ?' if hit.step is None else f'step {hit.step}'}  {hit.graph}"
-            )
-            print(
-                printable(
-                    f"{where}  {hit.op_name}:{hit.output_slot} ({hit.op_type})  {option.spec}"
-                    f"  {detail}".rstrip()
-                ),
-                flush=first[0],
-            )
-        first[0] = False
-
-    report = check_tfdbg(
-        dump,
-        [(o.watchpoint.request(), o.condition.target) for o in watches],
-        options.node_filter,
-        on_hit=write,
-        steps=steps,
-    )
-    if args.json:
-        print("[]" if first[0] else "\n]")
-    if ranges and not any(a < report.step_count + 1 for a, _b in ranges):
-        # "0 hits" would read as "all clear" although no step asked for exists
-        raise UsageError(
-            f"--iteration {args.iteration} names no step of this tfdbg dump (steps 0 to "
-            f"{report.step_count}, derived from its function calls)."
-        )
-    for problem in [*dump.notes, *dump.problems, *report.problems, *report.refusals.values()]:
-        _warn(problem)
-    if not args.json:
-        say(
-            f"{report.hit_count} hit(s) in {report.checked} tfdbg op output(s) "
-            f"({report.eager_checked} of them eager); steps are the calls of the function "
-            "that ran each op, counted from 0 (records carry no step number)."
-        )
-        origin = report.origin
-        if origin is not None:
-            where = (
-                f"eager #{origin.index}"
-                if origin.eager
-                else f"{'step ?' if origin.step is None else f'step {origin.step}'}  {origin.graph}"
-            )
-            say(
-                printable(
-                    f"origin: {where}  {origin.op_name}:{origin.output_slot} ({origin.op_type}),"
-                    " the first op output that went NaN/Inf while its recorded inputs were finite."
-                )
-            )
-    if report.hit_count:
-        return EXIT_HITS
-    return EXIT_USAGE if dump.problems or report.problems or report.refusals else EXIT_OK
 
 
 def _warn(problem: str) -> None:
@@ -846,13 +647,16 @@ def _print_summary(
     what = f"{hits} hit{'s' if hits != 1 else ''}"
     if errors:
         what += f" ({errors} with an error code)"
-    # a 1000-rank dump's ranks are runs (`ranks 0-999`), not a thousand names
-    rank_text = f"rank_{ranks[0]}" if len(ranks) == 1 else f"ranks {_ranges(list(ranks))}"
     out.write(
         f"{what}; {report.tensors_checked} tensor{'s' if report.tensors_checked != 1 else ''} "
         f"checked, iteration{'s' if len(iterations) != 1 else ''} {_ranges(list(iterations))} "
-        f"of {rank_text}, {report.seconds:.2f} s.\n"
+        f"of {_rank_text(ranks)}, {report.seconds:.2f} s.\n"
     )
+
+
+def _rank_text(ranks: Sequence[int]) -> str:
+    """`rank_3`, or `ranks 0-999`: a 1000-rank dump's ranks are runs, not a thousand names."""
+    return f"rank_{ranks[0]}" if len(ranks) == 1 else f"ranks {_ranges(list(ranks))}"
 
 
 def _ranges(values: list[int]) -> str:
