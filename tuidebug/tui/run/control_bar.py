@@ -8,6 +8,7 @@ them."""
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 
 from textual import on
@@ -58,7 +59,13 @@ class ControlBar(Horizontal):
         # frame, when most cannot: the dump is being read): a button changing its state
         # is styled again, one born in it is not
         disabled = self._is_enabled is None or not self._is_enabled(action.id)
-        button = Button(label, id=f"control-{action.id}", compact=True, disabled=disabled)
+        # built outside the app's context: Button's own setters add its classes as it is
+        # built, and in the app's context each restyles the button, twice before it is
+        # even mounted (issue 28: 14 of the first frame's ~70 style passes); mounting
+        # styles it whatever its classes
+        button: Button = contextvars.Context().run(
+            Button, label, id=f"control-{action.id}", compact=True, disabled=disabled
+        )
         self._buttons[action.id] = button
         return button
 
