@@ -6,11 +6,21 @@
     first frame (50,000)    same on a synthetic graph of 50,000 nodes        target < 2 s
     expand 5,000 children   a scope opened → its 5,000 rows painted          target < 100 ms
     key → repaint           cursor-down in the tree → the frame written      target < 50 ms
-    `:` and Esc             on the demo dump at its first NaN step (the recommended
-                            watchpoints, `c`, the hits listed), at 160×48 and 80×24: the key
-                            → the first frame written after the command line opened (or
-                            closed), wall and CPU (the process's, steadier on a busy
-                            machine)                                         target < 100 ms
+    `:` and Esc             on the LeNet 2.10 fixture (the demo dump without it) at step 1,
+                            a Conv2D output shown in the tensor view, the tree focused; at
+                            160×48 and 80×24, each size in a fresh process:
+                              open / close: the key → the first frame drawn with the panel
+                                open and its prompt focused (closed), wall; CPU: the
+                                process's CPU over the same span (steadier on a busy machine)
+                              settled: the key → the last frame before the app is quiet (the
+                                footer's keys redrawn, the panes' resize work done)
+                              first open: the app's first `:` (it builds the panel, unless
+                                built before)
+                              no-op: F20, a binding that repaints the footer unchanged: the
+                                floor any key that draws pays (Textual's dispatch, one frame);
+                                each figure is also given as a ratio to it
+                              tree ↓: a tree cursor move, the cheapest visible answer
+                                                                     target < 100 ms
     continue over 10 steps  an offline continue through steps without hits, a node and
                             its tensor open: time per step, session events the app
                             receives per step, hit-list rebuilds, tensor reads (summaries
@@ -21,21 +31,25 @@ include Textual's frame pacing, not just our handlers. Each figure is the median
 `--repeat` runs (first-frame figures start a fresh app each time).
 
 Usage: python benchmarks/bench_tui.py [--repeat N] [--lenet DUMP_ROOT] [--only continue|command]
+                                      [--size 160x48] [--freeze-gc]
                                       [--steps 10] [--nodes 48] [--side 128]
+
+`--freeze-gc` calls gc.freeze() before the `:` figures: Python's full collections then skip
+what the app holds by then (at 160×48 one came with most closes, ~0.1 s of the key).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
+import gc
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # tests.tui.support: the in-memory session of the TUI tests
@@ -51,6 +65,7 @@ from tuidebug.offline.session import OfflineSession  # noqa: E402
 from tuidebug.tui.app import DebuggerApp  # noqa: E402
 from tuidebug.tui.panes.hit_list import HitList  # noqa: E402
 from tuidebug.tui.panes.scope_tree import GraphTree  # noqa: E402
+from tuidebug.tui.tensor.view import TensorView  # noqa: E402
 
 SIZE = (160, 48)
 DEFAULT_LENET = REPO.parent / "shared" / "fixtures" / "mindspore_lenet_dump" / "ms2_0_0"
@@ -152,64 +167,146 @@ async def expand_and_keys(repeat: int) -> tuple[list[float], list[float]]:
     return expands, keys
 
 
+COMMAND_DUMP = REPO.parent / "shared" / "fixtures" / "mindspore_lenet_dump" / "ms2_10_0"
+
+
+class StateFrames:
+    """Each frame the app hands its driver (`App._display`), with the wall and CPU clocks
+    and whether the command line was open with the focus in its prompt when it was drawn:
+    a key's answer is the first frame that shows its result, not the first frame after our
+    poll noticed the change (which may be the frame after)."""
+
+    def __init__(self, app: DebuggerApp) -> None:
+        self.frames: list[tuple[float, float, bool]] = []
+        original = app._display
+
+        def display(screen: Any, renderable: Any) -> None:
+            original(screen, renderable)
+            panel = app._kept.command_line
+            shown = panel is not None and panel.is_open and app.focused is panel.input
+            self.frames.append((time.perf_counter(), time.process_time(), shown))
+
+        app._display = display  # type: ignore[method-assign]
+
+    def first(self, shown: bool | None) -> tuple[float, float] | None:
+        """The first frame drawn since the last `clear` (`shown`: with the panel open or
+        closed; None: any frame)."""
+        return next(((t, c) for t, c, s in self.frames if shown is None or s is shown), None)
+
+
+def _bench_app(session: DebugSession) -> DebuggerApp:
+    """The app with one binding more, F20: a no-op that repaints the footer, unchanged (the
+    floor: what any key that draws pays for Textual's dispatch and one frame)."""
+    from textual.binding import Binding, BindingType
+    from textual.widgets import Footer
+
+    class BenchApp(DebuggerApp):
+        BINDINGS: ClassVar[list[BindingType]] = [Binding("f20", "bench_noop", "no-op", show=False)]
+        CSS_PATH = str(Path(sys.modules[DebuggerApp.__module__].__file__ or "").parent / "app.tcss")
+
+        def action_bench_noop(self) -> None:
+            self.query_one(Footer).refresh()
+
+    return BenchApp(session, start_session=True)
+
+
 async def command_line_keys(
-    dump: Path, size: tuple[int, int], repeat: int
+    dump: Path, size: tuple[int, int], repeat: int, freeze_gc: bool = False
 ) -> dict[str, list[float]]:
-    """`:` then Esc, `repeat` times each, on `dump` at its first step with hits: seconds from
-    the key to the first frame written after the command line's state changed (wall), and
-    the CPU the process used in that time."""
+    """`:` then Esc, `repeat` times each, on `dump` once loaded with a tensor shown (the
+    tree has the focus): seconds from the key to the first frame drawn with the panel open
+    and its prompt focused (or closed), wall and process CPU; from the key to the last frame
+    before the app goes quiet ("settled": the footer's keys redrawn, the panes' own resize
+    work done); and the floor in the same app: the F20 no-op (one unchanged line
+    repainted) and ↓ in the tree (one row moved), each key to its first frame.
+    The first `:` of the app is timed apart ("first open")."""
+    from textual.widgets import Footer
+
     from tuidebug.tui.kit.dialogs import ConfirmScreen
-    from tuidebug.tui.panes.command_line import CommandLine
 
     session = OfflineSession(dump)
-    app = DebuggerApp(session, start_session=True)
-    frames = Frames(app)
-    times: dict[str, list[float]] = {"open": [], "close": [], "open CPU": [], "close CPU": []}
+    app = _bench_app(session)
+    frames = StateFrames(app)
+    names = ("open", "close", "open CPU", "close CPU", "open settled", "close settled")
+    times: dict[str, list[float]] = {n: [] for n in (*names, "first open", "no-op", "tree ↓")}
+    times["first close"] = []
 
-    def state_is(shown: bool) -> bool:
-        panel = app._kept.command_line
-        return panel is not None and panel.is_open is shown
-
-    def painted_since(moment: float) -> bool:
-        return frames.first_after(moment) is not None
+    async def key(label: str, name: str, shown: bool | None) -> None:
+        await _settle(pilot, app)
+        await asyncio.sleep(0.05)  # the screen's update timer idle again
+        frames.frames.clear()
+        t0, c0 = time.perf_counter(), time.process_time()
+        app.simulate_key(name)
+        await _wait(pilot, lambda: frames.first(shown) is not None)
+        first = frames.first(shown)
+        assert first is not None
+        await _settle(pilot, app)
+        times[label].append(first[0] - t0)
+        if label in ("open", "close"):
+            times[f"{label} CPU"].append(first[1] - c0)
+            times[f"{label} settled"].append(frames.frames[-1][0] - t0)
 
     async with app.run_test(size=size) as pilot:
-        await _wait(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("y")  # the recommended watchpoints
+        await _wait(pilot, lambda: app.loaded)
         await _settle(pilot, app)
-        app.simulate_key("c")  # to the first step where they hit
-        await _wait(pilot, lambda: bool(session.hits))
-        await _settle(pilot, app)
+        if isinstance(app.screen, ConfirmScreen):  # the recommended watchpoints: declined
+            await pilot.press("n")
         while app.screen is not app.screen_stack[0]:  # a notice dialog, if any
             await pilot.press("escape")
             await _settle(pilot, app)
-        for round_ in range(repeat + 1):  # the first `:` builds the panel: not counted
-            for key, name, shown in (("colon", "open", True), ("escape", "close", False)):
-                await _settle(pilot, app)
-                t0, c0 = time.perf_counter(), time.process_time()
-                app.simulate_key(key)
-                await _wait(pilot, functools.partial(state_is, shown))
-                changed = time.perf_counter()
-                await _wait(pilot, functools.partial(painted_since, changed))
-                painted = frames.first_after(changed)
-                assert painted is not None
-                if round_:
-                    times[name].append(painted - t0)
-                    times[f"{name} CPU"].append(time.process_time() - c0)
-        assert isinstance(app.query_one(CommandLine), CommandLine)
+        app.action_run("step")  # step 0 holds nothing yet
+        await _wait(pilot, lambda: session.metadata.step == 1 and not app._runs.busy)
+        await _settle(pilot, app)
+        graph = next(iter(app.graphs))
+        node = next(n for n in app.graphs[graph] if n.outputs and n.op_type == "Conv2D")
+        app.go_to_node(graph, node.name)  # the tree has the focus, on the node
+        app._request_tensor(graph, node.name, 0, None)
+        view = app.query_one(TensorView)
+        await _wait(pilot, lambda: app._open_tensor is not None and view.state == "tensor")
+        await _settle(pilot, app)
+        app.query_one(Footer)  # the floor's repaint target exists
+        if freeze_gc:  # what the app holds by now leaves the collector's full passes
+            gc.freeze()
+        await key("first open", "colon", True)
+        await key("first close", "escape", False)  # not reported
+        for _ in range(repeat):
+            for label, name, shown in (
+                ("open", "colon", True),
+                ("close", "escape", False),
+                ("no-op", "f20", None),
+                ("tree ↓", "down", None),
+                ("tree ↓", "up", None),
+            ):
+                await key(label, name, shown)
     session.close()
     return times
 
 
-def _print_command_line(repeat: int) -> None:
+def _print_command_line(repeat: int, size: str | None = None, freeze_gc: bool = False) -> None:
+    """Both sizes, each in a fresh process (the collector's heap is the app's alone), or
+    `size` ("160x48") here."""
+    if size is None:
+        import subprocess
+
+        for each in ("160x48", "80x24"):
+            command = [sys.executable, __file__, "--only", "command", "--size", each]
+            command += ["--repeat", str(repeat)] + (["--freeze-gc"] if freeze_gc else [])
+            subprocess.run(command, check=True)
+        return
     from tuidebug.offline.writer.demo import write_demo_dump
 
+    width, height = (int(n) for n in size.split("x"))
     with tempfile.TemporaryDirectory(prefix="tuidebug-bench-demo-") as tmp:
-        dump = write_demo_dump(Path(tmp))
-        for size in ((160, 48), (80, 24)):
-            times = asyncio.run(command_line_keys(dump, size, max(repeat, 5)))
-            for name, values in times.items():
-                print(f"{name:>9} at {size[0]}×{size[1]}  {_ms(values)}   target < 100 ms")
+        dump = COMMAND_DUMP if COMMAND_DUMP.is_dir() else write_demo_dump(Path(tmp))
+        freeze = " (gc.freeze() once the tensor is shown)" if freeze_gc else ""
+        print(f"`:` and Esc on {dump.name}, a tensor shown, the tree focused{freeze}:")
+        times = asyncio.run(command_line_keys(dump, (width, height), max(repeat, 5), freeze_gc))
+        floor = statistics.median(times["no-op"])
+        del times["first close"]
+        for name, values in times.items():
+            ratio = statistics.median(values) / floor if floor else float("nan")
+            target = "   target < 100 ms" if name in ("open", "close", "first open") else ""
+            print(f"  {name:>13} at {width}×{height}  {_ms(values)}  {ratio:5.1f}× no-op{target}")
 
 
 def write_run_dump(root: Path, iterations: int, nodes: int, side: int) -> Path:
@@ -353,6 +450,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--lenet", type=Path, default=DEFAULT_LENET)
     parser.add_argument("--only", choices=["continue", "command"], help="run only this figure")
+    parser.add_argument("--size", help="the command figure at this size only, e.g. 160x48")
+    parser.add_argument(
+        "--freeze-gc", action="store_true", help="the command figure with gc.freeze() first"
+    )
     parser.add_argument("--steps", type=int, default=10, help="steps the continue runs over")
     parser.add_argument("--nodes", type=int, default=48, help="kernels of the continue's dump")
     parser.add_argument("--side", type=int, default=128, help="their outputs are side×side")
@@ -361,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_continue(args)
         return 0
     if args.only == "command":
-        _print_command_line(args.repeat)
+        _print_command_line(args.repeat, args.size, args.freeze_gc)
         return 0
 
     def big() -> DebugSession:
@@ -387,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(r[0]) for r in rows)
     for name, figure, target in rows:
         print(f"{name:<{width}}  {figure}   target {target}")
-    _print_command_line(args.repeat)
+    _print_command_line(args.repeat, None, args.freeze_gc)
     _print_continue(args)
     return 0
 

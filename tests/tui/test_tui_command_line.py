@@ -308,6 +308,66 @@ async def test_short_terminal_gives_the_output_the_watchpoint_rows() -> None:
         assert app.query_one("#watchpoints").display
 
 
+# ------------------------------------------------ : and Esc stay cheap (issue 28)
+async def test_the_panel_is_built_once_and_esc_hides_it_in_one_press(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the fast `:` and Esc rely on (benchmarks/bench_tui.py --only command): the first
+    `:` mounts the panel and later ones show the same widgets (no mount, no compose); one
+    Esc hides it, its prompt's focus going back to the pane it came from; and on a tall
+    terminal the panes below keep their classes (a class restyles and redraws a pane)."""
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        tree = app.query_one("#scope-tree")
+        panel = await open_command_line(pilot)
+        children = list(panel.walk_children())
+        composed: list[CommandLine] = []
+        compose = CommandLine.compose
+
+        def counted(self: CommandLine) -> Any:
+            composed.append(self)
+            return compose(self)
+
+        monkeypatch.setattr(CommandLine, "compose", counted)  # a panel built again counts
+        rows = [app.query_one("#watchpoints"), app.query_one("#controls")]
+        assert not any(pane.has_class("-command-open") for pane in rows)
+        await pilot.press("escape")
+        assert not panel.is_open and not panel.display  # one press, no frame between
+        assert app.focused is tree and not panel.has_class("-focus")
+        await pilot.press("4")  # node details, then `:` from there
+        details = app.query_one("#details")
+        await wait_until(pilot, lambda: details.has_class("-focus"), what="node details")
+        back = app.focused
+        for _ in range(2):
+            await pilot.press("colon")
+            assert panel.is_open and app.focused is panel.input and panel.has_class("-focus")
+            assert len(app.query(CommandLine)) == 1 and app._kept.command_line is panel
+            assert list(panel.walk_children()) == children and composed == []
+            await pilot.press("escape")
+            assert not panel.is_open and app.focused is back and details.has_class("-focus")
+
+
+async def test_a_resize_across_the_short_layout_gives_and_takes_back_the_rows() -> None:
+    """The watchpoint list and control bar give the open panel their rows on a short
+    terminal only, also when the terminal shrinks or grows while it is open."""
+    app, _session = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        watchpoints = app.query_one("#watchpoints")
+        await open_command_line(pilot)
+        assert watchpoints.display
+        await pilot.resize_terminal(80, 24)
+        await wait_until(pilot, lambda: not watchpoints.display, what="the rows taken")
+        await pilot.resize_terminal(*SIZE)
+        await wait_until(pilot, lambda: watchpoints.display, what="the rows given back")
+        assert not watchpoints.has_class("-command-open")
+        await pilot.resize_terminal(80, 24)
+        await wait_until(pilot, lambda: not watchpoints.display, what="the rows taken again")
+        await pilot.press("escape")
+        assert watchpoints.display
+
+
 # ------------------------------------------- a safe place to type (issue 28)
 async def test_one_escape_closes_it_from_the_output_even_maximized() -> None:
     """Issue 28: Esc in the output went back to the prompt, and a maximized output first

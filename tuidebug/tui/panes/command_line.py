@@ -224,6 +224,8 @@ class CommandLine(Vertical):
         self._echo_line = 0  # the output line echoing it
         self._return_to: Widget | None = None
         self._shown_value: str | None = None  # the value we set (not typed by the user)
+        self._hint_text = ""  # what the hint line shows
+        self._rows_of: list[Widget] | None = None  # the panes a short terminal hides for it
         self.border_title = "Command line"
         self.border_subtitle = IDLE_SUBTITLE
 
@@ -269,13 +271,30 @@ class CommandLine(Vertical):
             screen.focus_next()
 
     def _set_open(self, shown: bool) -> None:
-        """Show or hide the panel. On a short terminal it takes the rows of the watchpoint
-        list and the control bar (app.tcss): the class goes on those two alone, since a
-        class on the screen restyles all its widgets, which made `:` and Esc take 0.3 s."""
-        # on these three alone (own_class.py): no rule styles their contents by the class
-        set_own_class(self, shown, "-open")
-        for pane in self.screen.query("#watchpoints, #controls"):
-            set_own_class(pane, shown, "-command-open")
+        """Show or hide the panel with one restyle of the panel alone (own_class.py): `-open`
+        and the lit border's `-focus` change together, as the prompt takes the focus when it
+        opens and the focus leaves it when it closes (two restyles of it before)."""
+        if self.has_class("-open") != shown or self.has_class("-focus") != shown:
+            self.set_class(shown, "-open", "-focus", update=False)
+            if self.is_attached:
+                self.app.stylesheet.update_nodes({self}, animate=True)
+        self._give_rows()
+
+    def _give_rows(self) -> None:
+        """On a short terminal the open panel takes the rows of the watchpoint list and the
+        control bar (app.tcss): the class goes on those two alone, since a class on the
+        screen restyles all its widgets. Only there: on a tall terminal the class changes
+        nothing but costs a restyle and a redraw of the list on each `:` and Esc. A resize
+        across the threshold while the panel is open calls this again (`on_resize`)."""
+        take = self.is_open and self.screen.has_class("-short")
+        if self._rows_of is None:
+            self._rows_of = list(self.screen.query("#watchpoints, #controls"))
+        for pane in self._rows_of:
+            set_own_class(pane, take, "-command-open")
+
+    def on_resize(self) -> None:
+        # after the app's on_resize, which sets Screen.-short for the new height
+        self._give_rows()
 
     # The lit border while the focus is inside: a class on the panel alone (own_class.py),
     # as :focus-within would restyle its children on each move of the focus in or out.
@@ -513,6 +532,9 @@ class CommandLine(Vertical):
         self.border_subtitle = IDLE_SUBTITLE
 
     def _show_hint(self, text: str) -> None:
+        if text == self._hint_text:
+            return  # each Esc clears it: an update would lay the panel out again for nothing
+        self._hint_text = text
         self.hint.update(Text(printable(text)))
         self.hint.set_class(bool(text), "-shown")
 
