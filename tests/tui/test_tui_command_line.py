@@ -17,6 +17,7 @@ from tuidebug.commands import History
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.kit.dialogs import ConfirmScreen
+from tuidebug.tui.navigation import kept_views
 from tuidebug.tui.panes.command_line import (
     CommandInput,
     CommandLine,
@@ -346,6 +347,38 @@ async def test_the_panel_is_built_once_and_esc_hides_it_in_one_press(
             assert list(panel.walk_children()) == children and composed == []
             await pilot.press("escape")
             assert not panel.is_open and app.focused is back and details.has_class("-focus")
+
+
+async def test_the_panel_is_built_hidden_after_the_load_for_the_first_colon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first `:` took 0.15–0.3 s building the panel: it is built once the graphs have
+    loaded (kept_views.PREBUILD_AFTER_S later), hidden, taking neither rows nor the focus,
+    and the first `:` only shows it."""
+    monkeypatch.setattr(kept_views, "PREBUILD_AFTER_S", 0.05)
+    app, _session = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        tree = app.query_one("#scope-tree")
+        await wait_until(
+            pilot,
+            lambda: app._kept.command_line is not None and app._kept.command_line.is_mounted,
+            what="the command line built",
+        )
+        await settled(pilot)
+        panel = app.query_one(CommandLine)
+        assert not panel.display and app.focused is tree and panel.region.height == 0
+        assert app.query_one("#watchpoints").display
+        composed: list[CommandLine] = []
+        compose = CommandLine.compose
+
+        def counted(self: CommandLine) -> Any:
+            composed.append(self)
+            return compose(self)
+
+        monkeypatch.setattr(CommandLine, "compose", counted)
+        assert await open_command_line(pilot) is panel and composed == []
+        assert panel.output.region.height >= 8 and not app.query_one("#watchpoints").display
 
 
 async def test_a_resize_across_the_short_layout_gives_and_takes_back_the_rows() -> None:

@@ -4,19 +4,32 @@ already read) and the command line (`:`: its output and history).
 
 `KeptViews` is a helper object of the `DebuggerApp` (not a mixin: watchpoint_flows.py
 says why); the app hands it the keys and tells it when the step or the graphs changed.
-Both views, and the command layer, load with their first use, not with the app.
+Neither view, nor the command layer, loads with the app's first frame. The tensor list
+loads with its first use; the command line a few seconds after the graphs (hidden, when
+the start has settled), so that the first `:` shows a built panel as the later ones do
+(building it on the key took 0.15–0.3 s: the command layer's import, the mount, the
+first styling of its widgets; issue 28 asks 0.1 s). A `:` before then builds it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from textual.screen import Screen
 from textual.widgets import Footer
 
 if TYPE_CHECKING:
+    from textual.widget import AwaitMount
+
     from tuidebug.tui.host import AppHost
     from tuidebug.tui.panes.command_line import CommandLine
     from tuidebug.tui.tensor_list.screen import TensorListScreen
+
+
+# seconds from the graphs' load to building the command line: after the load's own work
+# (the tree, the recommended watchpoints' offer) and the cold-start test's look at the
+# modules loaded (tests/tui/test_cold_start.py), before most users' first `:`
+PREBUILD_AFTER_S = 2.5
 
 
 class KeptViews:
@@ -25,12 +38,22 @@ class KeptViews:
     def __init__(self, app: AppHost) -> None:
         self._app = app
         self.tensor_list: TensorListScreen | None = None  # made by the first `L`
-        self.command_line: CommandLine | None = None  # mounted by the first `:`
+        self.command_line: CommandLine | None = None  # built hidden after the load, or by `:`
+        self._mounting: AwaitMount | None = None  # the command line's mount, until done
+        self._prebuild_planned = False
 
     def step_changed(self) -> None:
-        """A new step or new graphs (a rank switch): the tensor list reads them again."""
+        """A new step or new graphs (a rank switch): the tensor list reads them again. The
+        first call (the graphs loaded) plans the command line's build."""
         if self.tensor_list is not None:
             self.tensor_list.step_changed()
+        if not self._prebuild_planned:
+            self._prebuild_planned = True
+            self._app.screen_stack[0].set_timer(PREBUILD_AFTER_S, self._prebuild)
+
+    def _prebuild(self) -> None:
+        if self.command_line is None:
+            self._build_command_line(self._app.screen_stack[0])
 
     @property
     def tensor_list_shown(self) -> bool:
@@ -56,14 +79,23 @@ class KeptViews:
             return  # a dialog is up: the key is not for the main screen
         panel = self.command_line
         if panel is None:
-            from tuidebug.commands import command_registry
-            from tuidebug.tui.panes.command_line import CommandLine
-
-            panel = self.command_line = CommandLine(
-                command_registry(self._app.session), id="command-line"
-            )
-            await main.mount(panel, before=main.query_one(Footer))
+            panel = self._build_command_line(main)
+        if self._mounting is not None:  # built just before, or by the prebuild: mounted?
+            await self._mounting
+            self._mounting = None
         panel.open()
+
+    def _build_command_line(self, main: Screen[Any]) -> CommandLine:
+        """Mount the command line, hidden, at the bottom of the main screen (above the
+        footer); `open_command_line` awaits the mount."""
+        from tuidebug.commands import command_registry
+        from tuidebug.tui.panes.command_line import CommandLine
+
+        panel = self.command_line = CommandLine(
+            command_registry(self._app.session), id="command-line"
+        )
+        self._mounting = main.mount(panel, before=main.query_one(Footer))
+        return panel
 
 
 __all__ = ["KeptViews"]

@@ -1,7 +1,11 @@
 """The command line (`:`): tfdbg's commands typed in the TUI, their output in a pane below.
 
-`:` mounts a `CommandLine` panel at the bottom of the main screen the first time (so the
-command layer loads on that key, not at start) and focuses its input. Enter runs the line
+`:` shows a `CommandLine` panel at the bottom of the main screen and focuses its input.
+The app builds it hidden a few seconds after the graphs load (navigation/kept_views.py:
+the command layer loads then, not with the first frame; a `:` before then builds it), and
+`:` and Esc only show and hide it: one restyle of the panel, and of the two panes whose
+rows it takes on a short terminal. What the key costs beyond that is Textual laying out
+and redrawing the panes it shrinks (benchmarks/bench_tui.py --only command). Enter runs the line
 through the one `CommandRegistry` the app built over its session, in a thread worker (a
 `pt` or `lt` may read files or wait for the training), and appends the echo and the
 output to `CommandOutput` (command_output.py), a line-API pane that wraps at its width and
