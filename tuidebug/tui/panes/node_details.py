@@ -6,10 +6,15 @@ computes them in a worker and hands them in with `set_summary`; rows wait with "
 foreign call's arguments (`Graph.arguments`: its inputs and parameters, other nodes'
 outputs) are listed the same way, each with its dtype, shape and statistics
 (`set_argument_summary`).
+
+The first frame shows the empty pane's sentence alone: the rows and the two sections mount
+just after it (or with the first node shown), as their styling, a list's above all, costs
+the start a pane's worth of time for nothing on screen (issue 28).
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping, Sequence
 
 from rich.text import Text
@@ -61,15 +66,34 @@ class NodeDetails(VerticalScroll):
         self.node: Node | None = None
         self._summaries: dict[int, OutputSummary] = {}
         self._arg_summaries: dict[int, OutputSummary] = {}  # by `Graph.arguments` index
+        self._built = False  # the rows and the sections are mounted (`_build`)
 
     def compose(self) -> ComposeResult:
         yield Static("Select a node in the tree (1) to see its details.", id="details-head")
-        yield OptionList(id="io-list", compact=True)
-        yield DetailSection("", id="details-attrs")
-        yield DetailSection("", id="details-stack")
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._build)
+
+    def _build(self) -> None:
+        """Mount the rows and the sections under the head (see the module docstring);
+        they can be queried on return. Built outside the app's context: the list's own
+        class setters would restyle it before it is even mounted."""
+        if self._built or not self.is_attached:
+            return
+        self._built = True
+        self.mount_all(
+            contextvars.Context().run(
+                lambda: [
+                    OptionList(id="io-list", compact=True),
+                    DetailSection("", id="details-attrs"),
+                    DetailSection("", id="details-stack"),
+                ]
+            )
+        )
 
     # ---------------------------------------------------------------- public
     def show_node(self, graph: Graph, node: Node) -> None:
+        self._build()
         same = self.node is node
         self.graph = graph
         self.node = node
@@ -82,6 +106,7 @@ class NodeDetails(VerticalScroll):
         self._render_stack()
 
     def show_scope(self, graph: Graph, scope: str) -> None:
+        self._build()
         self.graph = graph
         self.node = None
         self._summaries = {}
@@ -97,6 +122,7 @@ class NodeDetails(VerticalScroll):
         self.query_one("#details-stack", Static).update("")
 
     def clear(self) -> None:
+        self._build()
         self.graph = None
         self.node = None
         self._summaries = {}
@@ -130,6 +156,7 @@ class NodeDetails(VerticalScroll):
         return found.line if found else None
 
     def focus_outputs(self) -> None:
+        self._build()
         io_list = self.query_one("#io-list", OptionList)
         io_list.focus()
         for index in range(io_list.option_count):
@@ -309,6 +336,7 @@ class NodeDetails(VerticalScroll):
     # ------------------------------------------------------------ keyboard
     def _sections(self) -> list[Widget]:
         """The parts ↑ ↓ move between, in order: the rows, then the non-empty sections."""
+        self._build()
         io_list = self.query_one("#io-list", OptionList)
         parts: list[Widget] = [io_list] if io_list.option_count else []
         parts += [w for w in self.query(DetailSection) if w.display and str(w.render()).strip()]
