@@ -37,7 +37,6 @@ from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding, BindingType
 from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
-from textual.css.query import NoMatches
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
@@ -68,6 +67,7 @@ from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.kit.notice_burst import NoticeBurst
 from tuidebug.tui.kit.screenshot import save_screenshot_here
 from tuidebug.tui.kit.session_text import no_graph_text
+from tuidebug.tui.kit.teardown import tolerate_teardown
 from tuidebug.tui.kit.terminal_caps import TerminalCaps, terminal_caps
 from tuidebug.tui.kit.toasts import withdraw_toast
 from tuidebug.tui.messages import (
@@ -88,7 +88,7 @@ from tuidebug.tui.messages import (
     WatchpointAction,
     WorkerNotice,
 )
-from tuidebug.tui.navigation.focus_frames import follow_focus
+from tuidebug.tui.navigation.focus_frames import MainScreen, follow_focus
 from tuidebug.tui.navigation.kept_views import KeptViews
 from tuidebug.tui.navigation.maximize import maximize_instead, pane_of, toggle_maximized
 from tuidebug.tui.navigation.pane_keys import PANES, Navigation
@@ -117,22 +117,6 @@ if TYPE_CHECKING:
     from tuidebug.tui.divergence.flows import DivergenceFlows
 
 SHORT_TERMINAL = 32  # rows: below it the focused pane grows (see `_fit_layout`)
-
-
-def _tolerate_teardown(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Messages can still arrive while the app shuts down and its screen and panes are
-    already gone (quitting right after a load, a session event racing the exit): such a
-    late message is dropped, not a traceback. The app keeps its panes from compose, but
-    the panes look up their own children, and the focus needs a screen."""
-
-    @functools.wraps(method)
-    def handler(self: DebuggerApp, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except (NoMatches, ScreenStackError):
-            return None
-
-    return handler
 
 
 class DebuggerApp(App[int]):
@@ -307,6 +291,9 @@ class DebuggerApp(App[int]):
         yield self._controls
         yield Footer()
 
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen(id="_default")  # it focuses the tree itself (focus_frames.py)
+
     def on_resize(self, event: events.Resize) -> None:
         self._fit_layout(event.size.height)
         self.call_after_refresh(self._sizes.apply)  # the screen has its new size by then
@@ -399,7 +386,7 @@ class DebuggerApp(App[int]):
         self.post_message(SessionEventMessage(event))
 
     @on(SessionEventMessage)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _session_event(self, message: SessionEventMessage) -> None:
         event = message.event
         if isinstance(event, GraphsLoaded):
@@ -552,7 +539,7 @@ class DebuggerApp(App[int]):
             self._post(StartFailed(f"Loading failed: {exc}"))
 
     @on(StartFailed)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _start_failed(self, message: StartFailed) -> None:
         """The session could not start (the dump went away after the CLI checked it): the
         "Reading the dump folder…" line must not stay as if it were still reading, so the
@@ -573,18 +560,18 @@ class DebuggerApp(App[int]):
         self.notify(message.text, severity=message.severity, timeout=message.timeout)
 
     @on(ControlDone)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _control_done(self, _message: ControlDone) -> None:
         self._runs.done()
 
     # ----------------------------------------------------- summaries and tensors
     @on(SummaryRead)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _summary_read(self, message: SummaryRead) -> None:
         self._reads.summary_read(message)
 
     @on(TensorRead)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _tensor_read(self, message: TensorRead) -> None:
         self._reads.tensor_read(message)
 
@@ -606,7 +593,7 @@ class DebuggerApp(App[int]):
 
     # ------------------------------------------------------- pane messages
     @on(NodeHighlighted)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _node_highlighted(self, message: NodeHighlighted) -> None:
         graph = self.graphs.get(message.graph)
         if graph is None:
@@ -632,7 +619,7 @@ class DebuggerApp(App[int]):
             self._reads.fetch_summaries(graph.name, node)
 
     @on(NodeChosen)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _node_chosen(self, message: NodeChosen) -> None:
         self.go_to_node(message.graph, message.node)
         if message.open_tensor:
@@ -677,17 +664,17 @@ class DebuggerApp(App[int]):
         self._visits.forward()
 
     @on(TensorRequested)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _tensor_requested(self, message: TensorRequested) -> None:
         self._request_tensor(message.graph, message.node, message.slot, message.iteration)
 
     @on(TensorView.CompareRequested)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _tensor_compare_requested(self, message: TensorView.CompareRequested) -> None:
         self._compare.request(message.view, message.kind)
 
     @on(TensorView.TripRequested)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _tensor_trip_requested(self, message: TensorView.TripRequested) -> None:
         self._reads.move_trip(message.delta)
 
@@ -696,7 +683,7 @@ class DebuggerApp(App[int]):
         self._tensor.action_compare_with(kind)
 
     @on(HitChosen)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _hit_chosen(self, message: HitChosen) -> None:
         ref: TensorRef = message.hit.tensor
         if ref.rank != self._metadata.rank and len(self._metadata.ranks) > 1:
@@ -722,7 +709,7 @@ class DebuggerApp(App[int]):
             self._request_tensor(graph_name, ref.node, ref.slot, ref.iteration, message.hit)
 
     @on(GraphSwitched)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _graph_switched_message(self, message: GraphSwitched) -> None:
         self.current_graph = message.graph
         self._graph_switched()
@@ -755,7 +742,7 @@ class DebuggerApp(App[int]):
 
     # ------------------------------------------------------------ watchpoints
     @on(WatchpointAction)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _watchpoint_action(self, message: WatchpointAction) -> None:
         self._watch_flows.act(message)
 
@@ -851,12 +838,12 @@ class DebuggerApp(App[int]):
 
     # ------------------------------------------------------------ NaN/Inf origins
     @on(TraceProgress)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _trace_progress(self, message: TraceProgress) -> None:
         self._tracer.progress(message)
 
     @on(TraceEnded)
-    @_tolerate_teardown
+    @tolerate_teardown
     def _trace_ended(self, message: TraceEnded) -> None:
         self._tracer.ended(message)
 

@@ -32,6 +32,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
   its imports, the app resumes it once its first frame is drawn.
 - `styled_scroll_view`: `StyledScrollView`: a ScrollView that draws its own lines with its
   component styles.
+- `teardown`: Handlers that outlive the app's screen: a late message during shutdown is
+  dropped.
 - `terminal_caps`: What the terminal can show, read from the environment: its colour depth
   and whether it takes UTF-8 (box drawing, half blocks).
 - `toasts`: Taking down one toast while it is still up.

@@ -22,6 +22,15 @@ FRAMED = ("#left", "#details", "#tensor-view")  # the panes whose border follows
 FOCUS_CLASS = "-focus"
 
 
+class MainScreen(Screen[Any]):
+    """The app's screen: the focus starts on the scope tree. Textual's default would put it
+    on the first focusable widget composed, the watchpoint list, which the app then left
+    for the tree: two restyles of the list (and its component styles) and a new footer
+    before the first frame (issue 28)."""
+
+    AUTO_FOCUS = "#scope-tree"
+
+
 def _inside(widget: Widget | None, pane: Widget) -> bool:
     node: object = widget
     while isinstance(node, Widget):
