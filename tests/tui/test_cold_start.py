@@ -180,6 +180,83 @@ def test_first_frame_loads_no_screen_opened_later(dump_2_10: Path, tmp_path: Pat
     assert offenders(loaded, NOT_AT_FIRST_FRAME) == []
 
 
+# the modules loaded when the app has drawn its first frame (`_mount_hidden_tabs` runs just
+# after it), before the dump is read: the load starts after it and brings numpy along
+AT_FIRST_PAINT = """
+import asyncio, json, sys
+from tuidebug.offline.session import OfflineSession
+from tuidebug.tui.app import DebuggerApp
+
+seen: list[str] = []
+after_first_frame = DebuggerApp._mount_hidden_tabs
+
+def probe(app: DebuggerApp) -> None:
+    if not seen:
+        seen.extend(sys.modules)
+    after_first_frame(app)
+
+DebuggerApp._mount_hidden_tabs = probe  # (a subclass in -c: Textual finds no file for it)
+
+async def first_paint() -> None:
+    session = OfflineSession(sys.argv[1])
+    app = DebuggerApp(session, start_session=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        for _ in range(6000):
+            if seen and app.loaded:
+                break
+            await asyncio.sleep(0.01)
+        assert seen, "no first frame"
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    session.close()
+
+asyncio.run(first_paint())
+print(json.dumps(sorted(seen)))
+"""
+
+# numpy (with ml_dtypes, ~75 ms) and the modules of the tensor view that draw and compute:
+# no tensor can be shown before the dump is read, so none is needed before the first
+# frame (issue 28); the tensor view's shell (`view`, `layout`) is
+NOT_BEFORE_FIRST_PAINT = (
+    "numpy",
+    "ml_dtypes",
+    "tuidebug.tui.tensor.canvas",
+    "tuidebug.tui.tensor.find",
+    "tuidebug.tui.tensor.find_box",
+    "tuidebug.tui.tensor.format",
+    "tuidebug.tui.tensor.grid",
+    "tuidebug.tui.tensor.jobs",
+    "tuidebug.tui.tensor.text",
+    "tuidebug.core.tensor_search",
+)
+
+
+def test_first_frame_is_drawn_without_numpy(dump_2_10: Path, tmp_path: Path) -> None:
+    """The first frame of `tuidebug offline` (the layout, the panes' frames and empty
+    states) is drawn before numpy or any of the tensor view's drawing modules load."""
+    loaded = modules_loaded_by(AT_FIRST_PAINT, dump_2_10, tmp_path)
+    assert "tuidebug.tui.tensor.view" in loaded  # the frame was built
+    assert offenders(loaded, NOT_BEFORE_FIRST_PAINT) == []
+
+
+def test_the_startup_imports_load_no_numpy(tmp_path: Path) -> None:
+    """Nor do the modules `tuidebug offline` imports before drawing (the CLI's, the
+    layout's, the session's, the app's) import numpy or the tensor view's heavy part."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", STARTUP_IMPORTS],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
+    assert "tuidebug.tui.app" in loaded
+    assert offenders(loaded, NOT_BEFORE_FIRST_PAINT) == []
+
+
 def test_every_binding_id_has_one_owner_class() -> None:
     """What makes the owner's keys equal to `known_bindings()`'s for its ids."""
     owners: dict[str, set[str]] = {}
