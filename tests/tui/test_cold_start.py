@@ -323,13 +323,13 @@ class _ViewApp(App[None]):
 
 
 async def test_tensor_view_builds_what_a_tensor_needs_when_one_is_shown() -> None:
-    """The first frame's tensor view holds the note and the message alone; the first
-    tensor mounts the rest (title, slice bar, boxes, table, heatmap, …) in their order."""
+    """The first frame's tensor view holds its message alone; the first tensor mounts the
+    rest (hit note, title, slice bar, boxes, table, heatmap, …) in their order."""
     app = _ViewApp()
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.query_one(TensorView)
         await pilot.pause()
-        assert [child.id for child in view.children] == ["tv-hit", "tv-message"]
+        assert [child.id for child in view.children] == ["tv-message"]
         assert view.error_text == ""
         view.show("fc1.weight:0", np.arange(12, dtype=np.float32).reshape(3, 4))
         await tensor_shown(pilot, view)

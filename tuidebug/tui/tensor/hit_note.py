@@ -3,7 +3,8 @@
 The app words the note (`tensor_text.hit_context`: the condition and the value on the
 first line, MindInsight's advice after it); `HitNote` shows the first line in one row
 (a narrow pane shows its start) and the advice in up to two, which a short pane leaves
-out so the numbers keep their rows.
+out so the numbers keep their rows. The view mounts it with its first tensor: its lines are
+made with it, so what it is told before they are mounted shows as soon as they are.
 """
 
 from __future__ import annotations
@@ -29,19 +30,21 @@ class HitNote(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.note = ""  # the hit line, then its advice after a newline ("" = no hit)
+        self._line = Static("", id="tv-context", markup=False)
+        self._advice = Static("", id="tv-advice", markup=False)
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="tv-context", markup=False)
-        yield Static("", id="tv-advice", markup=False)
+        yield self._line
+        yield self._advice
 
     def show_note(self, *, visible: bool, short: bool) -> None:
         """Draw the note (`visible`: a tensor is shown; `short`: no room for the advice)."""
         hit_line, _, advice = self.note.partition("\n")
         advice = advice.strip()
-        line = self.query_one("#tv-context", Static)
+        line = self._line
         line.update(shown(hit_line))
         line.display = visible and bool(hit_line)
-        said = self.query_one("#tv-advice", Static)
+        said = self._advice
         said.update(shown(advice))
         said.display = visible and bool(advice) and not short
 

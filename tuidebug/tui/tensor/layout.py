@@ -60,6 +60,7 @@ TensorView #tv-stats {
 
 def mount_body(
     view: Widget,
+    hit_note: Widget,
     statistics: Widget,
     *,
     close_slice: Callable[[], None],
@@ -68,15 +69,15 @@ def mount_body(
     close_find: Callable[[], None],
 ) -> None:
     """Mount in `view` what its empty state hides, around its message `#tv-message`: the
-    title, the slice bar, the error line and the key boxes above it; the table, the
-    heatmap, the legend, the status and `statistics` below. `mount` registers them at
-    once: they can be queried on return."""
+    `hit_note`, the title, the slice bar, the error line and the key boxes above it; the
+    table, the heatmap, the legend, the status and `statistics` below. `mount` registers
+    them at once: they can be queried on return."""
     from tuidebug.tui.tensor.canvas import TensorHeatmap, TensorTable
     from tuidebug.tui.tensor.inputs import bar_children, key_boxes
 
     message, bar = view.query_one("#tv-message"), Horizontal(id="tv-bar")
     title, error = (Static("", id=f"tv-{name}", markup=False) for name in ("title", "error"))
-    view.mount(title, bar, error, *key_boxes(close_goto, close_find), before=message)
+    view.mount(hit_note, title, bar, error, *key_boxes(close_goto, close_find), before=message)
     narrow = bool(view.size.width) and view.size.width < NARROW_WIDTH
     bar.mount(*bar_children(close_slice, close_tolerance, narrow=narrow))
     surfaces = TensorTable(id="tv-table"), TensorHeatmap(id="tv-heatmap")

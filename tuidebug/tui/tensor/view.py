@@ -150,8 +150,7 @@ class TensorView(Vertical):
 
     # ----------------------------------------------------------------- composition
     def compose(self) -> ComposeResult:
-        yield self._hit_note  # the empty state; what it hides is mounted later (`_build`)
-        yield Static("", id="tv-message", markup=False)
+        yield Static("", id="tv-message", markup=False)  # the empty state; the rest: `_build`
 
     def _build(self) -> None:
         """Mount what the empty state hides, around the message (not in the first frame,
@@ -161,6 +160,7 @@ class TensorView(Vertical):
         self._built = True
         mount_body(
             self,
+            self._hit_note,
             self._statistics,
             close_slice=self._close_slice,
             close_tolerance=self._close_tolerance,
@@ -404,7 +404,6 @@ class TensorView(Vertical):
         has_tensor = self._state == "tensor"
         if self._state != "empty":
             self._build()
-        self._hit_note.show_note(visible=has_tensor, short=self._short)
         message = self.query_one("#tv-message", Static)
         message.display = not has_tensor
         message.set_class(self._state == "error", "-error")
@@ -412,6 +411,7 @@ class TensorView(Vertical):
         message.update(shown_lines(self._message))
         if not self._built:  # the empty state: the message is all there is
             return
+        self._hit_note.show_note(visible=has_tensor, short=self._short)
         self.query_one("#tv-title").display = self._state != "empty"
         self.query_one("#tv-bar").display = has_tensor and (not self._short or self._bar_editing())
         compare_ok = has_tensor and not self._compare.problem
