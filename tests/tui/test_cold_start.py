@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from textual.app import App, ComposeResult
+from textual.containers import Horizontal
 from textual.widgets import Button, Input, OptionList, Select, Static
 
 from tests.cli.test_cold_imports import offenders
@@ -37,7 +39,7 @@ from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.panes.scope_tree import ALL_TYPES, ScopeTree
 from tuidebug.tui.panes.stack_list import StackList
 from tuidebug.tui.run.actions import BAR_ACTIONS
-from tuidebug.tui.run.control_bar import ControlBar
+from tuidebug.tui.run.control_bar import BarButton, ControlBar
 from tuidebug.tui.tensor.view import TensorView
 
 TIMEOUT = 180  # seconds: a fresh interpreter loading the dump and drawing, on a busy machine
@@ -416,13 +418,13 @@ async def test_control_bar_builds_a_button_only_once_the_session_offers_it() -> 
         bar = ControlBar(capabilities=offline)
         await app.mount(bar)
         offered = [a.id for a in BAR_ACTIONS if a.offered(offline)]
-        assert [b.id for b in bar.query(Button)] == [f"control-{i}" for i in offered]
+        assert [b.id for b in bar.query(BarButton)] == [f"control-{i}" for i in offered]
         assert "step_node" not in offered
         bar.set_keys(lambda action: f"<{action}>")
         bar.update_enabled(lambda action: action != "step_node")
         bar.set_capabilities(Capabilities(can_step_node=True))
         await pilot.pause()
-        ids = [b.id for b in bar.query(Button)]
+        ids = [b.id for b in bar.query(BarButton)]
         assert ids == [
             f"control-{a.id}" for a in BAR_ACTIONS if a.id in offered or a.id == "step_node"
         ]
@@ -472,3 +474,48 @@ async def test_the_app_resumes_the_collector_once_its_first_frame_is_drawn(
         start_gc.resume()
         gc.enable()
         session.close()
+
+
+class _Buttons(App[None]):
+    """Three buttons of one class as the control bar lays them out: one disabled."""
+
+    CSS = "Horizontal { height: 1; } Horizontal > * { margin: 0; min-width: 6; }"
+
+    def __init__(self, button: type[Button], theme: str) -> None:
+        super().__init__()
+        self._button, self._theme = button, theme
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield self._button("j Step", compact=True, id="step")
+            yield self._button("c Continue", compact=True, disabled=True, id="continue")
+            yield self._button("r Recheck", compact=True, id="recheck")
+
+    def on_mount(self) -> None:
+        self.theme = self._theme
+
+
+async def _buttons_drawn(button: type[Button], theme: str, state: str) -> str:
+    app = _Buttons(button, theme)
+    async with app.run_test(size=(60, 3)) as pilot:
+        await pilot.pause()
+        if state == "focus":
+            app.query_one("#step").focus()
+        elif state == "hover":
+            await pilot.hover("#recheck")
+        elif state == "active":
+            app.query_one("#recheck").add_class("-active")
+        await pilot.pause()
+        return re.sub(r"terminal-\d+", "terminal", app.export_screenshot())
+
+
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light", "ansi-dark"])
+@pytest.mark.parametrize("state", ["plain", "focus", "hover", "active"])
+async def test_bar_buttons_look_like_textual_buttons(theme: str, state: str) -> None:
+    """The control bar's buttons take only the part of Button's stylesheet that styles a
+    compact default button (issue 28): drawn in each theme and state (a disabled one
+    among them), they look exactly like Button's — a Textual upgrade that restyles
+    Button shows here."""
+    assert await _buttons_drawn(BarButton, theme, state) == await _buttons_drawn(
+        Button, theme, state
+    )
