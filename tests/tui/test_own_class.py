@@ -101,10 +101,12 @@ async def test_the_focused_panes_border_follows_the_focus(size: tuple[int, int])
 
 def test_the_tensor_views_size_classes_style_the_children_it_restyles_only() -> None:
     """TensorView._fit_layout restyles #tv-table with -short and #tv-stats with -compact."""
+    from tuidebug.tui.tensor.layout import BODY_CSS
     from tuidebug.tui.tensor.view import TensorView
 
     styled = set()
-    for selector in _selectors(TensorView.DEFAULT_CSS + APP_CSS.read_text(encoding="utf-8")):
+    rules = TensorView.DEFAULT_CSS + BODY_CSS + APP_CSS.read_text(encoding="utf-8")
+    for selector in _selectors(rules):
         parts = re.split(r"\s*>\s*|\s+", selector)
         for part in parts[:-1]:
             if "TensorView" in part or "#tensor-view" in part:

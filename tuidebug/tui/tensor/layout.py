@@ -26,11 +26,22 @@ EMPTY_MESSAGE = (
     "No tensor selected.\nEnter on a node output (4) or on a hit (2) opens its tensor here."
 )
 
+# The pane and its empty state: all the first frame needs (`TensorView.DEFAULT_CSS`).
 VIEW_CSS = """
 TensorView {
     height: 1fr;
     width: 1fr;
 }
+TensorView #tv-message {
+    height: 1fr; content-align: center middle; text-align: center; color: $text-muted;
+}
+TensorView #tv-message.-error { color: $error; }
+"""
+
+# What a tensor adds to the pane: registered with the slice bar (`SliceBar`), the first
+# time a tensor is shown, not before the first frame (every rule of the app's stylesheet is
+# looked at each time any widget is styled: issue 28).
+BODY_CSS = """
 /* The empty state before the first refresh: only the message is shown. */
 TensorView > #tv-title, TensorView > #tv-bar, TensorView > #tv-error,
 TensorView > #tv-table, TensorView > #tv-heatmap, TensorView > #tv-legend,
@@ -46,16 +57,20 @@ TensorView.-short #tv-table { scrollbar-size-horizontal: 0; }
 TensorView.-compact #tv-stats { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
 TensorView #tv-error { height: auto; color: $error; }
 TensorView #tv-goto, TensorView #tv-find { height: 1; display: none; }
-TensorView #tv-message {
-    height: 1fr; content-align: center middle; text-align: center; color: $text-muted;
-}
-TensorView #tv-message.-error { color: $error; }
 TensorView #tv-legend { height: 1; }
 TensorView #tv-status { height: 1; background: $panel; }
 TensorView #tv-stats {
     height: auto; max-height: 4; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis;
 }
 """
+
+
+class SliceBar(Horizontal):
+    """The slice bar (`#tv-bar`), which brings the rules of the pane's body (`BODY_CSS`):
+    they are the app's, not scoped to the bar."""
+
+    SCOPED_CSS = False
+    DEFAULT_CSS = BODY_CSS
 
 
 def mount_body(
@@ -75,7 +90,8 @@ def mount_body(
     from tuidebug.tui.tensor.canvas import TensorHeatmap, TensorTable
     from tuidebug.tui.tensor.inputs import bar_children, key_boxes
 
-    message, bar = view.query_one("#tv-message"), Horizontal(id="tv-bar")
+    # one `mount` registers every widget (the bar's rules with it) before styling any
+    message, bar = view.query_one("#tv-message"), SliceBar(id="tv-bar")
     title, error = (Static("", id=f"tv-{name}", markup=False) for name in ("title", "error"))
     view.mount(hit_note, title, bar, error, *key_boxes(close_goto, close_find), before=message)
     narrow = bool(view.size.width) and view.size.width < NARROW_WIDTH
@@ -110,11 +126,13 @@ Statistics are over the whole tensor (min/max/mean over finite values)."""
 
 
 __all__ = [
+    "BODY_CSS",
     "COMPACT_HEIGHT",
     "EMPTY_MESSAGE",
     "NARROW_WIDTH",
     "SHORT_HEIGHT",
     "VIEW_CSS",
     "VIEW_HELP",
+    "SliceBar",
     "mount_body",
 ]
