@@ -5,7 +5,9 @@ request cancels the older one's work.
 `TensorRequests` is a helper object of the `DebuggerApp` (not a mixin: watchpoints/flows.py
 says why). It keeps which tensor is open (back and forward, compare and a new step read
 it) and which request is the latest: a worker's answer to an older one is dropped. The
-app keeps the `@on` handlers of the workers' messages and hands them over.
+app keeps the `@on` handlers of the workers' messages and hands them over. The reads
+(tensor/reads.py, and the session's tensor modules it loads) are imported by the workers,
+not with the app: nothing is read before the first frame (issue 28).
 """
 
 from __future__ import annotations
@@ -20,19 +22,13 @@ from textual.worker import get_current_worker
 from tuidebug.core.tensor import TensorRef
 from tuidebug.tui.messages import SummaryRead, TensorRead
 from tuidebug.tui.tensor.files import file_stem
-from tuidebug.tui.tensor.reads import (
-    TensorAnswer,
-    read_tensor,
-    read_trip,
-    summarize,
-    trip_count,
-)
 
 if TYPE_CHECKING:
     from tuidebug.core.graph import Node
     from tuidebug.core.watchpoints import WatchpointHit
     from tuidebug.tui.host import AppHost
     from tuidebug.tui.panes.node_details import NodeDetails
+    from tuidebug.tui.tensor.reads import TensorAnswer
     from tuidebug.tui.tensor.view import TensorView
 
 # graph, node, slot, iteration (None: the current step)
@@ -81,6 +77,8 @@ class TensorRequests:
     def _summaries(
         self, graph: str, node: Node, rank: int, args: list[tuple[str, str, int]]
     ) -> None:
+        from tuidebug.tui.tensor.reads import summarize
+
         worker = get_current_worker()
         session = self._app.session
         for spec in node.outputs:
@@ -180,6 +178,8 @@ class TensorRequests:
         context: str,
         trip: int | None,
     ) -> None:
+        from tuidebug.tui.tensor.reads import read_tensor, read_trip, trip_count
+
         worker = get_current_worker()
         app = self._app
         trips = trip_count(app.session, ref)
