@@ -31,18 +31,17 @@ include Textual's frame pacing, not just our handlers. Each figure is the median
 `--repeat` runs (first-frame figures start a fresh app each time).
 
 Usage: python benchmarks/bench_tui.py [--repeat N] [--lenet DUMP_ROOT] [--only continue|command]
-                                      [--size 160x48] [--freeze-gc]
+                                      [--size 160x48]
                                       [--steps 10] [--nodes 48] [--side 128]
 
-`--freeze-gc` calls gc.freeze() before the `:` figures: Python's full collections then skip
-what the app holds by then (at 160×48 one came with most closes, ~0.1 s of the key).
+The app freezes what it holds once the graphs are shown (tui/kit/start_gc.py): before it
+did, a full collection came with most closes at 160×48, ~0.1 s of the key.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import statistics
 import sys
 import tempfile
@@ -211,7 +210,7 @@ def _bench_app(session: DebugSession) -> DebuggerApp:
 
 
 async def command_line_keys(
-    dump: Path, size: tuple[int, int], repeat: int, freeze_gc: bool = False
+    dump: Path, size: tuple[int, int], repeat: int
 ) -> dict[str, list[float]]:
     """`:` then Esc, `repeat` times each, on `dump` once loaded with a tensor shown (the
     tree has the focus): seconds from the key to the first frame drawn with the panel open
@@ -265,8 +264,6 @@ async def command_line_keys(
         await _wait(pilot, lambda: app._open_tensor is not None and view.state == "tensor")
         await _settle(pilot, app)
         app.query_one(Footer)  # the floor's repaint target exists
-        if freeze_gc:  # what the app holds by now leaves the collector's full passes
-            gc.freeze()
         # a user's first `:` comes seconds after the load: the app has built the panel
         # by then (navigation/kept_views.py), if it does so at all
         loaded = time.perf_counter()
@@ -289,7 +286,7 @@ async def command_line_keys(
     return times
 
 
-def _print_command_line(repeat: int, size: str | None = None, freeze_gc: bool = False) -> None:
+def _print_command_line(repeat: int, size: str | None = None) -> None:
     """Both sizes, each in a fresh process (the collector's heap is the app's alone), or
     `size` ("160x48") here."""
     if size is None:
@@ -297,7 +294,7 @@ def _print_command_line(repeat: int, size: str | None = None, freeze_gc: bool = 
 
         for each in ("160x48", "80x24"):
             command = [sys.executable, __file__, "--only", "command", "--size", each]
-            command += ["--repeat", str(repeat)] + (["--freeze-gc"] if freeze_gc else [])
+            command += ["--repeat", str(repeat)]
             subprocess.run(command, check=True)
         return
     from tuidebug.offline.writer.demo import write_demo_dump
@@ -305,9 +302,8 @@ def _print_command_line(repeat: int, size: str | None = None, freeze_gc: bool = 
     width, height = (int(n) for n in size.split("x"))
     with tempfile.TemporaryDirectory(prefix="tuidebug-bench-demo-") as tmp:
         dump = COMMAND_DUMP if COMMAND_DUMP.is_dir() else write_demo_dump(Path(tmp))
-        freeze = " (gc.freeze() once the tensor is shown)" if freeze_gc else ""
-        print(f"`:` and Esc on {dump.name}, a tensor shown, the tree focused{freeze}:")
-        times = asyncio.run(command_line_keys(dump, (width, height), max(repeat, 5), freeze_gc))
+        print(f"`:` and Esc on {dump.name}, a tensor shown, the tree focused:")
+        times = asyncio.run(command_line_keys(dump, (width, height), max(repeat, 5)))
         floor = statistics.median(times["no-op"])
         del times["first close"]
         prebuilt = times.pop("prebuilt") == [1.0]
@@ -464,9 +460,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lenet", type=Path, default=DEFAULT_LENET)
     parser.add_argument("--only", choices=["continue", "command"], help="run only this figure")
     parser.add_argument("--size", help="the command figure at this size only, e.g. 160x48")
-    parser.add_argument(
-        "--freeze-gc", action="store_true", help="the command figure with gc.freeze() first"
-    )
     parser.add_argument("--steps", type=int, default=10, help="steps the continue runs over")
     parser.add_argument("--nodes", type=int, default=48, help="kernels of the continue's dump")
     parser.add_argument("--side", type=int, default=128, help="their outputs are side×side")
@@ -475,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_continue(args)
         return 0
     if args.only == "command":
-        _print_command_line(args.repeat, args.size, args.freeze_gc)
+        _print_command_line(args.repeat, args.size)
         return 0
 
     def big() -> DebugSession:
@@ -501,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(r[0]) for r in rows)
     for name, figure, target in rows:
         print(f"{name:<{width}}  {figure}   target {target}")
-    _print_command_line(args.repeat, None, args.freeze_gc)
+    _print_command_line(args.repeat, None)
     _print_continue(args)
     return 0
 

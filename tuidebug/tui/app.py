@@ -371,6 +371,7 @@ class DebuggerApp(App[int]):
         return key_display(keys[0]) if keys else binding_id
 
     def on_unmount(self) -> None:
+        start_gc.thaw()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -417,10 +418,14 @@ class DebuggerApp(App[int]):
         if not self.messages:
             self.notify("The session has sent no messages.")
             return
+        from tuidebug.tui.kit import prompts  # the dialogs load on first use (issue 28)
+
         self.push_screen(prompts.messages_dialog(self.messages))
 
     def _graphs_loaded(self, graphs: Mapping[str, Graph], *, first_time: bool) -> None:
         self.graphs = dict(graphs)
+        if not self.loaded:  # what the start and the load built lives as long as the app
+            self.call_after_refresh(start_gc.freeze)
         self.loaded = True
         self._stack.forget_graphs()
         self._scope.set_graphs(self.graphs, self.current_graph)

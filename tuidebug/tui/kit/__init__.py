@@ -29,7 +29,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
   notices (`burst_toast`), and which errors are meant for the user as they are
   (`is_user_error`: one sentence, shown without a "… failed:" in front).
 - `start_gc`: The garbage collector, paused while the TUI starts: the CLI pauses it before
-  its imports, the app resumes it once its first frame is drawn.
+  its imports, the app resumes it once its first frame is drawn, and freezes what lives
+  as long as the app once the graphs are shown.
 - `styled_scroll_view`: `StyledScrollView`: a ScrollView that draws its own lines with its
   component styles.
 - `teardown`: Handlers that outlive the app's screen: a late message during shutdown is
