@@ -230,6 +230,10 @@ NOT_BEFORE_FIRST_PAINT = (
     "tuidebug.tui.tensor.jobs",
     "tuidebug.tui.tensor.text",
     "tuidebug.core.tensor_search",
+    # the help and the dialogs: they load with the first `?` or question (issue 28)
+    "tuidebug.tui.keys.help_screen",
+    "tuidebug.tui.kit.dialogs",
+    "tuidebug.tui.kit.prompts",
 )
 
 

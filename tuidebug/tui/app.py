@@ -59,9 +59,8 @@ from tuidebug.core.session import (
 )
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
-from tuidebug.tui.keys.help_screen import HelpScreen, KeyRow, context_help, key_display, key_rows
-from tuidebug.tui.keys.keymap import Keymap, active_keys, apply_user_keys
-from tuidebug.tui.kit import colormap, prompts, start_gc
+from tuidebug.tui.keys.keymap import Keymap, active_keys, apply_user_keys, key_display
+from tuidebug.tui.kit import colormap, start_gc
 from tuidebug.tui.kit.ascii_glyphs import write_ascii
 from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.kit.notice_burst import NoticeBurst
@@ -115,6 +114,7 @@ from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
 if TYPE_CHECKING:
     from tuidebug.tui.divergence.flows import DivergenceFlows
+    from tuidebug.tui.keys.help_screen import KeyRow
 
 SHORT_TERMINAL = 32  # rows: below it the focused pane grows (see `_fit_layout`)
 
@@ -831,6 +831,9 @@ class DebuggerApp(App[int]):
         return super().escape_to_minimize
 
     def action_help(self) -> None:
+        # the help loads with the first `?`, not at the start (issue 28)
+        from tuidebug.tui.keys.help_screen import HelpScreen, context_help
+
         if isinstance(self.screen, HelpScreen):
             return
         close = self.key_hint("help.close")
@@ -838,6 +841,8 @@ class DebuggerApp(App[int]):
         self.push_screen(HelpScreen(self.help_keys(), context, close_key=close))
 
     def help_keys(self) -> list[KeyRow]:
+        from tuidebug.tui.keys.help_screen import key_rows
+
         guards = self.guard_context()
         return key_rows(self.BINDINGS, self.keymap, lambda action: guards.state(action).reason)
 

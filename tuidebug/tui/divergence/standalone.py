@@ -55,7 +55,8 @@ class CompareApp(App[int]):
     def action_help(self) -> None:
         from tuidebug.tui.divergence.pane import DivergenceTable
         from tuidebug.tui.divergence.side_by_side import SideBySideScreen
-        from tuidebug.tui.keys.help_screen import HelpScreen, context_help, key_display, key_rows
+        from tuidebug.tui.keys.help_screen import HelpScreen, context_help, key_rows
+        from tuidebug.tui.keys.keymap import key_display
 
         keys = {
             b.id: key_display(b.key.split(",")[0])

@@ -23,7 +23,7 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tuidebug.tui.keys.keymap import active_keys
+from tuidebug.tui.keys.keymap import active_keys, key_display
 from tuidebug.tui.run.actions import RUN_ACTIONS, action_id
 
 KeyRow = tuple[str, str, str]  # key, what it does, when it is unavailable (or "")
@@ -69,29 +69,6 @@ EXTRA_KEYS: tuple[tuple[str | tuple[str, ...], str], ...] = (
     ),
     ("ctrl+p", "command palette: state-aware commands and go to node"),
 )
-
-_KEY_NAMES = {
-    "slash": "/",
-    "colon": ":",
-    "question_mark": "?",
-    "escape": "Esc",
-    "alt+left": "Alt+←",
-    "alt+right": "Alt+→",
-    "plus": "+",
-    "minus": "-",
-    "equals_sign": "=",
-    "left_square_bracket": "[",
-    "right_square_bracket": "]",
-    "less_than_sign": "<",
-    "greater_than_sign": ">",
-    "left_curly_bracket": "{",
-    "right_curly_bracket": "}",
-}
-
-
-def key_display(key: str) -> str:
-    """A Textual key name as the help shows it ("question_mark" → "?")."""
-    return _KEY_NAMES.get(key, key)
 
 
 def key_rows(

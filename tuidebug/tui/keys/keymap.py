@@ -569,3 +569,29 @@ __all__ = [
     "parse_keymap",
     "shadowed_keys",
 ]
+
+
+# (in this module, not the help's: the app names keys from its first frame, the help
+# screen loads with the first `?`, issue 28)
+_KEY_NAMES = {
+    "slash": "/",
+    "colon": ":",
+    "question_mark": "?",
+    "escape": "Esc",
+    "alt+left": "Alt+←",
+    "alt+right": "Alt+→",
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "less_than_sign": "<",
+    "greater_than_sign": ">",
+    "left_curly_bracket": "{",
+    "right_curly_bracket": "}",
+}
+
+
+def key_display(key: str) -> str:
+    """A Textual key name as the help shows it ("question_mark" → "?")."""
+    return _KEY_NAMES.get(key, key)

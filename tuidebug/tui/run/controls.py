@@ -29,8 +29,6 @@ from textual.binding import Binding
 
 from tuidebug.core.graph import NodeKind
 from tuidebug.core.tensor import TensorRef
-from tuidebug.tui.kit import prompts
-from tuidebug.tui.kit.dialogs import HistoryScreen
 from tuidebug.tui.kit.session_text import is_user_error
 from tuidebug.tui.messages import ControlDone, WorkerNotice
 from tuidebug.tui.origins.trace import TraceTarget, trace_target
@@ -220,6 +218,8 @@ class RunControls:
                 self.call(f"Step {count}", lambda: session.step(count))
 
         live = session.capabilities.live
+        from tuidebug.tui.kit import prompts  # on first use (issue 28)
+
         self._app.push_screen(prompts.step_count_prompt(self._app.metadata, live), answered)
 
     def continue_(self) -> None:
@@ -260,6 +260,8 @@ class RunControls:
             if yes:
                 self.call("Terminate", self._app.session.terminate, control=False)
 
+        from tuidebug.tui.kit import prompts
+
         self._app.push_screen(prompts.terminate_confirm(), answered)
 
     def reset_step(self) -> None:
@@ -269,6 +271,8 @@ class RunControls:
         def answered(value: str | None) -> None:
             if value:
                 self._reset_step(int(value))
+
+        from tuidebug.tui.kit import prompts
 
         self._app.push_screen(prompts.go_to_step_prompt(self._app.metadata), answered)
 
@@ -294,6 +298,8 @@ class RunControls:
                 self._reset_step(step)
 
         record = self._hits.step_record()
+        from tuidebug.tui.kit.dialogs import HistoryScreen  # on first use (issue 28)
+
         app.push_screen(HistoryScreen(runs, app.metadata.step, can_jump, record), answered)
 
     def new_watchpoint(self) -> None:

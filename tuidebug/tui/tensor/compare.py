@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Literal
 
 from tuidebug.core.tensor import TensorRef
 from tuidebug.core.text import printable
-from tuidebug.tui.kit.dialogs import PromptScreen
 
 if TYPE_CHECKING:
     from tuidebug.commands.context import CommandContext
@@ -72,6 +71,8 @@ class TensorCompareFlows:
             if value:
                 self._compare_rank(view, opened, int(value))
 
+        from tuidebug.tui.kit.dialogs import PromptScreen  # on first use (issue 28)
+
         prompt = PromptScreen(
             f"Compare with the same tensor on rank ({listed})",
             value=str(others[0]),
@@ -108,6 +109,8 @@ class TensorCompareFlows:
                 ref = found[0]
                 label = tensor_label(ref, self._app.session.step_label(ref))
                 view.compare_with(label, partial(self._app.session.tensor, ref))
+
+        from tuidebug.tui.kit.dialogs import PromptScreen
 
         prompt = PromptScreen(
             "Compare with the tensor",

@@ -52,7 +52,6 @@ from tuidebug.core.tensor import (
 )
 from tuidebug.tui.kit.labels import shown, shown_lines
 from tuidebug.tui.kit.own_class import set_own_class
-from tuidebug.tui.kit.prompts import save_tensor_prompt
 from tuidebug.tui.tensor.files import file_stem as make_file_stem
 from tuidebug.tui.tensor.files import save_file_name, short_name_of
 from tuidebug.tui.tensor.hit_note import HitNote
@@ -941,6 +940,8 @@ class TensorView(Vertical):
 
                 job = partial(save_job, target, what.removeprefix("the "), Path(path))
                 self._run_job(job, "tensor-save", exclusive=False)
+
+        from tuidebug.tui.kit.prompts import save_tensor_prompt  # on first use (issue 28)
 
         self.app.push_screen(save_tensor_prompt(what, default), save)
 

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 from tuidebug.core.graph import Graph
 from tuidebug.core.watchpoints import Watchpoint
-from tuidebug.tui.kit import prompts
 from tuidebug.tui.messages import StartupWatchpointsCreated, WatchpointAction, WorkerNotice
 from tuidebug.tui.watchpoints.export import (
     check_command,
@@ -85,6 +84,8 @@ class WatchpointFlows:
                         lambda: app.session.delete_watchpoint(watchpoint.id),
                         control=False,
                     )
+
+            from tuidebug.tui.kit import prompts  # on first use (issue 28)
 
             app.push_screen(prompts.delete_watchpoint_confirm(watchpoint), answered)
 
@@ -188,6 +189,8 @@ class WatchpointFlows:
             if yes:
                 self.apply_recommended()
 
+        from tuidebug.tui.kit import prompts
+
         self._app.push_screen(prompts.recommended_offer(), answered)
 
     def apply_recommended(self) -> None:
@@ -266,6 +269,8 @@ class WatchpointFlows:
                 )
                 self.write_file(path, lambda: text, done)
 
+        from tuidebug.tui.kit import prompts
+
         app.push_screen(prompts.save_watchpoints_prompt(), answered)
 
     def save_hits(self, shown_count: int) -> None:
@@ -283,6 +288,8 @@ class WatchpointFlows:
             if value:
                 path = os.path.abspath(os.path.expanduser(value))
                 self.write_file(path, lambda: hits_json(hits, specs), f"Saved {which} to {path}.")
+
+        from tuidebug.tui.kit import prompts
 
         app.push_screen(prompts.save_hits_prompt(app.metadata.step), answered)
 
