@@ -41,6 +41,7 @@ from tuidebug.tui.panes.stack_list import StackList
 from tuidebug.tui.run.actions import BAR_ACTIONS
 from tuidebug.tui.run.control_bar import BarButton, ControlBar
 from tuidebug.tui.tensor.view import TensorView
+from tuidebug.tui.watchpoints.list_pane import WatchpointList, WatchpointListShell
 
 TIMEOUT = 180  # seconds: a fresh interpreter loading the dump and drawing, on a busy machine
 
@@ -523,3 +524,38 @@ async def test_bar_buttons_look_like_textual_buttons(theme: str, state: str) -> 
     assert await _buttons_drawn(BarButton, theme, state) == await _buttons_drawn(
         Button, theme, state
     )
+
+
+async def test_watchpoint_pane_is_a_shell_in_the_first_frame_then_the_table(
+    dump_2_10: Path,
+) -> None:
+    """With no watchpoint yet, the first frame's watchpoint pane is the shell (the pane's
+    id, title, column titles and empty sentence, without the DataTable's styling and
+    columns: issue 28); the list takes its place just after that frame."""
+    session = OfflineSession(str(dump_2_10))
+    app = DebuggerApp(session, start_session=True)
+    first: list[object] = []
+    after_first_frame = app._mount_hidden_tabs
+
+    def probe() -> None:
+        if not first:
+            pane = app.query_one("#watchpoints")
+            first.extend([pane, pane.border_title, str(pane.render())])
+        after_first_frame()
+
+    app._mount_hidden_tabs = probe  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: bool(first) and app.loaded, what="the first frame")
+        shell, title, text = first
+        assert isinstance(shell, WatchpointListShell)
+        assert title == "6 Watchpoints"
+        assert "condition" in str(text) and "none yet: press w" in str(text)
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.query_one("#watchpoints"), WatchpointList),
+            what="the list in the shell's place",
+        )
+        assert not app.query(WatchpointListShell)
+        assert app.query_one(WatchpointList).row_count == 1  # "none yet: press w"
+        await app.workers.wait_for_complete()
+    session.close()

@@ -15,7 +15,8 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
 
 from tuidebug.core.condition_catalogue import WatchpointError
 from tuidebug.core.graph import Category, Graph, Node
@@ -190,7 +191,9 @@ class WatchpointList(DataTable[Any]):
         self._widths: tuple[int, ...] = ()
 
     def on_mount(self) -> None:
-        self._add_columns(self._fitting_widths(self.size.width or 160))
+        # not laid out yet: the width it will have (the screen's, less the pane's border),
+        # so that its first size does not build the columns again (issue 28)
+        self._add_columns(self._fitting_widths(self.size.width or max(30, self.app.size.width - 2)))
         self._render_rows()
 
     def on_resize(self) -> None:
@@ -218,6 +221,8 @@ class WatchpointList(DataTable[Any]):
 
     def _relayout(self) -> bool:
         """New column widths where the size or the texts need them (True: rows redrawn)."""
+        if not self.size.width:  # not laid out yet: its first size comes with `on_resize`
+            return False
         widths = self._fitting_widths(self.size.width)
         if widths == self._widths:
             return False
@@ -309,3 +314,71 @@ class WatchpointList(DataTable[Any]):
             self._post("edit")
         else:
             self.post_message(WatchpointAction("new"))
+
+
+class WatchpointListShell(Static):
+    """The watchpoint pane of the first frame while the session has no watchpoint: the
+    pane's frame and title, the column titles and the empty sentence, drawn as one text.
+    The list itself is a DataTable, whose styles and first columns cost as much as a
+    tenth of the first frame (issue 28): the app puts it in this one's place just after
+    that frame (`replace_shell`), long before the dump is read."""
+
+    # DataTable's colours for its background, column titles and unfocused cursor row
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"shell--header", "shell--cursor"}
+    DEFAULT_CSS = """
+    WatchpointListShell {
+        background: $surface;
+        color: $foreground;
+        & > .shell--header { text-style: bold; background: $panel; color: $foreground; }
+        &:ansi > .shell--header { background: ansi_bright_blue; color: ansi_default; }
+        & > .shell--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+
+    def __init__(self, watchpoint_list: WatchpointList) -> None:
+        super().__init__("", id=watchpoint_list.id, markup=False)
+        self.border_title = watchpoint_list.border_title
+
+    def render(self) -> Text:
+        # the DataTable's layout: each column padded by one cell either side, the titles
+        # on the header's colours, the empty sentence dim in the condition column of the
+        # first row, which has the (unfocused) cursor
+        widths = column_widths(self.size.width or 160)
+        header = Text(style=self.get_component_rich_style("shell--header"))
+        row = Text(style=self.get_component_rich_style("shell--cursor"))
+        for (key, label), width in zip(COLUMNS, widths, strict=True):
+            header.append(f" {label[:width]:<{width}} ")
+            cell = "none yet: press w" if key == "name" else ""
+            row.append(" ")
+            row.append(f"{cell[:width]:<{width}}", style="dim" if cell else "")
+            row.append(" ")
+        for line in (header, row):  # both reach across the whole pane, as the table's do
+            line.pad_right(max(0, self.size.width - line.cell_len))
+        return Text("\n").join([header, row])
+
+
+def first_frame_pane(
+    watchpoint_list: WatchpointList, watchpoints: Sequence[Watchpoint]
+) -> WatchpointList | WatchpointListShell:
+    """What the first frame shows in the watchpoint pane: the list where the session has
+    watchpoints, else its shell (the list replaces it just after that frame)."""
+    return watchpoint_list if watchpoints else WatchpointListShell(watchpoint_list)
+
+
+async def replace_shell(shell: Widget, watchpoint_list: WatchpointList) -> None:
+    """Put the list in the place of its first-frame shell (if the pane is that), in one
+    screen update."""
+    parent = shell.parent
+    if not isinstance(shell, WatchpointListShell) or not isinstance(parent, Widget):
+        return
+    if watchpoint_list.is_attached:
+        return
+    place = parent.children.index(shell)
+    with shell.app.batch_update():
+        # the two share the pane's id (and so its styles): the shell goes first
+        await shell.remove()
+        await parent.mount(watchpoint_list, before=place)
