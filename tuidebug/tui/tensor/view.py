@@ -38,6 +38,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Input, Label, Static
 from typing_extensions import Self
@@ -145,6 +146,7 @@ class TensorView(Vertical):
         self._token = 0  # bumps on every new GridData
         self._children_ready = False
         self._built = False  # the children a tensor needs are mounted (`_build`)
+        self._fitted: Size | None = None  # the size `_fit_layout` last fitted the body to
         self._made_finder: TensorFinder | None = None  # `_finder`, once made
 
     # ----------------------------------------------------------------- composition
@@ -202,9 +204,11 @@ class TensorView(Vertical):
         # surely mounted, which a busy app does not guarantee at this point.
         self._children_ready = True
         self.call_after_refresh(self._refresh_all)
+        # Textual's layout for a scroll resizes with no Resize (`z` at 80×24 stayed compact)
+        self.screen.screen_layout_refresh_signal.subscribe(self, lambda _: self.on_resize())
 
     def on_resize(self) -> None:
-        if self._children_ready or self.is_mounted:
+        if (self._children_ready or self.is_mounted) and self.size != self._fitted:
             with contextlib.suppress(NoMatches):
                 self._fit_layout()
 
@@ -222,12 +226,9 @@ class TensorView(Vertical):
         set_own_class(self, bool(height) and height < COMPACT_HEIGHT, "-compact", also=[stats])
         narrow = bool(width) and width < NARROW_WIDTH
         self.query_one("#tv-tolerance-label", Label).update("tol" if narrow else "tolerance")
+        self._fitted = self.size
         if self._state == "tensor":
             self._refresh_all()
-
-    @property
-    def _compact(self) -> bool:
-        return self.has_class("-compact")
 
     @property
     def _short(self) -> bool:
@@ -489,7 +490,7 @@ class TensorView(Vertical):
 
     def _update_stats(self) -> None:
         self._statistics.show_for(
-            self._compare, has_array=self._array is not None, compact=self._compact
+            self._compare, has_array=self._array is not None, compact=self.has_class("-compact")
         )
 
     def _set_error(self, sentence: str) -> None:
