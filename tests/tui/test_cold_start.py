@@ -108,23 +108,21 @@ NOT_AT_FIRST_FRAME = (
 )
 
 
-def test_the_startup_imports_load_no_heavy_package(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def startup_modules(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """The modules a fresh interpreter holds after `tuidebug offline`'s start imports
+    (STARTUP_IMPORTS reads no dump: the argument is only the runner's)."""
+    folder = tmp_path_factory.mktemp("start")
+    loaded = modules_loaded_by(STARTUP_IMPORTS, folder, folder)
+    assert "tuidebug.tui.app" in loaded
+    return loaded
+
+
+def test_the_startup_imports_load_no_heavy_package(startup_modules: set[str]) -> None:
     """The modules `tuidebug offline` imports before drawing pull in none of HEAVY: a
     top-level import of one (numba for the scan kernel, grpc for the online side) would
     slow every start, and the first-frame figure would not say why."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path)}
-    result = subprocess.run(
-        [sys.executable, "-c", STARTUP_IMPORTS],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        cwd=REPO,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
-    assert "tuidebug.tui.app" in loaded
-    assert offenders(loaded, HEAVY) == []
+    assert offenders(startup_modules, HEAVY) == []
 
 
 # the dump's readers: the load after the first frame needs them, the start does not (the
@@ -246,22 +244,10 @@ def test_first_frame_is_drawn_without_numpy(dump_2_10: Path, tmp_path: Path) -> 
     assert offenders(loaded, NOT_BEFORE_FIRST_PAINT) == []
 
 
-def test_the_startup_imports_load_no_numpy(tmp_path: Path) -> None:
+def test_the_startup_imports_load_no_numpy(startup_modules: set[str]) -> None:
     """Nor do the modules `tuidebug offline` imports before drawing (the CLI's, the
     layout's, the session's, the app's) import numpy or the tensor view's heavy part."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(tmp_path)}
-    result = subprocess.run(
-        [sys.executable, "-c", STARTUP_IMPORTS],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        cwd=REPO,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
-    assert "tuidebug.tui.app" in loaded
-    assert offenders(loaded, NOT_BEFORE_FIRST_PAINT) == []
+    assert offenders(startup_modules, NOT_BEFORE_FIRST_PAINT) == []
 
 
 def test_every_binding_id_has_one_owner_class() -> None:

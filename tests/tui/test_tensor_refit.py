@@ -23,9 +23,9 @@ def _label(view: TensorView) -> str:
     return str(view.query_one("#tv-tolerance-label", Label).render())
 
 
-async def _at_step_one(app: DebuggerApp, pilot: Any) -> None:
-    """The recommended watchpoints declined (`n`), then one step (`n`): step 0 holds no
-    values."""
+async def _matmul_shown(app: DebuggerApp, pilot: Any) -> TensorView:
+    """A MatMul's output in the tensor pane, at step 1 (step 0 holds no values): the
+    recommended watchpoints declined (`n`), then one step (`n`)."""
     await wait_until(pilot, lambda: app.loaded, what="the dump loaded")
     await settled(pilot)
     await pilot.press("n")
@@ -33,6 +33,13 @@ async def _at_step_one(app: DebuggerApp, pilot: Any) -> None:
     await pilot.press("n")
     await wait_until(pilot, lambda: (app.session.metadata.step or 0) >= 1, what="step 1")
     await settled(pilot)
+    graph = app.current_graph
+    assert graph is not None
+    node = next(n for n in app.graphs[graph].nodes.values() if n.op_type == "MatMul")
+    app._request_tensor(graph, node.name, 0, None)
+    view = app.query_one(TensorView)
+    await tensor_shown(pilot, view)
+    return view
 
 
 async def test_the_maximized_tensor_pane_at_80x24_is_neither_compact_nor_narrow(
@@ -42,13 +49,7 @@ async def test_the_maximized_tensor_pane_at_80x24_is_neither_compact_nor_narrow(
     app = DebuggerApp(session, start_session=True)
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            await _at_step_one(app, pilot)
-            graph = app.current_graph
-            assert graph is not None
-            node = next(n for n in app.graphs[graph].nodes.values() if n.op_type == "MatMul")
-            app._request_tensor(graph, node.name, 0, None)
-            view = app.query_one(TensorView)
-            await tensor_shown(pilot, view)
+            view = await _matmul_shown(app, pilot)
             await pilot.press("5")
             await settled(pilot)
             assert view.has_class("-compact") and _label(view) == "tol"  # a small pane
@@ -69,13 +70,7 @@ async def test_a_layout_without_a_resize_refits_the_pane(demo_dump: Path) -> Non
     app = DebuggerApp(session, start_session=True)
     try:
         async with app.run_test(size=(160, 48)) as pilot:
-            await _at_step_one(app, pilot)
-            graph = app.current_graph
-            assert graph is not None
-            node = next(n for n in app.graphs[graph].nodes.values() if n.op_type == "MatMul")
-            app._request_tensor(graph, node.name, 0, None)
-            view = app.query_one(TensorView)
-            await tensor_shown(pilot, view)
+            view = await _matmul_shown(app, pilot)
             view.add_class("-compact")  # what a missed Resize left behind
             view._fitted = None
             app.screen.refresh(layout=True)
