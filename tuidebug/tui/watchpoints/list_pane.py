@@ -135,6 +135,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 # where watchpoints belong to different graphs (online, one per graph), a graph column
 # before "watches": which graph each belongs to
 GRAPH_COLUMN = ("graph", "graph")
+EMPTY_SENTENCE = "none yet: press w"  # the list's one row while there is no watchpoint
 GRAPH_WIDTH_MAX = 24
 FIXED_WIDTHS = (3, 2, 4, 4)
 # condition, parameters, watches: their widths at most, and the share of what is left
@@ -262,7 +263,7 @@ class WatchpointList(DataTable[Any]):
         keep = self.selected_id
         self.clear()
         if not self._watchpoints:
-            self.add_row("", "", "", "", Text("none yet: press w", "dim"), "", "")
+            self.add_row("", "", "", "", Text(EMPTY_SENTENCE, "dim"), "", "")
             return
         graphs = len(self._widths) > len(COLUMNS)  # the graph column is there
         for wp in self._watchpoints:
@@ -352,7 +353,7 @@ class WatchpointListShell(Static):
         row = Text(style=self.get_component_rich_style("shell--cursor"))
         for (key, label), width in zip(COLUMNS, widths, strict=True):
             header.append(f" {label[:width]:<{width}} ")
-            cell = "none yet: press w" if key == "name" else ""
+            cell = EMPTY_SENTENCE if key == "name" else ""
             row.append(" ")
             row.append(f"{cell[:width]:<{width}}", style="dim" if cell else "")
             row.append(" ")
