@@ -18,7 +18,7 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `notice_burst`: The session's notices: every one kept for the messages dialog, a burst
   toasted once.
 - `own_class`: A class that styles only the widget it is on: set without restyling its
-  subtree.
+  subtree; `unstyled` builds widgets without restyles as their constructors set classes.
 - `prompts`: The questions the app asks — how many steps, which step, really terminate,
   where to save — each built here with its wording, so the app only says when to ask and
   what to do with the answer.

@@ -14,7 +14,6 @@ the start a pane's worth of time for nothing on screen (issue 28).
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Mapping, Sequence
 
 from rich.text import Text
@@ -27,6 +26,7 @@ from textual.widgets.option_list import Option
 
 from tuidebug.core.graph import Graph, Node, TensorSpec, distinct_short_names, stack_sections
 from tuidebug.tui.kit.labels import dtype_label, markup_safe, shape_label, shown, source_place
+from tuidebug.tui.kit.own_class import unstyled
 from tuidebug.tui.messages import NodeChosen, OutputSummary, TensorRequested
 
 MAX_ATTRIBUTE_CHARS = 1024  # spec §6.5: longer attribute values are hidden
@@ -76,13 +76,13 @@ class NodeDetails(VerticalScroll):
 
     def _build(self) -> None:
         """Mount the rows and the sections under the head (see the module docstring);
-        they can be queried on return. Built outside the app's context: the list's own
-        class setters would restyle it before it is even mounted."""
+        they can be queried on return. Built `unstyled`: the list's own class setters
+        would restyle it before it is even mounted."""
         if self._built or not self.is_attached:
             return
         self._built = True
         self.mount_all(
-            contextvars.Context().run(
+            unstyled(
                 lambda: [
                     OptionList(id="io-list", compact=True),
                     DetailSection("", id="details-attrs"),

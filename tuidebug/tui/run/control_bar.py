@@ -8,7 +8,6 @@ them."""
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable
 
 from textual import on
@@ -17,6 +16,7 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Static
 
 from tuidebug.core.session import Capabilities
+from tuidebug.tui.kit.own_class import unstyled
 from tuidebug.tui.messages import ControlRequested
 from tuidebug.tui.run.actions import BAR_ACTIONS, BY_ID, RunAction
 
@@ -131,12 +131,8 @@ class ControlBar(Horizontal):
         # frame, when most cannot: the dump is being read): a button changing its state
         # is styled again, one born in it is not
         disabled = self._is_enabled is None or not self._is_enabled(action.id)
-        # built outside the app's context: Button's own setters add its classes as it is
-        # built, and in the app's context each restyles the button, twice before it is
-        # even mounted (issue 28: 14 of the first frame's ~70 style passes); mounting
-        # styles it whatever its classes
-        button: BarButton = contextvars.Context().run(
-            BarButton, label, id=f"control-{action.id}", compact=True, disabled=disabled
+        button = unstyled(
+            lambda: BarButton(label, id=f"control-{action.id}", compact=True, disabled=disabled)
         )
         self._buttons[action.id] = button
         return button
