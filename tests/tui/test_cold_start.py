@@ -137,15 +137,20 @@ DUMP_READERS = (
     "tuidebug.offline.files.bin_tensors",
     "tuidebug.offline.files.npy",
     "tuidebug.offline.layout.tensor_index",
+    # is it an msprobe dump? `msprobe_root` answers from the folders; the readers of its
+    # files (seven dataclasses, a JSON scanner) load only to open one (issue 28)
+    "tuidebug.offline.files.msprobe",
+    "tuidebug.offline.files.msprobe_json",
 )
 
+# `tuidebug offline DUMP` from the command line to the app (run_app replaced: no terminal)
 START_PATH = """
 import json, sys
-from tuidebug.cli.launch import check_dump_dir
-from tuidebug.offline.session import OfflineSession
-import tuidebug.tui.app
-assert check_dump_dir(sys.argv[1]) is None
-OfflineSession(sys.argv[1])
+import tuidebug.cli.launch, tuidebug.tui.app
+from tuidebug.cli import main
+tuidebug.tui.app.run_app = lambda session, **options: 0
+tuidebug.cli.launch.on_terminal = lambda: True
+assert main(["offline", sys.argv[1]]) == 0
 print(json.dumps(sorted(sys.modules)))
 """
 

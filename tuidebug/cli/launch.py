@@ -44,7 +44,7 @@ def check_dump_dir(path: str, graph_dir: str | None = None) -> str | None:
         return f"{path} does not exist."
     if not target.is_dir():
         return f"{path} is not a directory; give the dump root (the folder holding rank_N/)."
-    from tuidebug.offline.files.msprobe import is_msprobe_root
+    from tuidebug.offline.files.msprobe_root import is_msprobe_root
     from tuidebug.offline.layout.errors import DumpError
     from tuidebug.offline.layout.root import DumpLayout
 
@@ -212,7 +212,7 @@ def _open_offline(
         problem = _against_problem(dump, against)
         if problem:
             return _fail(command, problem)
-        from tuidebug.offline.files.msprobe import is_msprobe_root
+        from tuidebug.offline.files.msprobe_root import is_msprobe_root
 
         if is_msprobe_root(Path(dump).expanduser()):
             start_gc.resume()  # not the debugger's first frame to wait for
@@ -272,7 +272,7 @@ def _against_problem(dump: str | Path, golden: str) -> str | None:
         return f"--against {golden} does not exist."
     if not path.is_dir():
         return f"--against {golden} is not a folder holding a dump."
-    from tuidebug.offline.files.msprobe import is_msprobe_root
+    from tuidebug.offline.files.msprobe_root import is_msprobe_root
 
     if Path(dump).expanduser().is_dir() and is_msprobe_root(Path(dump).expanduser()) != (
         is_msprobe_root(path)
