@@ -41,7 +41,8 @@ from tuidebug.tui.panes.stack_list import StackList
 from tuidebug.tui.run.actions import BAR_ACTIONS
 from tuidebug.tui.run.control_bar import BarButton, ControlBar
 from tuidebug.tui.tensor.view import TensorView
-from tuidebug.tui.watchpoints.list_pane import WatchpointList, WatchpointListShell
+from tuidebug.tui.watchpoints.list_pane import WatchpointList
+from tuidebug.tui.watchpoints.shell import WatchpointListShell
 
 TIMEOUT = 180  # seconds: a fresh interpreter loading the dump and drawing, on a busy machine
 
@@ -143,6 +144,9 @@ DUMP_READERS = (
     "tuidebug.offline.files.msprobe_json",
 )
 
+# what the command line loads only for an option it is given (here none: issue 28)
+FOR_AN_OPTION = ("tuidebug.cli.watch_options",)
+
 # `tuidebug offline DUMP` from the command line to the app (run_app replaced: no terminal)
 START_PATH = """
 import json, sys
@@ -174,10 +178,10 @@ def modules_loaded_by(script: str, dump: Path, config: Path) -> set[str]:
 def test_the_start_path_loads_no_dump_reader(dump_2_10: Path, tmp_path: Path) -> None:
     """`tuidebug offline` checks the dump folder and builds its session before the first
     frame: neither may load the readers the load uses after it (issue 28), nor may the
-    app's modules."""
+    app's modules, nor the validation of watch options it was not given."""
     loaded = modules_loaded_by(START_PATH, dump_2_10, tmp_path)
     assert "tuidebug.offline.layout.root" in loaded  # the folder was listed
-    assert offenders(loaded, DUMP_READERS) == []
+    assert offenders(loaded, (*DUMP_READERS, *FOR_AN_OPTION)) == []
 
 
 def test_first_frame_loads_no_screen_opened_later(dump_2_10: Path, tmp_path: Path) -> None:
@@ -234,6 +238,9 @@ NOT_BEFORE_FIRST_PAINT = (
     "tuidebug.tui.tensor.jobs",
     "tuidebug.tui.tensor.text",
     "tuidebug.core.tensor_search",
+    # the watchpoint list, a DataTable: its shell stands in the first frame (issue 28)
+    "textual.widgets._data_table",
+    "tuidebug.tui.watchpoints.list_pane",
     # the help and the dialogs: they load with the first `?` or question (issue 28)
     "tuidebug.tui.keys.help_screen",
     "tuidebug.tui.kit.dialogs",

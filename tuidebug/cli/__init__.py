@@ -3,8 +3,9 @@
 One module per subcommand, each with `NAME`, `HELP`, `add_arguments(parser)` and
 `run(args) -> int`; this module only assembles the parser and turns what a command raises
 into an exit status (cli/common.py holds the statuses and the shared helpers,
-cli/watch_options.py the options every session command takes; cli/check_foreign.py is
-`check` on msprobe and tfdbg dumps, loaded only for one). A subcommand module imports
+cli/watch_options.py the options every session command takes (declared in
+cli/watch_arguments.py); cli/check_foreign.py is `check` on msprobe and tfdbg dumps,
+loaded only for one). A subcommand module imports
 only the standard library at the top: the session, the checker or Textual load when that
 command runs, so `tuidebug --help` and `tuidebug check` stay light. A command line that
 starts with a subcommand's name imports that one alone (`tuidebug offline` is a TUI start,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuidebug.cli.watch_options import add_watch_arguments, watch_specs
+from tuidebug.cli.watch_arguments import add_watch_arguments, watch_given
 
 NAME = "demo"
 HELP = "write a small synthetic dump and open it"
@@ -19,7 +19,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the demo dump and open it (`--online`: the hook in tuidebug.cli.launch)."""
-    specs = watch_specs(args)  # before the demo dump is written
+    specs: list[str] = []
+    if watch_given(args):  # as `offline`: the validation loads only for a spec
+        from tuidebug.cli.watch_options import watch_specs
+
+        specs = watch_specs(args)  # before the demo dump is written
     from tuidebug.cli.launch import run_demo
 
     return run_demo(args, watch_specs=specs, recommended=args.recommended)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuidebug.cli.watch_options import add_graph_argument, add_watch_arguments, watch_specs
+from tuidebug.cli.watch_arguments import add_graph_argument, add_watch_arguments, watch_given
 
 NAME = "offline"
 HELP = "open a MindSpore dump directory in the TUI"
@@ -54,7 +54,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Open a dump in the TUI (tuidebug.cli.launch; imported here so other commands never
     load Textual)."""
-    specs = watch_specs(args)  # mistakes end here, before Textual loads
+    specs: list[str] = []
+    if watch_given(args):  # the validation loads only for a spec to validate (issue 28)
+        from tuidebug.cli.watch_options import watch_specs
+
+        specs = watch_specs(args)  # mistakes end here, before Textual loads
     if args.source_root:
         import os
 

@@ -2,7 +2,9 @@
 and `--recommended` (`tuidebug check`, and the TUI commands offline, online and demo).
 
 Each spec is validated by the core parser before anything starts, so a mistake ends the
-command in one sentence instead of inside the TUI or halfway through a check.
+command in one sentence instead of inside the TUI or halfway through a check. The options
+themselves are declared in cli/watch_arguments.py (re-exported here), which `tuidebug
+offline` and `demo` load alone when no watch option is given (issue 28's cold start).
 """
 
 from __future__ import annotations
@@ -13,45 +15,28 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tuidebug.cli.common import UsageError
+from tuidebug.cli.watch_arguments import (  # re-exported: the options' parser side
+    add_graph_argument,
+    add_watch_arguments,
+)
 
 if TYPE_CHECKING:
     from tuidebug.core.condition_catalogue import ConditionSpec
     from tuidebug.core.watchpoints import Watchpoint
 
+__all__ = [
+    "MAX_WATCH_FILE_BYTES",
+    "WatchOption",
+    "add_graph_argument",
+    "add_watch_arguments",
+    "parse_watch_arguments",
+    "parse_watch_option",
+    "read_watch_file",
+    "watch_specs",
+]
+
 # A watch file holds a few specs: anything larger is the wrong file.
 MAX_WATCH_FILE_BYTES = 1 << 20
-
-
-def add_graph_argument(p: argparse.ArgumentParser) -> None:
-    """--graph DIR: the graphs of a dump that has none (Ascend asynchronous layouts)."""
-    p.add_argument(
-        "--graph",
-        default=None,
-        metavar="DIR",
-        help="a synchronous dump of the same network whose rank_N/graphs/*.pb stand for the "
-        "graphs a dump without graph files lacks (operators matched by name)",
-    )
-
-
-def add_watch_arguments(p: argparse.ArgumentParser) -> None:
-    """--watch SPEC (repeatable), --watch-file FILE (repeatable) and --recommended."""
-    p.add_argument(
-        "--watch",
-        action="append",
-        default=[],
-        metavar="SPEC",
-        help="a watchpoint, e.g. TO or TL:abs_mean_gt=1e10 (repeatable)",
-    )
-    p.add_argument(
-        "--watch-file",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="watchpoints from FILE: one SPEC a line, # starts a comment (repeatable)",
-    )
-    p.add_argument(
-        "--recommended", action="store_true", help="add MindInsight's recommended watchpoints"
-    )
 
 
 @dataclass(frozen=True)
