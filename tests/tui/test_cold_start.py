@@ -142,6 +142,10 @@ DUMP_READERS = (
     # files (seven dataclasses, a JSON scanner) load only to open one (issue 28)
     "tuidebug.offline.files.msprobe",
     "tuidebug.offline.files.msprobe_json",
+    # an iteration folder's lister, and the csv module its mapping.csv needs: the layout
+    # lists the rank folders, an iteration is listed when its tensors are asked for
+    "tuidebug.offline.layout.iteration_folder",
+    "csv",
 )
 
 # what the command line loads only for an option it is given (here none: issue 28)

@@ -46,7 +46,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tuidebug.core.graph import Graph, NodeKind, StepInputs
-from tuidebug.core.hit_rules import hit_from_outcome, stops_run
 from tuidebug.core.session import (
     Capabilities,
     DebugSession,
@@ -63,7 +62,6 @@ from tuidebug.core.session import (
 )
 from tuidebug.core.tensor import TensorRef, dtype_label
 from tuidebug.core.text import rank_ranges
-from tuidebug.core.watch_targets import watched_tensors
 from tuidebug.core.watchpoint_book import WatchpointChange
 from tuidebug.core.watchpoints import Watchpoint, WatchpointError, WatchpointHit
 from tuidebug.offline.layout.errors import DumpError
@@ -457,6 +455,10 @@ class OfflineSession(DebugSession):
             graphs = [graph] if graph is not None else []
         else:
             graphs = list(rank_graphs.values())
+        # (loaded with the first watchpoint, as the hit rules with the first check: not by
+        # the start, issue 28)
+        from tuidebug.core.watch_targets import watched_tensors
+
         # the watchpoint watches every graph it resolves in; constants are never checked
         found = watched_tensors(wp.condition, wp.targets, graphs, constants=False, tolerate=True)
         return list(found.items())
@@ -552,6 +554,8 @@ class OfflineSession(DebugSession):
                 self._set(state=SessionState.RUNNING, step=step, message="")
                 if not self._check_current() or not self._hits:
                     continue
+                from tuidebug.core.hit_rules import stops_run
+
                 if stops_run(self._hits):
                     break
                 if step < last:
@@ -722,6 +726,8 @@ class OfflineSession(DebugSession):
         return True
 
     def _to_hits(self, report: CheckReport) -> tuple[WatchpointHit, ...]:
+        from tuidebug.core.hit_rules import hit_from_outcome
+
         dump = self.dump
         out = []
         for outcome in report.outcomes:

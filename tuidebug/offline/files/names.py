@@ -16,8 +16,6 @@ Nothing here touches the file system.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import re
 import sys
@@ -175,6 +173,11 @@ def parse_mapping_csv(text: str, names: Collection[str] | None = None) -> dict[s
     Raises ValueError, with the csv module's reason, for text it cannot split (a field
     longer than its limit, which no file name is).
     """
+    # read with an iteration folder's files, after the TUI's first frame: the dump's
+    # layout, which the start lists, needs this module's other names (issue 28)
+    import csv
+    import io
+
     mapping: dict[str, str] = {}
     try:
         for row in csv.reader(io.StringIO(text)):

@@ -31,12 +31,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuidebug.offline.files.listing import MAX_NAMED_PER_FOLDER, Scanner
 from tuidebug.offline.files.metadata import DumpSettings
 from tuidebug.offline.files.names import FileKind, TensorFile, classify_file_name
-from tuidebug.offline.layout.iteration_folder import IterationListing, list_iteration_folder
 from tuidebug.offline.layout.sync_rank import RankLayout
+
+if TYPE_CHECKING:
+    from tuidebug.offline.layout.iteration_folder import IterationListing
 
 __all__ = ["AsyncDiscovery", "AsyncRankLayout", "async_trees", "discover_async", "is_aclnn_name"]
 
@@ -260,6 +263,12 @@ class AsyncRankLayout(RankLayout):
             folders = self._folders.get(key)
             if not folders:
                 return None
+            # loaded with the first listing, not the layout (sync_rank's `listing`)
+            from tuidebug.offline.layout.iteration_folder import (
+                IterationListing,
+                list_iteration_folder,
+            )
+
             merged = IterationListing(folders[0])
             device_level = graph_id == self.device_level_gid
             for folder in folders:

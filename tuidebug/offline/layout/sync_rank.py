@@ -43,12 +43,13 @@ from tuidebug.offline.files.metadata import DumpSettings, read_settings
 from tuidebug.offline.files.names import TensorFile
 from tuidebug.offline.layout.errors import DumpError
 from tuidebug.offline.layout.graph_history import load_history
-from tuidebug.offline.layout.iteration_folder import IterationListing, list_iteration_folder
 
 if TYPE_CHECKING:
-    # read by `statistics`, when a check or a listing asks: the start, which checks that
-    # the folder is a dump, does not load it (issue 28's cold start)
+    # read by `statistics`, when a check or a listing asks, and an iteration folder listed
+    # when its tensors are asked for (`listing`): the start, which checks that the folder
+    # is a dump, loads neither (issue 28's cold start)
     from tuidebug.offline.files.statistic_csv import StatisticTable
+    from tuidebug.offline.layout.iteration_folder import IterationListing
 
 __all__ = [
     "DumpError",
@@ -376,6 +377,8 @@ class RankLayout:
             )
             if folder is None:
                 return None
+            from tuidebug.offline.layout.iteration_folder import list_iteration_folder
+
             listing = list_iteration_folder(folder, self._scanner)
             self.problems.extend(listing.problems)
             self._listings[key] = listing
