@@ -14,8 +14,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `listing`: Listing the folders of a dump without following what must not be followed.
 - `metadata`: What `.dump_metadata/` says about a dump (spec §5.1): net name, MindSpore
   version, device, sync or async, file format.
-- `msprobe`: msprobe dumps (issue 29): `dump.json`, `stack.json` and `construct.json`,
-  read bounded and safely (and the root's names, re-exported from `msprobe_root`).
+- `msprobe`: msprobe dumps (issue 29): the root, `dump.json`, `stack.json` and
+  `construct.json`, read bounded and safely.
 - `msprobe_json`: msprobe's `dump.json` read as a stream of calls in chunks (memory one
   record, speed the stdlib's C scanner), never as one document.
 - `msprobe_root`: Finding an msprobe dump's steps and ranks from its folders alone (what

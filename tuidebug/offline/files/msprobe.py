@@ -4,7 +4,8 @@ and `construct.json`, read bounded and safely.
 The layout (msprobe 26.x and 8.x, from real files): `<root>/step<N>/<proc<pid> | rank<N> |
 rank>/{dump.json, stack.json, construct.json[, dump_tensor_data/]}`. The user may name the
 root of step folders, one step folder, or one proc/rank folder; all three are found by
-`msprobe_root` (re-exported here), which the start of `tuidebug offline` loads alone.
+`msprobe_root` (which the start of `tuidebug offline` loads alone), and
+`find_msprobe_root` makes an `MsprobeRoot` of what it finds.
 Steps are the iterations; `rank<N>` is rank N, `rank` (8.x, one process) is rank 0, and
 `proc<pid>` folders (26.x without torch.distributed) are numbered in pid order, because a
 pid says nothing of a rank and the same process keeps its pid across steps.
@@ -38,11 +39,9 @@ from tuidebug.offline.files.msprobe_json import (
     text_source,
     top_level,
 )
-from tuidebug.offline.files.msprobe_root import (  # re-exported (__all__)
-    MsprobeRoot,
-    MsprobeStep,
-    find_msprobe_root,
-    is_msprobe_root,
+from tuidebug.offline.files.msprobe_root import (
+    is_msprobe_root,  # re-exported (__all__)
+    msprobe_steps,
 )
 from tuidebug.offline.files.regular_file import (
     FileTooLargeError,
@@ -604,6 +603,44 @@ def read_construct(path: Path, label: str | None = None) -> dict[str, str | None
     if not isinstance(doc, dict):
         raise MsprobeError(f"{shown} is not a JSON object, so it is not an msprobe construct.json.")
     return {k: v if isinstance(v, str) else None for k, v in doc.items()}
+
+
+# ---------------------------------------------------------------------------------- layout
+
+
+@dataclass(frozen=True)
+class MsprobeStep:
+    """One step's ranks: rank → its folder (holding dump.json)."""
+
+    step: int
+    ranks: dict[int, Path]
+
+
+@dataclass
+class MsprobeRoot:
+    """An msprobe dump: its steps in order, and problems met while finding them."""
+
+    root: Path
+    steps: dict[int, MsprobeStep]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def rank_ids(self) -> list[int]:
+        return sorted({r for s in self.steps.values() for r in s.ranks})
+
+
+def find_msprobe_root(root: str | os.PathLike[str]) -> MsprobeRoot | None:
+    """The msprobe dump at `root`: a folder of `step<N>/`, one step folder (its proc/rank
+    folders are step 0's ranks… named by the folder's number when it is `step<N>`), or one
+    proc/rank folder (a dump.json in it). None when `root` is none of these (the search is
+    `msprobe_root.msprobe_steps`, which the start of `tuidebug offline` loads alone)."""
+    found = msprobe_steps(root)
+    if found is None:
+        return None
+    path, steps, problems = found
+    return MsprobeRoot(
+        Path(path), {step: MsprobeStep(step, ranks) for step, ranks in steps.items()}, problems
+    )
 
 
 def iter_tensors(dump: MsprobeDump) -> Iterator[MsprobeTensor]:

@@ -3,19 +3,19 @@ one proc/rank folder, and its steps and ranks, from folder names and the presenc
 `dump.json` alone (no file is read).
 
 `cli.launch` asks `is_msprobe_root` of every folder `tuidebug offline` opens, before the
-TUI's first frame; the readers of `dump.json`, `stack.json` and `construct.json` (seven
-dataclasses and their regexes, `files.msprobe`) load only when an msprobe dump is opened,
-checked or compared (issue 28's cold start). `files.msprobe` re-exports these names.
+TUI's first frame; `files.msprobe` (the readers of `dump.json`, `stack.json` and
+`construct.json`, and `find_msprobe_root`, which makes an `MsprobeRoot` of what is found
+here: nine dataclasses and their regexes) loads only when an msprobe dump is opened,
+checked or compared (issue 28's cold start).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["MAX_LISTED", "MsprobeRoot", "MsprobeStep", "find_msprobe_root", "is_msprobe_root"]
+__all__ = ["MAX_LISTED", "FoundSteps", "is_msprobe_root", "msprobe_steps"]
 
 # Folders listed at most while looking for steps and ranks: a real run has tens of steps and
 # 8+ ranks; a hostile tree of millions of folders costs a bounded listing and one sentence.
@@ -24,26 +24,10 @@ MAX_LISTED = 100_000
 _STEP_DIR = re.compile(r"step(\d+)", re.ASCII)
 _RANK_DIR = re.compile(r"rank(\d*)|proc(\d+)", re.ASCII)
 
-
-@dataclass(frozen=True)
-class MsprobeStep:
-    """One step's ranks: rank → its folder (holding dump.json)."""
-
-    step: int
-    ranks: dict[int, Path]
-
-
-@dataclass
-class MsprobeRoot:
-    """An msprobe dump: its steps in order, and problems met while finding them."""
-
-    root: Path
-    steps: dict[int, MsprobeStep]
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def rank_ids(self) -> list[int]:
-        return sorted({r for s in self.steps.values() for r in s.ranks})
+# what `msprobe_steps` finds: the root's real path, step → rank → the folder holding that
+# rank's dump.json, and the problems met (plain values: `msprobe.MsprobeRoot` is built from
+# them only where the dump is read, and its dataclasses cost the start nothing)
+FoundSteps = tuple[str, dict[int, dict[int, Path]], list[str]]
 
 
 def _dirs(path: str, problems: list[str], budget: list[int]) -> list[tuple[str, str]]:
@@ -105,10 +89,12 @@ def _rank_folders(step_dir: str, problems: list[str], budget: list[int]) -> dict
     return named
 
 
-def find_msprobe_root(root: str | os.PathLike[str]) -> MsprobeRoot | None:
+def msprobe_steps(root: str | os.PathLike[str]) -> FoundSteps | None:
     """The msprobe dump at `root`: a folder of `step<N>/`, one step folder (its proc/rank
     folders are step 0's ranks… named by the folder's number when it is `step<N>`), or one
-    proc/rank folder (a dump.json in it). None when `root` is none of these."""
+    proc/rank folder (a dump.json in it), as (its real path, step → rank → the folder
+    holding that rank's dump.json, in step order, problems met); None when `root` is none
+    of these. `msprobe.find_msprobe_root` makes an `MsprobeRoot` of it."""
     path = os.path.realpath(os.fspath(root))
     if not os.path.isdir(path):
         return None
@@ -120,13 +106,13 @@ def find_msprobe_root(root: str | os.PathLike[str]) -> MsprobeRoot | None:
         rank = int(m.group(1)) if m and m.group(1) else 0
         parent = _STEP_DIR.fullmatch(os.path.basename(os.path.dirname(path)))
         step = int(parent.group(1)) if parent else 0
-        return MsprobeRoot(Path(path), {step: MsprobeStep(step, {rank: Path(path)})}, problems)
+        return path, {step: {rank: Path(path)}}, problems
     ranks = _rank_folders(path, problems, budget)
     if ranks:
         m = _STEP_DIR.fullmatch(base)
         step = int(m.group(1)) if m else 0
-        return MsprobeRoot(Path(path), {step: MsprobeStep(step, ranks)}, problems)
-    steps: dict[int, MsprobeStep] = {}
+        return path, {step: ranks}, problems
+    steps: dict[int, dict[int, Path]] = {}
     for name, sub in sorted(_dirs(path, problems, budget)):
         m = _STEP_DIR.fullmatch(name)
         if not m:
@@ -135,15 +121,15 @@ def find_msprobe_root(root: str | os.PathLike[str]) -> MsprobeRoot | None:
         step = int(m.group(1))
         if found and step in steps:
             # `step1` and `step01`: the first in name order is read, the other said
-            first = next(iter(steps[step].ranks.values())).parent
+            first = next(iter(steps[step].values())).parent
             problems.append(f"{sub} and {first} both name step {step}; only {first} is read.")
         elif found:
-            steps[step] = MsprobeStep(step, found)
+            steps[step] = found
     if not steps:
         return None
-    return MsprobeRoot(Path(path), dict(sorted(steps.items())), problems)
+    return path, dict(sorted(steps.items())), problems
 
 
 def is_msprobe_root(root: str | os.PathLike[str]) -> bool:
-    """Whether `root` is an msprobe dump (see `find_msprobe_root`), without reading a file."""
-    return find_msprobe_root(root) is not None
+    """Whether `root` is an msprobe dump (see `msprobe_steps`), without reading a file."""
+    return msprobe_steps(root) is not None
