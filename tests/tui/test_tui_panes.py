@@ -21,7 +21,8 @@ from tuidebug.tui.panes.hit_list import distinct_names, hit_detail
 from tuidebug.tui.panes.node_details import NodeDetails
 from tuidebug.tui.panes.scope_tree import GraphTree, ScopeTree, walk
 from tuidebug.tui.panes.stack_list import index_source_lines
-from tuidebug.tui.watchpoints.list_pane import params_text, targets_text, watch_badges
+from tuidebug.tui.watchpoints.badges import watch_badges
+from tuidebug.tui.watchpoints.list_pane import params_text, targets_text
 
 
 def test_badges_mark_watched_nodes_their_scopes_and_hit_counts() -> None:

@@ -110,7 +110,7 @@ from tuidebug.tui.tensor.requests import OpenTensor, TensorRequests
 from tuidebug.tui.tensor.view import TensorView
 from tuidebug.tui.watchpoints.flows import WatchpointFlows
 from tuidebug.tui.watchpoints.hits_shown import RUNNING, HitsShown
-from tuidebug.tui.watchpoints.list_pane import WatchpointList, first_frame_pane, replace_shell
+from tuidebug.tui.watchpoints.pane import WatchpointPane
 
 if TYPE_CHECKING:
     from tuidebug.tui.divergence.flows import DivergenceFlows
@@ -231,8 +231,7 @@ class DebuggerApp(App[int]):
         self._details.border_title = "4 Node"
         self._tensor = TensorView(id="tensor-view")
         self._tensor.border_title = "5 Tensor"
-        self._watchpoints = WatchpointList(id="watchpoints")
-        self._watchpoints.border_title = "6 Watchpoints"
+        self._watchpoints = WatchpointPane(self.session.watchpoints, "6 Watchpoints")
         self._controls = ControlBar(id="controls", capabilities=self.session.capabilities)
         self._tabs = TabbedContent(id="left-tabs", initial="tree-tab")
         self._nav = Navigation(
@@ -287,7 +286,7 @@ class DebuggerApp(App[int]):
             with Vertical(id="right"):
                 yield self._details
                 yield self._tensor
-        yield first_frame_pane(self._watchpoints, self.session.watchpoints)  # (issue 28)
+        yield self._watchpoints.first_frame()  # the list's shell, or the list (issue 28)
         yield self._controls
         yield Footer()
 
@@ -302,7 +301,7 @@ class DebuggerApp(App[int]):
         start_gc.resume()  # the first frame is drawn (the CLI paused it: cli/launch.py)
         self.query_one("#hits-tab", TabPane).mount(self._hits)
         self.query_one("#stack-tab", TabPane).mount(self._stack)
-        self.call_later(replace_shell, self.query_one("#watchpoints"), self._watchpoints)
+        self.call_later(self._watchpoints.replace_shell, self.query_one("#watchpoints"))
 
     def _fit_layout(self, height: int) -> None:
         """A short terminal (80×24) cannot give every pane a readable height at once: there

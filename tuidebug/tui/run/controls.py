@@ -35,12 +35,12 @@ from tuidebug.tui.origins.trace import TraceTarget, trace_target
 from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.run.actions import BY_ACTION, BY_ID, ActionState, GuardContext
 from tuidebug.tui.run.control_bar import ControlBar
-from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
 if TYPE_CHECKING:
     from tuidebug.tui.host import AppHost
     from tuidebug.tui.origins.runner import OriginTracing
     from tuidebug.tui.watchpoints.flows import WatchpointFlows
+    from tuidebug.tui.watchpoints.pane import WatchpointPane
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class RunControls:
         *,
         hits: HitList,
         controls: ControlBar,
-        watchpoint_list: WatchpointList,
+        watchpoint_list: WatchpointPane,
         watch_flows: WatchpointFlows,
         tracer: OriginTracing,
         opens: Openers,

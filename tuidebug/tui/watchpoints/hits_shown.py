@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from tuidebug.core.session import SessionState
 from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.panes.hit_list import hits_announcement
-from tuidebug.tui.watchpoints.list_pane import watch_badges
+from tuidebug.tui.watchpoints.badges import watch_badges
 
 if TYPE_CHECKING:
     from textual.widgets import TabbedContent
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tuidebug.tui.panes.header import SessionHeader
     from tuidebug.tui.panes.hit_list import HitList
     from tuidebug.tui.panes.scope_tree import ScopeTree
-    from tuidebug.tui.watchpoints.list_pane import WatchpointList
+    from tuidebug.tui.watchpoints.pane import WatchpointPane
 
 # A run is under way: the panes wait for its end (the header follows every step).
 RUNNING = frozenset({SessionState.RUNNING, SessionState.SENDING})
@@ -43,7 +43,7 @@ class HitsShown:
         hits: HitList,
         tabs: TabbedContent,
         scope: ScopeTree,
-        watchpoint_list: WatchpointList,
+        watchpoint_list: WatchpointPane,
         withdraw_toast: Callable[[str], None],
     ) -> None:
         self._app = app

@@ -1,4 +1,4 @@
-"""The watchpoint list (bottom pane) and the watched/hit badges the tree draws.
+"""The watchpoint list (bottom pane).
 
 Rows show the condition (abbreviation and name), its thresholds, what it watches and how
 many hits it has. Keys act on the highlighted row: Enter/e edit, d delete, space
@@ -15,18 +15,13 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.binding import Binding, BindingType
-from textual.widget import Widget
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
-from tuidebug.core.condition_catalogue import WatchpointError
-from tuidebug.core.graph import Category, Graph, Node
-from tuidebug.core.watch_targets import graph_relative
-from tuidebug.core.watch_targets import watched_nodes as resolve_watched
-from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
+from tuidebug.core.graph import Category
+from tuidebug.core.watchpoints import Watchpoint
 from tuidebug.tui.kit.labels import number, shown
 from tuidebug.tui.messages import WatchpointAction
-
-Badges = tuple[set[str], set[str], dict[str, int], dict[str, int]]
+from tuidebug.tui.watchpoints.shell import COLUMNS, EMPTY_SENTENCE, FIXED_WIDTHS, column_widths
 
 
 def watch_params(watchpoint: Watchpoint) -> dict[str, float]:
@@ -52,95 +47,10 @@ def targets_text(watchpoint: Watchpoint) -> str:
     return names
 
 
-def watched_nodes(graph: Graph, watchpoint: Watchpoint) -> tuple[list[Node], list[str]]:
-    """(nodes a watchpoint watches in this graph, scope paths it names)."""
-    if watchpoint.graph_name and watchpoint.graph_name != graph.name:
-        return [], []
-    targets = watchpoint.targets
-    if not watchpoint.graph_name and targets:
-        # a watchpoint across graphs (offline) names the nodes of several: this graph's
-        here = graph_relative(targets, graph)
-        targets = tuple(
-            t
-            for t, r in zip(targets, here, strict=True)
-            if graph.get(r) is not None or graph.is_scope(r)
-        )
-        if not targets:
-            return [], []
-    try:
-        nodes = resolve_watched(
-            watchpoint.condition,
-            targets,
-            graph,
-            constants=True,  # a constant named as a target is badged as watched
-            strip_graph_prefix=True,
-        )
-    except WatchpointError:
-        return [], []  # a target of another graph: nothing to badge here
-    scopes = [t for t in graph_relative(targets, graph) if graph.is_scope(t)]
-    return nodes, scopes
-
-
-def _add_ancestors(path: str, into: set[str]) -> None:
-    scope = path.rpartition("/")[0]
-    while scope and scope not in into:
-        into.add(scope)
-        scope = scope.rpartition("/")[0]
-
-
-def watch_badges(
-    graph: Graph, watchpoints: Sequence[Watchpoint], hits: Sequence[WatchpointHit]
-) -> Badges:
-    """Node names and scope paths to badge as watched, and hit counts per node and scope."""
-    nodes: set[str] = set()
-    scopes: set[str] = set()
-    for watchpoint in watchpoints:
-        if not watchpoint.enabled:
-            continue
-        found, named_scopes = watched_nodes(graph, watchpoint)
-        for scope in named_scopes:
-            scopes.add(scope)
-            _add_ancestors(scope, scopes)
-        for node in found:
-            if node.name not in nodes:
-                nodes.add(node.name)
-                _add_ancestors(node.ui_name, scopes)
-    node_hits: dict[str, int] = {}
-    scope_hits: dict[str, int] = {}
-    for hit in hits:
-        ref = hit.tensor
-        if ref.graph and ref.graph != graph.name:
-            continue
-        hit_node = graph.get(ref.node)
-        if hit_node is None:
-            continue
-        node_hits[hit_node.name] = node_hits.get(hit_node.name, 0) + 1
-        scope = hit_node.ui_name.rpartition("/")[0]
-        while scope:
-            scope_hits[scope] = scope_hits.get(scope, 0) + 1
-            scope = scope.rpartition("/")[0]
-    return nodes, scopes, node_hits, scope_hits
-
-
-# (key, header); the hit count sits before the long columns so a narrow terminal keeps it
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("id", "#"),
-    ("on", "on"),
-    ("abbr", "cond"),
-    ("hits", "hits"),
-    ("name", "condition"),
-    ("params", "parameters"),
-    ("targets", "watches"),
-)
 # where watchpoints belong to different graphs (online, one per graph), a graph column
 # before "watches": which graph each belongs to
 GRAPH_COLUMN = ("graph", "graph")
-EMPTY_SENTENCE = "none yet: press w"  # the list's one row while there is no watchpoint
 GRAPH_WIDTH_MAX = 24
-FIXED_WIDTHS = (3, 2, 4, 4)
-# condition, parameters, watches: their widths at most, and the share of what is left
-FLEX_MAX = (30, 44, 44)
-FLEX_SHARE = (0.3, 0.38, 0.32)
 
 
 def graph_text(watchpoint: Watchpoint) -> str:
@@ -152,18 +62,6 @@ def shows_graphs(watchpoints: Sequence[Watchpoint]) -> bool:
     """Whether the list needs the graph column: its watchpoints do not all watch the same
     graph (a one-graph training's watchpoints all name it: no column)."""
     return len({wp.graph_name or "" for wp in watchpoints}) > 1
-
-
-def column_widths(total: int) -> tuple[int, ...]:
-    """Column widths for a table `total` cells wide (borders, scrollbar and the two cells
-    of padding per column taken off), the long columns sharing what remains."""
-    padding = 2 * len(COLUMNS)
-    room = max(30, total - 4 - padding - sum(FIXED_WIDTHS))
-    flex = tuple(
-        max(8, min(limit, int(room * share)))
-        for limit, share in zip(FLEX_MAX, FLEX_SHARE, strict=True)
-    )
-    return (*FIXED_WIDTHS, *flex)
 
 
 class WatchpointList(DataTable[Any]):
@@ -315,71 +213,3 @@ class WatchpointList(DataTable[Any]):
             self._post("edit")
         else:
             self.post_message(WatchpointAction("new"))
-
-
-class WatchpointListShell(Static):
-    """The watchpoint pane of the first frame while the session has no watchpoint: the
-    pane's frame and title, the column titles and the empty sentence, drawn as one text.
-    The list itself is a DataTable, whose styles and first columns cost as much as a
-    tenth of the first frame (issue 28): the app puts it in this one's place just after
-    that frame (`replace_shell`), long before the dump is read."""
-
-    # DataTable's colours for its background, column titles and unfocused cursor row
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"shell--header", "shell--cursor"}
-    DEFAULT_CSS = """
-    WatchpointListShell {
-        background: $surface;
-        color: $foreground;
-        & > .shell--header { text-style: bold; background: $panel; color: $foreground; }
-        &:ansi > .shell--header { background: ansi_bright_blue; color: ansi_default; }
-        & > .shell--cursor {
-            background: $block-cursor-blurred-background;
-            color: $block-cursor-blurred-foreground;
-            text-style: $block-cursor-blurred-text-style;
-        }
-    }
-    """
-
-    def __init__(self, watchpoint_list: WatchpointList) -> None:
-        super().__init__("", id=watchpoint_list.id, markup=False)
-        self.border_title = watchpoint_list.border_title
-
-    def render(self) -> Text:
-        # the DataTable's layout: each column padded by one cell either side, the titles
-        # on the header's colours, the empty sentence dim in the condition column of the
-        # first row, which has the (unfocused) cursor
-        widths = column_widths(self.size.width or 160)
-        header = Text(style=self.get_component_rich_style("shell--header"))
-        row = Text(style=self.get_component_rich_style("shell--cursor"))
-        for (key, label), width in zip(COLUMNS, widths, strict=True):
-            header.append(f" {label[:width]:<{width}} ")
-            cell = EMPTY_SENTENCE if key == "name" else ""
-            row.append(" ")
-            row.append(f"{cell[:width]:<{width}}", style="dim" if cell else "")
-            row.append(" ")
-        for line in (header, row):  # both reach across the whole pane, as the table's do
-            line.pad_right(max(0, self.size.width - line.cell_len))
-        return Text("\n").join([header, row])
-
-
-def first_frame_pane(
-    watchpoint_list: WatchpointList, watchpoints: Sequence[Watchpoint]
-) -> WatchpointList | WatchpointListShell:
-    """What the first frame shows in the watchpoint pane: the list where the session has
-    watchpoints, else its shell (the list replaces it just after that frame)."""
-    return watchpoint_list if watchpoints else WatchpointListShell(watchpoint_list)
-
-
-async def replace_shell(shell: Widget, watchpoint_list: WatchpointList) -> None:
-    """Put the list in the place of its first-frame shell (if the pane is that), in one
-    screen update."""
-    parent = shell.parent
-    if not isinstance(shell, WatchpointListShell) or not isinstance(parent, Widget):
-        return
-    if watchpoint_list.is_attached:
-        return
-    place = parent.children.index(shell)
-    with shell.app.batch_update():
-        # the two share the pane's id (and so its styles): the shell goes first
-        await shell.remove()
-        await parent.mount(watchpoint_list, before=place)
