@@ -245,6 +245,11 @@ NOT_BEFORE_FIRST_PAINT = (
     # the watchpoint list, a DataTable: its shell stands in the first frame (issue 28)
     "textual.widgets._data_table",
     "tuidebug.tui.watchpoints.list_pane",
+    # the palette's provider (Ctrl+P), the back/forward history (the first jump), the
+    # trace's start (the first guard with a graph loaded)
+    "tuidebug.tui.palette.provider",
+    "tuidebug.tui.navigation.visit_history",
+    "tuidebug.tui.origins.trace",
     # the help and the dialogs: they load with the first `?` or question (issue 28)
     "tuidebug.tui.keys.help_screen",
     "tuidebug.tui.kit.dialogs",

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from textual import events, on, work
 from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding, BindingType
-from textual.command import CommandPalette
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.notifications import SeverityLevel
@@ -92,11 +91,9 @@ from tuidebug.tui.navigation.kept_views import KeptViews
 from tuidebug.tui.navigation.maximize import maximize_instead, pane_of, toggle_maximized
 from tuidebug.tui.navigation.pane_keys import PANES, Navigation
 from tuidebug.tui.navigation.pane_sizes import SIZE_BINDINGS, PaneSizes
-from tuidebug.tui.navigation.visit_history import Visit
 from tuidebug.tui.navigation.visits import VisitNavigation
 from tuidebug.tui.neighbours.opener import NodeScreens
 from tuidebug.tui.origins.runner import OriginTracing
-from tuidebug.tui.palette.provider import DebuggerCommands, PaletteCommand
 from tuidebug.tui.panes.header import SessionHeader
 from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.panes.node_details import NodeDetails
@@ -113,10 +110,19 @@ from tuidebug.tui.watchpoints.hits_shown import RUNNING, HitsShown
 from tuidebug.tui.watchpoints.pane import WatchpointPane
 
 if TYPE_CHECKING:
+    from textual.command import Provider
+
     from tuidebug.tui.divergence.flows import DivergenceFlows
     from tuidebug.tui.keys.help_screen import KeyRow
+    from tuidebug.tui.palette.provider import PaletteCommand
 
 SHORT_TERMINAL = 32  # rows: below it the focused pane grows (see `_fit_layout`)
+
+
+def _palette() -> type[Provider]:
+    from tuidebug.tui.palette.provider import DebuggerCommands  # with the first Ctrl+P
+
+    return DebuggerCommands
 
 
 class DebuggerApp(App[int]):
@@ -126,7 +132,7 @@ class DebuggerApp(App[int]):
     TITLE = "tuidebug"
     # One provider, so the debugger's commands come first and Textual's own (theme,
     # screenshot, maximize) follow them instead of landing in the middle at random.
-    COMMANDS: ClassVar[set[Any]] = {DebuggerCommands}
+    COMMANDS: ClassVar[set[Any]] = {_palette}
     ENABLE_COMMAND_PALETTE = True
 
     # The run keys are not in the footer: the control bar under the watchpoints lists them
@@ -243,12 +249,7 @@ class DebuggerApp(App[int]):
             details=self._details,
             tensor=self._tensor,
         )
-        self._reads = TensorRequests(
-            self,
-            self._tensor,
-            self._details,
-            lambda graph, node, slot, it: self._visits.record(Visit(graph, node, slot, it)),
-        )
+        self._reads = TensorRequests(self, self._tensor, self._details, self._visits.record)
         self._shown = HitsShown(
             self,
             header=self._header,
@@ -641,7 +642,7 @@ class DebuggerApp(App[int]):
         if graph is None or node is None:
             self.notify(f"There is no node {node_name} in the loaded graphs.", severity="warning")
             return False
-        self._visits.record(Visit(graph_name, node.name))
+        self._visits.record(graph_name, node.name)
         if self._scope.graph is None or self._scope.graph.name != graph_name:
             self.action_show_graph(graph_name)
         self._scope.reveal(node_name)
@@ -860,13 +861,10 @@ class DebuggerApp(App[int]):
     # ----------------------------------------------------------------- palette
     def palette_commands(self) -> list[PaletteCommand]:
         from tuidebug.tui.palette.entries import PaletteState, palette_entries  # on Ctrl+P only
+        from tuidebug.tui.palette.provider import PaletteCommand, calling_screen, run_from_palette
 
         guards = self.guard_context()
-        # asked while the palette is open: the screen it was opened from, not the palette
-        screen = next(
-            (s for s in reversed(self.screen_stack) if not isinstance(s, CommandPalette)),
-            self.screen,
-        )
+        screen = calling_screen(self)
         state = PaletteState(
             enabled={a for a, s in guards.states.items() if s.enabled},
             graphs=self.graphs,
@@ -887,18 +885,10 @@ class DebuggerApp(App[int]):
             PaletteCommand(
                 entry.title,
                 entry.help,
-                functools.partial(self._run_from_palette, screen, entry.action),
+                functools.partial(run_from_palette, self, screen, entry.action),
             )
             for entry in palette_entries(state, self.key_hint)
         ]
-
-    def _run_from_palette(self, screen: Any, action: str) -> None:
-        """Run a palette entry's action: `screen.…` ones on the screen the palette was
-        asked from (as they always were), the others on the app."""
-        if action.startswith("screen."):
-            self.call_later(self.run_action, action.removeprefix("screen."), screen)
-        else:
-            self.call_later(self.run_action, action)
 
     def action_screenshot_soon(self) -> None:
         """A screenshot once the palette is gone from the screen."""

@@ -10,12 +10,12 @@ app's own calls, which must not count as new visits.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING
-
-from tuidebug.tui.navigation.visit_history import Visit, VisitHistory
 
 if TYPE_CHECKING:
     from tuidebug.tui.host import AppHost
+    from tuidebug.tui.navigation.visit_history import Visit, VisitHistory
 
 # the tensor open in the tensor view: graph, node, slot, iteration (None: none open)
 OpenTensor = Callable[[], "tuple[str, str, int, int | None] | None"]
@@ -32,11 +32,20 @@ class VisitNavigation:
         self._app = app
         self._open_tensor = open_tensor
         self._request_tensor = request_tensor
-        self.history = VisitHistory()
         self._replaying = False  # back or forward is going somewhere: not a visit
+
+    @cached_property
+    def history(self) -> VisitHistory:
+        """The places visited: made when first asked for, after the first frame, which
+        needs none of it (issue 28)."""
+        from tuidebug.tui.navigation.visit_history import VisitHistory
+
+        return VisitHistory()
 
     def here(self) -> Visit | None:
         """The place shown now: the selected node, with its tensor when that is open."""
+        from tuidebug.tui.navigation.visit_history import Visit
+
         node, graph = self._app.current_node, self._app.current_graph
         if node is None or graph is None:
             return None
@@ -45,13 +54,18 @@ class VisitNavigation:
             return Visit(graph, node.name, shown[2], shown[3])
         return Visit(graph, node.name)
 
-    def record(self, place: Visit) -> None:
-        """A jump to `place` (not one back or forward makes): the place left is kept too
-        when the tree cursor wandered there since the last jump."""
+    def record(
+        self, graph: str, node: str, slot: int | None = None, iteration: int | None = None
+    ) -> None:
+        """A jump to a node, or to its output `slot` at `iteration` (not one back or
+        forward makes): the place left is kept too when the tree cursor wandered there
+        since the last jump."""
+        from tuidebug.tui.navigation.visit_history import Visit
+
         if self._replaying:
             return
         self.history.leave(self.here())
-        self.history.visit(place)
+        self.history.visit(Visit(graph, node, slot, iteration))
 
     @property
     def can_back(self) -> bool:

@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
 
 from tuidebug.tui.kit.labels import markup_safe
 
 if TYPE_CHECKING:
+    from textual.app import App
+    from textual.screen import Screen
+
     from tuidebug.core.graph import Graph
 
 MAX_NODE_HITS = 40
@@ -84,3 +87,20 @@ class DebuggerCommands(Provider):
             found += 1
             if found >= MAX_NODE_HITS:
                 break
+
+
+def calling_screen(app: App[Any]) -> Screen[Any]:
+    """The screen the palette was asked from (asked while it is open: not the palette)."""
+    return next(
+        (s for s in reversed(app.screen_stack) if not isinstance(s, CommandPalette)),
+        app.screen,
+    )
+
+
+def run_from_palette(app: App[Any], screen: Screen[Any], action: str) -> None:
+    """Run a palette entry's action: `screen.…` ones on the screen the palette was asked
+    from (as they always were), the others on the app."""
+    if action.startswith("screen."):
+        app.call_later(app.run_action, action.removeprefix("screen."), screen)
+    else:
+        app.call_later(app.run_action, action)

@@ -31,7 +31,6 @@ from tuidebug.core.graph import NodeKind
 from tuidebug.core.tensor import TensorRef
 from tuidebug.tui.kit.session_text import is_user_error
 from tuidebug.tui.messages import ControlDone, WorkerNotice
-from tuidebug.tui.origins.trace import TraceTarget, trace_target
 from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.run.actions import BY_ACTION, BY_ID, ActionState, GuardContext
 from tuidebug.tui.run.control_bar import ControlBar
@@ -39,6 +38,7 @@ from tuidebug.tui.run.control_bar import ControlBar
 if TYPE_CHECKING:
     from tuidebug.tui.host import AppHost
     from tuidebug.tui.origins.runner import OriginTracing
+    from tuidebug.tui.origins.trace import TraceTarget
     from tuidebug.tui.watchpoints.flows import WatchpointFlows
     from tuidebug.tui.watchpoints.pane import WatchpointPane
 
@@ -103,6 +103,10 @@ class RunControls:
     def _target(self, hit: object) -> TraceTarget | None:
         """What the trace starts from: `hit` (on this rank), else the selected node."""
         app = self._app
+        if not app.graphs:  # nothing to trace in: the first frame's guards load no trace
+            return None
+        from tuidebug.tui.origins.trace import trace_target
+
         return trace_target(hit, app.graphs, app.metadata.rank, app.current_graph, app.current_node)
 
     def forget(self) -> None:
