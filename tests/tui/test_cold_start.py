@@ -250,6 +250,9 @@ NOT_BEFORE_FIRST_PAINT = (
     "tuidebug.tui.palette.provider",
     "tuidebug.tui.navigation.visit_history",
     "tuidebug.tui.origins.trace",
+    # the watchpoint exports (and shlex): with the first --watch spec or export
+    "tuidebug.tui.watchpoints.export",
+    "shlex",
     # the help and the dialogs: they load with the first `?` or question (issue 28)
     "tuidebug.tui.keys.help_screen",
     "tuidebug.tui.kit.dialogs",

@@ -20,17 +20,6 @@ from typing import TYPE_CHECKING
 from tuidebug.core.graph import Graph
 from tuidebug.core.watchpoints import Watchpoint
 from tuidebug.tui.messages import StartupWatchpointsCreated, WatchpointAction, WorkerNotice
-from tuidebug.tui.watchpoints.export import (
-    check_command,
-    copied_note,
-    create_from_specs,
-    exported_specs,
-    hits_json,
-    saved_count,
-    saved_hits_which,
-    spec_of,
-    watch_file_text,
-)
 
 if TYPE_CHECKING:
     from tuidebug.tui.host import AppHost
@@ -214,7 +203,9 @@ class WatchpointFlows:
     def _create_startup(self, graphs: Mapping[str, Graph]) -> None:
         """(worker) Create the command line's watchpoints on the loaded graphs; a spec
         that watches nothing here, or that the session refuses, is a notice naming it."""
-        given, created = create_from_specs(
+        from tuidebug.tui.watchpoints import export  # with the first export (issue 28)
+
+        given, created = export.create_from_specs(
             self._app.session,
             self._startup_specs,
             graphs,
@@ -232,34 +223,40 @@ class WatchpointFlows:
 
     def spec_of(self, watchpoint: Watchpoint) -> str:
         """The watchpoint as a --watch spec, as the user wrote it while it is unchanged."""
-        return spec_of(watchpoint, self.given_specs)
+        from tuidebug.tui.watchpoints import export  # with the first export (issue 28)
+
+        return export.spec_of(watchpoint, self.given_specs)
 
     # ------------------------------------------------ watchpoints and hits out
     def copy_check_command(self) -> None:
         """Copy `tuidebug check DUMP --watch …` (online: the --watch options) and show it."""
+        from tuidebug.tui.watchpoints import export  # with the first export (issue 28)
+
         app = self._app
-        exported = exported_specs(app.session.watchpoints, self.given_specs, app.graphs)
+        exported = export.exported_specs(app.session.watchpoints, self.given_specs, app.graphs)
         if not exported.enabled:
             app.notify("There is no enabled watchpoint to copy: press w to add one.")
             return
         md = app.metadata
         dump = os.path.abspath(md.source) if md.mode == "offline" and md.source else None
-        command = check_command(exported.enabled, dump)
+        command = export.check_command(exported.enabled, dump)
         app.copy_to_clipboard(command)
-        note = copied_note(exported)
+        note = export.copied_note(exported)
         app.notify(
             f"Copied to the clipboard:\n{command}" + (f"\n{note}" if note else ""), timeout=20
         )
 
     def save_watchpoints(self) -> None:
         """Ask for a file, then write the watchpoints in the --watch-file format."""
+        from tuidebug.tui.watchpoints import export  # with the first export (issue 28)
+
         app = self._app
-        exported = exported_specs(app.session.watchpoints, self.given_specs, app.graphs)
+        exported = export.exported_specs(app.session.watchpoints, self.given_specs, app.graphs)
         if not exported.enabled and not exported.disabled:
             app.notify("There are no watchpoints to save: press w to add one.")
             return
-        text = watch_file_text(exported.enabled, exported.disabled)
-        count, note = saved_count(exported), exported.note
+        text = export.watch_file_text(exported.enabled, exported.disabled)
+        count, note = export.saved_count(exported), exported.note
 
         def answered(value: str | None) -> None:
             if value:
@@ -276,18 +273,22 @@ class WatchpointFlows:
     def save_hits(self, shown_count: int) -> None:
         """Ask for a file, then write every hit as `tuidebug check --json` prints them
         (`shown_count`: how many the hit list's filters leave in view)."""
+        from tuidebug.tui.watchpoints import export  # with the first export (issue 28)
+
         app = self._app
         hits = tuple(app.session.hits)
         if not hits:
             app.notify("There are no hits to save yet: step (n), continue (c) or recheck (r).")
             return
         specs = {wp.id: (self.spec_of(wp), dict(wp.params)) for wp in app.session.watchpoints}
-        which = saved_hits_which(len(hits), shown_count)
+        which = export.saved_hits_which(len(hits), shown_count)
 
         def answered(value: str | None) -> None:
             if value:
                 path = os.path.abspath(os.path.expanduser(value))
-                self.write_file(path, lambda: hits_json(hits, specs), f"Saved {which} to {path}.")
+                self.write_file(
+                    path, lambda: export.hits_json(hits, specs), f"Saved {which} to {path}."
+                )
 
         from tuidebug.tui.kit import prompts
 
