@@ -6,7 +6,6 @@ pane can be tested alone and the data flow stays one-directional (harlequin's ha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.message import Message
@@ -21,16 +20,7 @@ if TYPE_CHECKING:
     from tuidebug.core.origins import OriginTrace
     from tuidebug.core.watchpoints import WatchpointHit
     from tuidebug.tui.origins.trace import Counts
-
-
-@dataclass(frozen=True)
-class OutputSummary:
-    """The worker's answer for one output slot."""
-
-    line: str  # `float32<6,1,5,5> ∈[-0.19, 0.2] μ=0.003 σ=0.11`, or why there is none
-    nan_count: int = 0
-    inf_count: int = 0
-    missing: bool = False  # no value at this step
+    from tuidebug.tui.tensor.reads import OutputSummary
 
 
 class SessionEventMessage(Message):

@@ -33,9 +33,8 @@ import json
 import os
 import sys
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
@@ -57,8 +56,8 @@ EXAMPLE += 'roots = ["/home/dev/ws=~/ws"]     # DIR, or PREFIX=DIR for another m
 Keymap = dict[str, str]
 
 
-@dataclass(frozen=True)
-class BindingInfo:
+# a NamedTuple, not a dataclass: built at import without exec'd methods (issue 28)
+class BindingInfo(NamedTuple):
     """One remappable binding, as its class defines it (keys before any remapping)."""
 
     id: str
@@ -230,8 +229,8 @@ def load_keymap(
     return config.keymap, config.problems
 
 
-@dataclass
-class UserConfig:
+# a NamedTuple, not a dataclass: built at import without exec'd methods (issue 28)
+class UserConfig(NamedTuple):
     """What the user's keys file says: the keymap, the standing source roots (`[source]
     roots`, entries as `--source-root` takes them) and the problem sentences."""
 

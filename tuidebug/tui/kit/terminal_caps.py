@@ -14,8 +14,7 @@ No Textual here: plain unit tests.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 ColorDepth = Literal["truecolor", "256", "16"]
 
@@ -30,8 +29,8 @@ _TEXTUAL_SYSTEMS: Mapping[str, ColorDepth] = {
 }
 
 
-@dataclass(frozen=True)
-class TerminalCaps:
+# a NamedTuple, not a dataclass: built at import without exec'd methods (issue 28)
+class TerminalCaps(NamedTuple):
     colors: ColorDepth = "truecolor"
     unicode: bool = True
 

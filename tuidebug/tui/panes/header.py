@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rich.text import Text
 from textual.widgets import Static
@@ -13,8 +13,8 @@ from tuidebug.tui.kit.labels import shown, shown_lines, state_label
 BAR_WIDTH = 20
 
 
-@dataclass(frozen=True)
-class Segment:
+# a NamedTuple, not a dataclass: built at import without exec'd methods (issue 28)
+class Segment(NamedTuple):
     """A piece of the header line. Lower `keep` is dropped first when the line is too
     long; the source (`elide=True`) is shortened from the left before anything goes."""
 

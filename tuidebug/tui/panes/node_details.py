@@ -15,6 +15,7 @@ the start a pane's worth of time for nothing on screen (issue 28).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events, on
@@ -27,7 +28,10 @@ from textual.widgets.option_list import Option
 from tuidebug.core.graph import Graph, Node, TensorSpec, distinct_short_names, stack_sections
 from tuidebug.tui.kit.labels import dtype_label, markup_safe, shape_label, shown, source_place
 from tuidebug.tui.kit.own_class import unstyled
-from tuidebug.tui.messages import NodeChosen, OutputSummary, TensorRequested
+from tuidebug.tui.messages import NodeChosen, TensorRequested
+
+if TYPE_CHECKING:
+    from tuidebug.tui.tensor.reads import OutputSummary
 
 MAX_ATTRIBUTE_CHARS = 1024  # spec §6.5: longer attribute values are hidden
 MAX_INPUT_ROWS = 200  # a Concat of 5,000 inputs should not become 5,000 rows

@@ -20,14 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from tuidebug.core.session import Capabilities, Metadata, SessionState
 
 _RUNNING = frozenset({SessionState.RUNNING, SessionState.SENDING})
 
 
-@dataclass(frozen=True)
-class ActionState:
+# a NamedTuple, not a dataclass: built at import without exec'd methods (issue 28)
+class ActionState(NamedTuple):
     """Whether an action can run now, and if not, why (one sentence)."""
 
     enabled: bool
@@ -64,8 +65,8 @@ class GuardContext:
         return self.states.get(action_id(action), ALLOWED)
 
 
-@dataclass(frozen=True)
-class RunAction:
+# a NamedTuple, not a dataclass: built at import without exec'd methods (issue 28)
+class RunAction(NamedTuple):
     """One run action. `key`/`label`: its binding (id `tuidebug.<id>`, action
     `run('<id>')`); `do`: the `RunControls` method that performs it (a name, so this
     table needs no Textual); `bar`: its control-bar button (None: no button); `palette`: (title, help) of its

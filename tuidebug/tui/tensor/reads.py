@@ -13,10 +13,20 @@ from tuidebug.core.session import DebugSession
 from tuidebug.core.tensor import TensorRef, tensor_statistics
 from tuidebug.core.tensor_health import presence_only
 from tuidebug.tui.kit.session_text import is_user_error
-from tuidebug.tui.messages import OutputSummary
 
 if TYPE_CHECKING:  # the app's start imports this module, and needs no numpy
     import numpy as np
+
+
+@dataclass(frozen=True)
+class OutputSummary:
+    """The worker's answer for one output slot (here, not with the message that carries
+    it: the first frame needs the message, not this dataclass, issue 28)."""
+
+    line: str  # `float32<6,1,5,5> ∈[-0.19, 0.2] μ=0.003 σ=0.11`, or why there is none
+    nan_count: int = 0
+    inf_count: int = 0
+    missing: bool = False  # no value at this step
 
 
 @dataclass(frozen=True)
