@@ -10,11 +10,11 @@ in one sentence instead of a traceback. No Textual here: plain unit tests.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class NameFilter:
+# a NamedTuple, not a dataclass: built at import without exec'd methods (issue 28)
+class NameFilter(NamedTuple):
     text: str  # as typed, stripped
     pattern: re.Pattern[str] | None  # None: no filter, or plain text (see `problem`)
     problem: str = ""  # one sentence when the text is not a valid regular expression

@@ -8,8 +8,7 @@ worker the first time the pane needs it for a graph, and cached per graph.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from rich.text import Text
 from textual import on, work
@@ -29,8 +28,8 @@ from tuidebug.tui.messages import NodeChosen
 MAX_LINES_SHOWN = 2000
 
 
-@dataclass(frozen=True)
-class SourceLine:
+# a NamedTuple, not a dataclass: built at import without exec'd methods (issue 28)
+class SourceLine(NamedTuple):
     """A distinct source location (file, line, code) and the nodes whose stack holds it."""
 
     file_path: str
