@@ -15,9 +15,8 @@ when the terminal maps truecolor down to 256 or 16 colours and the hues collapse
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rich.color import Color, ColorSystem
 from rich.style import Style
@@ -36,8 +35,8 @@ CODE_EMPTY = -4  # outside the data (an odd last row, the area right of the imag
 HALF_BLOCK = "▀"  # upper half: foreground = top data row, background = bottom data row
 
 
-@dataclass(frozen=True)
-class SpecialValue:
+# a NamedTuple, not a dataclass: built at import without exec'd methods (issue 28)
+class SpecialValue(NamedTuple):
     """How one non-finite value is drawn: a glyph on a fixed background."""
 
     code: int
@@ -126,8 +125,8 @@ def __getattr__(name: str) -> np.ndarray:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass(frozen=True)
-class ColorScale:
+# a NamedTuple, not a dataclass: built at import without exec'd methods (issue 28)
+class ColorScale(NamedTuple):
     """Maps values in [low, high] to palette codes.
 
     Diverging scales are centred on 0 (so white means zero) and symmetric: ±max(|low|,
