@@ -40,7 +40,7 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import Footer, TabPane
 
 from tuidebug.core.graph import Graph, Node
 from tuidebug.core.session import (
@@ -88,6 +88,7 @@ from tuidebug.tui.messages import (
 )
 from tuidebug.tui.navigation.focus_frames import MainScreen, follow_focus
 from tuidebug.tui.navigation.kept_views import KeptViews
+from tuidebug.tui.navigation.left_tabs import LeftTabs
 from tuidebug.tui.navigation.maximize import maximize_instead, pane_of, toggle_maximized
 from tuidebug.tui.navigation.pane_keys import PANES, Navigation
 from tuidebug.tui.navigation.pane_sizes import SIZE_BINDINGS, PaneSizes
@@ -239,7 +240,7 @@ class DebuggerApp(App[int]):
         self._tensor.border_title = "5 Tensor"
         self._watchpoints = WatchpointPane(self.session.watchpoints, "6 Watchpoints")
         self._controls = ControlBar(id="controls", capabilities=self.session.capabilities)
-        self._tabs = TabbedContent(id="left-tabs", initial="tree-tab")
+        self._tabs = LeftTabs(id="left-tabs", initial="tree-tab")  # its bar: one widget at first
         self._nav = Navigation(
             self,
             tabs=self._tabs,

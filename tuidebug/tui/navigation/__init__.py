@@ -7,6 +7,8 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `kept_views`: The views the app makes on their first use and keeps, so what the user set
   up in them survives closing them: the step's tensor list (`L`: its filters, sort and the
   health already read) and the command line (`:`: its output and history).
+- `left_tabs`: The left pane's tabs (1 Tree, 2 Hits, 3 Stack), whose tab bar is drawn by
+  one stand-in widget for the first frame and by Textual's widgets just after it.
 - `maximize`: z: the focused pane fills the screen, and the pane keys while one does.
 - `pane_keys`: Moving around the app's panes: the pane keys (1–6), the filter key (/), and
   where Esc goes back to.
