@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Button, Input, OptionList, Select, Static
+from textual.widgets import Button, Input, OptionList, Select, Static, Tab
+from textual.widgets.tabbed_content import ContentTabs
 
 from tests.cli.test_cold_imports import offenders
 from tests.conftest import REPO
@@ -35,6 +36,7 @@ from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.keys.keymap import _own_bindings, _tui_classes, active_keys, known_bindings
 from tuidebug.tui.kit import start_gc
+from tuidebug.tui.navigation.left_tabs import LeftContentTabs
 from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.panes.scope_tree import ALL_TYPES, ScopeTree
 from tuidebug.tui.panes.stack_list import StackList
@@ -567,5 +569,36 @@ async def test_watchpoint_pane_is_a_shell_in_the_first_frame_then_the_table(
         )
         assert not app.query(WatchpointListShell)
         assert app.query_one(WatchpointList).row_count == 1  # "none yet: press w"
+        await app.workers.wait_for_complete()
+    session.close()
+
+
+async def test_the_tab_bar_is_one_widget_in_the_first_frame_then_textuals(
+    dump_2_10: Path,
+) -> None:
+    """The first frame's left tab bar is one widget drawing the labels and the underline
+    (LeftContentTabs: no Tab, no Underline, no container styled or laid out for it, nor
+    their stylesheets parsed: issue 28); Textual's bar takes its place just after."""
+    session = OfflineSession(str(dump_2_10))
+    app = DebuggerApp(session, start_session=True)
+    first: list[object] = []
+    after_first_frame = app._mount_hidden_tabs
+
+    def probe() -> None:
+        if not first:
+            bar = app.query_one("#left-tabs").query_one(ContentTabs)
+            drawn = isinstance(bar, LeftContentTabs) and bar.drawn_by_itself
+            first.extend([bar, drawn, len(bar.children), len(app.query(Tab))])
+            first.append(len(app.query("Underline")))
+        after_first_frame()
+
+    app._mount_hidden_tabs = probe  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: bool(first) and app.loaded, what="the first frame")
+        bar, drawn, children, tabs, underlines = first
+        assert isinstance(bar, LeftContentTabs) and drawn
+        assert (children, tabs, underlines) == (0, 0, 0)
+        await wait_until(pilot, lambda: len(app.query(Tab)) == 3, what="Textual's tab bar")
+        assert not bar.drawn_by_itself and len(app.query("Underline")) == 1
         await app.workers.wait_for_complete()
     session.close()
