@@ -252,6 +252,10 @@ NOT_BEFORE_FIRST_PAINT = (
     "tuidebug.tui.palette.provider",
     "tuidebug.tui.navigation.visit_history",
     "tuidebug.tui.origins.trace",
+    # the hit rules (the hit list's alerts) and the watch targets (the tree's badges):
+    # with the first hits and watchpoints, as in the session
+    "tuidebug.core.hit_rules",
+    "tuidebug.core.watch_targets",
     # the watchpoint exports (and shlex): with the first --watch spec or export
     "tuidebug.tui.watchpoints.export",
     "shlex",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -28,11 +28,13 @@ from textual.widgets import Input, Select, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from tuidebug.core.graph import Graph, distinct_short_names
-from tuidebug.core.hit_rules import NanInfSummary, nan_inf_summary, only_no_previous
 from tuidebug.core.watchpoints import WatchpointHit
 from tuidebug.tui.kit.labels import plain, shown, shown_lines
 from tuidebug.tui.kit.name_filter import name_filter
 from tuidebug.tui.messages import HitChosen
+
+if TYPE_CHECKING:
+    from tuidebug.core.hit_rules import NanInfSummary
 
 ALL = "*"
 MAX_ROWS_PER_GROUP = 2000
@@ -63,6 +65,8 @@ def hits_announcement(hits: Sequence[WatchpointHit], shown: int) -> tuple[str, b
     many the hit list's filters let through when they hide some."""
     if not hits:
         return None
+    from tuidebug.core.hit_rules import only_no_previous  # with the first hits (issue 28)
+
     errors = [hit for hit in hits if hit.is_error]
     real = len(hits) - len(errors)
     if real:
@@ -278,6 +282,8 @@ class HitList(Vertical):
             self._rebuild()
 
     def set_hits(self, hits: Sequence[WatchpointHit]) -> None:
+        from tuidebug.core.hit_rules import nan_inf_summary  # with the first hits (issue 28)
+
         self._hits = list(hits)
         by_step: dict[int, list[WatchpointHit]] = {}
         for hit in self._hits:
