@@ -243,6 +243,8 @@ NOT_BEFORE_FIRST_PAINT = (
     "tuidebug.tui.tensor.grid",
     "tuidebug.tui.tensor.jobs",
     "tuidebug.tui.tensor.text",
+    "tuidebug.tui.tensor.hit_note",
+    "tuidebug.tui.tensor.statistics_panel",
     "tuidebug.core.tensor_search",
     # the watchpoint list, a DataTable: its shell stands in the first frame (issue 28)
     "textual.widgets._data_table",

@@ -10,10 +10,16 @@ then, so it imports nothing heavy at module level.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from tuidebug.tui.tensor.hit_note import HitNote
+    from tuidebug.tui.tensor.statistics_panel import StatisticsPanel
 
 # Below this many rows the statistics shrink to their summary line.
 COMPACT_HEIGHT = 16
@@ -71,6 +77,24 @@ class SliceBar(Horizontal):
 
     SCOPED_CSS = False
     DEFAULT_CSS = BODY_CSS
+
+
+class BodyParts:
+    """The two children of a view that hold what it is told before they are mounted (the
+    hit a tensor was opened from, its statistics): made when first asked for, with their
+    modules, not in the first frame (issue 28)."""
+
+    @cached_property
+    def hit_note(self) -> HitNote:
+        from tuidebug.tui.tensor.hit_note import HitNote
+
+        return HitNote(id="tv-hit")
+
+    @cached_property
+    def statistics(self) -> StatisticsPanel:
+        from tuidebug.tui.tensor.statistics_panel import StatisticsPanel
+
+        return StatisticsPanel(id="tv-stats")
 
 
 def mount_body(

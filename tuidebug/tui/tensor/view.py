@@ -55,7 +55,6 @@ from tuidebug.tui.kit.labels import shown, shown_lines
 from tuidebug.tui.kit.own_class import set_own_class
 from tuidebug.tui.tensor.files import file_stem as make_file_stem
 from tuidebug.tui.tensor.files import save_file_name, short_name_of
-from tuidebug.tui.tensor.hit_note import HitNote
 from tuidebug.tui.tensor.layout import (
     COMPACT_HEIGHT,
     EMPTY_MESSAGE,
@@ -63,10 +62,10 @@ from tuidebug.tui.tensor.layout import (
     SHORT_HEIGHT,
     VIEW_CSS,
     VIEW_HELP,
+    BodyParts,
     mount_body,
 )
 from tuidebug.tui.tensor.modes import CompareState, compare_problem, parse_tolerance
-from tuidebug.tui.tensor.statistics_panel import StatisticsPanel
 
 if TYPE_CHECKING:
     import numpy as np
@@ -139,8 +138,7 @@ class TensorView(Vertical):
         # the reference (previous step, another rank or tensor), the mode, the tolerance
         self._compare = CompareState()
         # made here, not in compose: show() may come before the children are mounted
-        self._hit_note = HitNote(id="tv-hit")  # the hit the tensor was opened from
-        self._statistics = StatisticsPanel(id="tv-stats")  # the whole tensor's
+        self._parts = BodyParts()  # the hit note and the whole tensor's statistics
         self._cursor = (0, 0)  # slice coordinates; survives the diff being recomputed
         self._generation = 0  # bumps on every show(); stale worker results are dropped
         self._token = 0  # bumps on every new GridData
@@ -161,8 +159,8 @@ class TensorView(Vertical):
         self._built = True
         mount_body(
             self,
-            self._hit_note,
-            self._statistics,
+            self._parts.hit_note,
+            self._parts.statistics,
             close_slice=self._close_slice,
             close_tolerance=self._close_tolerance,
             close_goto=self.close_goto,
@@ -303,10 +301,10 @@ class TensorView(Vertical):
         self._generation += 1
         self._title = title
         self._file_stem = file_stem or make_file_stem(short_name or short_name_of(title), slot)
-        self._hit_note.note = context
+        self._parts.hit_note.note = context
         self._array = None
         self._compare.clear()
-        self._statistics.reset()
+        self._parts.statistics.reset()
         self._geometry = None
         self._end_find()
         if array is None:
@@ -342,7 +340,7 @@ class TensorView(Vertical):
         self._title = title
         self._array = None
         self._compare.release()
-        self._hit_note.note = ""
+        self._parts.hit_note.note = ""
         self._state = "loading"
         self._message = f"Loading {title}…" if title else "Loading…"
         self._refresh_all()
@@ -353,7 +351,7 @@ class TensorView(Vertical):
         self._end_find()
         self._array = None
         self._compare.release()
-        self._hit_note.note = ""
+        self._parts.hit_note.note = ""
         self._state = "error"
         self._message = sentence
         self._refresh_all()
@@ -379,7 +377,7 @@ class TensorView(Vertical):
             finder.cancel()  # it reads what is no longer shown
         from tuidebug.tui.tensor.grid import grid_data
 
-        stats = self._compare.displayed_stats(self._statistics.stats)
+        stats = self._compare.displayed_stats(self._parts.statistics.stats)
         data = grid_data(array, self._index, stats, self._token)
         if cursor is None:
             cursor = self._cursor
@@ -411,7 +409,7 @@ class TensorView(Vertical):
         message.update(shown_lines(self._message))
         if not self._built:  # the empty state: the message is all there is
             return
-        self._hit_note.show_note(visible=has_tensor, short=self._short)
+        self._parts.hit_note.show_note(visible=has_tensor, short=self._short)
         self.query_one("#tv-title").display = self._state != "empty"
         self.query_one("#tv-bar").display = has_tensor and (not self._short or self._bar_editing())
         compare_ok = has_tensor and not self._compare.problem
@@ -489,7 +487,7 @@ class TensorView(Vertical):
             )
 
     def _update_stats(self) -> None:
-        self._statistics.show_for(
+        self._parts.statistics.show_for(
             self._compare, has_array=self._array is not None, compact=self.has_class("-compact")
         )
 
@@ -534,7 +532,7 @@ class TensorView(Vertical):
     @property
     def statistics_settled(self) -> bool:
         """The whole tensor's statistics are in, or the panel says why they are not."""
-        return self._statistics.settled
+        return self._parts.statistics.settled
 
     # ------------------------------------------------------------------- workers
     def _run_job(
@@ -570,7 +568,7 @@ class TensorView(Vertical):
     def _on_statistics_done(self, message: StatisticsDone) -> None:
         if message.generation != self._generation:
             return
-        if not self._statistics.take(message):
+        if not self._parts.statistics.take(message):
             self._update_stats()
             return
         if self._compare.mode == "current" and self._geometry is not None:
