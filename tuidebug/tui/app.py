@@ -60,7 +60,6 @@ from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui.keys.keymap import Keymap, active_keys, apply_user_keys, key_display
 from tuidebug.tui.kit import colormap, start_gc
-from tuidebug.tui.kit.ascii_glyphs import write_ascii
 from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.kit.notice_burst import NoticeBurst
 from tuidebug.tui.kit.screenshot import save_screenshot_here
@@ -93,8 +92,6 @@ from tuidebug.tui.navigation.maximize import maximize_instead, pane_of, toggle_m
 from tuidebug.tui.navigation.pane_keys import PANES, Navigation
 from tuidebug.tui.navigation.pane_sizes import SIZE_BINDINGS, PaneSizes
 from tuidebug.tui.navigation.visits import VisitNavigation
-from tuidebug.tui.neighbours.opener import NodeScreens
-from tuidebug.tui.origins.runner import OriginTracing
 from tuidebug.tui.panes.header import SessionHeader
 from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.panes.node_details import NodeDetails
@@ -103,7 +100,6 @@ from tuidebug.tui.panes.stack_list import StackList
 from tuidebug.tui.run.actions import RUN_ACTIONS, ActionState, GuardContext
 from tuidebug.tui.run.control_bar import ControlBar
 from tuidebug.tui.run.controls import Openers, RunControls
-from tuidebug.tui.tensor.compare import TensorCompareFlows
 from tuidebug.tui.tensor.requests import OpenTensor, TensorRequests
 from tuidebug.tui.tensor.view import TensorView
 from tuidebug.tui.watchpoints.flows import WatchpointFlows
@@ -115,6 +111,8 @@ if TYPE_CHECKING:
 
     from tuidebug.tui.divergence.flows import DivergenceFlows
     from tuidebug.tui.keys.help_screen import KeyRow
+    from tuidebug.tui.neighbours.opener import NodeScreens
+    from tuidebug.tui.origins.runner import OriginTracing
     from tuidebug.tui.palette.provider import PaletteCommand
 
 SHORT_TERMINAL = 32  # rows: below it the focused pane grows (see `_fit_layout`)
@@ -260,20 +258,16 @@ class DebuggerApp(App[int]):
             watchpoint_list=self._watchpoints,
             withdraw_toast=functools.partial(withdraw_toast, self),
         )
-        self._tracer = OriginTracing(self, self._header, self._request_tensor)
-        self._compare = TensorCompareFlows(self, lambda: self._reads.open)
-        # the node screens and the run controls each ask the other: a lambda for the later
-        self._node_screens = NodeScreens(self, lambda: self._runs.focused_hit())
         self._runs = RunControls(
             self,
             hits=self._hits,
             controls=self._controls,
             watchpoint_list=self._watchpoints,
             watch_flows=self._watch_flows,
-            tracer=self._tracer,
+            tracer=lambda: self._tracer,
             opens=Openers(
-                downstream=self._node_screens.downstream,
-                graph_view=self._node_screens.graph_view,
+                downstream=lambda: self._node_screens.downstream(),
+                graph_view=lambda: self._node_screens.graph_view(),
                 tensor_list=self._kept.show_tensor_list,
             ),
         )
@@ -291,6 +285,19 @@ class DebuggerApp(App[int]):
         yield self._watchpoints.first_frame()  # the list's shell, or the list (issue 28)
         yield self._controls
         yield Footer()
+
+    # made when first used, with their modules, not for the first frame (issue 28)
+    @functools.cached_property
+    def _tracer(self) -> OriginTracing:  # the NaN/Inf trace (origins/runner.py)
+        from tuidebug.tui.origins.runner import OriginTracing
+
+        return OriginTracing(self, self._header, self._request_tensor)
+
+    @functools.cached_property
+    def _node_screens(self) -> NodeScreens:  # downstream, graph view, source (neighbours/)
+        from tuidebug.tui.neighbours.opener import NodeScreens
+
+        return NodeScreens(self, lambda: self._runs.focused_hit())
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen(id="_default")  # it focuses the tree itself (focus_frames.py)
@@ -318,6 +325,8 @@ class DebuggerApp(App[int]):
         self.call_after_refresh(self._mount_hidden_tabs)
         self._fit_layout(self.size.height)
         if self.has_class("-ascii"):
+            from tuidebug.tui.kit.ascii_glyphs import write_ascii  # a terminal without UTF-8
+
             write_ascii(self)
         if self._user_keys:
             self.keymap = apply_user_keys(self)
@@ -678,7 +687,9 @@ class DebuggerApp(App[int]):
     @on(TensorView.CompareRequested)
     @tolerate_teardown
     def _tensor_compare_requested(self, message: TensorView.CompareRequested) -> None:
-        self._compare.request(message.view, message.kind)
+        from tuidebug.tui.tensor.compare import TensorCompareFlows  # with the first compare
+
+        TensorCompareFlows(self, lambda: self._reads.open).request(message.view, message.kind)
 
     @on(TensorView.TripRequested)
     @tolerate_teardown

@@ -63,7 +63,7 @@ class RunControls:
         controls: ControlBar,
         watchpoint_list: WatchpointPane,
         watch_flows: WatchpointFlows,
-        tracer: OriginTracing,
+        tracer: Callable[[], OriginTracing],  # made with the first trace
         opens: Openers,
     ) -> None:
         self._app = app
@@ -320,7 +320,7 @@ class RunControls:
         app, iteration = self._app, target.iteration
         rank = app.metadata.rank
         step = app.session.step_of(TensorRef(target.node, 0, iteration, rank, target.graph))
-        self._tracer.start(app.graphs[target.graph], target.node, iteration, rank, step)
+        self._tracer().start(app.graphs[target.graph], target.node, iteration, rank, step)
 
     def downstream(self) -> None:
         """O: the nodes downstream of the selected hit's or node's outputs."""
