@@ -56,7 +56,6 @@ from tuidebug.core.session import (
     SessionEvent,
     WatchpointsChanged,
 )
-from tuidebug.core.tensor import TensorRef
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui.keys.keymap import Keymap, active_keys, apply_user_keys, key_display
 from tuidebug.tui.kit import colormap, start_gc
@@ -257,6 +256,7 @@ class DebuggerApp(App[int]):
             scope=self._scope,
             watchpoint_list=self._watchpoints,
             withdraw_toast=functools.partial(withdraw_toast, self),
+            open_tensor=self._request_tensor,
         )
         self._runs = RunControls(
             self,
@@ -703,28 +703,7 @@ class DebuggerApp(App[int]):
     @on(HitChosen)
     @tolerate_teardown
     def _hit_chosen(self, message: HitChosen) -> None:
-        ref: TensorRef = message.hit.tensor
-        if ref.rank != self._metadata.rank and len(self._metadata.ranks) > 1:
-            # a hit of another rank (a session that checks every rank): show that rank,
-            # then open the hit (posted after the switch's events, so handled after them)
-            hit = message.hit
-
-            def switch() -> None:
-                self.session.select_rank(ref.rank)
-                with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
-                    self.post_message(HitChosen(hit))
-
-            self._runs.call(f"Switching to rank {ref.rank}", switch)
-            return
-        graph_name = ref.graph or self.current_graph or ""
-        if graph_name not in self.graphs:
-            graph_name = next(
-                (name for name, graph in self.graphs.items() if graph.get(ref.node)), graph_name
-            )
-        # the hit list keeps the focus and its tab: the next hit is one ↓ away, and the
-        # tree (behind its tab) and the tensor pane follow the hit
-        if self.go_to_node(graph_name, ref.node, focus_tree=False):
-            self._request_tensor(graph_name, ref.node, ref.slot, ref.iteration, message.hit)
+        self._shown.open(message.hit)
 
     @on(GraphSwitched)
     @tolerate_teardown

@@ -1,6 +1,6 @@
 """What the main screen shows of the session's hits: the hit list with its tab's count,
 each watchpoint's count, the tree's badges, the header's "hits at this step", and the
-"N watchpoint hits" toast.
+"N watchpoint hits" toast; and a hit chosen in the list, opened where it is.
 
 `HitsShown` is a helper object of the `DebuggerApp` (not a mixin: flows.py says why). The
 app says when to show hits (a stopped check, the end of a run) and when the badges are
@@ -10,11 +10,13 @@ count is the app's `state_changed`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from tuidebug.core.session import SessionState
 from tuidebug.tui.kit.labels import shown_lines
+from tuidebug.tui.messages import HitChosen
 from tuidebug.tui.panes.hit_list import hits_announcement
 from tuidebug.tui.watchpoints.badges import watch_badges
 
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
     from tuidebug.tui.panes.hit_list import HitList
     from tuidebug.tui.panes.scope_tree import ScopeTree
     from tuidebug.tui.watchpoints.pane import WatchpointPane
+
+# (graph, node, slot, iteration, hit) → open that tensor (the app's tensor request)
+OpenTensor = Callable[[str, str, int, "int | None", "WatchpointHit | None"], None]
 
 # A run is under way: the panes wait for its end (the header follows every step).
 RUNNING = frozenset({SessionState.RUNNING, SessionState.SENDING})
@@ -45,6 +50,7 @@ class HitsShown:
         scope: ScopeTree,
         watchpoint_list: WatchpointPane,
         withdraw_toast: Callable[[str], None],
+        open_tensor: OpenTensor,
     ) -> None:
         self._app = app
         self._header = header
@@ -53,6 +59,7 @@ class HitsShown:
         self._scope = scope
         self._watchpoint_list = watchpoint_list
         self._withdraw_toast = withdraw_toast
+        self._open_tensor = open_tensor
         self._toast: str | None = None  # the hits toast up now
 
     def show(self, hits: Sequence[WatchpointHit], *, announce: bool = False) -> None:
@@ -70,6 +77,32 @@ class HitsShown:
             text, real = said
             self._toast = shown_lines(text)
             self._app.notify(text, severity="warning" if real else "information")
+
+    def open(self, hit: WatchpointHit) -> None:
+        """A hit chosen in the list: its node in the tree and the details, its tensor in
+        the tensor view; a hit of another rank (a session that checks every rank) switches
+        to that rank first."""
+        app = self._app
+        ref = hit.tensor
+        if ref.rank != app.metadata.rank and len(app.metadata.ranks) > 1:
+            # show that rank, then open the hit (posted after the switch's events, so
+            # handled after them)
+            def switch() -> None:
+                app.session.select_rank(ref.rank)
+                with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
+                    app.post_message(HitChosen(hit))
+
+            app.run_session_call(f"Switching to rank {ref.rank}", switch)
+            return
+        graph_name = ref.graph or app.current_graph or ""
+        if graph_name not in app.graphs:
+            graph_name = next(
+                (name for name, graph in app.graphs.items() if graph.get(ref.node)), graph_name
+            )
+        # the hit list keeps the focus and its tab: the next hit is one ↓ away, and the
+        # tree (behind its tab) and the tensor pane follow the hit
+        if app.go_to_node(graph_name, ref.node, focus_tree=False):
+            self._open_tensor(graph_name, ref.node, ref.slot, ref.iteration, hit)
 
     def _retract_toast(self) -> None:
         """Take down the last "N watchpoint hits" toast if it is still up."""
