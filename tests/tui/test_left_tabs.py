@@ -15,7 +15,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ContentSwitcher, Input, Static, Tab, TabbedContent, TabPane
 
-from tests.tui.support import wait_for_screen, wait_until
+from tests.tui.support import FakeSession, wait_for_screen, wait_until
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.kit.dialogs import ConfirmScreen
@@ -79,11 +79,15 @@ def bar(app: App[None]) -> LeftContentTabs:
     return app.query_one("#left-tabs", LeftTabs).query_one(LeftContentTabs)
 
 
-async def _textuals(theme: str, size: tuple[int, int], active: str = "tree-tab") -> Cells:
+async def _textuals(
+    theme: str, size: tuple[int, int], active: str = "tree-tab", hits_label: str = ""
+) -> Cells:
     app = _Left(theme, TabbedContent)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         app.tabs.active = active
+        if hits_label:
+            app.tabs.get_tab("hits-tab").label = hits_label
         await pilot.pause(0.05)  # the underline follows a refresh
         await pilot.pause()
         return cells(app)
@@ -144,8 +148,8 @@ async def test_no_frame_shows_the_bar_half_built() -> None:
 
 async def test_what_is_asked_before_the_swap_is_answered_or_kept(hold: None) -> None:
     """Before the real bar: the active tab changes (the pane shown, the bar drawn so,
-    TabActivated posted), the tabs are counted and found; a label changed, a tab
-    disabled or a pane added brings the real bar, and each shows on it."""
+    TabActivated posted), the tabs are counted and found, a label changed is drawn; a
+    tab disabled or a pane added brings the real bar, and each shows on it."""
     size = (120, 30)
     app = _Left("textual-dark", LeftTabs)
     async with app.run_test(size=size) as pilot:
@@ -162,6 +166,10 @@ async def test_what_is_asked_before_the_swap_is_answered_or_kept(hold: None) -> 
         tabs.active = "tree-tab"
         await pilot.pause()
         tabs.get_tab("hits-tab").label = "2 Hits (3)"  # what HitsShown does
+        await pilot.pause()
+        assert bar(app).drawn_by_itself  # the stand-in draws the new label
+        relabelled = await _textuals("textual-dark", size, hits_label="2 Hits (3)")
+        assert cells(app)[1:3] == relabelled[1:3]  # the tab rows (the focus has moved)
         tabs.disable_tab("stack-tab")
         added = tabs.add_pane(TabPane("4 More", Static("more"), id="more-tab"))
         await added
@@ -256,3 +264,30 @@ async def test_the_debuggers_first_frame_draws_the_stand_in_then_the_tabs_keys_a
             )
             await app.workers.wait_for_complete()
     session.close()
+
+
+async def test_a_session_started_before_the_app_keeps_the_stand_in_for_the_first_frame() -> None:
+    """A live session is started before the app: its graphs and hits are shown as the app
+    mounts, the hits tab's label set before the first frame. The stand-in draws it (the
+    first frame has no Tab), and Textual's bar follows with the same label."""
+    session = FakeSession(live=True)
+    session.start()
+    app = DebuggerApp(session)
+    first: list[object] = []
+    display = App._display
+
+    def first_frame(self: App[None], screen: object, renderable: object) -> None:
+        if renderable is not None and not first:
+            rows = ["".join(c for c, _ in row) for row in cells(self)]
+            first.extend([len(self.query(Tab)), next(r for r in rows if "1 Tree" in r)])
+        display(self, screen, renderable)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(App, "_display", first_frame)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: len(app.query(Tab)) == 3, what="the real bar")
+            tabs, row = first
+            assert tabs == 0 and "2 Hits" in str(row)
+            tab = app.query_one("#left-tabs", LeftTabs).get_tab("hits-tab")
+            assert tab.label.plain == "2 Hits"
+            await app.workers.wait_for_complete()

@@ -9,8 +9,8 @@ of TabbedContent finds it) has no children at first and draws the same cells its
 labels, their padding, the active tab's colour and the underline with its active part.
 Just after the first frame it composes Textual's widgets in its place, in one screen
 update. Whatever is asked of the bar meanwhile is answered from the tabs it holds (the
-active tab, a tab's object); what needs the real widgets (a tab's label changed, one
-hidden or disabled, a pane added, the focus, a click) brings them at once first.
+active tab, a tab's object and its label); what needs the real widgets (a tab hidden or
+disabled, a pane added, the focus, a click) brings them at once first.
 
 No private method of Textual is overridden: the stand-in answers through Tabs' public
 ones (`validate_active`, `watch_active`, `get_content_tab`, `active_tab`, `tab_count`)
@@ -282,7 +282,9 @@ class LeftTabs(TabbedContent):
     def get_tab(self, pane_id: str | TabPane) -> Tab:
         bar = self._stand_in()
         if bar is not None:
-            bar.bring_tabs()  # its label may change: Textual's bar draws that
+            # the held tab, whose label the caller may change (the hit count, even before
+            # the first frame in a live session): the stand-in draws it at the next frame
+            bar.refresh()
         return super().get_tab(pane_id)
 
     def _later(self, call: Callable[[], object]) -> bool:
