@@ -254,12 +254,13 @@ NOT_BEFORE_FIRST_PAINT = (
     "tuidebug.tui.palette.provider",
     "tuidebug.tui.navigation.visit_history",
     "tuidebug.tui.origins.trace",
-    # the app's helpers for a trace, the node screens and a compare, and the ASCII
-    # glyphs of a terminal without UTF-8: with their first use
+    # the app's helpers for a trace, the node screens, a compare and the watchpoint
+    # dialogs, and the ASCII glyphs of a terminal without UTF-8: with their first use
     "tuidebug.tui.origins.runner",
     "tuidebug.tui.neighbours.opener",
     "tuidebug.tui.tensor.compare",
     "tuidebug.tui.kit.ascii_glyphs",
+    "tuidebug.tui.watchpoints.flows",
     # the hit rules (the hit list's alerts) and the watch targets (the tree's badges):
     # with the first hits and watchpoints, as in the session
     "tuidebug.core.hit_rules",

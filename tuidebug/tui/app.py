@@ -101,7 +101,6 @@ from tuidebug.tui.run.control_bar import ControlBar
 from tuidebug.tui.run.controls import Openers, RunControls
 from tuidebug.tui.tensor.requests import OpenTensor, TensorRequests
 from tuidebug.tui.tensor.view import TensorView
-from tuidebug.tui.watchpoints.flows import WatchpointFlows
 from tuidebug.tui.watchpoints.hits_shown import RUNNING, HitsShown
 from tuidebug.tui.watchpoints.pane import WatchpointPane
 
@@ -113,6 +112,7 @@ if TYPE_CHECKING:
     from tuidebug.tui.neighbours.opener import NodeScreens
     from tuidebug.tui.origins.runner import OriginTracing
     from tuidebug.tui.palette.provider import PaletteCommand
+    from tuidebug.tui.watchpoints.flows import WatchpointFlows
 
 SHORT_TERMINAL = 32  # rows: below it the focused pane grows (see `_fit_layout`)
 
@@ -199,7 +199,7 @@ class DebuggerApp(App[int]):
         self._terminal = terminal
         if terminal is not None:
             colormap.draw_for(self, terminal)
-        self._watch_flows = WatchpointFlows(self, watch_specs, recommended)
+        self._watch_args = (tuple(watch_specs), recommended)  # for `_watch_flows`
         self._user_keys = user_keys
         self.keymap: Keymap = {}  # binding id → keys, as applied (see keymap.py)
         self.session = session
@@ -263,7 +263,7 @@ class DebuggerApp(App[int]):
             hits=self._hits,
             controls=self._controls,
             watchpoint_list=self._watchpoints,
-            watch_flows=self._watch_flows,
+            watch_flows=lambda: self._watch_flows,
             tracer=lambda: self._tracer,
             opens=Openers(
                 downstream=lambda: self._node_screens.downstream(),
@@ -292,6 +292,12 @@ class DebuggerApp(App[int]):
         from tuidebug.tui.origins.runner import OriginTracing
 
         return OriginTracing(self, self._header, self._request_tensor)
+
+    @functools.cached_property
+    def _watch_flows(self) -> WatchpointFlows:  # the watchpoint dialogs and exports
+        from tuidebug.tui.watchpoints.flows import WatchpointFlows
+
+        return WatchpointFlows(self, *self._watch_args)
 
     @functools.cached_property
     def _node_screens(self) -> NodeScreens:  # downstream, graph view, source (neighbours/)

@@ -62,7 +62,7 @@ class RunControls:
         hits: HitList,
         controls: ControlBar,
         watchpoint_list: WatchpointPane,
-        watch_flows: WatchpointFlows,
+        watch_flows: Callable[[], WatchpointFlows],  # made with the first dialog
         tracer: Callable[[], OriginTracing],  # made with the first trace
         opens: Openers,
     ) -> None:
@@ -306,10 +306,10 @@ class RunControls:
         app.push_screen(HistoryScreen(runs, app.metadata.step, can_jump, record), answered)
 
     def new_watchpoint(self) -> None:
-        self._watch_flows.create()  # it guards: editing a watchpoint is refused alike
+        self._watch_flows().create()  # it guards: editing a watchpoint is refused alike
 
     def watch_scope(self) -> None:
-        self._watch_flows.create(whole_scope=True)
+        self._watch_flows().create(whole_scope=True)
 
     def trace_origin(self) -> None:
         if not self.allowed("trace_origin"):
