@@ -95,7 +95,6 @@ from tuidebug.tui.panes.header import SessionHeader
 from tuidebug.tui.panes.hit_list import HitList
 from tuidebug.tui.panes.node_details import NodeDetails
 from tuidebug.tui.panes.scope_tree import ScopeTree, TreeEntry
-from tuidebug.tui.panes.stack_list import StackList
 from tuidebug.tui.run.actions import RUN_ACTIONS, ActionState, GuardContext
 from tuidebug.tui.run.control_bar import ControlBar
 from tuidebug.tui.run.controls import Openers, RunControls
@@ -112,6 +111,7 @@ if TYPE_CHECKING:
     from tuidebug.tui.neighbours.opener import NodeScreens
     from tuidebug.tui.origins.runner import OriginTracing
     from tuidebug.tui.palette.provider import PaletteCommand
+    from tuidebug.tui.panes.stack_list import StackList
     from tuidebug.tui.watchpoints.flows import WatchpointFlows
 
 SHORT_TERMINAL = 32  # rows: below it the focused pane grows (see `_fit_layout`)
@@ -230,7 +230,6 @@ class DebuggerApp(App[int]):
         self._header = SessionHeader(id="header")
         self._scope = ScopeTree(id="scope")
         self._hits = HitList(id="hits")
-        self._stack = StackList(id="stack")
         self._details = NodeDetails(id="details")
         self._details.border_title = "4 Node"
         self._tensor = TensorView(id="tensor-view")
@@ -243,7 +242,7 @@ class DebuggerApp(App[int]):
             tabs=self._tabs,
             scope=self._scope,
             hits=self._hits,
-            stack=self._stack,
+            stack=lambda: self._stack,
             details=self._details,
             tensor=self._tensor,
         )
@@ -292,6 +291,12 @@ class DebuggerApp(App[int]):
         from tuidebug.tui.origins.runner import OriginTracing
 
         return OriginTracing(self, self._header, self._request_tensor)
+
+    @functools.cached_property
+    def _stack(self) -> StackList:  # the Stack tab's list: mounted after the first frame
+        from tuidebug.tui.panes.stack_list import StackList
+
+        return StackList(id="stack")
 
     @functools.cached_property
     def _watch_flows(self) -> WatchpointFlows:  # the watchpoint dialogs and exports
@@ -672,8 +677,7 @@ class DebuggerApp(App[int]):
     def action_go_to_node(self, graph_name: str, node_name: str) -> None:
         self.go_to_node(graph_name, node_name)
 
-    @on(StackList.SourceRequested)
-    def _source_requested(self, message: StackList.SourceRequested) -> None:
+    def on_stack_list_source_requested(self, message: StackList.SourceRequested) -> None:
         """A stack line's file, each line with the nodes it created (Enter goes there)."""
         message.stop()
         self._node_screens.source(message.path, message.line_no)

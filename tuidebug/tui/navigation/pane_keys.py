@@ -10,6 +10,7 @@ holds the panes it moves between; the app keeps the key actions and hands them o
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from textual.css.query import NoMatches
@@ -78,7 +79,7 @@ class Navigation:
         tabs: TabbedContent,
         scope: ScopeTree,
         hits: HitList,
-        stack: StackList,
+        stack: Callable[[], StackList],  # the app makes it after the first frame
         details: NodeDetails,
         tensor: TensorView,
     ) -> None:
@@ -100,7 +101,7 @@ class Navigation:
         the tree's name filter)."""
         self.remember_focus()
         if self._tabs.active == "stack-tab":
-            self._stack.focus_search()
+            self._stack().focus_search()
         elif self._tabs.active == "hits-tab":
             self._hits.focus_filters()
         else:
@@ -122,7 +123,7 @@ class Navigation:
                 self._hits.tree_view.focus()
                 return
             if focused.id == "stack-search":
-                self._stack.clear_search()
+                self._stack().clear_search()
                 app.query_one("#stack-lines").focus()
                 return
         if app.screen.maximized is not None:
