@@ -150,7 +150,7 @@ async def test_typing_a_filter_keeps_the_alert_without_working_it_out_again(
     """The alert names the first NaN/Inf of every hit, whatever the filters let through:
     each key typed in the name filter rebuilds the list, not the alert (a NaN step has
     thousands of hits to scan)."""
-    from tuidebug.tui.panes import hit_list as hit_list_module
+    from tuidebug.core import hit_rules  # the hit list loads it with the first hits
 
     app, session = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
@@ -158,13 +158,13 @@ async def test_typing_a_filter_keeps_the_alert_without_working_it_out_again(
         alert = hit_list.alert_text
         assert alert.startswith("first NaN/Inf: Conv2D-op0 at step 1 (iteration 0) — ")
         scans: list[int] = []
-        real = hit_list_module.nan_inf_summary
+        real = hit_rules.nan_inf_summary
 
         def counted(hits: Any) -> Any:
             scans.append(1)
             return real(hits)
 
-        monkeypatch.setattr(hit_list_module, "nan_inf_summary", counted)
+        monkeypatch.setattr(hit_rules, "nan_inf_summary", counted)
         hit_list.focus_filters()
         await pilot.press("R", "e", "L", "u")
         await wait_until(pilot, lambda: hit_list.shown_count == 1, what="the ReLU hit alone")
