@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.style import Style
@@ -35,13 +34,26 @@ ALL_TYPES = "*"
 CATEGORY_PREFIX = "category:"
 
 
-@dataclass
 class TreeEntry:
-    """What a tree row stands for: a scope (`node` None) or a graph node."""
+    """What a tree row stands for: a scope (`node` None) or a graph node. (A dataclass's
+    fields, written out: a dataclass execs its methods at import, in the first frame:
+    issue 28; the slots keep a 50,000-node tree's rows small.)"""
 
-    path: str
-    node: str | None
-    loaded: bool = False
+    __slots__ = ("loaded", "node", "path")
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, path: str, node: str | None, loaded: bool = False) -> None:
+        self.path = path
+        self.node = node
+        self.loaded = loaded
+
+    def __repr__(self) -> str:
+        return f"TreeEntry(path={self.path!r}, node={self.node!r}, loaded={self.loaded!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TreeEntry):
+            return NotImplemented
+        return (self.path, self.node, self.loaded) == (other.path, other.node, other.loaded)
 
 
 def walk(node: TreeNode[TreeEntry]) -> Iterator[TreeNode[TreeEntry]]:
