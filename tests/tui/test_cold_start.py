@@ -261,6 +261,8 @@ NOT_BEFORE_FIRST_PAINT = (
     "tuidebug.tui.tensor.compare",
     "tuidebug.tui.kit.ascii_glyphs",
     "tuidebug.tui.watchpoints.flows",
+    "tuidebug.tui.tensor.requests",  # the tensor reads: with the first node shown
+    "tuidebug.tui.kit.screenshot",
     # the Stack tab's list, mounted just after the first frame (`_mount_hidden_tabs`)
     "tuidebug.tui.panes.stack_list",
     # the hit rules (the hit list's alerts) and the watch targets (the tree's badges):

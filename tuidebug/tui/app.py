@@ -61,7 +61,6 @@ from tuidebug.tui.keys.keymap import Keymap, active_keys, apply_user_keys, key_d
 from tuidebug.tui.kit import colormap, start_gc
 from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.kit.notice_burst import NoticeBurst
-from tuidebug.tui.kit.screenshot import save_screenshot_here
 from tuidebug.tui.kit.session_text import no_graph_text
 from tuidebug.tui.kit.teardown import tolerate_teardown
 from tuidebug.tui.kit.terminal_caps import TerminalCaps, terminal_caps
@@ -98,7 +97,6 @@ from tuidebug.tui.panes.scope_tree import ScopeTree, TreeEntry
 from tuidebug.tui.run.actions import RUN_ACTIONS, ActionState, GuardContext
 from tuidebug.tui.run.control_bar import ControlBar
 from tuidebug.tui.run.controls import Openers, RunControls
-from tuidebug.tui.tensor.requests import OpenTensor, TensorRequests
 from tuidebug.tui.tensor.view import TensorView
 from tuidebug.tui.watchpoints.hits_shown import RUNNING, HitsShown
 from tuidebug.tui.watchpoints.pane import WatchpointPane
@@ -112,6 +110,7 @@ if TYPE_CHECKING:
     from tuidebug.tui.origins.runner import OriginTracing
     from tuidebug.tui.palette.provider import PaletteCommand
     from tuidebug.tui.panes.stack_list import StackList
+    from tuidebug.tui.tensor.requests import OpenTensor, TensorRequests
     from tuidebug.tui.watchpoints.flows import WatchpointFlows
 
 SHORT_TERMINAL = 32  # rows: below it the focused pane grows (see `_fit_layout`)
@@ -169,7 +168,6 @@ class DebuggerApp(App[int]):
     ]
 
     # made in compose; named here as lambdas made before them read them
-    _reads: TensorRequests
     _runs: RunControls
 
     def __init__(
@@ -246,7 +244,6 @@ class DebuggerApp(App[int]):
             details=self._details,
             tensor=self._tensor,
         )
-        self._reads = TensorRequests(self, self._tensor, self._details, self._visits.record)
         self._shown = HitsShown(
             self,
             header=self._header,
@@ -291,6 +288,12 @@ class DebuggerApp(App[int]):
         from tuidebug.tui.origins.runner import OriginTracing
 
         return OriginTracing(self, self._header, self._request_tensor)
+
+    @functools.cached_property
+    def _reads(self) -> TensorRequests:  # the tensor view's and node details' reads
+        from tuidebug.tui.tensor.requests import TensorRequests
+
+        return TensorRequests(self, self._tensor, self._details, self._visits.record)
 
     @functools.cached_property
     def _stack(self) -> StackList:  # the Stack tab's list: mounted after the first frame
@@ -896,6 +899,8 @@ class DebuggerApp(App[int]):
         self.set_timer(0.1, self.save_screenshot_here)
 
     def save_screenshot_here(self) -> str | None:
+        from tuidebug.tui.kit.screenshot import save_screenshot_here
+
         return save_screenshot_here(self)
 
     def palette_graph(self) -> Graph | None:
