@@ -62,9 +62,13 @@ def demo_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _heatmap_palettes_reset() -> Iterator[None]:
     """An app started for a real terminal (`TERM=xterm`, a non-UTF-8 locale) picks the
-    heatmap's palettes and glyphs module-wide (tui/kit/colormap.py `use_terminal`); put the
-    truecolor / half-block defaults back so no later test in the process draws with them."""
+    heatmap's palettes and glyphs module-wide (tui/kit/colormap.py `use_terminal`, or
+    terminal_caps.py's `heatmap` while colormap is not loaded yet); put the truecolor /
+    half-block defaults back so no later test in the process draws with them."""
     yield
     colormap = sys.modules.get("tuidebug.tui.kit.colormap")
     if colormap is not None:
         colormap.use_terminal()
+    caps = sys.modules.get("tuidebug.tui.kit.terminal_caps")
+    if caps is not None:
+        caps.heatmap = caps.TerminalCaps()

@@ -263,6 +263,8 @@ NOT_BEFORE_FIRST_PAINT = (
     "tuidebug.tui.watchpoints.flows",
     "tuidebug.tui.tensor.requests",  # the tensor reads: with the first node shown
     "tuidebug.tui.kit.screenshot",
+    # the heatmap's colours: the start records the terminal's depth (terminal_caps.py)
+    "tuidebug.tui.kit.colormap",
     # the Stack tab's list, mounted just after the first frame (`_mount_hidden_tabs`)
     "tuidebug.tui.panes.stack_list",
     # the hit rules (the hit list's alerts) and the watch targets (the tree's badges):
@@ -619,3 +621,32 @@ async def test_the_tab_bar_is_one_widget_in_the_first_frame_then_textuals(
         assert not bar.drawn_by_itself and len(app.query("Underline")) == 1
         await app.workers.wait_for_complete()
     session.close()
+
+
+# an app started for a 16-colour terminal without UTF-8, then the heatmap's module loaded
+# (with the first tensor, after the first frame): it draws for that terminal
+HEATMAP_AFTER_START = """
+import json, sys
+from tuidebug.offline.session import OfflineSession
+from tuidebug.tui.app import DebuggerApp
+from tuidebug.tui.kit.terminal_caps import TerminalCaps
+
+DebuggerApp(OfflineSession(sys.argv[1]), terminal=TerminalCaps("16", unicode=False))
+seen = ["colormap at the start"] if "tuidebug.tui.kit.colormap" in sys.modules else []
+from tuidebug.tui.kit import colormap
+
+glyph, style = colormap.half_block_cell("diverging", 0, 255)
+sixteen = colormap.palettes_for("16")["diverging"].tolist()
+seen.append(f"glyph {glyph!r}, 16 colours: {colormap.code_rgb('diverging', 0) == tuple(sixteen[0])}")
+print(json.dumps(seen))
+"""
+
+
+def test_the_heatmap_loaded_after_the_start_draws_for_its_terminal(
+    dump_2_10: Path, tmp_path: Path
+) -> None:
+    """The start records the terminal's depth without loading the heatmap's colours
+    (terminal_caps.draw_for, issue 28); loaded with the first tensor, they are the
+    terminal's: 16 colours, and blank cells instead of half blocks without UTF-8."""
+    seen = modules_loaded_by(HEATMAP_AFTER_START, dump_2_10, tmp_path)
+    assert seen == {"glyph ' ', 16 colours: True"}

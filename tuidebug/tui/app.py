@@ -58,12 +58,12 @@ from tuidebug.core.session import (
 )
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 from tuidebug.tui.keys.keymap import Keymap, active_keys, apply_user_keys, key_display
-from tuidebug.tui.kit import colormap, start_gc
+from tuidebug.tui.kit import start_gc
 from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.kit.notice_burst import NoticeBurst
 from tuidebug.tui.kit.session_text import no_graph_text
 from tuidebug.tui.kit.teardown import tolerate_teardown
-from tuidebug.tui.kit.terminal_caps import TerminalCaps, terminal_caps
+from tuidebug.tui.kit.terminal_caps import TerminalCaps, draw_for, terminal_caps
 from tuidebug.tui.kit.toasts import withdraw_toast
 from tuidebug.tui.messages import (
     ControlDone,
@@ -196,7 +196,7 @@ class DebuggerApp(App[int]):
         self._divergence_flows: DivergenceFlows | None = None
         self._terminal = terminal
         if terminal is not None:
-            colormap.draw_for(self, terminal)
+            draw_for(self, terminal)
         self._watch_args = (tuple(watch_specs), recommended)  # for `_watch_flows`
         self._user_keys = user_keys
         self.keymap: Keymap = {}  # binding id → keys, as applied (see keymap.py)

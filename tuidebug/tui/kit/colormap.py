@@ -6,8 +6,9 @@ Styles are cached per code pair because a screen only ever uses a few thousand p
 building rich `Style` objects is the slow part of drawing a frame.
 
 numpy is imported by the functions that compute, and the palettes are built when a tensor
-is first drawn: the app's start sets the terminal's depth here (`draw_for`) before its
-first frame, which shows no tensor and must not wait for numpy (issue 28).
+is first drawn. The terminal's depth comes from terminal_caps.py (`draw_for`, at the
+app's start): the first frame shows no tensor, and loads neither numpy nor this module
+(issue 28).
 
 NaN, +Inf and −Inf get fixed colours *and* fixed glyphs: the glyph keeps them readable
 when the terminal maps truecolor down to 256 or 16 colours and the hues collapse.
@@ -16,15 +17,15 @@ when the terminal maps truecolor down to 256 or 16 colours and the hues collapse
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.color import Color, ColorSystem
 from rich.style import Style
 
+from tuidebug.tui.kit import terminal_caps
+
 if TYPE_CHECKING:
     import numpy as np
-
-    from tuidebug.tui.kit.terminal_caps import TerminalCaps
 
 # Codes below 0 are not palette entries.
 CODE_NAN = -1
@@ -239,8 +240,9 @@ def half_block_cell(
 # ---------------------------------------------------------------- terminal depth
 # Set by `use_terminal` (issue 15, the app helper): the palettes above stay the truecolor
 # ones; a terminal with fewer colours gets ramps of colours it really has.
-_ascii_cells = False
-_colors = "truecolor"
+# (from the terminal the app's start chose, `terminal_caps.draw_for`, when this loads)
+_ascii_cells = not terminal_caps.heatmap.unicode
+_colors: str = terminal_caps.heatmap.colors
 # the palettes drawn, for `_colors`: built on first use (`_palettes`), dropped by
 # `use_terminal`; replaced whole, never updated in place (workers draw too)
 _drawn: dict[str, np.ndarray] | None = None
@@ -318,26 +320,3 @@ def gradient(palette_name: str, width: int) -> list[Style]:
     palette = _palettes()[palette_name]
     picks = np.rint(np.linspace(0, len(palette) - 1, width)).astype(int)
     return [Style(bgcolor=_rgb(tuple(int(c) for c in palette[i]))) for i in picks]
-
-
-COLOR_SYSTEMS = {
-    "truecolor": ColorSystem.TRUECOLOR,
-    "256": ColorSystem.EIGHT_BIT,
-    "16": ColorSystem.STANDARD,
-}
-
-
-def draw_for(app: Any, terminal: TerminalCaps) -> None:
-    """Colours and glyphs the terminal really has, chosen rather than left to the
-    nearest-colour mapping (terminal_caps.py says why): 256 colours for TERM=xterm,
-    the ANSI theme on a 16-colour terminal (its own palette: the focus border stays a
-    calm accent, not bright red), ASCII borders and heatmap cells without UTF-8.
-    `app`: the DebuggerApp, before it runs."""
-    use_terminal(terminal.colors, terminal.unicode)
-    if terminal.colors == "16":
-        app.theme = "ansi-dark"
-    if app.console.color_system is not None:  # None: NO_COLOR, left as Textual has it
-        # Rich has no setter; Textual draws every strip with the console's system
-        app.console._color_system = COLOR_SYSTEMS[terminal.colors]
-    if not terminal.unicode:
-        app.add_class("-ascii")

@@ -8,13 +8,16 @@ bright red and the heatmap loses its gradient. Emulators that say `xterm`, `scre
 deliberately (`colors="256"`); only terminals that really have 16 (the Linux console,
 vt100, `*-16color`) get the ANSI theme and a 16-colour heatmap. A locale that is not
 UTF-8 (`LANG=C`, `LC_ALL=POSIX`, a Latin-1 one) gets ASCII borders and heatmap cells.
-No Textual here: plain unit tests.
+`draw_for` applies that to the app at its start. No Textual here: plain unit tests.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
+
+from rich.color import ColorSystem
 
 ColorDepth = Literal["truecolor", "256", "16"]
 
@@ -73,11 +76,44 @@ def terminal_caps(environ: Mapping[str, str]) -> TerminalCaps:
     return TerminalCaps(color_depth(environ), takes_unicode(environ))
 
 
+COLOR_SYSTEMS = {
+    "truecolor": ColorSystem.TRUECOLOR,
+    "256": ColorSystem.EIGHT_BIT,
+    "16": ColorSystem.STANDARD,
+}
+# The terminal the heatmap draws for (colormap.py's palettes and cells), as `draw_for` last
+# set it: colormap computes with numpy and loads with the first tensor, not in the first
+# frame (issue 28), and starts from this when it loads.
+heatmap = TerminalCaps()
+
+
+def draw_for(app: Any, terminal: TerminalCaps) -> None:
+    """Colours and glyphs the terminal really has, chosen rather than left to the
+    nearest-colour mapping (the module docstring says why): 256 colours for TERM=xterm,
+    the ANSI theme on a 16-colour terminal (its own palette: the focus border stays a
+    calm accent, not bright red), ASCII borders and heatmap cells without UTF-8.
+    `app`: the DebuggerApp, before it runs."""
+    global heatmap
+    heatmap = terminal
+    colormap = sys.modules.get("tuidebug.tui.kit.colormap")
+    if colormap is not None:  # loaded already (another app in this process): tell it
+        colormap.use_terminal(terminal.colors, terminal.unicode)
+    if terminal.colors == "16":
+        app.theme = "ansi-dark"
+    if app.console.color_system is not None:  # None: NO_COLOR, left as Textual has it
+        # Rich has no setter; Textual draws every strip with the console's system
+        app.console._color_system = COLOR_SYSTEMS[terminal.colors]
+    if not terminal.unicode:
+        app.add_class("-ascii")
+
+
 __all__ = [
+    "COLOR_SYSTEMS",
     "SIXTEEN_COLOR_TERMS",
     "ColorDepth",
     "TerminalCaps",
     "color_depth",
+    "draw_for",
     "takes_unicode",
     "terminal_caps",
 ]

@@ -75,7 +75,7 @@ class NodeScreens:
             graph,
             target.node,
             hit_counts(hits, graph, app.metadata.rank),
-            ascii=app.has_class("-ascii"),  # a terminal without UTF-8 (DebuggerApp._draw_for)
+            ascii=app.has_class("-ascii"),  # a terminal without UTF-8 (terminal_caps.draw_for)
             on_centre=centred,
             nan_inf=nan_inf_kinds(hits, graph, app.metadata.rank),
         )
