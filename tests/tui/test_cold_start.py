@@ -271,6 +271,7 @@ NOT_BEFORE_FIRST_PAINT = (
     # with the first hits and watchpoints, as in the session
     "tuidebug.core.hit_rules",
     "tuidebug.core.watch_targets",
+    "tuidebug.tui.watchpoints.badges",
     # the watchpoint exports (and shlex): with the first --watch spec or export
     "tuidebug.tui.watchpoints.export",
     "shlex",

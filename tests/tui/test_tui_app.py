@@ -113,19 +113,19 @@ async def test_graphs_loaded_works_out_the_tree_badges_once(
 ) -> None:
     """The badges scan every watchpoint's nodes in the graph: a graph load (each rank
     switch, each online reconnect) must not pay for it twice."""
-    from tuidebug.tui.watchpoints import hits_shown
+    from tuidebug.tui.watchpoints import badges
 
     app, _session = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot, accept_recommended=True)
         scans: list[str] = []
-        real = hits_shown.watch_badges
+        real = badges.watch_badges
 
         def counted(graph: Any, *args: Any) -> Any:
             scans.append(graph.name)
             return real(graph, *args)
 
-        monkeypatch.setattr(hits_shown, "watch_badges", counted)
+        monkeypatch.setattr(badges, "watch_badges", counted)
         app._graphs_loaded(app.graphs, first_time=False)
         assert scans == ["kernel_graph_0"]
         assert app.query_one(GraphTree).root.children

@@ -2,7 +2,8 @@
 watch, and how many hits each node and scope has (no Textual).
 
 Apart from the list (list_pane.py), whose DataTable the first frame does without
-(shell.py): the hits shown (hits_shown.py) redraw the badges without it.
+(shell.py): the hits shown (hits_shown.py) redraw the badges without it, and load this
+module (and the core's watch targets) with the first graph shown, after the first frame.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Sequence
 
 from tuidebug.core.condition_catalogue import WatchpointError
 from tuidebug.core.graph import Graph, Node
+from tuidebug.core.watch_targets import graph_relative
+from tuidebug.core.watch_targets import watched_nodes as resolve_watched
 from tuidebug.core.watchpoints import Watchpoint, WatchpointHit
 
 Badges = tuple[set[str], set[str], dict[str, int], dict[str, int]]
@@ -18,10 +21,6 @@ Badges = tuple[set[str], set[str], dict[str, int], dict[str, int]]
 
 def watched_nodes(graph: Graph, watchpoint: Watchpoint) -> tuple[list[Node], list[str]]:
     """(nodes a watchpoint watches in this graph, scope paths it names)."""
-    # the session loads the watch targets with the first watchpoint: so do the badges
-    from tuidebug.core.watch_targets import graph_relative
-    from tuidebug.core.watch_targets import watched_nodes as resolve_watched
-
     if watchpoint.graph_name and watchpoint.graph_name != graph.name:
         return [], []
     targets = watchpoint.targets

@@ -18,7 +18,6 @@ from tuidebug.core.session import SessionState
 from tuidebug.tui.kit.labels import shown_lines
 from tuidebug.tui.messages import HitChosen
 from tuidebug.tui.panes.hit_list import hits_announcement
-from tuidebug.tui.watchpoints.badges import watch_badges
 
 if TYPE_CHECKING:
     from textual.widgets import TabbedContent
@@ -132,6 +131,8 @@ class HitsShown:
         # counted in the hit list, not on these nodes
         rank = app.metadata.rank
         hits = [h for h in app.session.hits if h.tensor.rank == rank]
+        from tuidebug.tui.watchpoints.badges import watch_badges  # with the first graph
+
         watched_nodes, watched_scopes, node_hits, scope_hits = watch_badges(
             graph, app.session.watchpoints, hits
         )
