@@ -36,6 +36,6 @@ Modules (this docstring is the table of contents; the package imports nothing):
 - `teardown`: Handlers that outlive the app's screen: a late message during shutdown is
   dropped.
 - `terminal_caps`: What the terminal can show, read from the environment: its colour depth
-  and whether it takes UTF-8 (box drawing, half blocks).
+  and whether it takes UTF-8 (box drawing, half blocks); `draw_for` applies it to the app.
 - `toasts`: Taking down one toast while it is still up.
 """

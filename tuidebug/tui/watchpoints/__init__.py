@@ -12,7 +12,7 @@ Modules (this docstring is the table of contents; the package imports nothing):
   hits to a file.
 - `hits_shown`: What the main screen shows of the session's hits: the hit list with its
   tab's count, each watchpoint's count, the tree's badges, the header's "hits at this
-  step", and the "N watchpoint hits" toast.
+  step", and the "N watchpoint hits" toast; and a hit chosen in the list, opened where it is.
 - `list_pane`: The watchpoint list (bottom pane).
 - `pane`: The watchpoint pane of one app: its list, built when first needed.
 - `shell`: The watchpoint list's shell, which the first frame shows while there is no
