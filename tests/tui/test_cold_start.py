@@ -44,7 +44,12 @@ from tuidebug.tui.run.actions import BAR_ACTIONS
 from tuidebug.tui.run.control_bar import BarButton, ControlBar
 from tuidebug.tui.tensor.view import TensorView
 from tuidebug.tui.watchpoints.list_pane import WatchpointList
-from tuidebug.tui.watchpoints.shell import WatchpointListShell
+from tuidebug.tui.watchpoints.shell import (
+    COLUMNS,
+    EMPTY_SENTENCE,
+    WatchpointListShell,
+    column_widths,
+)
 
 TIMEOUT = 180  # seconds: a fresh interpreter loading the dump and drawing, on a busy machine
 
@@ -558,6 +563,14 @@ async def test_bar_buttons_look_like_textual_buttons(theme: str, state: str) -> 
     )
 
 
+def test_the_empty_sentence_is_whole_in_an_80_column_terminal() -> None:
+    """The empty list's sentence sits in the condition column: at 80 columns (and wider)
+    it is not cut (it once read "none yet: pres")."""
+    condition = [key for key, _ in COLUMNS].index("name")
+    for width in (80, 100, 160, 240):
+        assert len(EMPTY_SENTENCE) <= column_widths(width)[condition]
+
+
 async def test_watchpoint_pane_is_a_shell_in_the_first_frame_then_the_table(
     dump_2_10: Path,
 ) -> None:
@@ -581,14 +594,14 @@ async def test_watchpoint_pane_is_a_shell_in_the_first_frame_then_the_table(
         shell, title, text = first
         assert isinstance(shell, WatchpointListShell)
         assert title == "6 Watchpoints"
-        assert "condition" in str(text) and "none yet: press w" in str(text)
+        assert "condition" in str(text) and EMPTY_SENTENCE in str(text)
         await wait_until(
             pilot,
             lambda: isinstance(app.query_one("#watchpoints"), WatchpointList),
             what="the list in the shell's place",
         )
         assert not app.query(WatchpointListShell)
-        assert app.query_one(WatchpointList).row_count == 1  # "none yet: press w"
+        assert app.query_one(WatchpointList).row_count == 1  # EMPTY_SENTENCE
         await app.workers.wait_for_complete()
     session.close()
 

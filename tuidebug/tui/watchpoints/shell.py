@@ -25,7 +25,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("params", "parameters"),
     ("targets", "watches"),
 )
-EMPTY_SENTENCE = "none yet: press w"  # the list's one row while there is no watchpoint
+# the list's one row while there is no watchpoint: short enough for the condition column
+# of an 80-column terminal (14 cells; "none yet: press w" was cut to "none yet: pres")
+EMPTY_SENTENCE = "none: press w"
 FIXED_WIDTHS = (3, 2, 4, 4)
 # condition, parameters, watches: their widths at most, and the share of what is left
 FLEX_MAX = (30, 44, 44)
