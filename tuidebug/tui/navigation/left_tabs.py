@@ -21,7 +21,7 @@ tests/tui/test_left_tabs.py compares every cell of the stand-in with the real ba
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import ClassVar, TypeVar, cast
 
 from rich.segment import Segment
@@ -287,35 +287,31 @@ class LeftTabs(TabbedContent):
             bar.refresh()
         return super().get_tab(pane_id)
 
-    def _later(self, call: Callable[[], object]) -> bool:
-        """Run `call` once the real bar is composed (True), or say it is there (False)."""
+    def _when_real(self, call: Callable[[], object]) -> None:
+        """`call` now if the real bar is there, else once it is composed (brought now)."""
         bar = self._stand_in()
         if bar is None:
-            return False
-        bar.bring_tabs(call)
-        return True
+            call()
+        else:
+            bar.bring_tabs(call)
 
     def hide_tab(self, tab_id: str) -> None:
-        if not self._later(lambda: super(LeftTabs, self).hide_tab(tab_id)):
-            super().hide_tab(tab_id)
+        self._when_real(lambda: super(LeftTabs, self).hide_tab(tab_id))
 
     def show_tab(self, tab_id: str) -> None:
-        if not self._later(lambda: super(LeftTabs, self).show_tab(tab_id)):
-            super().show_tab(tab_id)
+        self._when_real(lambda: super(LeftTabs, self).show_tab(tab_id))
 
     def disable_tab(self, tab_id: str) -> None:
-        if not self._later(lambda: super(LeftTabs, self).disable_tab(tab_id)):
-            super().disable_tab(tab_id)
+        self._when_real(lambda: super(LeftTabs, self).disable_tab(tab_id))
 
     def enable_tab(self, tab_id: str) -> None:
-        if not self._later(lambda: super(LeftTabs, self).enable_tab(tab_id)):
-            super().enable_tab(tab_id)
+        self._when_real(lambda: super(LeftTabs, self).enable_tab(tab_id))
 
-    def _awaited_later(self, call: Callable[[], Awaitable[object]]) -> AwaitComplete | None:
-        """`call` (a change of panes) once the real bar is composed, or None if it is."""
+    def _awaited_when_real(self, call: Callable[[], AwaitComplete]) -> AwaitComplete:
+        """`call` (a change of panes) now if the real bar is there, else once it is."""
         bar = self._stand_in()
         if bar is None:
-            return None
+            return call()
         composed = bar.composed()
 
         async def later() -> None:
@@ -332,15 +328,11 @@ class LeftTabs(TabbedContent):
         after: TabPane | str | None = None,
     ) -> AwaitComplete:
         add = super().add_pane
-        later = self._awaited_later(lambda: add(pane, before=before, after=after))
-        return later if later is not None else add(pane, before=before, after=after)
+        return self._awaited_when_real(lambda: add(pane, before=before, after=after))
 
     def remove_pane(self, pane_id: str) -> AwaitComplete:
         remove = super().remove_pane
-        later = self._awaited_later(lambda: remove(pane_id))
-        return later if later is not None else remove(pane_id)
+        return self._awaited_when_real(lambda: remove(pane_id))
 
     def clear_panes(self) -> AwaitComplete:
-        clear = super().clear_panes
-        later = self._awaited_later(clear)
-        return later if later is not None else clear()
+        return self._awaited_when_real(super().clear_panes)
