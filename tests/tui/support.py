@@ -17,13 +17,15 @@ from __future__ import annotations
 import itertools
 import re
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from time import monotonic
 from typing import Any, TypeVar
 
 import numpy as np
 import pytest
+from textual.app import App
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
@@ -78,6 +80,23 @@ async def wait_until(
             now = f" Now: {explain()}" if explain is not None else ""
             pytest.fail(f"Waited {timeout:g} s for {what}; it did not happen.{now}", pytrace=False)
         await pilot.pause()
+
+
+@contextmanager
+def first_frame_of(take: Callable[[Any], Sequence[object]]) -> Iterator[list[object]]:
+    """What `take(app)` returns when an app sends its first frame to the terminal (the
+    first `App._display` with an update), in the list this yields: empty until then."""
+    first: list[object] = []
+    display = App._display
+
+    def first_frame(self: App[Any], screen: Screen[Any], renderable: Any) -> None:
+        if renderable is not None and not first:
+            first.extend(take(self))
+        display(self, screen, renderable)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(App, "_display", first_frame)
+        yield first
 
 
 async def wait_for_screen(

@@ -26,7 +26,7 @@ from textual.widgets.tabbed_content import ContentTabs
 
 from tests.cli.test_cold_imports import offenders
 from tests.conftest import REPO
-from tests.tui.support import CONV, synthetic_graph, tensor_shown, wait_until
+from tests.tui.support import CONV, first_frame_of, synthetic_graph, tensor_shown, wait_until
 from tuidebug.cli import main
 from tuidebug.core.condition_catalogue import ParamResult, get_condition
 from tuidebug.core.session import Capabilities
@@ -579,30 +579,26 @@ async def test_watchpoint_pane_is_a_shell_in_the_first_frame_then_the_table(
     columns: issue 28); the list takes its place just after that frame."""
     session = OfflineSession(str(dump_2_10))
     app = DebuggerApp(session, start_session=True)
-    first: list[object] = []
-    after_first_frame = app._mount_hidden_tabs
 
-    def probe() -> None:
-        if not first:
-            pane = app.query_one("#watchpoints")
-            first.extend([pane, pane.border_title, str(pane.render())])
-        after_first_frame()
+    def probe(app: DebuggerApp) -> list[object]:
+        pane = app.query_one("#watchpoints")
+        return [pane, pane.border_title, str(pane.render())]
 
-    app._mount_hidden_tabs = probe  # type: ignore[method-assign]
-    async with app.run_test(size=(160, 48)) as pilot:
-        await wait_until(pilot, lambda: bool(first) and app.loaded, what="the first frame")
-        shell, title, text = first
-        assert isinstance(shell, WatchpointListShell)
-        assert title == "6 Watchpoints"
-        assert "condition" in str(text) and EMPTY_SENTENCE in str(text)
-        await wait_until(
-            pilot,
-            lambda: isinstance(app.query_one("#watchpoints"), WatchpointList),
-            what="the list in the shell's place",
-        )
-        assert not app.query(WatchpointListShell)
-        assert app.query_one(WatchpointList).row_count == 1  # EMPTY_SENTENCE
-        await app.workers.wait_for_complete()
+    with first_frame_of(probe) as first:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: bool(first) and app.loaded, what="the first frame")
+            shell, title, text = first
+            assert isinstance(shell, WatchpointListShell)
+            assert title == "6 Watchpoints"
+            assert "condition" in str(text) and EMPTY_SENTENCE in str(text)
+            await wait_until(
+                pilot,
+                lambda: isinstance(app.query_one("#watchpoints"), WatchpointList),
+                what="the list in the shell's place",
+            )
+            assert not app.query(WatchpointListShell)
+            assert app.query_one(WatchpointList).row_count == 1  # EMPTY_SENTENCE
+            await app.workers.wait_for_complete()
     session.close()
 
 
@@ -614,26 +610,21 @@ async def test_the_tab_bar_is_one_widget_in_the_first_frame_then_textuals(
     their stylesheets parsed: issue 28); Textual's bar takes its place just after."""
     session = OfflineSession(str(dump_2_10))
     app = DebuggerApp(session, start_session=True)
-    first: list[object] = []
-    after_first_frame = app._mount_hidden_tabs
 
-    def probe() -> None:
-        if not first:
-            bar = app.query_one("#left-tabs").query_one(ContentTabs)
-            drawn = isinstance(bar, LeftContentTabs) and bar.drawn_by_itself
-            first.extend([bar, drawn, len(bar.children), len(app.query(Tab))])
-            first.append(len(app.query("Underline")))
-        after_first_frame()
+    def probe(app: DebuggerApp) -> list[object]:
+        bar = app.query_one("#left-tabs").query_one(ContentTabs)
+        drawn = isinstance(bar, LeftContentTabs) and bar.drawn_by_itself
+        return [bar, drawn, len(bar.children), len(app.query(Tab)), len(app.query("Underline"))]
 
-    app._mount_hidden_tabs = probe  # type: ignore[method-assign]
-    async with app.run_test(size=(160, 48)) as pilot:
-        await wait_until(pilot, lambda: bool(first) and app.loaded, what="the first frame")
-        bar, drawn, children, tabs, underlines = first
-        assert isinstance(bar, LeftContentTabs) and drawn
-        assert (children, tabs, underlines) == (0, 0, 0)
-        await wait_until(pilot, lambda: len(app.query(Tab)) == 3, what="Textual's tab bar")
-        assert not bar.drawn_by_itself and len(app.query("Underline")) == 1
-        await app.workers.wait_for_complete()
+    with first_frame_of(probe) as first:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: bool(first) and app.loaded, what="the first frame")
+            bar, drawn, children, tabs, underlines = first
+            assert isinstance(bar, LeftContentTabs) and drawn
+            assert (children, tabs, underlines) == (0, 0, 0)
+            await wait_until(pilot, lambda: len(app.query(Tab)) == 3, what="Textual's tab bar")
+            assert not bar.drawn_by_itself and len(app.query("Underline")) == 1
+            await app.workers.wait_for_complete()
     session.close()
 
 

@@ -12,7 +12,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Button, Static
 
-from tests.tui.support import wait_until
+from tests.tui.support import first_frame_of, wait_until
 from tuidebug.core.session import Capabilities
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
@@ -213,37 +213,33 @@ async def test_a_theme_in_ansi_colours_brings_the_buttons_at_once() -> None:
 
 
 async def test_the_debuggers_first_frame_draws_the_stand_in_then_the_buttons(
-    dump_2_10: Path, monkeypatch: pytest.MonkeyPatch
+    dump_2_10: Path,
 ) -> None:
     """`tuidebug offline`: the first frame's bar is the stand-in, with the keys on its
     labels; the buttons replace it right after, and then follow the session's state."""
     session = OfflineSession(str(dump_2_10))
     app = DebuggerApp(session, start_session=True)
-    first: list[object] = []
-    display = App._display
 
-    def first_frame(self: App[None], screen: object, renderable: object) -> None:
-        if renderable is not None and not first:  # what the terminal is sent first
-            bar = self.query_one(ControlBar)
-            shells = [s for s in bar.query(ControlBarShell) if s.display]
-            first.extend([len(shells), len(bar.query(BarButton))])
-            first.append("".join(c for c, _ in cells(self)[bar.region.y]))
-        display(self, screen, renderable)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(App, "_display", first_frame)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await wait_until(pilot, lambda: bool(first) and app.loaded, what="the first frame")
-        shells, buttons, row = first
-        assert (shells, buttons) == (1, 0)
-        step = app.key_hint("tuidebug.step")
-        assert f" {step} Step " in str(row)
+    def probe(app: App[None]) -> list[object]:
         bar = app.query_one(ControlBar)
-        await wait_until(pilot, lambda: not bar.query(ControlBarShell), what="the buttons")
-        assert str(bar.query_one("#control-step", Button).label) == f"{step} Step"
-        await wait_until(
-            pilot,
-            lambda: not bar.query_one("#control-step", Button).disabled,
-            what="step enabled once the dump is read",
-        )
-        await app.workers.wait_for_complete()
+        shells = [s for s in bar.query(ControlBarShell) if s.display]
+        row = "".join(c for c, _ in cells(app)[bar.region.y])
+        return [len(shells), len(bar.query(BarButton)), row]
+
+    with first_frame_of(probe) as first:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_until(pilot, lambda: bool(first) and app.loaded, what="the first frame")
+            shells, buttons, row = first
+            assert (shells, buttons) == (1, 0)
+            step = app.key_hint("tuidebug.step")
+            assert f" {step} Step " in str(row)
+            bar = app.query_one(ControlBar)
+            await wait_until(pilot, lambda: not bar.query(ControlBarShell), what="the buttons")
+            assert str(bar.query_one("#control-step", Button).label) == f"{step} Step"
+            await wait_until(
+                pilot,
+                lambda: not bar.query_one("#control-step", Button).disabled,
+                what="step enabled once the dump is read",
+            )
+            await app.workers.wait_for_complete()
     session.close()

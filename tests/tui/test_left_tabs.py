@@ -15,7 +15,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ContentSwitcher, Input, Static, Tab, TabbedContent, TabPane
 
-from tests.tui.support import FakeSession, wait_for_screen, wait_until
+from tests.tui.support import FakeSession, first_frame_of, wait_for_screen, wait_until
 from tuidebug.offline.session import OfflineSession
 from tuidebug.tui.app import DebuggerApp
 from tuidebug.tui.kit.dialogs import ConfirmScreen
@@ -231,16 +231,11 @@ async def test_the_debuggers_first_frame_draws_the_stand_in_then_the_tabs_keys_a
     the real bar follows, and 2, 3, 1 and a click switch tabs, `z` maximizes the pane."""
     session = OfflineSession(str(dump_2_10))
     app = DebuggerApp(session, start_session=True)
-    first: list[object] = []
-    display = App._display
 
-    def first_frame(self: App[None], screen: object, renderable: object) -> None:
-        if renderable is not None and not first:  # what the terminal is sent first
-            first.extend([len(self.query(Tab)), len(self.query(LeftContentTabs))])
-        display(self, screen, renderable)  # type: ignore[arg-type]
+    def probe(app: App[None]) -> list[object]:
+        return [len(app.query(Tab)), len(app.query(LeftContentTabs))]
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(App, "_display", first_frame)
+    with first_frame_of(probe) as first:
         async with app.run_test(size=(160, 48)) as pilot:
             await wait_until(pilot, lambda: bool(first) and app.loaded, what="the load")
             assert first == [0, 1]
