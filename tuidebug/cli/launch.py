@@ -274,14 +274,14 @@ def _against_problem(dump: str | Path, golden: str) -> str | None:
         return f"--against {golden} is not a folder holding a dump."
     from tuidebug.offline.files.msprobe_root import is_msprobe_root
 
-    if Path(dump).expanduser().is_dir() and is_msprobe_root(Path(dump).expanduser()) != (
-        is_msprobe_root(path)
-    ):
-        which = "the dump" if is_msprobe_root(Path(dump).expanduser()) else f"--against {golden}"
-        return (
-            f"{which} is an msprobe dump and the other is not; compare two dumps of the same kind."
-        )
-    return None
+    target = Path(dump).expanduser()
+    if not target.is_dir():
+        return None
+    dump_is_msprobe = is_msprobe_root(target)  # each asks for a (bounded) listing: once
+    if dump_is_msprobe == is_msprobe_root(path):
+        return None
+    which = "the dump" if dump_is_msprobe else f"--against {golden}"
+    return f"{which} is an msprobe dump and the other is not; compare two dumps of the same kind."
 
 
 def _open_compare_only(command: str, target: str, golden: str) -> int:
