@@ -622,8 +622,10 @@ async def test_the_tab_bar_is_one_widget_in_the_first_frame_then_textuals(
             bar, drawn, children, tabs, underlines = first
             assert isinstance(bar, LeftContentTabs) and drawn
             assert (children, tabs, underlines) == (0, 0, 0)
-            await wait_until(pilot, lambda: len(app.query(Tab)) == 3, what="Textual's tab bar")
-            assert not bar.drawn_by_itself and len(app.query("Underline")) == 1
+            # the bar turns real once its recompose is done; its three Tabs are queryable
+            # a moment before (waiting on them alone raced, and failed once in CI)
+            await wait_until(pilot, lambda: not bar.drawn_by_itself, what="Textual's tab bar")
+            assert len(app.query(Tab)) == 3 and len(app.query("Underline")) == 1
             await app.workers.wait_for_complete()
     session.close()
 

@@ -244,7 +244,7 @@ async def test_the_debuggers_first_frame_draws_the_stand_in_then_the_tabs_keys_a
             def shown(pane: str) -> bool:
                 return tabs.active == pane
 
-            await wait_until(pilot, lambda: len(app.query(Tab)) == 3, what="the real bar")
+            await wait_until(pilot, lambda: not bar(app).drawn_by_itself, what="the real bar")
             await wait_for_screen(pilot, ConfirmScreen)  # the recommended-watchpoint offer
             await pilot.press("n")
             await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="main")
@@ -280,7 +280,7 @@ async def test_a_session_started_before_the_app_keeps_the_stand_in_for_the_first
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(App, "_display", first_frame)
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_until(pilot, lambda: len(app.query(Tab)) == 3, what="the real bar")
+            await wait_until(pilot, lambda: not bar(app).drawn_by_itself, what="the real bar")
             tabs, row = first
             assert tabs == 0 and "2 Hits" in str(row)
             tab = app.query_one("#left-tabs", LeftTabs).get_tab("hits-tab")
