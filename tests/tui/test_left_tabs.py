@@ -14,6 +14,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ContentSwitcher, Input, Static, Tab, TabbedContent, TabPane
+from textual.widgets.tabbed_content import ContentTabs
 
 from tests.tui.support import FakeSession, first_frame_of, wait_for_screen, wait_until
 from tuidebug.offline.session import OfflineSession
@@ -88,9 +89,20 @@ async def _textuals(
         app.tabs.active = active
         if hits_label:
             app.tabs.get_tab("hits-tab").label = hits_label
-        await pilot.pause(0.05)  # the underline follows a refresh
+        await wait_until(pilot, lambda: _underline_placed(app), what="Textual's underline")
         await pilot.pause()
         return cells(app)
+
+
+def _underline_placed(app: App[None]) -> bool:
+    """Whether the underline is under the active tab (it follows a refresh, a timer and,
+    when the tab changed, an animation: a fixed pause lost that race under load)."""
+    tab = app.query_one(ContentTabs).active_tab
+    if tab is None or not tab.virtual_region.width:
+        return False
+    underline = app.query_one("Underline")
+    span = tab.virtual_region.shrink(tab.styles.gutter).column_span
+    return (underline.highlight_start, underline.highlight_end) == span  # type: ignore[attr-defined]
 
 
 async def _brought(app: _Left, pilot: object) -> None:
@@ -286,3 +298,29 @@ async def test_a_session_started_before_the_app_keeps_the_stand_in_for_the_first
             tab = app.query_one("#left-tabs", LeftTabs).get_tab("hits-tab")
             assert tab.label.plain == "2 Hits"
             await app.workers.wait_for_complete()
+
+
+@pytest.mark.usefixtures("hold")
+async def test_the_underline_is_placed_when_a_batch_update_held_the_layout_back() -> None:
+    """Textual places the underline after the next refresh, from the active tab's region.
+    A refresh inside another widget's batch update (the watchpoint list's swap, say) runs
+    those callbacks but skips the layout: the new tab has no region yet and the underline
+    was left on an empty range (seen once under load). It is placed once the tab has one."""
+    app = _Left("textual-dark", LeftTabs)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pilot.pause()
+        app.tabs.active = "hits-tab"  # not the first tab: its place is not where a bar starts
+        await pilot.pause()
+        with app.batch_update():  # held across the swap and the callbacks it schedules
+            bar(app).bring_tabs()
+            await wait_until(pilot, lambda: not bar(app).drawn_by_itself, what="the real bar")
+            for _ in range(5):
+                await pilot.pause(0.02)
+        await pilot.pause(0.05)
+        await pilot.pause()
+        tab = bar(app).active_tab
+        assert tab is not None and tab.id == "--content-tab-hits-tab"
+        region = tab.virtual_region.shrink(tab.styles.gutter)
+        underline = app.query_one("Underline")
+        assert region.width == len("2 Hits")
+        assert (underline.highlight_start, underline.highlight_end) == region.column_span  # type: ignore[attr-defined]

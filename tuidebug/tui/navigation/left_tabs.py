@@ -126,9 +126,28 @@ class LeftContentTabs(ContentTabs):
                 # follows the next refresh)
                 underline.highlight_start, underline.highlight_end = start, end  # type: ignore[attr-defined]
             self.refresh()
+            # Textual's placing runs after a refresh; one inside another widget's batch
+            # update skips the layout, and from a tab with no region yet it leaves the
+            # underline on an empty range: placed again once the tab has its region
+            self.call_after_refresh(self._place_underline)
             after, self._after = self._after, []
             for then in after:
                 then()
+
+    def _place_underline(self, tries: int = 250) -> None:
+        """The underline under the active tab once that tab is laid out (Textual's math:
+        its region less its padding). While a batch update holds the layout back, every
+        refresh callback runs at once: the next look is 20 ms later, `tries` at most."""
+        tab = self.active_tab
+        if tab is None or not self.is_attached or not tab.display:
+            return
+        if tab.virtual_region.width == 0:
+            if tries:
+                self.set_timer(0.02, lambda: self._place_underline(tries - 1))
+            return
+        start, end = tab.virtual_region.shrink(tab.styles.gutter).column_span
+        for underline in self.query("Underline"):
+            underline.highlight_start, underline.highlight_end = start, end  # type: ignore[attr-defined]
 
     # ---- answered from the held tabs while the bar draws itself
     def validate_active(self, active: str) -> str:
