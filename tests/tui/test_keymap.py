@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from textual.widgets import Button
 
-from tests.tui.support import FakeSession, settled, wait_for_screen, wait_until
+from tests.tui.support import FakeSession, first_frame_of, settled, wait_for_screen, wait_until
 from tuidebug import cli
 from tuidebug.cli.common import EXIT_USAGE
 from tuidebug.core.session import SessionState
@@ -30,6 +30,8 @@ from tuidebug.tui.keys.keymap import (
 from tuidebug.tui.kit.dialogs import ConfirmScreen
 from tuidebug.tui.run.control_bar import ControlBar
 from tuidebug.tui.tensor.view import TensorView
+from tuidebug.tui.watchpoints.editor import WatchpointEditor
+from tuidebug.tui.watchpoints.list_pane import WatchpointList
 
 SIZE = (160, 48)
 FILE = "/home/u/.config/tuidebug/keys.toml"
@@ -423,3 +425,27 @@ def test_a_wrong_source_entry_is_one_sentence_and_left_out(text: str, said: str)
     assert config.source_roots == [] and config.keymap == {}
     assert any(said in problem for problem in config.problems), config.problems
     assert all(problem.startswith(f"In the keys file {FILE}") for problem in config.problems)
+
+
+async def test_the_empty_watchpoint_list_names_the_remapped_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """ "none: press w" names the key that adds a watchpoint now: in the first frame's shell
+    and in the list that replaces it."""
+    keys_file_with(monkeypatch, tmp_path, '[keys]\nnew_watchpoint = "f6"\n')
+    app = DebuggerApp(FakeSession(), start_session=True, user_keys=True)
+
+    def shown(app: DebuggerApp) -> list[object]:
+        return [str(app.query_one("#watchpoints").render())]
+
+    with first_frame_of(shown) as first:
+        async with app.run_test(size=SIZE) as pilot:
+            await started(pilot)
+            key = app.key_hint("tuidebug.new_watchpoint")
+            assert key != "w"
+            assert f"none: press {key}" in str(first[0])
+            await wait_until(pilot, lambda: app._watchpoints.built, what="the list")
+            table = app.query_one("#watchpoints", WatchpointList)
+            assert f"none: press {key}" in str(table.get_row_at(0)[4])
+            await pilot.press("f6")
+            await wait_for_screen(pilot, WatchpointEditor)

@@ -345,6 +345,7 @@ class DebuggerApp(App[int]):
         if self._user_keys:
             self.keymap = apply_user_keys(self)
         self._controls.set_keys(lambda action: self.key_hint(f"tuidebug.{action}"))
+        self._watchpoints.set_new_key(self.key_hint("tuidebug.new_watchpoint"))
         if self._source_label is not None:
             self._header.shown_source = self._source_label
         self._runs.watchpoints = len(self.session.watchpoints)

@@ -21,7 +21,7 @@ from tuidebug.core.graph import Category
 from tuidebug.core.watchpoints import Watchpoint
 from tuidebug.tui.kit.labels import number, shown
 from tuidebug.tui.messages import WatchpointAction
-from tuidebug.tui.watchpoints.shell import COLUMNS, EMPTY_SENTENCE, FIXED_WIDTHS, column_widths
+from tuidebug.tui.watchpoints.shell import COLUMNS, FIXED_WIDTHS, column_widths, empty_sentence
 
 
 def watch_params(watchpoint: Watchpoint) -> dict[str, float]:
@@ -88,6 +88,7 @@ class WatchpointList(DataTable[Any]):
         self._watchpoints: list[Watchpoint] = []
         self._hit_counts: dict[int, int] = {}
         self._widths: tuple[int, ...] = ()
+        self._new_key = "w"  # named by the empty list's row
 
     def on_mount(self) -> None:
         # not laid out yet: the width it will have (the screen's, less the pane's border),
@@ -152,6 +153,12 @@ class WatchpointList(DataTable[Any]):
         if self.is_mounted and self.columns and not self._relayout():
             self._render_rows()
 
+    def set_new_key(self, key: str) -> None:
+        """Name `key` (the one that adds a watchpoint now) in the empty list's row."""
+        self._new_key = key
+        if self.is_mounted and self.columns and not self._watchpoints:
+            self._render_rows()
+
     def set_hit_counts(self, counts: Mapping[int, int]) -> None:
         self._hit_counts = dict(counts)
         if self.is_mounted and self.columns:
@@ -161,7 +168,7 @@ class WatchpointList(DataTable[Any]):
         keep = self.selected_id
         self.clear()
         if not self._watchpoints:
-            self.add_row("", "", "", "", Text(EMPTY_SENTENCE, "dim"), "", "")
+            self.add_row("", "", "", "", Text(empty_sentence(self._new_key), "dim"), "", "")
             return
         graphs = len(self._widths) > len(COLUMNS)  # the graph column is there
         for wp in self._watchpoints:

@@ -31,6 +31,8 @@ class WatchpointPane:
         self._watchpoints = list(watchpoints)
         self._hit_counts: dict[int, int] = {}
         self._title = title
+        self._new_key = "w"  # the key the empty list names (a remapped one: set_new_key)
+        self._shell: WatchpointListShell | None = None
 
     @cached_property
     def table(self) -> WatchpointList:
@@ -41,6 +43,7 @@ class WatchpointPane:
         table.border_title = self._title
         table.set_watchpoints(self._watchpoints)
         table.set_hit_counts(self._hit_counts)
+        table.set_new_key(self._new_key)
         return table
 
     @property
@@ -63,6 +66,15 @@ class WatchpointPane:
         else:
             self._watchpoints = list(watchpoints)
 
+    def set_new_key(self, key: str) -> None:
+        """Name `key`, the one that adds a watchpoint now, in the empty list's row."""
+        self._new_key = key
+        if self.built:
+            self.table.set_new_key(key)
+        elif self._shell is not None:
+            self._shell.new_key = key
+            self._shell.refresh()
+
     def set_hit_counts(self, counts: Mapping[int, int]) -> None:
         if self.built:
             self.table.set_hit_counts(counts)
@@ -72,7 +84,10 @@ class WatchpointPane:
     def first_frame(self) -> Widget:
         """What the first frame shows in the pane: the list where the session has
         watchpoints, else its shell (the list replaces it just after that frame)."""
-        return self.table if self._watchpoints or self.built else WatchpointListShell(self._title)
+        if self._watchpoints or self.built:
+            return self.table
+        self._shell = WatchpointListShell(self._title, self._new_key)
+        return self._shell
 
     async def replace_shell(self, shell: Widget) -> None:
         """Put the list in the place of its first-frame shell (if the pane is that), in

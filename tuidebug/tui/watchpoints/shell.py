@@ -28,6 +28,13 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 # the list's one row while there is no watchpoint: short enough for the condition column
 # of an 80-column terminal (14 cells; "none yet: press w" was cut to "none yet: pres")
 EMPTY_SENTENCE = "none: press w"
+
+
+def empty_sentence(key: str) -> str:
+    """The empty list's row, naming the key that adds a watchpoint now (a remapped one)."""
+    return EMPTY_SENTENCE.removesuffix("w") + key
+
+
 FIXED_WIDTHS = (3, 2, 4, 4)
 # condition, parameters, watches: their widths at most, and the share of what is left
 FLEX_MAX = (30, 44, 44)
@@ -69,9 +76,10 @@ class WatchpointListShell(Static):
     }
     """
 
-    def __init__(self, title: str) -> None:
+    def __init__(self, title: str, new_key: str = "w") -> None:
         super().__init__("", id=PANE_ID, markup=False)
         self.border_title = title
+        self.new_key = new_key  # the key the empty sentence names
 
     def render(self) -> Text:
         # the DataTable's layout: each column padded by one cell either side, the titles
@@ -82,7 +90,7 @@ class WatchpointListShell(Static):
         row = Text(style=self.get_component_rich_style("shell--cursor"))
         for (key, label), width in zip(COLUMNS, widths, strict=True):
             header.append(f" {label[:width]:<{width}} ")
-            cell = EMPTY_SENTENCE if key == "name" else ""
+            cell = empty_sentence(self.new_key) if key == "name" else ""
             row.append(" ")
             row.append(f"{cell[:width]:<{width}}", style="dim" if cell else "")
             row.append(" ")
